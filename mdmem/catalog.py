@@ -1,0 +1,239 @@
+"""The in-memory picture of the vault: parsed files, refreshed by a cheap stat scan.
+
+A file is re-read only when its (mtime_ns, size, inode) changed, so a scan of
+an unchanged vault costs one ``stat`` per markdown file. Files that cannot be
+read as markdown are skipped with a logged warning and listed in ``skipped``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .blocks import ParsedFile, parse
+from .models import Block
+from .textfile import SkipFile, decode
+
+__all__ = ["EXCLUDED_DIRS", "Catalog", "ScanDelta", "Signature", "signature_of"]
+
+log = logging.getLogger("mdmem")
+
+# Not memory: git internals, editor state, Obsidian templates, the trash.
+EXCLUDED_DIRS = frozenset({".git", ".obsidian", ".trash", "templates", "node_modules", "tool-outputs"})
+
+Signature = tuple[int, int, int]
+
+
+def signature_of(st: os.stat_result) -> Signature:
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@dataclass
+class FileState:
+    signature: Signature
+    parsed: ParsedFile
+
+
+@dataclass
+class ScanDelta:
+    changed: list[str] = field(default_factory=list)  # new or modified, parsed
+    removed: list[str] = field(default_factory=list)  # gone, or now unreadable
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.removed)
+
+
+class Catalog:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files: dict[str, FileState] = {}
+        self.skipped: dict[str, str] = {}
+        self._skipped_sigs: dict[str, Signature] = {}
+        self._by_id: dict[str, str] = {}
+        self._blocks: dict[str, Block] = {}
+        self._by_hash: dict[tuple[str, str], set[str]] = {}
+
+    # ----------------------------------------------------------- lookups --
+
+    def block(self, block_id: str) -> Block | None:
+        return self._blocks.get(block_id)
+
+    def path_of(self, block_id: str) -> str | None:
+        return self._by_id.get(block_id)
+
+    def find_active(self, scope: str, digest: str) -> Block | None:
+        """An active memory with this normalised-content hash in this scope."""
+        for block_id in sorted(self._by_hash.get((scope, digest), ())):
+            block = self.block(block_id)
+            if block is not None and block.status == "active":
+                return block
+        return None
+
+    def blocks(self, *, memories_only: bool = False) -> Iterator[Block]:
+        for state in self.files.values():
+            for block in state.parsed.blocks:
+                if block.is_memory or not memories_only:
+                    yield block
+
+    def has_id(self, block_id: str) -> bool:
+        return block_id in self._by_id
+
+    # ----------------------------------------------------------- updates --
+
+    def put(self, path: str, parsed: ParsedFile, sig: Signature) -> None:
+        self._forget_file(path)
+        self.files[path] = FileState(sig, parsed)
+        self.skipped.pop(path, None)
+        self._skipped_sigs.pop(path, None)
+        for block in parsed.blocks:
+            if not block.is_memory or block.id in self._by_id:
+                continue  # the same id in two files: the first one seen wins
+            self._index(path, block)
+
+    def add_blocks(self, path: str, blocks: list[Block], sig: Signature) -> None:
+        """Record blocks appended to an already-parsed file (no reparse)."""
+        state = self.files[path]
+        state.signature = sig
+        state.parsed.blocks.extend(blocks)
+        for block in blocks:
+            self._index(path, block)
+
+    def _index(self, path: str, block: Block) -> None:
+        self._by_id[block.id] = path
+        self._blocks[block.id] = block
+        self._by_hash.setdefault((block.scope, block.content_hash), set()).add(block.id)
+
+    def touch(self, path: str, sig: Signature, tf: Any) -> None:
+        """The file on disk now matches the parse we hold: record its stat."""
+        state = self.files.get(path)
+        if state is not None:
+            state.signature = sig
+            state.parsed.file = tf
+
+    def drop(self, path: str) -> None:
+        self._forget_file(path)
+        self.files.pop(path, None)
+
+    def _forget_file(self, path: str) -> None:
+        state = self.files.get(path)
+        if state is None:
+            return
+        for block in state.parsed.blocks:
+            if self._by_id.get(block.id) == path:
+                del self._by_id[block.id]
+                self._blocks.pop(block.id, None)
+            ids = self._by_hash.get((block.scope, block.content_hash))
+            if ids is not None:
+                ids.discard(block.id)
+                if not ids:
+                    del self._by_hash[(block.scope, block.content_hash)]
+
+    # ----------------------------------------------------------- reading --
+
+    def load(self, path: str, raw: bytes, sig: Signature) -> ParsedFile:
+        """Parse ``raw`` as ``path`` and record it; raises SkipFile."""
+        tf = decode(raw)
+        parsed = parse(path, tf, fallback_time=datetime.fromtimestamp(sig[0] / 1e9, tz=UTC))
+        self.put(path, parsed, sig)
+        return parsed
+
+    def refresh(self, path: str) -> bool:
+        """Re-read one file if its stat changed; True when something changed."""
+        full = self.root / path
+        try:
+            st = full.stat()
+        except FileNotFoundError:
+            if path in self.files or path in self.skipped:
+                self.drop(path)
+                self.skipped.pop(path, None)
+                return True
+            return False
+        sig = signature_of(st)
+        state = self.files.get(path)
+        if state is not None and state.signature == sig:
+            return False
+        if self._skipped_sigs.get(path) == sig:
+            return False
+        try:
+            raw = full.read_bytes()
+            self.load(path, raw, sig)
+        except SkipFile as reason:
+            self._skip(path, str(reason), sig)
+        except OSError as exc:
+            self._skip(path, f"unreadable: {exc.strerror}", sig)
+        return True
+
+    def _skip(self, path: str, reason: str, sig: Signature) -> None:
+        if self.skipped.get(path) != reason:
+            log.warning("skipping %s: %s", path, reason)
+        self.drop(path)
+        self.skipped[path] = reason
+        self._skipped_sigs[path] = sig
+
+    def walk(self) -> Iterator[tuple[str, os.stat_result]]:
+        """Every markdown file of the vault with its stat, symlinks out of it excluded."""
+        root_real = self.root.resolve()
+        stack = [self.root]
+        while stack:
+            directory = stack.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if directory == self.root and name in EXCLUDED_DIRS:
+                        continue
+                    if name in (".git", ".obsidian", "node_modules"):
+                        continue
+                    stack.append(Path(entry.path))
+                    continue
+                if not name.endswith(".md"):
+                    continue
+                rel = Path(entry.path).relative_to(self.root).as_posix()
+                try:
+                    if entry.is_symlink():
+                        target = Path(entry.path).resolve()
+                        if root_real not in target.parents:
+                            self._skip(rel, "symlink leads outside the vault", (0, 0, 0))
+                            continue
+                    st = entry.stat()
+                except OSError:
+                    continue
+                yield rel, st
+
+    def scan(self) -> ScanDelta:
+        """Stat every markdown file; re-parse only the changed ones."""
+        delta = ScanDelta()
+        seen: set[str] = set()
+        for rel, st in self.walk():
+            seen.add(rel)
+            sig = signature_of(st)
+            state = self.files.get(rel)
+            if state is not None and state.signature == sig:
+                continue
+            if self._skipped_sigs.get(rel) == sig:
+                continue
+            was_known = rel in self.files
+            if self.refresh(rel):
+                if rel in self.files:
+                    delta.changed.append(rel)
+                elif was_known:
+                    delta.removed.append(rel)
+        for rel in list(self.files):
+            if rel not in seen:
+                self.drop(rel)
+                delta.removed.append(rel)
+        for rel in list(self.skipped):
+            if rel not in seen:
+                self.skipped.pop(rel, None)
+                self._skipped_sigs.pop(rel, None)
+        return delta

@@ -1,0 +1,373 @@
+"""The ``mdmem`` command: a thin click layer over :class:`mdmem.Vault`.
+
+Each command parses its options, calls one library method and prints the
+result (``--json`` for scripts, with the API's field names). Library errors
+become one line on stderr and a non-zero exit; never a traceback, unless
+``MDMEM_DEBUG=1`` asks for one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .errors import MdmemError
+from .models import KINDS, Memory, to_jsonable
+from .vault import Vault, find_vault_root
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_ERROR = 1
+EXIT_INTERNAL = 2
+
+
+class _Context:
+    def __init__(self, vault_path: str | None, agent: str | None, quiet: bool) -> None:
+        self.vault_path = vault_path
+        self.agent = agent
+        self.quiet = quiet
+        self._vault: Vault | None = None
+
+    def vault(self) -> Vault:
+        if self._vault is None:
+            path = self.vault_path or os.environ.get("MDMEM_VAULT")
+            root = Path(path) if path else find_vault_root()
+            self._vault = Vault.open(root, agent=self.agent)
+        return self._vault
+
+
+def _emit(data: Any, as_json: bool, human: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(to_jsonable(data), ensure_ascii=False, indent=2))
+    else:
+        human()
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON (stable shape).")(func)
+
+
+def scope_option(func: F) -> F:
+    return click.option(
+        "--scope", default=None, help="Scope such as project:marketing or user:alice."
+    )(func)
+
+
+def _read_text(text: str) -> str:
+    if text == "-":
+        return sys.stdin.read()
+    return text
+
+
+def _memory_line(verb: str, memory: Memory) -> None:
+    status = "" if memory.was_new else " (already known)"
+    click.echo(f"{verb} {memory.id} → {memory.path}:{memory.line}{status}")
+
+
+class _Group(click.Group):
+    """Turns library errors into one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MdmemError as exc:
+            if os.environ.get("MDMEM_DEBUG"):
+                raise
+            click.echo(f"error: {_one_line(exc)}", err=True)
+            ctx.exit(EXIT_ERROR)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+        except OSError as exc:
+            if os.environ.get("MDMEM_DEBUG"):
+                raise
+            click.echo(f"error: {_one_line(exc)}", err=True)
+            ctx.exit(EXIT_ERROR)
+        except Exception as exc:
+            if os.environ.get("MDMEM_DEBUG"):
+                raise
+            click.echo(
+                f"error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
+                "set MDMEM_DEBUG=1 for a traceback",
+                err=True,
+            )
+            ctx.exit(EXIT_INTERNAL)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+@click.group(cls=_Group)
+@click.option(
+    "--vault",
+    "vault_path",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Vault folder (default: $MDMEM_VAULT, else the nearest folder with mdmem.toml).",
+)
+@click.option("--agent", default=None, help="Agent name: the git author of writes.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+@click.version_option(package_name="mdmem")
+@click.pass_context
+def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: bool) -> None:
+    """mdmem: agent memory in a markdown vault under git."""
+    logging.basicConfig(
+        level=logging.ERROR if quiet else logging.WARNING,
+        format="%(levelname)s: %(message)s",
+    )
+    ctx.obj = _Context(vault_path, agent, quiet)
+
+
+@contextmanager
+def _progress(label: str, total: int | None, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on a terminal; silent when piped or with --json."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda n: progress.update(task, advance=n)
+
+
+# ------------------------------------------------------------------ writes ----
+
+
+@main.command()
+@click.argument("path", type=click.Path(file_okay=False), default=".")
+@click.option("--agent", "agent_name", default=None, help="Default agent name for this vault.")
+@json_option
+@click.pass_obj
+def init(obj: _Context, path: str, agent_name: str | None, as_json: bool) -> None:
+    """Create a vault at PATH: template files, git init, first commit."""
+    vault = Vault.init(path, agent=agent_name or obj.agent)
+    _emit(
+        {"root": str(vault.root), "state_dir": str(vault.state_dir)},
+        as_json,
+        lambda: click.echo(f"initialised mdmem vault at {vault.root}"),
+    )
+
+
+@main.command()
+@click.argument("text")
+@click.option("--kind", type=click.Choice(KINDS), default="fact", show_default=True)
+@click.option("-t", "--tag", "tags", multiple=True, help="Tag (repeatable).")
+@scope_option
+@click.option("--created", default=None, help="Creation date/time (ISO), default now.")
+@click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
+@json_option
+@click.pass_obj
+def remember(
+    obj: _Context,
+    text: str,
+    kind: str,
+    tags: tuple[str, ...],
+    scope: str | None,
+    created: str | None,
+    redact: bool,
+    as_json: bool,
+) -> None:
+    """Store TEXT as a memory ('-' reads stdin). Idempotent per scope."""
+    memory = obj.vault().remember(
+        _read_text(text),
+        kind=kind,
+        tags=tags,
+        scope=scope,
+        created=created,
+        secrets="redact" if redact else None,
+    )
+    _emit(memory, as_json, lambda: _memory_line("remembered", memory))
+
+
+@main.command("log")
+@click.argument("text")
+@click.option("-c", "--category", default="Note", show_default=True)
+@click.option("-t", "--tag", "tags", multiple=True)
+@scope_option
+@click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
+@json_option
+@click.pass_obj
+def log_cmd(
+    obj: _Context,
+    text: str,
+    category: str,
+    tags: tuple[str, ...],
+    scope: str | None,
+    redact: bool,
+    as_json: bool,
+) -> None:
+    """Append TEXT to today's daily log under '## HH:MM · CATEGORY'."""
+    memory = obj.vault().log(
+        _read_text(text),
+        category=category,
+        tags=tags,
+        scope=scope,
+        secrets="redact" if redact else None,
+    )
+    _emit(memory, as_json, lambda: _memory_line("logged", memory))
+
+
+@main.command()
+@click.argument("text")
+@click.option("-t", "--tag", "tags", multiple=True)
+@scope_option
+@json_option
+@click.pass_obj
+def journal(obj: _Context, text: str, tags: tuple[str, ...], scope: str | None, as_json: bool) -> None:
+    """Add a dated reflection to JOURNAL.md."""
+    memory = obj.vault().journal(_read_text(text), tags=tags, scope=scope)
+    _emit(memory, as_json, lambda: _memory_line("journaled", memory))
+
+
+@main.command()
+@click.argument("topic")
+@click.argument("text")
+@click.option("-t", "--tag", "tags", multiple=True)
+@scope_option
+@json_option
+@click.pass_obj
+def learn(
+    obj: _Context, topic: str, text: str, tags: tuple[str, ...], scope: str | None, as_json: bool
+) -> None:
+    """Add TEXT under '## Topic: TOPIC' in LEARNING.md."""
+    memory = obj.vault().learn(topic, _read_text(text), tags=tags, scope=scope)
+    _emit(memory, as_json, lambda: _memory_line("learned", memory))
+
+
+@main.command()
+@click.argument("memory_id")
+@click.option("--reason", default=None, help="Why (goes into the commit message).")
+@json_option
+@click.pass_obj
+def forget(obj: _Context, memory_id: str, reason: str | None, as_json: bool) -> None:
+    """Remove a memory from its file (git history keeps it)."""
+    memory = obj.vault().forget(memory_id, reason=reason)
+    _emit(memory, as_json, lambda: click.echo(f"forgot {memory.id} (was {memory.path}:{memory.line})"))
+
+
+@main.command()
+@click.argument("memory_id")
+@click.argument("text")
+@json_option
+@click.pass_obj
+def supersede(obj: _Context, memory_id: str, text: str, as_json: bool) -> None:
+    """Replace a memory with TEXT; the old one is kept, marked superseded."""
+    memory = obj.vault().supersede(memory_id, _read_text(text))
+    _emit(
+        memory,
+        as_json,
+        lambda: click.echo(f"superseded {memory_id} by {memory.id} → {memory.path}:{memory.line}"),
+    )
+
+
+@main.command()
+@click.argument("memory_id")
+@click.option(
+    "--status",
+    type=click.Choice(["resolved", "superseded", "active"]),
+    default="resolved",
+    show_default=True,
+)
+@json_option
+@click.pass_obj
+def resolve(obj: _Context, memory_id: str, status: str, as_json: bool) -> None:
+    """Mark a memory resolved (it leaves default recall)."""
+    memory = obj.vault().resolve(memory_id, status=status)
+    _emit(memory, as_json, lambda: click.echo(f"{memory.id} is now {memory.status}"))
+
+
+# ------------------------------------------------------------------- reads ----
+
+
+@main.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_obj
+def get(obj: _Context, memory_id: str, as_json: bool) -> None:
+    """Show one memory."""
+    memory = obj.vault().get(memory_id)
+
+    def human() -> None:
+        tags = " ".join(f"#{t}" for t in memory.tags)
+        click.echo(f"{memory.id}  {memory.kind}  {memory.status}  {memory.scope or '(root)'}")
+        click.echo(f"{memory.path}:{memory.line}-{memory.line_end}  created {memory.created:%Y-%m-%d %H:%M}")
+        if tags:
+            click.echo(tags)
+        click.echo()
+        click.echo(memory.text)
+
+    _emit(memory, as_json, human)
+
+
+@main.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_obj
+def history(obj: _Context, memory_id: str, as_json: bool) -> None:
+    """Every version of one memory, from git."""
+    versions = obj.vault().history(memory_id)
+
+    def human() -> None:
+        if not versions:
+            click.echo("no committed versions yet")
+        for v in versions:
+            who = f"{v.author}{'' if v.is_agent else ' (human)'}"
+            click.echo(f"{v.commit[:10]}  {v.date}  {who}  {v.subject}")
+            if v.text is None:
+                click.echo("    (removed)")
+            else:
+                state = f" [{v.status}]" if v.status and v.status != "active" else ""
+                click.echo(f"    {v.path}{state}: {v.text}")
+
+    _emit(versions, as_json, human)
+
+
+@main.command()
+@json_option
+@click.pass_obj
+def status(obj: _Context, as_json: bool) -> None:
+    """Counts by kind and scope, dirty files, last commit, index freshness."""
+    st = obj.vault().status()
+
+    def human() -> None:
+        click.echo(f"vault    {st.root}")
+        click.echo(f"agent    {st.agent}")
+        click.echo(f"state    {st.state_dir}")
+        click.echo(f"memories {st.memories} in {st.files} files")
+        for title, counts in (("kind", st.by_kind), ("scope", st.by_scope), ("status", st.by_status)):
+            if counts:
+                click.echo(f"  by {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        if st.last_commit:
+            c = st.last_commit
+            click.echo(f"last commit {c.sha[:10]} {c.date} {c.author}: {c.subject}")
+        if st.dirty:
+            click.echo(f"uncommitted edits: {', '.join(st.dirty)}")
+        for path, reason in st.skipped.items():
+            click.echo(f"skipped {path}: {reason}")
+        for key, value in st.index.items():
+            click.echo(f"index {key}: {value}")
+
+    _emit(st, as_json, human)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

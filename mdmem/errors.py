@@ -1,0 +1,130 @@
+"""The one exception tree of mdmem.
+
+Every error mdmem raises on purpose derives from :class:`MdmemError`, so a
+caller (and the CLI, which turns them into one-line messages) can catch one
+class::
+
+    MdmemError
+    ├── ConfigError              mdmem.toml or MDMEM_* settings are invalid
+    ├── VaultNotFoundError       no vault at the path / none found walking up
+    ├── VaultExistsError         Vault.init on a folder that already holds one
+    ├── InvalidInputError        bad kind, scope, id, text or argument (also ValueError)
+    │   └── SecretRefusedError   text looks like it carries a secret
+    ├── PathOutsideVaultError    a path or symlink would lead out of the vault
+    ├── MemoryNotFoundError      no memory with that id (also KeyError)
+    ├── ConflictError            a concurrent edit could not be reconciled
+    ├── LockTimeoutError         the vault lock could not be taken in time
+    ├── GitError                 a git command failed
+    ├── IndexError_              a derived index is unusable (rebuild it)
+    │   └── DimensionMismatchError  vectors of another size than the index
+    ├── EmbedderError            the embedder failed or is not installed
+    ├── LLMError                 the language model path failed
+    │   ├── LLMNotConfiguredError   no endpoint/model configured
+    │   └── LLMResponseError        the reply was not usable (after repair)
+    ├── ScopeDeniedError         a scope outside what the host allowed
+    └── VaultFileError           a file mdmem must write to cannot be parsed
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ConflictError",
+    "DimensionMismatchError",
+    "EmbedderError",
+    "GitError",
+    "IndexError_",
+    "InvalidInputError",
+    "LLMError",
+    "LLMNotConfiguredError",
+    "LLMResponseError",
+    "LockTimeoutError",
+    "MdmemError",
+    "MemoryNotFoundError",
+    "PathOutsideVaultError",
+    "ScopeDeniedError",
+    "SecretRefusedError",
+    "VaultExistsError",
+    "VaultFileError",
+    "VaultNotFoundError",
+]
+
+
+class MdmemError(Exception):
+    """Base of every error mdmem raises on purpose."""
+
+
+class ConfigError(MdmemError):
+    """Settings in mdmem.toml or the MDMEM_* environment are invalid."""
+
+
+class VaultNotFoundError(MdmemError):
+    """No vault (a folder with mdmem.toml) at or above the given path."""
+
+
+class VaultExistsError(MdmemError):
+    """Vault.init was asked to create a vault where one already exists."""
+
+
+class InvalidInputError(MdmemError, ValueError):
+    """An argument is not acceptable: unknown kind, bad scope, empty text..."""
+
+
+class SecretRefusedError(InvalidInputError):
+    """The text looks like it carries a secret and the guard is set to refuse."""
+
+
+class PathOutsideVaultError(MdmemError):
+    """A path, or a symlink on the way to it, leads outside the vault."""
+
+
+class MemoryNotFoundError(MdmemError, KeyError):
+    """No memory block with that id exists in the vault."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class ConflictError(MdmemError):
+    """A concurrent change (a human editing, a merge) could not be reconciled."""
+
+
+class LockTimeoutError(MdmemError):
+    """The cross-process vault lock was not acquired within the timeout."""
+
+
+class GitError(MdmemError):
+    """A git command failed; the message carries git's own words."""
+
+
+class IndexError_(MdmemError):  # noqa: N801 - avoid shadowing the builtin IndexError
+    """A derived index (keyword, vector, manifest) is unusable; reindex rebuilds it."""
+
+
+class DimensionMismatchError(IndexError_):
+    """Vectors of one size were offered to an index built for another size."""
+
+
+class EmbedderError(MdmemError):
+    """The embedder failed, or its weights or extra are not installed."""
+
+
+class LLMError(MdmemError):
+    """The language-model path failed (network, protocol, retries exhausted)."""
+
+
+class LLMNotConfiguredError(LLMError):
+    """No LLM endpoint/model is configured; the message says how to set one."""
+
+
+class LLMResponseError(LLMError):
+    """The model's reply could not be used, even after one repair attempt."""
+
+
+class ScopeDeniedError(MdmemError):
+    """A scope outside the set the host application allowed was requested."""
+
+
+class VaultFileError(MdmemError):
+    """A vault file mdmem must write to cannot be parsed (binary, bad UTF-8,
+    malformed or oversized frontmatter, conflict markers); fix or move it."""

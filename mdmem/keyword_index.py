@@ -1,0 +1,564 @@
+"""The keyword half of recall: a Whoosh (BM25F) index of vault blocks.
+
+The index is a derived cache that lives in a state directory outside the vault.
+Anything wrong with it (corrupt files, another schema version) surfaces as
+:class:`~mdmem.errors.IndexError_`, so the caller can delete and rebuild it from
+the markdown; raw Whoosh, pickle or struct exceptions never escape.
+
+User queries are natural language, never Whoosh syntax: the text is run through
+each field's own analyzer and turned into an OR of weighted term queries, so
+quotes, colons, ``AND``/``NOT``, ``*`` and the like are just characters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import unicodedata
+from collections.abc import Callable, Collection, Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mdmem.errors import IndexError_, InvalidInputError, LockTimeoutError
+from mdmem.models import Block
+
+__all__ = ["KeywordIndex"]
+
+log = logging.getLogger(__name__)
+
+_INDEX_NAME = "MAIN"
+_VERSION_FILE = "mdmem-keyword.json"
+# Whoosh cannot index an empty term, and scope "" (the vault root) must still be
+# filterable; no real scope can contain angle brackets.
+_ROOT_SCOPE = "<root>"
+
+# Query-time field boosts. Tags are deliberate labels (Otto boosts memories
+# whose tags appear in the query), headings describe a whole section, and path
+# words ("daily", "USER") are weak evidence.
+_FIELD_BOOSTS: tuple[tuple[str, float], ...] = (
+    ("text", 1.0),
+    ("heading", 0.5),
+    ("tagtext", 1.5),
+    ("path", 0.2),
+)
+
+_BULK_WRITER_ARGS: dict[str, Any] = {"limitmb": 256, "procs": 2, "multisegment": True}
+_PROGRESS_EVERY = 500
+_WORD_SPLIT = re.compile(r"[/\-_.]+")
+
+
+def _whoosh() -> Any:
+    try:
+        import whoosh
+    except ImportError as e:  # pragma: no cover - a core dependency
+        raise IndexError_("the keyword index needs Whoosh: pip install whoosh-reloaded") from e
+    return whoosh
+
+
+def _text_analyzer() -> Any:
+    from whoosh.analysis import (
+        CharsetFilter,
+        LowercaseFilter,
+        RegexTokenizer,
+        StemFilter,
+        StopFilter,
+    )
+    from whoosh.support.charset import accent_map
+
+    # StemmingAnalyzer plus accent folding, so "café" finds "cafe".
+    return (
+        RegexTokenizer()
+        | LowercaseFilter()
+        | CharsetFilter(accent_map)
+        | StopFilter()
+        | StemFilter()
+    )
+
+
+def _schema() -> Any:
+    from whoosh.fields import DATETIME, ID, KEYWORD, TEXT, Schema
+
+    analyzer = _text_analyzer()
+    return Schema(
+        id=ID(stored=True, unique=True),
+        text=TEXT(analyzer=analyzer, phrase=False),
+        heading=TEXT(analyzer=analyzer, phrase=False),
+        # Exact, lowercased tags (with their ancestors) for filtering...
+        tags=KEYWORD(lowercase=True, commas=True),
+        # ...and the tag words, stemmed, so query words that name a tag score.
+        tagtext=TEXT(analyzer=analyzer, phrase=False),
+        path=TEXT(analyzer=analyzer, phrase=False),
+        kind=ID(),
+        scope=ID(),
+        status=ID(),
+        created=DATETIME(),
+        updated=DATETIME(),
+    )
+
+
+def _norm_text(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def _naive_utc(dt: datetime) -> datetime:
+    # Whoosh drops tzinfo without converting, so convert first; a naive datetime
+    # is taken to be UTC already.
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
+    return dt
+
+
+def _norm_tag(tag: str) -> str:
+    return tag.strip().lstrip("#").casefold()
+
+
+def _tag_terms(tags: Iterable[str]) -> list[str]:
+    """Each tag plus its ancestors, so filtering on ``project`` matches
+    ``project/alpha`` as Obsidian's nested tags do."""
+    out: list[str] = []
+    for raw in tags:
+        tag = _norm_tag(raw)
+        if not tag:
+            continue
+        parts = [p for p in tag.split("/") if p]
+        for i in range(1, len(parts) + 1):
+            term = "/".join(parts[:i])
+            if term not in out:
+                out.append(term)
+    return out
+
+
+def _scope_term(scope: str) -> str:
+    return scope if scope else _ROOT_SCOPE
+
+
+def _doc(block: Block) -> dict[str, Any]:
+    tags = _tag_terms(block.tags)
+    doc: dict[str, Any] = {
+        "id": block.id,
+        "text": _norm_text(block.text),
+        "heading": _norm_text(block.heading),
+        "path": _WORD_SPLIT.sub(" ", block.path),
+        "kind": block.kind,
+        "scope": _scope_term(block.scope),
+        "status": block.status,
+        "created": _naive_utc(block.created),
+    }
+    if tags:
+        doc["tags"] = ",".join(tags)
+        doc["tagtext"] = _WORD_SPLIT.sub(" ", " ".join(_norm_tag(t) for t in block.tags))
+    if block.updated is not None:
+        doc["updated"] = _naive_utc(block.updated)
+    return doc
+
+
+def _is_whoosh_file(name: str) -> bool:
+    return (
+        name == _VERSION_FILE
+        or name.startswith((_INDEX_NAME, "_" + _INDEX_NAME))
+        or name.endswith((".toc", ".seg", ".lock", ".doclist"))
+    )
+
+
+class KeywordIndex:
+    """A BM25F index of :class:`~mdmem.models.Block` objects in ``directory``.
+
+    Opening a directory that holds no index creates one; opening one written
+    with another :attr:`SCHEMA_VERSION`, or a damaged one, raises
+    :class:`IndexError_` (rebuild with :meth:`create`). Writers take Whoosh's
+    own write lock and give up with :class:`LockTimeoutError` after
+    ``lock_timeout`` seconds. Searches are thread-safe.
+    """
+
+    SCHEMA_VERSION: int = 1
+
+    def __init__(self, directory: Path, *, lock_timeout: float = 5.0) -> None:
+        _whoosh()
+        self.directory = Path(directory)
+        self.lock_timeout = lock_timeout
+        self._lock = threading.RLock()
+        self._searcher: Any = None
+        # Our own copy for query analysis: Index.schema re-reads the TOC file.
+        self._schema: Any = _schema()
+        self._ix: Any = self._open_or_create()
+
+    # -- opening -----------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, *, lock_timeout: float = 5.0) -> KeywordIndex:
+        """Wipe any index in ``directory`` and start an empty one.
+
+        Only files that look like Whoosh's or ours are removed, so a wrong
+        path given by mistake does not lose unrelated files.
+        """
+        directory = Path(directory)
+        if directory.is_dir():
+            for entry in directory.iterdir():
+                if entry.is_dir() and entry.name.endswith(".tmp"):
+                    shutil.rmtree(entry, ignore_errors=True)
+                elif entry.is_file() and _is_whoosh_file(entry.name):
+                    with contextlib.suppress(FileNotFoundError):
+                        entry.unlink()
+        return cls(directory, lock_timeout=lock_timeout)
+
+    def _open_or_create(self) -> Any:
+        from whoosh import index
+
+        d = self.directory
+        version_path = d / _VERSION_FILE
+        try:
+            has_toc = d.is_dir() and any(
+                p.name.startswith("_" + _INDEX_NAME) and p.name.endswith(".toc")
+                for p in d.iterdir()
+            )
+        except OSError as e:
+            raise IndexError_(f"keyword index at {d} is unreadable: {e}") from e
+        if not has_toc and not version_path.exists():
+            d.mkdir(parents=True, exist_ok=True)
+            ix = index.create_in(str(d), _schema(), indexname=_INDEX_NAME)
+            self._write_version()
+            return ix
+        try:
+            meta = json.loads(version_path.read_text(encoding="utf-8"))
+            version = int(meta["schema_version"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise IndexError_(
+                f"keyword index at {d} has no readable {_VERSION_FILE}; rebuild it"
+            ) from e
+        if version != self.SCHEMA_VERSION:
+            raise IndexError_(
+                f"keyword index at {d} has schema version {version}, "
+                f"this mdmem needs {self.SCHEMA_VERSION}; rebuild it"
+            )
+        if not has_toc:
+            raise IndexError_(f"keyword index at {d} lost its table of contents; rebuild it")
+        try:
+            ix = index.open_dir(str(d), indexname=_INDEX_NAME)
+            # Touch every segment now so damage shows up at open, not mid-recall.
+            with ix.reader() as reader:
+                reader.doc_count()
+                for fieldname in ("id", "text"):
+                    for _ in zip(range(1), reader.lexicon(fieldname), strict=False):
+                        pass
+            if set(ix.schema.names()) != set(_schema().names()):
+                raise IndexError_(f"keyword index at {d} has unexpected fields; rebuild it")
+        except IndexError_:
+            raise
+        except Exception as e:  # whoosh/pickle/struct/OS errors alike
+            raise IndexError_(f"keyword index at {d} is corrupt ({e!r}); rebuild it") from e
+        return ix
+
+    def _write_version(self) -> None:
+        path = self.directory / _VERSION_FILE
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"schema_version": self.SCHEMA_VERSION}), encoding="utf-8")
+        os.replace(tmp, path)
+
+    # -- writing -----------------------------------------------------------
+
+    def _writer(self, **kwargs: Any) -> Any:
+        from whoosh.index import LockError
+
+        try:
+            return self._ix.writer(timeout=self.lock_timeout, delay=0.05, **kwargs)
+        except LockError as e:
+            raise LockTimeoutError(
+                f"keyword index at {self.directory} is locked by another writer "
+                f"(waited {self.lock_timeout:g}s)"
+            ) from e
+        except Exception as e:
+            raise IndexError_(f"cannot write keyword index at {self.directory}: {e!r}") from e
+
+    @staticmethod
+    def _abort(writer: Any) -> None:
+        # Sub-writers of a multiprocess writer wait on a queue forever unless
+        # stopped; MpWriter.cancel() does not reach them.
+        for task in getattr(writer, "tasks", ()):
+            with contextlib.suppress(Exception):
+                task.terminate()
+                task.join(5)
+        with contextlib.suppress(Exception):
+            writer.cancel()
+        lock = getattr(writer, "writelock", None)
+        if lock is not None and getattr(lock, "fd", None) is not None:
+            with contextlib.suppress(Exception):
+                lock.release()
+
+    def _commit(self, writer: Any, fill: Callable[[Any], None]) -> None:
+        try:
+            fill(writer)
+            writer.commit()
+        except BaseException as e:
+            self._abort(writer)
+            if isinstance(e, (InvalidInputError, KeyboardInterrupt, SystemExit)):
+                raise
+            raise IndexError_(f"writing keyword index at {self.directory} failed: {e!r}") from e
+        self._invalidate()
+
+    def add_many(
+        self,
+        blocks: Iterable[Block],
+        *,
+        bulk: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Index ``blocks`` in one commit; returns how many were written.
+
+        Blocks whose id is already indexed replace the old document. With
+        ``bulk=True`` (full rebuilds) a tuned multiprocess writer is used —
+        about 2.5x faster on two cores; if it cannot start or loses a
+        sub-writer's segment, the missing documents are written again with a
+        plain writer. ``progress`` receives the running count of documents.
+        """
+        with self._lock:
+            replace = len(self) > 0
+            if bulk:
+                return self._add_bulk(blocks, replace=replace, progress=progress)
+            count = 0
+
+            def fill(writer: Any) -> None:
+                nonlocal count
+                add = writer.update_document if replace else writer.add_document
+                for block in blocks:
+                    add(**_doc(block))
+                    count += 1
+                    if progress is not None and count % _PROGRESS_EVERY == 0:
+                        progress(count)
+
+            self._commit(self._writer(), fill)
+            if progress is not None:
+                progress(count)
+            return count
+
+    def _add_bulk(
+        self,
+        blocks: Iterable[Block],
+        *,
+        replace: bool,
+        progress: Callable[[int], None] | None,
+    ) -> int:
+        docs: list[dict[str, Any]] = []
+        before = len(self)
+        known = self.ids() if replace else set()
+
+        def feed(writer: Any) -> None:
+            add = writer.update_document if replace else writer.add_document
+            for block in blocks:
+                doc = _doc(block)
+                docs.append(doc)
+                add(**doc)
+                if progress is not None and len(docs) % _PROGRESS_EVERY == 0:
+                    progress(len(docs))
+
+        procs = min(int(_BULK_WRITER_ARGS["procs"]), os.cpu_count() or 1)
+        writer: Any = None
+        try:
+            if procs > 1:
+                writer = self._writer(**dict(_BULK_WRITER_ARGS, procs=procs))
+            else:
+                writer = self._writer(limitmb=int(_BULK_WRITER_ARGS["limitmb"]))
+            feed(writer)
+            writer.commit()
+        except (KeyboardInterrupt, SystemExit):
+            self._abort(writer)
+            raise
+        except LockTimeoutError:
+            raise
+        except Exception as e:
+            # Multiprocessing can fail in many environments (no /dev/shm,
+            # fork limits, sandboxing); the single-process writer always works.
+            log.warning("multiprocess keyword indexing failed (%r); retrying with one process", e)
+            if writer is not None:
+                self._abort(writer)
+            self._invalidate()
+            for block in blocks:  # the rest of a generator that broke mid-way
+                docs.append(_doc(block))
+            self._write_docs(docs, replace=replace)
+            if progress is not None:
+                progress(len(docs))
+            return len(docs)
+        self._invalidate()
+        unique_new = {d["id"] for d in docs} - known
+        if len(self) != before + len(unique_new):
+            # A sub-writer that died leaves its segment out of the commit
+            # without an error; put back whatever is missing.
+            present = self.ids()
+            missing = [d for d in docs if d["id"] not in present]
+            log.warning("multiprocess keyword indexing lost %d documents; re-adding", len(missing))
+            self._write_docs(missing, replace=True)
+        if progress is not None:
+            progress(len(docs))
+        return len(docs)
+
+    def _write_docs(self, docs: list[dict[str, Any]], *, replace: bool) -> None:
+        def fill(writer: Any) -> None:
+            add = writer.update_document if replace else writer.add_document
+            for doc in docs:
+                add(**doc)
+
+        self._commit(self._writer(limitmb=int(_BULK_WRITER_ARGS["limitmb"])), fill)
+
+    def upsert(self, blocks: Iterable[Block]) -> None:
+        """Add or replace ``blocks`` (matched on id) in one commit."""
+        with self._lock:
+
+            def fill(writer: Any) -> None:
+                for block in blocks:
+                    writer.update_document(**_doc(block))
+
+            self._commit(self._writer(), fill)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove the documents with these block ids (unknown ids are ignored)."""
+        with self._lock:
+
+            def fill(writer: Any) -> None:
+                for block_id in ids:
+                    writer.delete_by_term("id", block_id)
+
+            self._commit(self._writer(), fill)
+
+    # -- reading -----------------------------------------------------------
+
+    def _invalidate(self) -> None:
+        if self._searcher is not None:
+            with contextlib.suppress(Exception):
+                self._searcher.close()
+            self._searcher = None
+
+    def _get_searcher(self) -> Any:
+        # Reuse one searcher and refresh it, which is a cheap TOC check; this
+        # also picks up commits made by other processes.
+        if self._searcher is None:
+            self._searcher = self._ix.searcher()
+        else:
+            self._searcher = self._searcher.refresh()
+        return self._searcher
+
+    def _read(self, fn: Callable[[Any], Any]) -> Any:
+        with self._lock:
+            for attempt in (0, 1):
+                try:
+                    return fn(self._get_searcher())
+                except Exception as e:
+                    self._invalidate()
+                    # One retry: another process may have merged segments away
+                    # under an old searcher.
+                    if attempt == 1:
+                        raise IndexError_(
+                            f"keyword index at {self.directory} is unreadable ({e!r}); rebuild it"
+                        ) from e
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def query_terms(self, query: str) -> list[tuple[str, str, float]]:
+        """``(field, term, boost)`` triples that :meth:`search` looks for.
+
+        Empty when the query has no content words (only stopwords or
+        punctuation).
+        """
+        schema = self._schema
+        text = _norm_text(query)
+        out: list[tuple[str, str, float]] = []
+        for fieldname, boost in _FIELD_BOOSTS:
+            field = schema[fieldname]
+            seen: set[str] = set()
+            for term in field.process_text(text, mode="query"):
+                if term not in seen:
+                    seen.add(term)
+                    out.append((fieldname, term, boost))
+        if not any(f == "text" for f, _, _ in out):
+            return []
+        return out
+
+    def search(
+        self,
+        query: str,
+        limit: int = 50,
+        *,
+        kinds: Collection[str] | None = None,
+        tags: Collection[str] | None = None,
+        scopes: Collection[str] | None = None,
+        statuses: Collection[str] | None = ("active",),
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[tuple[str, float]]:
+        """``(block id, BM25F score)`` pairs, best first.
+
+        Filters: ``None`` means "no filter"; an *empty* collection matches
+        nothing (so an empty set of allowed scopes can never widen into
+        "every scope"). A block passes when its kind is in ``kinds``, it has
+        one of ``tags`` (or a descendant: ``project`` matches
+        ``project/alpha``), its scope is in ``scopes`` (``""`` is the vault
+        root), its status is in ``statuses`` and ``since <= created <= until``.
+        """
+        from whoosh import query as q
+
+        if limit <= 0:
+            return []
+        for coll in (kinds, tags, scopes, statuses):
+            if coll is not None and len(coll) == 0:
+                return []
+        terms = self.query_terms(query)
+        if not terms:
+            return []
+        main = q.Or([q.Term(f, t, boost=b) for f, t, b in terms])
+        clauses: list[Any] = []
+        if kinds is not None:
+            clauses.append(q.Or([q.Term("kind", k) for k in kinds]))
+        if tags is not None:
+            tag_terms = [_norm_tag(t).strip("/") for t in tags]
+            clauses.append(q.Or([q.Term("tags", t) for t in tag_terms if t] or [q.NullQuery]))
+        if scopes is not None:
+            clauses.append(q.Or([q.Term("scope", _scope_term(s)) for s in scopes]))
+        if statuses is not None:
+            clauses.append(q.Or([q.Term("status", s) for s in statuses]))
+        if since is not None or until is not None:
+            clauses.append(
+                q.DateRange(
+                    "created",
+                    _naive_utc(since) if since is not None else None,
+                    _naive_utc(until) if until is not None else None,
+                )
+            )
+        flt = q.And(clauses) if clauses else None
+
+        def run(searcher: Any) -> list[tuple[str, float]]:
+            results = searcher.search(main, limit=limit, filter=flt)
+            return [(hit["id"], float(hit.score)) for hit in results]
+
+        result: list[tuple[str, float]] = self._read(run)
+        return result
+
+    def ids(self) -> set[str]:
+        """Ids of every (non-deleted) document."""
+
+        def run(searcher: Any) -> set[str]:
+            return {fields["id"] for fields in searcher.reader().all_stored_fields()}
+
+        result: set[str] = self._read(run)
+        return result
+
+    def __len__(self) -> int:
+        result: int = self._read(lambda s: s.doc_count())
+        return result
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids())
+
+    def close(self) -> None:
+        with self._lock:
+            self._invalidate()
+            with contextlib.suppress(Exception):
+                self._ix.close()
+
+    def __enter__(self) -> KeywordIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,174 @@
+"""Result and record types shared across mdmem: small frozen dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "KINDS",
+    "STATUSES",
+    "Block",
+    "Hit",
+    "Memory",
+    "Recall",
+    "to_jsonable",
+]
+
+# Memory kinds from the seeds (DESIGN.md). "note" is the kind of any markdown a
+# human wrote without a block id; "section" blocks of such files get it too.
+KINDS: tuple[str, ...] = (
+    "fact",
+    "preference",
+    "learning",
+    "world",
+    "journal",
+    "log",
+    "episode",
+    "decision",
+    "gotcha",
+    "bug_fix",
+    "discovery",
+    "trade_off",
+    "session_summary",
+    "chat_message",
+    "tool_output",
+    "note",
+)
+STATUSES: tuple[str, ...] = ("active", "resolved", "superseded")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One addressable unit of a vault file, as parsed from the markdown.
+
+    ``id`` is the Obsidian block id without the caret (``m-…``) for memory
+    blocks, or ``path#heading`` for heading sections without an id, or
+    ``path#frontmatter`` for the frontmatter. Lines are 1-based, inclusive,
+    counted in the file as it is on disk (frontmatter included).
+    """
+
+    id: str
+    path: str  # vault-relative, posix separators
+    line_start: int
+    line_end: int
+    heading: str  # nearest enclosing heading text ("" at top of file)
+    text: str  # clean text: no bullet, no block id, no inline fields
+    kind: str
+    tags: tuple[str, ...]
+    scope: str  # "" for the vault root, else e.g. "project:marketing"
+    status: str
+    created: datetime  # timezone-aware UTC
+    updated: datetime | None
+    content_hash: str  # sha256 of the normalised text: dedupe and embedding-cache key
+    fields: tuple[tuple[str, str], ...] = ()  # Dataview inline fields, in order
+    is_memory: bool = True  # False for heading sections and frontmatter
+
+    def field(self, name: str) -> str | None:
+        for key, value in self.fields:
+            if key == name:
+                return value
+        return None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What a write returns: where the memory now lives."""
+
+    id: str
+    path: str
+    line: int
+    line_end: int
+    text: str
+    kind: str
+    tags: tuple[str, ...]
+    scope: str
+    status: str
+    created: datetime
+    was_new: bool = True
+    superseded: tuple[str, ...] = ()  # ids this write retired
+    commit: str | None = None
+
+    @classmethod
+    def from_block(
+        cls,
+        block: Block,
+        *,
+        was_new: bool = True,
+        superseded: tuple[str, ...] = (),
+        commit: str | None = None,
+    ) -> Memory:
+        return cls(
+            id=block.id,
+            path=block.path,
+            line=block.line_start,
+            line_end=block.line_end,
+            text=block.text,
+            kind=block.kind,
+            tags=block.tags,
+            scope=block.scope,
+            status=block.status,
+            created=block.created,
+            was_new=was_new,
+            superseded=superseded,
+            commit=commit,
+        )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One recalled memory with its citation and the signals that ranked it."""
+
+    id: str
+    path: str
+    line_start: int
+    line_end: int
+    heading: str
+    text: str
+    kind: str
+    tags: tuple[str, ...]
+    status: str
+    created: datetime
+    score: float
+    scores: dict[str, float] = field(default_factory=dict)
+    scope: str = ""
+    commit: str | None = None  # set by time-travel recall (as_of)
+
+    @property
+    def citation(self) -> str:
+        anchor = f"^{self.id}" if self.id.startswith("m-") else self.heading
+        return f"{self.path}#{anchor}" if anchor else self.path
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The answer to a recall: ranked hits plus how they were produced."""
+
+    query: str
+    items: list[Hit]
+    degraded: bool = False  # vectors missing/stale: keyword results only
+    reranked: bool = False
+    took_ms: float = 0.0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, datetimes and tuples to plain JSON types (the --json shape)."""
+    if hasattr(value, "__dataclass_fields__"):
+        out = {k: to_jsonable(v) for k, v in asdict(value).items()}
+        if isinstance(value, Hit):
+            out["citation"] = value.citation
+        return out
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,1094 @@
+"""The Vault: the one front door of mdmem.
+
+Data flow of a write (DESIGN.md): validate → guard secrets → under the vault
+lock, commit any human edits as the human → splice the block into its file
+(compare-and-swap against a concurrent editor, atomic replace) → one git commit
+authored by the agent, with trailers → indexes updated → return.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, tzinfo
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from filelock import FileLock
+from filelock import Timeout as FileLockTimeout
+
+from . import blocks as blk
+from .catalog import Catalog, signature_of
+from .config import Settings, load_settings, state_dir_for
+from .errors import (
+    ConflictError,
+    InvalidInputError,
+    LockTimeoutError,
+    MemoryNotFoundError,
+    VaultExistsError,
+    VaultFileError,
+    VaultNotFoundError,
+)
+from .gitstore import CommitInfo, GitStore, Identity, format_message
+from .ids import IdIssuer, normalize_id
+from .models import KINDS, Block, Memory
+from .secret_guard import guard
+from .textfile import SkipFile, TextFile, atomic_write, decode, safe_path
+
+__all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
+
+log = logging.getLogger("mdmem")
+
+MAX_MEMORY_CHARS = 20_000
+_SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
+_TAG_OK = re.compile(r"^[A-Za-z_][\w/-]{0,63}$")
+_CATEGORY_OK = re.compile(r"^[\w][\w .&/-]{0,39}$")
+_ROUTES = {"preference": "USER.md", "world": "WORLD.md"}
+_FILE_TITLES = {
+    "MEMORY.md": "# Memory",
+    "USER.md": "# User",
+    "WORLD.md": "# World",
+    "LEARNING.md": "# Learning",
+    "JOURNAL.md": "# Journal",
+}
+
+
+def find_vault_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` holding ``mdmem.toml``."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "mdmem.toml").is_file():
+            return candidate
+    raise VaultNotFoundError(
+        f"no mdmem vault at or above {here} (run `mdmem init PATH` or pass --vault)"
+    )
+
+
+def _template_dir() -> Path:
+    source = Path(__file__).resolve().parent.parent / "vault_template"
+    if source.is_dir():
+        return source
+    packaged = Path(__file__).resolve().parent / "_vault_template"
+    if packaged.is_dir():
+        return packaged
+    raise VaultNotFoundError("vault_template is missing from this mdmem installation")
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a memory in git history."""
+
+    commit: str
+    author: str
+    email: str
+    date: str
+    subject: str
+    path: str | None  # None: the memory did not exist in this commit (forgotten)
+    text: str | None
+    status: str | None
+    is_agent: bool
+
+
+@dataclass(frozen=True)
+class VaultStatus:
+    root: str
+    agent: str
+    state_dir: str
+    memories: int
+    by_kind: dict[str, int]
+    by_scope: dict[str, int]
+    by_status: dict[str, int]
+    files: int
+    dirty: list[str]
+    skipped: dict[str, str]
+    last_commit: CommitInfo | None
+    index: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Edit:
+    """What an edit did to a file: lines appended at ``appended_at`` (or None)."""
+
+    appended_at: int | None = None
+    ids: list[str] = field(default_factory=list)
+    item: bool = False  # the appended lines are one list item we rendered
+
+
+Editor = Callable[[TextFile, "blk.ParsedFile | None"], _Edit]
+
+
+@dataclass
+class _Pending:
+    original: bytes | None
+    tf: TextFile
+    parsed: blk.ParsedFile | None
+    edits: list[Editor] = field(default_factory=list)
+
+
+@dataclass
+class _Batch:
+    pending: dict[str, _Pending] = field(default_factory=dict)
+    subjects: list[str] = field(default_factory=list)
+    trailers: list[tuple[str, str]] = field(default_factory=list)
+    ops: int = 0
+
+
+class Vault:
+    """An mdmem vault: markdown files under git, plus derived indexes."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        *,
+        agent: str | None = None,
+    ) -> None:
+        self.root = root.resolve()
+        self.settings = settings
+        self.agent = agent or settings.agent
+        self.state_dir = state_dir_for(self.root, settings)
+        self.git = GitStore(self.root)
+        self.catalog = Catalog(self.root)
+        self._ids = IdIssuer(self.state_dir)
+        self._file_lock = FileLock(str(self.state_dir / "vault.lock"))
+        self._mutex = threading.RLock()
+        self._batch: _Batch | None = None
+        self._human: Identity | None = None
+        self._tz: tzinfo | None = _zone(settings.timezone)
+        self._closed = False
+        self._known_clean = False
+        self.catalog.scan()
+
+    # ---------------------------------------------------------- lifecycle --
+
+    @classmethod
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        agent: str | None = None,
+        exist_ok: bool = False,
+        **overrides: Any,
+    ) -> Vault:
+        """Copy ``vault_template``, ``git init`` and make the first commit."""
+        root = Path(path).expanduser()
+        if (root / "mdmem.toml").exists():
+            if exist_ok:
+                return cls.open(root, agent=agent, **overrides)
+            raise VaultExistsError(f"{root} already holds an mdmem vault")
+        root.mkdir(parents=True, exist_ok=True)
+        template = _template_dir()
+        for item in template.iterdir():
+            target = root / item.name
+            if item.is_dir():
+                shutil.copytree(item, target, dirs_exist_ok=True)
+            elif not target.exists():
+                shutil.copy2(item, target)
+        git = GitStore(root)
+        if not git.is_repo():
+            GitStore.init(root)
+        vault = cls.open(root, agent=agent, **overrides)
+        vault.git.commit(
+            format_message(
+                "init: mdmem vault",
+                trailers=[("Op", "init")],
+            ),
+            Identity.agent(vault.agent),
+        )
+        return vault
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        agent: str | None = None,
+        **overrides: Any,
+    ) -> Vault:
+        """Open the vault at ``path`` (or found by walking up from the cwd)."""
+        if path is None:
+            root = find_vault_root()
+        else:
+            root = Path(path).expanduser()
+            if not (root / "mdmem.toml").is_file():
+                raise VaultNotFoundError(f"{root} is not an mdmem vault (no mdmem.toml)")
+        settings = load_settings(root, **overrides)
+        if not (root / ".git").exists():
+            GitStore.init(root)
+        return cls(root, settings, agent=agent or os.environ.get("MDMEM_AGENT") or None)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Vault({str(self.root)!r}, agent={self.agent!r})"
+
+    # ------------------------------------------------------------- writes --
+
+    def remember(
+        self,
+        text: str,
+        kind: str = "fact",
+        tags: Iterable[str] = (),
+        scope: str | None = None,
+        *,
+        created: datetime | date | str | None = None,
+        fields: Iterable[tuple[str, str]] = (),
+        secrets: str | None = None,
+    ) -> Memory:
+        """Store one memory; the same normalised text in the same scope is stored once."""
+        kind = _check_kind(kind)
+        scope = blk.validate_scope(scope)
+        tag_list = _check_tags(tags)
+        body = self._clean_input(text, secrets)
+        if kind in ("learning",):
+            pass  # learning memories without a topic still go to MEMORY.md
+        rel = str(blk.scope_dir(scope) / _ROUTES.get(kind, "MEMORY.md"))
+        extra = _check_fields(fields)
+        if kind != blk.default_kind_for(rel):
+            extra.insert(0, ("kind", kind))
+        if created is not None:
+            extra.append(("created", _iso(created)))
+        return self._store_list_item(
+            rel,
+            body,
+            tag_list,
+            extra,
+            scope=scope,
+            kind=kind,
+            op="remember",
+        )
+
+    def log(
+        self,
+        text: str,
+        category: str = "Note",
+        *,
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        when: datetime | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Append an entry ``## HH:MM · Category`` to today's daily log."""
+        scope = blk.validate_scope(scope)
+        category = " ".join(str(category).split())
+        if not _CATEGORY_OK.match(category):
+            raise InvalidInputError(f"invalid log category {category!r}")
+        body = self._clean_input(text, secrets)
+        moment = self._local(when)
+        rel = str(blk.scope_dir(scope) / "daily" / f"{moment:%Y-%m-%d}.md")
+        heading = f"{moment:%H:%M} · {category}"
+        return self._store_entry(
+            rel,
+            heading,
+            body,
+            _check_tags(tags),
+            scope=scope,
+            kind="log",
+            op="log",
+            title=f"# Daily log {moment:%Y-%m-%d}",
+        )
+
+    def journal(
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        when: datetime | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Add a dated self-reflection to JOURNAL.md."""
+        scope = blk.validate_scope(scope)
+        body = self._clean_input(text, secrets)
+        moment = self._local(when)
+        rel = str(blk.scope_dir(scope) / "JOURNAL.md")
+        return self._store_entry(
+            rel,
+            f"{moment:%Y-%m-%d %H:%M}",
+            body,
+            _check_tags(tags),
+            scope=scope,
+            kind="journal",
+            op="journal",
+            title="# Journal",
+        )
+
+    def learn(
+        self,
+        topic: str,
+        text: str,
+        *,
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        secrets: str | None = None,
+    ) -> Memory:
+        """Add an insight under ``## Topic: <topic>`` in LEARNING.md (section made if missing)."""
+        scope = blk.validate_scope(scope)
+        topic = " ".join(str(topic).split())
+        if not topic or len(topic) > 120 or topic.startswith("#"):
+            raise InvalidInputError(f"invalid topic {topic!r}")
+        body = self._clean_input(text, secrets)
+        rel = str(blk.scope_dir(scope) / "LEARNING.md")
+        return self._store_list_item(
+            rel,
+            body,
+            _check_tags(tags),
+            [],
+            scope=scope,
+            kind="learning",
+            op="learn",
+            topic=topic,
+        )
+
+    def get(self, memory_id: str) -> Memory:
+        block = self._block(memory_id)
+        return Memory.from_block(block, was_new=False)
+
+    def block(self, memory_id: str) -> Block:
+        """The parsed block of a memory, with its inline fields."""
+        return self._block(memory_id)
+
+    def forget(self, memory_id: str, *, reason: str | None = None) -> Memory:
+        """Remove a memory's block from its file; git history keeps it."""
+        memory_id = normalize_id(memory_id)
+        with self._writing():
+            block = self._block(memory_id)
+
+            def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+                current = _require(parsed, memory_id)
+                start, end = current.line_start - 1, current.line_end
+                # Take one separating blank line along so no double gap is left.
+                if end < len(tf.lines) and not tf.lines[end].strip():
+                    if start == 0 or not tf.lines[start - 1].strip():
+                        end += 1
+                tf.replace_lines(start, end, [])
+                return _Edit()
+
+            self._apply(
+                block.path,
+                edit,
+                subject=f"forget {block.kind}: {_first_line(block.text)}",
+                trailers=self._trailers(block.id, block.kind, block.scope, "forget")
+                + ([("Reason", reason)] if reason else []),
+            )
+        return Memory.from_block(block, was_new=False)
+
+    def supersede(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        kind: str | None = None,
+        tags: Iterable[str] | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Store ``text`` as the successor of ``memory_id`` and retire the old memory."""
+        memory_id = normalize_id(memory_id)
+        with self._writing(), self.batch(subject=None):
+            old = self._block(memory_id)
+            new = self.remember(
+                text,
+                kind=kind or old.kind,
+                tags=old.tags if tags is None else tags,
+                scope=old.scope,
+                secrets=secrets,
+            )
+            if new.id == old.id:
+                return new
+            self._set_fields(
+                old.id,
+                {"status": "superseded", "by": f"^{new.id}", "updated": _today()},
+                op="supersede",
+                subject=f"supersede {old.kind}: {_first_line(old.text)}",
+            )
+            assert self._batch is not None
+            self._batch.subjects[:] = [f"supersede {old.kind}: {_first_line(text)}"]
+            self._batch.trailers[:] = self._trailers(new.id, new.kind, new.scope, "supersede") + [
+                ("Supersedes", old.id)
+            ]
+        return Memory.from_block(self._block(new.id), was_new=new.was_new, superseded=(old.id,))
+
+    def resolve(self, memory_id: str, *, status: str = "resolved") -> Memory:
+        """Mark a memory resolved (or another status); it leaves default recall."""
+        memory_id = normalize_id(memory_id)
+        if status not in ("resolved", "superseded", "active"):
+            raise InvalidInputError(f"invalid status {status!r}")
+        with self._writing():
+            block = self._block(memory_id)
+            updates: dict[str, str | None] = {"status": status, "updated": _today()}
+            if status == "active":
+                updates = {"status": None, "by": None, "updated": _today()}
+            self._set_fields(
+                memory_id,
+                updates,
+                op="resolve" if status != "active" else "reactivate",
+                subject=f"{'resolve' if status != 'active' else 'reactivate'} {block.kind}: "
+                f"{_first_line(block.text)}",
+            )
+        return self.get(memory_id)
+
+    @contextmanager
+    def batch(self, subject: str | None = "batch import") -> Iterator[Vault]:
+        """Group many writes into one commit (and one file write per file)."""
+        with self._writing():
+            if self._batch is not None:
+                yield self  # nested: the outer batch commits
+                return
+            self._batch = _Batch()
+            try:
+                yield self
+            finally:
+                batch, self._batch = self._batch, None
+                self._flush(batch, subject)
+
+    # ------------------------------------------------------------ queries --
+
+    def memories(self, *, include_inactive: bool = True) -> list[Memory]:
+        self.refresh()
+        return [
+            Memory.from_block(b, was_new=False)
+            for b in self.catalog.blocks(memories_only=True)
+            if include_inactive or b.status == "active"
+        ]
+
+    def refresh(self) -> list[str]:
+        """Notice files changed on disk (a stat scan); returns the changed paths."""
+        with self._mutex:
+            if self._batch is not None:
+                return []
+            delta = self.catalog.scan()
+            if delta:
+                self._on_files_changed(delta.changed, delta.removed)
+            return [*delta.changed, *delta.removed]
+
+    def history(self, memory_id: str) -> list[Version]:
+        """Every version of one memory in git, oldest first, following moves."""
+        memory_id = normalize_id(memory_id)
+        marker = f"^{memory_id}"
+        shas: set[str] = set()
+        for info in self.git.log("-G", "\\" + marker):
+            shas.add(info.sha)
+        for info in self.git.log("-F", f"--grep=Memory-Id: {memory_id}"):
+            shas.add(info.sha)
+        if not shas:
+            if self.catalog.has_id(memory_id):
+                return []
+            raise MemoryNotFoundError(f"no memory {memory_id} in the vault or its history")
+        versions: list[Version] = []
+        for info in reversed(self.git.log()):
+            if info.sha not in shas:
+                continue
+            listing = self.git.run(
+                "grep", "-l", "-F", marker, info.sha, "--", "*.md", ok_codes=(0, 1)
+            )
+            paths = [line.split(":", 1)[1] for line in listing.splitlines() if ":" in line]
+            found: Block | None = None
+            for path in paths:
+                raw = self.git.show(info.sha, path)
+                if raw is None:
+                    continue
+                try:
+                    parsed = blk.parse(path, decode(raw))
+                except SkipFile:
+                    continue
+                found = parsed.by_id(memory_id)
+                if found is not None:
+                    break
+            version = Version(
+                commit=info.sha,
+                author=info.author,
+                email=info.email,
+                date=info.date,
+                subject=info.subject,
+                path=found.path if found else None,
+                text=found.text if found else None,
+                status=found.status if found else None,
+                is_agent=info.is_agent,
+            )
+            if versions and (versions[-1].path, versions[-1].text, versions[-1].status) == (
+                version.path,
+                version.text,
+                version.status,
+            ):
+                continue
+            if not versions and found is None:
+                continue
+            versions.append(version)
+        return versions
+
+    def status(self) -> VaultStatus:
+        self.refresh()
+        by_kind: dict[str, int] = {}
+        by_scope: dict[str, int] = {}
+        by_status: dict[str, int] = {}
+        total = 0
+        for b in self.catalog.blocks(memories_only=True):
+            total += 1
+            by_kind[b.kind] = by_kind.get(b.kind, 0) + 1
+            by_scope[b.scope or "(root)"] = by_scope.get(b.scope or "(root)", 0) + 1
+            by_status[b.status] = by_status.get(b.status, 0) + 1
+        return VaultStatus(
+            root=str(self.root),
+            agent=self.agent,
+            state_dir=str(self.state_dir),
+            memories=total,
+            by_kind=dict(sorted(by_kind.items())),
+            by_scope=dict(sorted(by_scope.items())),
+            by_status=dict(sorted(by_status.items())),
+            files=len(self.catalog.files),
+            dirty=self.git.dirty_paths(),
+            skipped=dict(self.catalog.skipped),
+            last_commit=self.git.last_commit(),
+            index=self._index_status(),
+        )
+
+    def commit_human_edits(self) -> str | None:
+        """Commit files a person changed, authored as the human; returns the sha."""
+        with self._writing():
+            return self._commit_human_edits()
+
+    # ------------------------------------------------------ index hooks --
+    # The indexes (recall) override these; the foundation only keeps the catalog.
+
+    def _on_files_changed(self, changed: list[str], removed: list[str]) -> None:
+        pass
+
+    def _on_blocks_written(self, paths: list[str]) -> None:
+        pass
+
+    def _index_status(self) -> dict[str, Any]:
+        return {}
+
+    # ---------------------------------------------------------- internals --
+
+    def _clean_input(self, text: str, secrets: str | None) -> str:
+        if not isinstance(text, str):
+            raise InvalidInputError("memory text must be a string")
+        if "\x00" in text:
+            raise InvalidInputError("memory text contains a NUL byte")
+        text = text.strip()
+        if not text:
+            raise InvalidInputError("memory text is empty")
+        if len(text) > MAX_MEMORY_CHARS:
+            raise InvalidInputError(
+                f"memory text is {len(text)} characters; the limit is {MAX_MEMORY_CHARS}"
+            )
+        mode = secrets or self.settings.secrets
+        if mode not in ("refuse", "redact", "off"):
+            raise InvalidInputError("secrets must be refuse, redact or off")
+        return guard(text, mode)
+
+    def _local(self, when: datetime | None) -> datetime:
+        moment = when or datetime.now(UTC)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(self._tz) if self._tz else moment.astimezone()
+
+    def _trailers(self, memory_id: str, kind: str, scope: str, op: str) -> list[tuple[str, str]]:
+        return [("Memory-Id", memory_id), ("Kind", kind), ("Scope", scope or "root"), ("Op", op)]
+
+    def _block(self, memory_id: str) -> Block:
+        memory_id = normalize_id(memory_id)
+        with self._mutex:
+            path = self.catalog.path_of(memory_id)
+            if path is not None and (self._batch is None or path not in self._batch.pending):
+                self.catalog.refresh(path)
+            block = self.catalog.block(memory_id)
+            if block is None:
+                self.refresh()
+                block = self.catalog.block(memory_id)
+        if block is None:
+            raise MemoryNotFoundError(f"no memory {memory_id}")
+        return block
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The vault lock: one thread of one process writes at a time."""
+        with self._mutex:
+            if self._batch is not None:
+                yield
+                return
+            try:
+                self._file_lock.acquire(timeout=self.settings.git.lock_timeout)
+            except FileLockTimeout:
+                raise LockTimeoutError(
+                    f"another process holds the vault lock ({self.state_dir / 'vault.lock'})"
+                ) from None
+            try:
+                self._sync_before_write()
+                yield
+            finally:
+                self._file_lock.release()
+
+    def _sync_before_write(self) -> None:
+        """Commit what a person changed since our last write, as that person.
+
+        Small vaults are checked with a stat scan (microseconds per file) and
+        git is asked only when something changed; large ones ask git directly.
+        The first write after opening always asks git.
+        """
+        if len(self.catalog.files) <= _SCAN_LIMIT:
+            delta = self.catalog.scan()
+            if delta:
+                self._on_files_changed(delta.changed, delta.removed)
+            if delta or not self._known_clean:
+                self._commit_human_edits()
+        else:
+            self._commit_human_edits()
+        self._known_clean = True
+
+    def _human_identity(self) -> Identity:
+        if self._human is None:
+            self._human = self.git.human_identity(
+                self.settings.git.human_name, self.settings.git.human_email
+            )
+        return self._human
+
+    def _commit_human_edits(self, paths: list[str] | None = None) -> str | None:
+        if not self.settings.git.enabled:
+            return None
+        dirty = self.git.dirty_paths() if paths is None else paths
+        if not dirty:
+            return None
+        shown = ", ".join(sorted(dirty)[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        message = format_message(f"edit: {shown}", trailers=[("Op", "edit")])
+        return self.git.commit(message, self._human_identity(), paths=dirty)
+
+    def _store_list_item(
+        self,
+        rel: str,
+        body: str,
+        tags: list[str],
+        extra: list[tuple[str, str]],
+        *,
+        scope: str,
+        kind: str,
+        op: str,
+        topic: str | None = None,
+    ) -> Memory:
+        digest = blk.content_hash(body)
+        with self._writing():
+            self._refresh_scope_file(rel)
+            existing = self.catalog.find_active(scope, digest)
+            if existing is not None and (topic is None or existing.path == rel):
+                return Memory.from_block(existing, was_new=False)
+            memory_id = self._ids.issue()
+            lines = blk.render_list_item(body, memory_id, tags=tags, fields=extra)
+
+            def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+                if not tf.lines:
+                    tf.append_lines([_FILE_TITLES.get(PurePosixPath(rel).name, "# Memory"), ""])
+                if topic is not None:
+                    return _insert_under_topic(tf, parsed, topic, lines)
+                return _append_item(tf, lines)
+
+            self._apply(
+                rel,
+                edit,
+                subject=f"{op} {kind}: {_first_line(body)}",
+                trailers=self._trailers(memory_id, kind, scope, op)
+                + ([("Topic", topic)] if topic else []),
+            )
+            block = self._block(memory_id)
+        return Memory.from_block(block, was_new=True)
+
+    def _store_entry(
+        self,
+        rel: str,
+        heading: str,
+        body: str,
+        tags: list[str],
+        *,
+        scope: str,
+        kind: str,
+        op: str,
+        title: str,
+    ) -> Memory:
+        with self._writing():
+            memory_id = self._ids.issue()
+            lines = blk.render_entry(heading, body, memory_id, tags=tags)
+
+            def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+                if not tf.lines:
+                    tf.append_lines([title, ""])
+                _close_open_fence(tf)
+                first = tf.append_lines(lines, blank_before=True)
+                tf.fence_clean = len(tf.lines)
+                return _Edit(appended_at=first, ids=[memory_id])
+
+            self._apply(
+                rel,
+                edit,
+                subject=f"{op}: {_first_line(body)}",
+                trailers=self._trailers(memory_id, kind, scope, op),
+            )
+            block = self._block(memory_id)
+        return Memory.from_block(block, was_new=True)
+
+    def _set_fields(
+        self,
+        memory_id: str,
+        updates: dict[str, str | None],
+        *,
+        op: str,
+        subject: str,
+        extra_trailers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        block = self._block(memory_id)
+
+        def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+            current = _require(parsed, memory_id)
+            new_lines = blk.with_fields(current, tf, updates)
+            tf.replace_lines(current.line_start - 1, current.line_end, new_lines)
+            return _Edit()
+
+        self._apply(
+            block.path,
+            edit,
+            subject=subject,
+            trailers=self._trailers(memory_id, block.kind, block.scope, op) + (extra_trailers or []),
+        )
+
+    def _refresh_scope_file(self, rel: str) -> None:
+        if self._batch is not None and rel in self._batch.pending:
+            return
+        self.catalog.refresh(rel)
+
+    def _apply(self, rel: str, edit: Editor, *, subject: str, trailers: list[tuple[str, str]]) -> None:
+        """Apply ``edit`` to one file: now (one commit) or into the open batch."""
+        full = safe_path(self.root, rel)
+        if self._batch is not None:
+            pending = self._batch.pending.get(rel)
+            if pending is None:
+                pending = self._load_pending(rel, full)
+                self._batch.pending[rel] = pending
+            result = edit(pending.tf, pending.parsed)
+            pending.edits.append(edit)
+            pending.parsed = self._reparse(rel, pending, result)
+            self._batch.subjects.append(subject)
+            self._batch.trailers.extend(trailers)
+            self._batch.ops += 1
+            return
+        batch = _Batch()
+        self._batch = batch
+        try:
+            self._apply(rel, edit, subject=subject, trailers=trailers)
+        finally:
+            self._batch = None
+        self._flush(batch, None)
+
+    def _load_pending(self, rel: str, full: Path) -> _Pending:
+        try:
+            raw: bytes | None = full.read_bytes()
+        except FileNotFoundError:
+            raw = None
+        if raw is None:
+            return _Pending(original=None, tf=TextFile.empty(), parsed=None)
+        state = self.catalog.files.get(rel)
+        try:
+            sig = signature_of(full.stat())
+        except FileNotFoundError:
+            sig = (0, 0, 0)
+        try:
+            if state is not None and state.signature == sig:
+                parsed = state.parsed
+            else:
+                parsed = self.catalog.load(rel, raw, sig)
+        except SkipFile as reason:
+            raise VaultFileError(f"{rel} cannot be parsed ({reason}); fix or move it") from None
+        # The catalog keeps the parse of what is on disk; pending work gets its own copy.
+        parsed = _copy_parsed(parsed)
+        parsed.file = parsed.file.copy()
+        return _Pending(original=raw, tf=parsed.file, parsed=parsed)
+
+    def _reparse(self, rel: str, pending: _Pending, result: _Edit) -> blk.ParsedFile:
+        """Bring the pending parse and the catalog up to date with the pending text.
+
+        An append is parsed on its own (the file's other blocks are unchanged),
+        which keeps a write O(new lines) instead of O(file); anything else is a
+        full reparse. The catalog always gets its own ParsedFile object.
+        """
+        parsed = pending.parsed
+        if result.appended_at is not None and parsed is not None and result.ids:
+            first = result.appended_at
+            snippet = TextFile(lines=pending.tf.lines[first:], bom=False, newline=pending.tf.newline)
+            if result.item:
+                new_blocks = [blk.item_block(parsed, pending.tf.lines[first:], first)]
+            else:
+                file_tags = blk.frontmatter_tags(parsed.frontmatter)
+                new_blocks = [
+                    blk.retag(
+                        b,
+                        line_start=b.line_start + first,
+                        line_end=b.line_end + first,
+                        tags=tuple(dict.fromkeys([*b.tags, *file_tags])),
+                    )
+                    for b in blk.parse(rel, snippet).blocks
+                    if b.id in result.ids
+                ]
+            if {b.id for b in new_blocks} == set(result.ids) and rel in self.catalog.files:
+                parsed.file = pending.tf
+                parsed.blocks.extend(new_blocks)
+                self.catalog.add_blocks(rel, new_blocks, (0, 0, 0))
+                return parsed
+        try:
+            fresh = blk.parse(rel, pending.tf)
+        except SkipFile as reason:
+            raise VaultFileError(f"{rel} would not parse after the edit ({reason})") from None
+        self.catalog.put(rel, _copy_parsed(fresh), (0, 0, 0))
+        return fresh
+
+    def _flush(self, batch: _Batch, subject: str | None) -> None:
+        """Write every pending file (compare-and-swap) and make one commit."""
+        if not batch.pending:
+            return
+        written: list[str] = []
+        for rel, pending in batch.pending.items():
+            full = safe_path(self.root, rel)
+            for _attempt in range(8):
+                if self._swap(full, pending):
+                    break
+                # Someone changed the file since we read it: keep their change
+                # (committed as theirs), then replay our edits on top of it.
+                log.info("%s changed during the write; replaying on top of it", rel)
+                self._commit_human_edits([rel])
+                fresh = self._load_pending(rel, full)
+                fresh.edits = pending.edits
+                for edit in pending.edits:
+                    result = edit(fresh.tf, fresh.parsed)
+                    fresh.parsed = self._reparse(rel, fresh, result)
+                pending = fresh
+                batch.pending[rel] = fresh
+            else:
+                raise ConflictError(f"{rel} keeps changing under mdmem; try again")
+            written.append(rel)
+            try:
+                self.catalog.touch(rel, signature_of(full.stat()), pending.tf)
+            except OSError:
+                self.catalog.refresh(rel)
+        if self.settings.git.enabled and batch.ops:
+            if len(batch.subjects) == 1 or subject is None:
+                title = batch.subjects[0] if len(batch.subjects) == 1 else batch.subjects[0]
+                if subject is None and len(batch.subjects) > 1:
+                    title = f"{batch.subjects[0]} (+{len(batch.subjects) - 1} more)"
+            else:
+                title = f"{subject}: {batch.ops} writes"
+            trailers = batch.trailers
+            if len(batch.subjects) > 1:
+                ops = {v for k, v in trailers if k == "Op"}
+                trailers = [t for t in trailers if t[0] != "Op"] + [
+                    ("Op", "batch" if len(ops) != 1 else next(iter(ops)))
+                ]
+                trailers = _dedupe(trailers)
+            self.git.commit(
+                format_message(title, trailers=trailers),
+                Identity.agent(self.agent),
+                paths=written,
+            )
+        self._on_blocks_written(written)
+
+    def _swap(self, full: Path, pending: _Pending) -> bool:
+        """Replace the file if it still holds what we read; False if it changed."""
+        try:
+            current: bytes | None = full.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current != pending.original:
+            return False
+        data = pending.tf.to_bytes()
+        old_fd = None
+        if current is not None:
+            try:
+                old_fd = os.open(full, os.O_RDONLY)
+            except OSError:
+                old_fd = None
+        try:
+            atomic_write(full, data)
+            if old_fd is not None:
+                # An editor that appended to the old inode after our check
+                # wrote into a file that is no longer linked: put it back.
+                late = os.fstat(old_fd).st_size
+                if late != len(current or b""):
+                    os.lseek(old_fd, 0, os.SEEK_SET)
+                    theirs = b""
+                    while chunk := os.read(old_fd, 1 << 20):
+                        theirs += chunk
+                    atomic_write(full, theirs)
+                    pending.original = theirs
+                    return False
+        finally:
+            if old_fd is not None:
+                os.close(old_fd)
+        return True
+
+
+# ------------------------------------------------------------- helpers ----
+
+
+def _zone(name: str) -> tzinfo | None:
+    if not name:
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from .errors import ConfigError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"unknown timezone {name!r}") from None
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise InvalidInputError(f"unknown kind {kind!r}; one of: {', '.join(KINDS)}")
+    return kind
+
+
+def _check_tags(tags: Iterable[str]) -> list[str]:
+    if isinstance(tags, str):
+        tags = [t for t in re.split(r"[,\s]+", tags) if t]
+    out: list[str] = []
+    for tag in tags:
+        clean = str(tag).strip().lstrip("#")
+        if not _TAG_OK.match(clean):
+            raise InvalidInputError(f"invalid tag {tag!r}: letters, digits, _ - / only")
+        if clean.lower() not in out:
+            out.append(clean.lower())
+    return out
+
+
+def _check_fields(fields: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    out = []
+    for key, value in fields:
+        if not re.match(r"^[A-Za-z][\w-]{0,31}$", key) or re.search(r"[\[\]()\n]", str(value)):
+            raise InvalidInputError(f"invalid field {key!r}")
+        out.append((key.lower(), str(value)))
+    return out
+
+
+def _iso(value: datetime | date | str) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, date):
+        return value.isoformat()
+    parsed = blk.parse_datetime(value)
+    if parsed is None:
+        raise InvalidInputError(f"not a date: {value!r}")
+    return str(value).strip()
+
+
+def _today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _copy_parsed(parsed: blk.ParsedFile) -> blk.ParsedFile:
+    return blk.ParsedFile(
+        path=parsed.path,
+        file=parsed.file,
+        frontmatter=parsed.frontmatter,
+        frontmatter_lines=parsed.frontmatter_lines,
+        blocks=list(parsed.blocks),
+    )
+
+
+def _require(parsed: blk.ParsedFile | None, memory_id: str) -> Block:
+    block = parsed.by_id(memory_id) if parsed is not None else None
+    if block is None:
+        raise MemoryNotFoundError(f"no memory {memory_id} (was it removed meanwhile?)")
+    return block
+
+
+def _dedupe(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys(items))
+
+
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _close_open_fence(tf: TextFile) -> None:
+    """If a human left a code fence open at the end, close it before appending.
+
+    Otherwise everything appended would sit inside their code block.
+    """
+    fence: str | None = None
+    for line in tf.lines[tf.fence_clean :]:
+        match = _FENCE_LINE.match(line)
+        if not match:
+            continue
+        marker = match.group(1)
+        if fence is None:
+            fence = marker[0] * len(marker)
+        elif line.strip().startswith(fence):
+            fence = None
+    if fence is not None:
+        tf.append_lines([fence])
+    tf.fence_clean = len(tf.lines)
+
+
+def _append_item(tf: TextFile, lines: list[str]) -> _Edit:
+    _close_open_fence(tf)
+    last = next((line for line in reversed(tf.lines) if line.strip()), "")
+    is_item = bool(re.match(r"^\s*([-*+]|\d+[.)])\s", last))
+    # Keep consecutive memories in one tight list; start a list after a blank line.
+    first = tf.append_lines(lines, blank_before=not is_item)
+    tf.fence_clean = len(tf.lines)
+    return _Edit(appended_at=first, ids=[_id_of(lines)], item=True)
+
+
+def _id_of(lines: list[str]) -> str:
+    match = re.search(r"\^(m-[0-9a-z]+)\s*$", lines[-1])
+    assert match is not None
+    return match.group(1)
+
+
+def _insert_under_topic(
+    tf: TextFile, parsed: blk.ParsedFile | None, topic: str, lines: list[str]
+) -> _Edit:
+    wanted = f"topic: {topic}".casefold()
+    heading_re = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+    start = None
+    level = 2
+    for idx, raw in enumerate(tf.lines):
+        match = heading_re.match(raw.rstrip("\r\n"))
+        if match and match.group(2).casefold() == wanted:
+            start, level = idx, len(match.group(1))
+            break
+    if start is None:
+        first = tf.append_lines([f"## Topic: {topic}", "", *lines], blank_before=True)
+        return _Edit(appended_at=first, ids=[_id_of(lines)])
+    end = len(tf.lines)
+    for idx in range(start + 1, len(tf.lines)):
+        match = heading_re.match(tf.lines[idx].rstrip("\r\n"))
+        if match and len(match.group(1)) <= level:
+            end = idx
+            break
+    last = end - 1
+    while last > start and not tf.lines[last].strip():
+        last -= 1
+    if last == len(tf.lines) - 1:
+        first = tf.append_lines(lines, blank_before=last == start)
+        return _Edit(appended_at=first, ids=[_id_of(lines)])
+    insert_at = last + 1
+    new_lines = ([""] if last == start else []) + lines
+    tf.insert_lines(insert_at, new_lines)
+    return _Edit()

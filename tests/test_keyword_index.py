@@ -1,0 +1,452 @@
+"""KeywordIndex against a real Whoosh index in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from mdmem.errors import IndexError_, LockTimeoutError
+from mdmem.keyword_index import KeywordIndex
+from mdmem.models import Block
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def block(
+    bid: str,
+    text: str,
+    *,
+    kind: str = "fact",
+    tags: tuple[str, ...] = (),
+    scope: str = "",
+    status: str = "active",
+    created: datetime = T0,
+    heading: str = "",
+    path: str = "MEMORY.md",
+) -> Block:
+    return Block(
+        id=bid,
+        path=path,
+        line_start=1,
+        line_end=1,
+        heading=heading,
+        text=text,
+        kind=kind,
+        tags=tags,
+        scope=scope,
+        status=status,
+        created=created,
+        updated=None,
+        content_hash=f"h-{bid}",
+    )
+
+
+@pytest.fixture
+def ix(tmp_path: Path) -> Iterator[KeywordIndex]:
+    index = KeywordIndex(tmp_path / "kw")
+    index.add_many(
+        [
+            block("m-1", "We deploy the API server every Friday.", tags=("ops",)),
+            block("m-2", "The user prefers metric units.", kind="preference", scope="user:alice"),
+            block(
+                "m-3",
+                "Database migration failed with a timeout.",
+                kind="bug_fix",
+                tags=("project/alpha",),
+                scope="project:alpha",
+                created=T0 + timedelta(days=10),
+            ),
+            block(
+                "m-4",
+                "Old deployment checklist lives in the wiki.",
+                status="superseded",
+                created=T0 + timedelta(days=20),
+            ),
+            block(
+                "m-5",
+                "Coffee order: flat white, no sugar.",
+                kind="preference",
+                tags=("coffee",),
+                created=T0 + timedelta(days=30),
+            ),
+        ]
+    )
+    yield index
+    index.close()
+
+
+def ids(results: list[tuple[str, float]]) -> list[str]:
+    return [r[0] for r in results]
+
+
+def test_create_add_search(ix: KeywordIndex) -> None:
+    assert len(ix) == 5
+    assert ix.ids() == {"m-1", "m-2", "m-3", "m-4", "m-5"}
+    res = ix.search("metric units")
+    assert ids(res) == ["m-2"]
+    assert res[0][1] > 0
+
+
+def test_stemming_matches_word_forms(ix: KeywordIndex) -> None:
+    assert "m-1" in ids(ix.search("deploys"))
+    assert "m-1" in ids(ix.search("deploying servers"))
+    assert "m-3" in ids(ix.search("migrations"))
+    assert "m-4" in ids(ix.search("deployments", statuses=None))
+
+
+def test_scores_sorted_best_first(ix: KeywordIndex) -> None:
+    res = ix.search("deploy server friday")
+    scores = [s for _, s in res]
+    assert scores == sorted(scores, reverse=True)
+    assert res[0][0] == "m-1"
+
+
+def test_tag_words_score(ix: KeywordIndex) -> None:
+    # "ops" only appears as a tag; "alpha" only as a nested tag segment.
+    assert ids(ix.search("ops")) == ["m-1"]
+    assert ids(ix.search("alpha")) == ["m-3"]
+    # A tag match outranks the same word in passing text.
+    ix.upsert([block("m-6", "ops people drink coffee too, ops ops", kind="note")])
+    ix.upsert([block("m-7", "an entry", tags=("coffee",))])
+    top = ids(ix.search("coffee"))
+    assert top.index("m-5") < top.index("m-6")
+
+
+def test_heading_and_path_are_searchable(tmp_path: Path) -> None:
+    with KeywordIndex(tmp_path / "kw") as ix:
+        ix.upsert(
+            [
+                block("s-1", "plain words here", heading="Kubernetes cluster", path="notes/a.md"),
+                block("s-2", "other words", path="projects/zephyr.md"),
+            ]
+        )
+        assert ids(ix.search("kubernetes")) == ["s-1"]
+        assert ids(ix.search("zephyr")) == ["s-2"]
+
+
+def test_status_filter_defaults_to_active(ix: KeywordIndex) -> None:
+    assert "m-4" not in ids(ix.search("deployment checklist"))
+    assert ids(ix.search("deployment checklist", statuses=None))[0] == "m-4"
+    assert ids(ix.search("checklist", statuses=("superseded",))) == ["m-4"]
+    assert ix.search("checklist", statuses=("resolved",)) == []
+
+
+def test_kind_filter(ix: KeywordIndex) -> None:
+    assert set(ids(ix.search("user prefers coffee units", kinds=["preference"]))) == {"m-2", "m-5"}
+    assert ix.search("metric units", kinds=["fact"]) == []
+
+
+def test_tag_filter_exact_and_nested(ix: KeywordIndex) -> None:
+    assert ids(ix.search("database migration timeout", tags=["project/alpha"])) == ["m-3"]
+    assert ids(ix.search("database migration timeout", tags=["project"])) == ["m-3"]
+    assert ids(ix.search("database migration", tags=["#Project/Alpha"])) == ["m-3"]
+    assert ix.search("database migration", tags=["alpha"]) == []
+    assert ix.search("deploy", tags=["coffee"]) == []
+
+
+def test_scope_filter_root_and_named(ix: KeywordIndex) -> None:
+    q = "deploy metric migration coffee"
+    assert set(ids(ix.search(q, scopes=[""]))) == {"m-1", "m-5"}
+    assert set(ids(ix.search(q, scopes=["user:alice"]))) == {"m-2"}
+    assert set(ids(ix.search(q, scopes=["", "project:alpha"]))) == {"m-1", "m-3", "m-5"}
+    assert set(ids(ix.search(q, scopes=None))) == {"m-1", "m-2", "m-3", "m-5"}
+
+
+def test_empty_filter_collection_matches_nothing(ix: KeywordIndex) -> None:
+    # An empty allowed-scope set must never widen into "everything".
+    assert ix.search("deploy", scopes=[]) == []
+    assert ix.search("deploy", kinds=()) == []
+
+
+def test_date_range_filter(ix: KeywordIndex) -> None:
+    q = "deploy metric migration coffee deployment"
+    got = set(ids(ix.search(q, statuses=None, since=T0 + timedelta(days=5))))
+    assert got == {"m-3", "m-4", "m-5"}
+    got = set(ids(ix.search(q, statuses=None, until=T0 + timedelta(days=10))))
+    assert got == {"m-1", "m-2", "m-3"}  # until is inclusive
+    got = set(
+        ids(
+            ix.search(q, statuses=None, since=T0 + timedelta(days=5), until=T0 + timedelta(days=25))
+        )
+    )
+    assert got == {"m-3", "m-4"}
+    # Bounds in another timezone are compared as instants, not wall-clock times:
+    # 04:00+05:00 is 23:00 UTC the day before m-3 was created.
+    plus5 = timezone(timedelta(hours=5))
+    assert "m-3" in ids(ix.search(q, since=datetime(2025, 1, 11, 4, 0, tzinfo=plus5)))
+    assert "m-3" not in ids(ix.search(q, since=datetime(2025, 1, 11, 6, 0, tzinfo=plus5)))
+
+
+def test_upsert_replaces_and_delete_removes(ix: KeywordIndex) -> None:
+    ix.upsert([block("m-1", "We now release on Mondays.")])
+    assert len(ix) == 5
+    assert "m-1" not in ids(ix.search("friday"))
+    assert ids(ix.search("mondays")) == ["m-1"]
+    ix.upsert([block("m-8", "brand new fact about gardening"), block("m-9", "gardening again")])
+    assert set(ids(ix.search("gardening"))) == {"m-8", "m-9"}
+    ix.delete(["m-8", "m-9", "never-existed"])
+    assert ix.search("gardening") == []
+    assert ix.ids() == {"m-1", "m-2", "m-3", "m-4", "m-5"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        'deploy "server',
+        "deploy:server",
+        "title:(deploy OR",
+        "AND",
+        "NOT deploy",
+        "deploy AND OR NOT",
+        "*",
+        "depl*",
+        "?",
+        "[a TO z]",
+        "{}[]()^~!\\/",
+        "deploy^5",
+        "~~~ ### @@@",
+        "déploy café naïve",
+        "部署 サーバー 🚀",
+        "\x00\x01 control",
+        "'); DROP TABLE memories; --",
+        "a" * 5000,
+        "",
+        "   ",
+    ],
+)
+def test_special_characters_never_raise(ix: KeywordIndex, query: str) -> None:
+    res = ix.search(query)
+    assert isinstance(res, list)
+
+
+def test_query_syntax_is_literal(ix: KeywordIndex) -> None:
+    # "NOT deploy" is two words, not an exclusion; "kind:fact" is not a field query.
+    assert "m-1" in ids(ix.search("NOT deploy"))
+    assert ids(ix.search("kind:preference metric")) == ["m-2"]
+
+
+def test_stopword_only_query_returns_nothing(ix: KeywordIndex) -> None:
+    assert ix.search("the of and a to is") == []
+    assert ix.search("?!") == []
+
+
+def test_accents_folded(tmp_path: Path) -> None:
+    with KeywordIndex(tmp_path / "kw") as ix:
+        ix.upsert([block("c-1", "Meet at the café near the station")])
+        assert ids(ix.search("cafe")) == ["c-1"]
+        assert ids(ix.search("CAFÉ")) == ["c-1"]
+
+
+def test_bulk_add_with_progress(tmp_path: Path) -> None:
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+    ]
+    blocks = [
+        block(
+            f"b-{i}",
+            f"{words[i % 10]} {words[(i * 7) % 10]} entry number{i}",
+            kind=("fact", "log")[i % 2],
+            created=T0 + timedelta(minutes=i),
+        )
+        for i in range(3000)
+    ]
+    seen: list[int] = []
+    with KeywordIndex.create(tmp_path / "kw") as ix:
+        n = ix.add_many(iter(blocks), bulk=True, progress=seen.append)
+        assert n == 3000
+        assert len(ix) == 3000
+        assert ix.ids() == {b.id for b in blocks}
+        assert seen and seen[-1] == 3000
+        assert seen == sorted(seen)
+        assert ids(ix.search("number1234")) == ["b-1234"]
+        assert len(ix.search("alpha", limit=5000, kinds=["fact"])) == 300
+    # Persisted across reopen.
+    with KeywordIndex(tmp_path / "kw") as again:
+        assert len(again) == 3000
+        assert ids(again.search("number2999")) == ["b-2999"]
+
+
+def test_bulk_add_over_existing_docs_replaces(ix: KeywordIndex) -> None:
+    n = ix.add_many([block("m-1", "rewritten text zebra"), block("m-9", "zebra too")], bulk=True)
+    assert n == 2
+    assert len(ix) == 6
+    assert set(ids(ix.search("zebra"))) == {"m-1", "m-9"}
+    assert ix.search("friday") == []
+
+
+def test_non_bulk_progress_reports_final_count(tmp_path: Path) -> None:
+    seen: list[int] = []
+    with KeywordIndex(tmp_path / "kw") as ix:
+        ix.add_many((block(f"p-{i}", f"text {i}") for i in range(1200)), progress=seen.append)
+        assert seen[-1] == 1200 and len(ix) == 1200
+
+
+def test_reopen_persists(tmp_path: Path) -> None:
+    d = tmp_path / "kw"
+    with KeywordIndex(d) as ix:
+        ix.upsert([block("r-1", "persistent memory about sailing")])
+    with KeywordIndex(d) as ix:
+        assert ids(ix.search("sailing")) == ["r-1"]
+
+
+def test_create_wipes_but_spares_foreign_files(tmp_path: Path) -> None:
+    d = tmp_path / "kw"
+    with KeywordIndex(d) as ix:
+        ix.upsert([block("r-1", "persistent memory about sailing")])
+    (d / "notes.txt").write_text("not ours")
+    with KeywordIndex.create(d) as ix:
+        assert len(ix) == 0
+        assert ix.search("sailing") == []
+    assert (d / "notes.txt").read_text() == "not ours"
+
+
+def test_sees_commits_from_another_instance(tmp_path: Path) -> None:
+    d = tmp_path / "kw"
+    with KeywordIndex(d) as reader, KeywordIndex(d) as writer:
+        assert reader.search("kayak") == []
+        writer.upsert([block("x-1", "kayak trip in june")])
+        assert ids(reader.search("kayak")) == ["x-1"]
+
+
+def test_version_mismatch_raises(tmp_path: Path) -> None:
+    d = tmp_path / "kw"
+    KeywordIndex(d).close()
+    (d / "mdmem-keyword.json").write_text(json.dumps({"schema_version": 999}))
+    with pytest.raises(IndexError_, match="schema version"):
+        KeywordIndex(d)
+    # create() is the way out.
+    with KeywordIndex.create(d) as ix:
+        assert len(ix) == 0
+
+
+def test_missing_version_file_raises(tmp_path: Path) -> None:
+    d = tmp_path / "kw"
+    KeywordIndex(d).close()
+    (d / "mdmem-keyword.json").unlink()
+    with pytest.raises(IndexError_):
+        KeywordIndex(d)
+
+
+def _populated(d: Path) -> None:
+    with KeywordIndex(d) as ix:
+        ix.add_many(block(f"c-{i}", f"corruption test document {i} deploy") for i in range(200))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncate_segment",
+        "garbage_segment",
+        "empty_segment",
+        "remove_segment",
+        "remove_toc",
+        "truncate_toc",
+        "garbage_toc",
+    ],
+)
+def test_corrupted_directory_raises_index_error(tmp_path: Path, damage: str) -> None:
+    d = tmp_path / "kw"
+    _populated(d)
+    seg = sorted(d.glob("*.seg"))[0]
+    toc = sorted(d.glob("*.toc"))[0]
+    data = seg.read_bytes()
+    if damage == "truncate_segment":
+        seg.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage_segment":
+        seg.write_bytes(os.urandom(len(data)))
+    elif damage == "empty_segment":
+        seg.write_bytes(b"")
+    elif damage == "remove_segment":
+        seg.unlink()
+    elif damage == "remove_toc":
+        toc.unlink()
+    elif damage == "truncate_toc":
+        toc.write_bytes(toc.read_bytes()[:20])
+    elif damage == "garbage_toc":
+        toc.write_bytes(os.urandom(200))
+    with pytest.raises(IndexError_):
+        ix = KeywordIndex(d)
+        ix.search("corruption deploy")
+        ix.ids()
+
+
+def test_corruption_after_open_raises_index_error(tmp_path: Path) -> None:
+    d = tmp_path / "kw"
+    _populated(d)
+    ix = KeywordIndex(d)
+    for seg in d.glob("*.seg"):
+        seg.unlink()
+    for toc in d.glob("*.toc"):
+        toc.write_bytes(b"garbage")
+    with pytest.raises(IndexError_):
+        ix.search("corruption deploy")
+        ix.search("document")
+
+
+def test_lock_timeout(tmp_path: Path) -> None:
+    d = tmp_path / "kw"
+    with KeywordIndex(d, lock_timeout=0.3) as ix:
+        from whoosh import index as windex
+
+        held = windex.open_dir(str(d), indexname="MAIN").writer()
+        try:
+            with pytest.raises(LockTimeoutError):
+                ix.upsert([block("l-1", "locked out")])
+        finally:
+            held.cancel()
+        ix.upsert([block("l-1", "no longer locked out")])
+        assert ids(ix.search("locked")) == ["l-1"]
+
+
+def test_bulk_uses_multiprocess_writer_without_fallback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: the bulk writer runs single-process by design")
+    with (
+        caplog.at_level("WARNING", logger="mdmem.keyword_index"),
+        KeywordIndex(tmp_path / "kw") as ix,
+    ):
+        assert ix.add_many((block(f"b-{i}", f"bulk {i}") for i in range(600)), bulk=True) == 600
+        assert len(ix) == 600
+    assert "retrying with one process" not in caplog.text
+
+
+def test_bulk_falls_back_when_processes_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import multiprocessing
+
+    def refuse(self: object) -> None:
+        raise OSError("fork refused by the sandbox")
+
+    monkeypatch.setattr(multiprocessing.Process, "start", refuse)
+    seen: list[int] = []
+    gen = (block(f"f-{i}", f"fallback doc {i}") for i in range(700))
+    with (
+        caplog.at_level("WARNING", logger="mdmem.keyword_index"),
+        KeywordIndex(tmp_path / "kw") as ix,
+    ):
+        assert ix.add_many(gen, bulk=True, progress=seen.append) == 700
+        assert len(ix) == 700
+        assert ix.ids() == {f"f-{i}" for i in range(700)}
+        assert ids(ix.search("699")) == ["f-699"]
+        # The lock was released: ordinary writes still work.
+        ix.upsert([block("after", "after the fallback")])
+        assert ids(ix.search("after")) == ["after"]
+    assert seen[-1] == 700
+    assert "retrying with one process" in caplog.text
