@@ -182,7 +182,9 @@ def _load_frontmatter(text: str) -> dict[str, Any]:
     if len(text.encode("utf-8")) > FRONTMATTER_MAX_BYTES:
         raise SkipFile(f"frontmatter larger than {FRONTMATTER_MAX_BYTES // 1024} KiB")
     try:
-        aliases = sum(1 for ev in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(ev, yaml.AliasEvent))
+        aliases = sum(
+            1 for ev in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(ev, yaml.AliasEvent)
+        )
     except yaml.YAMLError as exc:
         raise SkipFile(f"malformed frontmatter: {_one_line(exc)}") from None
     if aliases > _MAX_YAML_ALIASES:
@@ -563,7 +565,9 @@ def _sections(
 # -------------------------------------------------------------- rendering ----
 
 
-def _suffix(block_id: str, tags: Iterable[str], fields: Iterable[tuple[str, str]], text: str) -> str:
+def _suffix(
+    block_id: str, tags: Iterable[str], fields: Iterable[tuple[str, str]], text: str
+) -> str:
     present = set(_tags_in(text))
     parts = [f"#{t}" for t in tags if t.lower() not in present]
     parts += [f"[{k}:: {v}]" for k, v in fields]
@@ -663,9 +667,11 @@ def replace_text(block: Block, tf: TextFile, new_text: str) -> list[str]:
     if block.line_start - 1 >= len(tf.lines):
         raise InvalidInputError("block out of range")
     fields = list(block.fields)
-    style_entry = is_entry_file(block.path) and block.heading and _strip_eol(
-        tf.lines[block.line_start - 1]
-    ).lstrip().startswith("#")
+    style_entry = (
+        is_entry_file(block.path)
+        and block.heading
+        and _strip_eol(tf.lines[block.line_start - 1]).lstrip().startswith("#")
+    )
     if style_entry:
         heading_line = _strip_eol(tf.lines[block.line_start - 1])
         level = len(heading_line) - len(heading_line.lstrip("#"))

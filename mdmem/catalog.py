@@ -24,7 +24,9 @@ __all__ = ["EXCLUDED_DIRS", "Catalog", "ScanDelta", "Signature", "signature_of"]
 log = logging.getLogger("mdmem")
 
 # Not memory: git internals, editor state, Obsidian templates, the trash.
-EXCLUDED_DIRS = frozenset({".git", ".obsidian", ".trash", "templates", "node_modules", "tool-outputs"})
+EXCLUDED_DIRS = frozenset(
+    {".git", ".obsidian", ".trash", "templates", "node_modules", "tool-outputs"}
+)
 
 Signature = tuple[int, int, int]
 

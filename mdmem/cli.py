@@ -131,7 +131,9 @@ def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: b
 
 
 @contextmanager
-def _progress(label: str, total: int | None, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+def _progress(
+    label: str, total: int | None, enabled: bool = True
+) -> Iterator[Callable[[int], None]]:
     """A rich progress bar on a terminal; silent when piped or with --json."""
     if not enabled or not sys.stderr.isatty():
         yield lambda n: None
@@ -232,7 +234,9 @@ def log_cmd(
 @scope_option
 @json_option
 @click.pass_obj
-def journal(obj: _Context, text: str, tags: tuple[str, ...], scope: str | None, as_json: bool) -> None:
+def journal(
+    obj: _Context, text: str, tags: tuple[str, ...], scope: str | None, as_json: bool
+) -> None:
     """Add a dated reflection to JOURNAL.md."""
     memory = obj.vault().journal(_read_text(text), tags=tags, scope=scope)
     _emit(memory, as_json, lambda: _memory_line("journaled", memory))
@@ -261,7 +265,9 @@ def learn(
 def forget(obj: _Context, memory_id: str, reason: str | None, as_json: bool) -> None:
     """Remove a memory from its file (git history keeps it)."""
     memory = obj.vault().forget(memory_id, reason=reason)
-    _emit(memory, as_json, lambda: click.echo(f"forgot {memory.id} (was {memory.path}:{memory.line})"))
+    _emit(
+        memory, as_json, lambda: click.echo(f"forgot {memory.id} (was {memory.path}:{memory.line})")
+    )
 
 
 @main.command()
@@ -309,7 +315,8 @@ def get(obj: _Context, memory_id: str, as_json: bool) -> None:
     def human() -> None:
         tags = " ".join(f"#{t}" for t in memory.tags)
         click.echo(f"{memory.id}  {memory.kind}  {memory.status}  {memory.scope or '(root)'}")
-        click.echo(f"{memory.path}:{memory.line}-{memory.line_end}  created {memory.created:%Y-%m-%d %H:%M}")
+        span = f"{memory.path}:{memory.line}-{memory.line_end}"
+        click.echo(f"{span}  created {memory.created:%Y-%m-%d %H:%M}")
         if tags:
             click.echo(tags)
         click.echo()
@@ -353,7 +360,11 @@ def status(obj: _Context, as_json: bool) -> None:
         click.echo(f"agent    {st.agent}")
         click.echo(f"state    {st.state_dir}")
         click.echo(f"memories {st.memories} in {st.files} files")
-        for title, counts in (("kind", st.by_kind), ("scope", st.by_scope), ("status", st.by_status)):
+        for title, counts in (
+            ("kind", st.by_kind),
+            ("scope", st.by_scope),
+            ("status", st.by_status),
+        ):
             if counts:
                 click.echo(f"  by {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         if st.last_commit:

@@ -186,7 +186,9 @@ def load_settings(
     if not settings.llm.base_url and env.get("OPENAI_BASE_URL"):
         settings = replace(settings, llm=replace(settings.llm, base_url=env["OPENAI_BASE_URL"]))
     if overrides:
-        settings = _apply(settings, {k: v for k, v in overrides.items() if v is not None}, "argument")
+        settings = _apply(
+            settings, {k: v for k, v in overrides.items() if v is not None}, "argument"
+        )
     if settings.secrets not in ("refuse", "redact", "off"):
         raise ConfigError("secrets: expected refuse, redact or off")
     if settings.recall.fusion not in ("rrf", "blend"):

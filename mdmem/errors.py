@@ -97,7 +97,7 @@ class GitError(MdmemError):
     """A git command failed; the message carries git's own words."""
 
 
-class IndexError_(MdmemError):  # noqa: N801 - avoid shadowing the builtin IndexError
+class IndexError_(MdmemError):  # noqa: N801, N818 - must not shadow the builtin IndexError
     """A derived index (keyword, vector, manifest) is unusable; reindex rebuilds it."""
 
 

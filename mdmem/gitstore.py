@@ -179,6 +179,14 @@ class GitStore:
         except GitError:
             return None
 
+    def _message_args(self, message: str) -> list[str]:
+        # Long messages (a batch's trailers) go through a file: argv is limited.
+        if len(message) < 16_000:
+            return ["-m", message]
+        path = self.root / ".git" / "MDMEM_COMMIT_MSG"
+        path.write_text(message, encoding="utf-8")
+        return ["-F", str(path)]
+
     def tracked(self) -> set[str]:
         if self._tracked is None:
             out = self.run("ls-files", "-z", strip=False)
@@ -274,7 +282,7 @@ class GitStore:
             new = [p for p in path_list if p not in tracked]
             if new:
                 self.run("add", "-A", "--", *new)
-            args = ["commit", "-q", "--no-verify", "-m", message]
+            args = ["commit", "-q", "--no-verify", *self._message_args(message)]
             if allow_empty:
                 args.append("--allow-empty")
             status, out, err = self.execute(*args, "--", *path_list, env=env)
@@ -289,7 +297,7 @@ class GitStore:
             staged = self.run("diff", "--cached", "--name-only", "-z", strip=False)
             if not staged.strip("\0") and not allow_empty:
                 return None
-            args = ["commit", "-q", "--no-verify", "-m", message]
+            args = ["commit", "-q", "--no-verify", *self._message_args(message)]
             if allow_empty:
                 args.append("--allow-empty")
             self.run(*args, env=env)

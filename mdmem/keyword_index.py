@@ -184,6 +184,7 @@ class KeywordIndex:
         self.lock_timeout = lock_timeout
         self._lock = threading.RLock()
         self._searcher: Any = None
+        self._filter_cache: dict[tuple[Any, ...], set[int] | bool] = {}
         # Our own copy for query analysis: Index.schema re-reads the TOC file.
         self._schema: Any = _schema()
         self._ix: Any = self._open_or_create()
@@ -427,6 +428,7 @@ class KeywordIndex:
     # -- reading -----------------------------------------------------------
 
     def _invalidate(self) -> None:
+        self._filter_cache.clear()
         if self._searcher is not None:
             with contextlib.suppress(Exception):
                 self._searcher.close()
@@ -435,11 +437,30 @@ class KeywordIndex:
     def _get_searcher(self) -> Any:
         # Reuse one searcher and refresh it, which is a cheap TOC check; this
         # also picks up commits made by other processes.
-        if self._searcher is None:
+        old = self._searcher
+        if old is None:
             self._searcher = self._ix.searcher()
         else:
-            self._searcher = self._searcher.refresh()
+            self._searcher = old.refresh()
+        if self._searcher is not old:
+            self._filter_cache.clear()
         return self._searcher
+
+    def _filter_docs(self, searcher: Any, key: tuple[Any, ...], flt: Any) -> Any:
+        """The docnums passing a filter, once the same filter is asked for twice
+        against one index generation (recall repeats its scope/status filter;
+        listing them costs about as much as one filtered search)."""
+        cached = self._filter_cache.get(key)
+        if cached is None:
+            self._filter_cache[key] = False
+            return None
+        if cached is False:
+            if len(self._filter_cache) > 64:
+                self._filter_cache.clear()
+            docs = set(searcher.docs_for_query(flt))
+            self._filter_cache[key] = docs
+            return docs
+        return cached
 
     def _read(self, fn: Callable[[Any], Any]) -> Any:
         with self._lock:
@@ -527,9 +548,25 @@ class KeywordIndex:
                 )
             )
         flt = q.And(clauses) if clauses else None
+        key = (
+            *(None if c is None else tuple(sorted(c)) for c in (kinds, tags, scopes, statuses)),
+            since,
+            until,
+        )
 
         def run(searcher: Any) -> list[tuple[str, float]]:
-            results = searcher.search(main, limit=limit, filter=flt)
+            if flt is None:
+                results = searcher.search(main, limit=limit, optimize=False)
+            else:
+                docs = self._filter_docs(searcher, key, flt)
+                if docs is not None:
+                    results = searcher.search(main, limit=limit, filter=docs, optimize=False)
+                else:
+                    # Require (match both, score by the first) leapfrogs through
+                    # the filter postings instead of listing every filtered doc.
+                    # Block-quality skipping trips an assertion in Whoosh's
+                    # intersection matcher, hence optimize=False.
+                    results = searcher.search(q.Require(main, flt), limit=limit, optimize=False)
             return [(hit["id"], float(hit.score)) for hit in results]
 
         result: list[tuple[str, float]] = self._read(run)

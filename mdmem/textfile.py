@@ -21,7 +21,10 @@ __all__ = [
     "TextFile",
     "atomic_write",
     "decode",
+    "discard_temp",
+    "install_temp",
     "safe_path",
+    "write_temp",
 ]
 
 BOM = "\ufeff"
@@ -149,6 +152,12 @@ def safe_path(root: Path, relative: str | os.PathLike[str]) -> Path:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync, replace."""
+    tmp = write_temp(path, data)
+    install_temp(tmp, path)
+
+
+def write_temp(path: Path, data: bytes) -> Path:
+    """Stage ``data`` durably beside ``path`` (same folder, fsynced, same mode)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.mdmem-{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
@@ -163,14 +172,27 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
+    except BaseException:
+        discard_temp(tmp)
+        raise
+    return tmp
+
+
+def install_temp(tmp: Path, path: Path) -> None:
+    """Atomically put a staged temp file in place and make the rename durable."""
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        discard_temp(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def discard_temp(tmp: Path) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,13 +40,24 @@ from .gitstore import CommitInfo, GitStore, Identity, format_message
 from .ids import IdIssuer, normalize_id
 from .models import KINDS, Block, Memory
 from .secret_guard import guard
-from .textfile import SkipFile, TextFile, atomic_write, decode, safe_path
+from .textfile import (
+    SkipFile,
+    TextFile,
+    atomic_write,
+    decode,
+    discard_temp,
+    install_temp,
+    safe_path,
+    write_temp,
+)
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
 log = logging.getLogger("mdmem")
 
 MAX_MEMORY_CHARS = 20_000
+_CAS_ATTEMPTS = 100
+_MAX_ID_TRAILERS = 100
 _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
 _TAG_OK = re.compile(r"^[A-Za-z_][\w/-]{0,63}$")
 _CATEGORY_OK = re.compile(r"^[\w][\w .&/-]{0,39}$")
@@ -371,9 +383,9 @@ class Vault:
                 current = _require(parsed, memory_id)
                 start, end = current.line_start - 1, current.line_end
                 # Take one separating blank line along so no double gap is left.
-                if end < len(tf.lines) and not tf.lines[end].strip():
-                    if start == 0 or not tf.lines[start - 1].strip():
-                        end += 1
+                gap_after = end < len(tf.lines) and not tf.lines[end].strip()
+                if gap_after and (start == 0 or not tf.lines[start - 1].strip()):
+                    end += 1
                 tf.replace_lines(start, end, [])
                 return _Edit()
 
@@ -416,8 +428,9 @@ class Vault:
             )
             assert self._batch is not None
             self._batch.subjects[:] = [f"supersede {old.kind}: {_first_line(text)}"]
-            self._batch.trailers[:] = self._trailers(new.id, new.kind, new.scope, "supersede") + [
-                ("Supersedes", old.id)
+            self._batch.trailers[:] = [
+                *self._trailers(new.id, new.kind, new.scope, "supersede"),
+                ("Supersedes", old.id),
             ]
         return Memory.from_block(self._block(new.id), was_new=new.was_new, superseded=(old.id,))
 
@@ -663,7 +676,9 @@ class Vault:
         dirty = self.git.dirty_paths() if paths is None else paths
         if not dirty:
             return None
-        shown = ", ".join(sorted(dirty)[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        shown = ", ".join(sorted(dirty)[:5]) + (
+            f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
+        )
         message = format_message(f"edit: {shown}", trailers=[("Op", "edit")])
         return self.git.commit(message, self._human_identity(), paths=dirty)
 
@@ -759,7 +774,8 @@ class Vault:
             block.path,
             edit,
             subject=subject,
-            trailers=self._trailers(memory_id, block.kind, block.scope, op) + (extra_trailers or []),
+            trailers=self._trailers(memory_id, block.kind, block.scope, op)
+            + (extra_trailers or []),
         )
 
     def _refresh_scope_file(self, rel: str) -> None:
@@ -767,7 +783,9 @@ class Vault:
             return
         self.catalog.refresh(rel)
 
-    def _apply(self, rel: str, edit: Editor, *, subject: str, trailers: list[tuple[str, str]]) -> None:
+    def _apply(
+        self, rel: str, edit: Editor, *, subject: str, trailers: list[tuple[str, str]]
+    ) -> None:
         """Apply ``edit`` to one file: now (one commit) or into the open batch."""
         full = safe_path(self.root, rel)
         if self._batch is not None:
@@ -824,7 +842,9 @@ class Vault:
         parsed = pending.parsed
         if result.appended_at is not None and parsed is not None and result.ids:
             first = result.appended_at
-            snippet = TextFile(lines=pending.tf.lines[first:], bom=False, newline=pending.tf.newline)
+            snippet = TextFile(
+                lines=pending.tf.lines[first:], bom=False, newline=pending.tf.newline
+            )
             if result.item:
                 new_blocks = [blk.item_block(parsed, pending.tf.lines[first:], first)]
             else:
@@ -858,13 +878,18 @@ class Vault:
         written: list[str] = []
         for rel, pending in batch.pending.items():
             full = safe_path(self.root, rel)
-            for _attempt in range(8):
+            for attempt in range(_CAS_ATTEMPTS):
                 if self._swap(full, pending):
                     break
                 # Someone changed the file since we read it: keep their change
-                # (committed as theirs), then replay our edits on top of it.
+                # (committed as theirs the first time), then replay our edits
+                # on top of it. Later rounds skip the commit so a fast typist
+                # cannot starve the write.
                 log.info("%s changed during the write; replaying on top of it", rel)
-                self._commit_human_edits([rel])
+                if attempt == 0:
+                    self._commit_human_edits([rel])
+                else:
+                    time.sleep(0.001 * min(attempt, 20))
                 fresh = self._load_pending(rel, full)
                 fresh.edits = pending.edits
                 for edit in pending.edits:
@@ -880,10 +905,10 @@ class Vault:
             except OSError:
                 self.catalog.refresh(rel)
         if self.settings.git.enabled and batch.ops:
-            if len(batch.subjects) == 1 or subject is None:
-                title = batch.subjects[0] if len(batch.subjects) == 1 else batch.subjects[0]
-                if subject is None and len(batch.subjects) > 1:
-                    title = f"{batch.subjects[0]} (+{len(batch.subjects) - 1} more)"
+            if len(batch.subjects) == 1:
+                title = batch.subjects[0]
+            elif subject is None:
+                title = f"{batch.subjects[0]} (+{len(batch.subjects) - 1} more)"
             else:
                 title = f"{subject}: {batch.ops} writes"
             trailers = batch.trailers
@@ -893,6 +918,12 @@ class Vault:
                     ("Op", "batch" if len(ops) != 1 else next(iter(ops)))
                 ]
                 trailers = _dedupe(trailers)
+                ids = [t for t in trailers if t[0] == "Memory-Id"]
+                if len(ids) > _MAX_ID_TRAILERS:
+                    # history() finds a memory by its id in the diff; the
+                    # trailers are a convenience, so a huge import lists a few.
+                    trailers = [t for t in trailers if t[0] != "Memory-Id"]
+                    trailers = ids[:_MAX_ID_TRAILERS] + trailers + [("Memories", str(len(ids)))]
             self.git.commit(
                 format_message(title, trailers=trailers),
                 Identity.agent(self.agent),
@@ -901,38 +932,43 @@ class Vault:
         self._on_blocks_written(written)
 
     def _swap(self, full: Path, pending: _Pending) -> bool:
-        """Replace the file if it still holds what we read; False if it changed."""
-        try:
-            current: bytes | None = full.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current != pending.original:
-            return False
-        data = pending.tf.to_bytes()
+        """Replace the file if it still holds what we read; False if it changed.
+
+        The new content is staged and fsynced first, so the compare and the
+        rename are microseconds apart: the window in which a human's save
+        could slip between them is as small as a user-space CAS can make it.
+        """
+        tmp = write_temp(full, pending.tf.to_bytes())
         old_fd = None
-        if current is not None:
+        try:
             try:
                 old_fd = os.open(full, os.O_RDONLY)
-            except OSError:
-                old_fd = None
-        try:
-            atomic_write(full, data)
-            if old_fd is not None:
-                # An editor that appended to the old inode after our check
-                # wrote into a file that is no longer linked: put it back.
-                late = os.fstat(old_fd).st_size
-                if late != len(current or b""):
-                    os.lseek(old_fd, 0, os.SEEK_SET)
-                    theirs = b""
-                    while chunk := os.read(old_fd, 1 << 20):
-                        theirs += chunk
-                    atomic_write(full, theirs)
-                    pending.original = theirs
-                    return False
+                current: bytes | None = _read_fd(old_fd)
+            except FileNotFoundError:
+                current = None
+            if current != pending.original:
+                discard_temp(tmp)
+                return False
+            install_temp(tmp, full)
+            if old_fd is not None and os.fstat(old_fd).st_size != len(current or b""):
+                # An editor appended to the old inode after our check: its
+                # bytes are in a file that is no longer linked. Put them back.
+                theirs = _read_fd(old_fd)
+                atomic_write(full, theirs)
+                pending.original = theirs
+                return False
+            return True
         finally:
             if old_fd is not None:
                 os.close(old_fd)
-        return True
+
+
+def _read_fd(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 # ------------------------------------------------------------- helpers ----

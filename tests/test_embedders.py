@@ -162,12 +162,21 @@ def test_minilm_bucketing_does_not_change_vectors(minilm: MiniLMEmbedder) -> Non
 @needs_weights
 def test_minilm_batches_respect_token_budget() -> None:
     ids = [[0] * n for n in (5, 40, 7, 256, 12, 12, 3)]
-    batches = _minilm._plan_batches(ids, token_budget=300, max_batch=None, bucketed=True)
+    batches = _minilm._plan_batches(ids, token_budget=300, max_batch=None)
     assert sorted(i for b in batches for i in b) == list(range(len(ids)))
     for batch in batches:
-        width = max(len(ids[i]) for i in batch)
-        assert width * len(batch) <= 300 or len(batch) == 1
-    assert batches[0] == [3]  # longest first, alone since 2 x 256 > 300
+        assert sum(len(ids[i]) for i in batch) <= 300 or len(batch) == 1
+    assert batches[0] == [3, 1]  # longest first; 256 + 40 fits, + 12 would not
+    assert batches[1] == [4, 5, 2, 0, 6]
+    assert _minilm._plan_batches(ids, token_budget=10_000, max_batch=3)[0] == [3, 1, 4]
+
+
+def test_attention_groups_are_tight() -> None:
+    lengths = [100, 95, 81, 79, 40, 40, 40, 2]
+    groups = _minilm._attention_groups(lengths)
+    assert [(g.batch, g.width) for g in groups] == [(3, 100), (1, 79), (3, 40), (1, 2)]
+    assert groups[0].scatter is not None and groups[2].scatter is None  # equal lengths: no copy
+    assert [g.start for g in groups] == [0, 276, 355, 475]
 
 
 @needs_weights

@@ -1,0 +1,48 @@
+"""Shared fixtures: every test gets its own state dir and a clean environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mdmem import Vault
+
+HUMAN_ENV = {
+    "GIT_AUTHOR_NAME": "Ada Human",
+    "GIT_AUTHOR_EMAIL": "ada@example.org",
+    "GIT_COMMITTER_NAME": "Ada Human",
+    "GIT_COMMITTER_EMAIL": "ada@example.org",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reads the user's cache dir, vault, LLM or embedder settings."""
+    for key in list(os.environ):
+        if key.startswith(("MDMEM_", "OPENAI_")):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("MDMEM_STATE_DIR", str(tmp_path / "_state"))
+    # Fast deterministic embeddings unless a test asks for the real model.
+    monkeypatch.setenv("MDMEM_EMBEDDER_PROVIDER", "hash")
+    yield
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    return Vault.init(tmp_path / "vault", agent="test-agent")
+
+
+def git(root: Path, *args: str, human: bool = False) -> str:
+    env = {**os.environ, **(HUMAN_ENV if human else {})}
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True, env=env
+    ).stdout
+
+
+@pytest.fixture
+def run_git() -> object:
+    return git

@@ -1,0 +1,123 @@
+"""Concurrent writers, killed writers and a human typing: nothing is lost."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from mdmem import Vault
+from mdmem.blocks import parse
+from mdmem.textfile import decode
+
+from .conftest import git
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from mdmem import Vault
+    vault = Vault.open(sys.argv[1], agent=sys.argv[2])
+    for i in range(int(sys.argv[3])):
+        vault.remember(f"{sys.argv[2]} fact number {i}")
+    """
+)
+
+
+def _spawn(vault: Vault, agent: str, n: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(vault.root), agent, str(n)],
+        env={**os.environ},
+        stderr=subprocess.PIPE,
+    )
+
+
+def _memory_ids(vault: Vault) -> list[str]:
+    ids = []
+    for path in vault.root.rglob("*.md"):
+        if ".git" in path.parts:
+            continue
+        parsed = parse(path.relative_to(vault.root).as_posix(), decode(path.read_bytes()))
+        ids += [b.id for b in parsed.memories()]
+    return ids
+
+
+@pytest.mark.slow
+def test_eight_processes_times_250_remembers(vault: Vault) -> None:
+    procs = [_spawn(vault, f"agent-{n}", 250) for n in range(8)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err.decode()
+    ids = _memory_ids(vault)
+    assert len(ids) == 2000 == len(set(ids))
+    subjects = git(vault.root, "log", "--format=%s").splitlines()
+    assert len(subjects) == 2001  # init + one commit per write
+    assert sum(s.startswith("remember fact:") for s in subjects) == 2000
+    fsck = subprocess.run(
+        ["git", "fsck", "--strict"], cwd=vault.root, capture_output=True, text=True
+    )
+    assert fsck.returncode == 0, fsck.stderr
+
+
+@pytest.mark.slow
+def test_writer_killed_in_a_loop_leaves_parseable_files_and_no_stale_lock(vault: Vault) -> None:
+    rng = random.Random(7)
+    for round_ in range(12):
+        proc = _spawn(vault, f"victim-{round_}", 10_000)
+        time.sleep(rng.uniform(0.3, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    # Every file parses: no half-written memory anywhere.
+    reopened = Vault.open(vault.root, agent="survivor")
+    assert reopened.status().skipped == {}
+    ids = _memory_ids(reopened)
+    assert len(ids) == len(set(ids)) and ids
+    # The lock is free: a new write goes through at once.
+    started = time.monotonic()
+    memory = reopened.remember("written after the massacre")
+    assert time.monotonic() - started < 10
+    assert reopened.get(memory.id).text == "written after the massacre"
+    fsck = subprocess.run(["git", "fsck"], cwd=vault.root, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr
+    assert git(vault.root, "status", "--porcelain") == ""
+    leftovers = [p for p in vault.root.rglob(".*.tmp")]
+    assert leftovers == [] or all(".git" not in p.parts for p in leftovers)
+
+
+def test_human_appending_to_user_md_while_agent_remembers(vault: Vault) -> None:
+    stop = threading.Event()
+    typed: list[str] = []
+
+    def human() -> None:
+        n = 0
+        while not stop.is_set():
+            line = f"- human note {n}"
+            with open(vault.root / "USER.md", "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+            typed.append(line)
+            n += 1
+            time.sleep(0.03)  # a very fast human: an editor save every 30 ms
+
+    thread = threading.Thread(target=human)
+    thread.start()
+    try:
+        agent_ids = [
+            vault.remember(f"agent preference {i}", kind="preference").id for i in range(25)
+        ]
+    finally:
+        stop.set()
+        thread.join()
+    vault.commit_human_edits()
+    text = (vault.root / "USER.md").read_text(encoding="utf-8")
+    for line in typed:
+        assert line in text
+    for memory_id in agent_ids:
+        assert f"^{memory_id}" in text
+    authors = set(git(vault.root, "log", "--format=%an", "--", "USER.md").split("\n")) - {""}
+    assert "test-agent" in authors and len(authors) >= 2

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from mdmem.errors import SecretRefusedError
+from mdmem.secret_guard import guard, scan
+
+SECRETS = [
+    ("sk-proj-abcdefghijklmnopqrstuvwxyz0123", "OpenAI API key"),
+    ("AKIAIOSFODNN7EXAMPLE", "AWS access key"),
+    ("ghp_" + "a" * 36, "GitHub token"),
+    ("xoxb-1234567890-abcdefghij", "Slack token"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----", "private key"),
+    ("password: correcthorsebattery", "password assignment"),
+    ("API_KEY=abcdef123456", "password assignment"),
+    ("postgres://admin:s3cretpw@db.internal/app", "URL credentials"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnop", "JWT"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind"), SECRETS)
+def test_secrets_are_found_refused_and_redacted(text: str, kind: str) -> None:
+    assert kind in {f.kind for f in scan(f"note: {text} end")}
+    with pytest.raises(SecretRefusedError):
+        guard(f"note: {text} end")
+    redacted = guard(f"note: {text} end", "redact")
+    assert (
+        f"[REDACTED:{kind}]" in redacted
+        and redacted.startswith("note: ")
+        and redacted.endswith(" end")
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The user prefers metric units.",
+        "Reset your password in the settings page.",
+        "The API key rotation happens monthly.",
+        "sk- is a prefix for keys",
+        "Deploy token is stored in the vault, not here.",
+    ],
+)
+def test_ordinary_text_passes(text: str) -> None:
+    assert guard(text) == text
+
+
+def test_off_mode_passes_everything() -> None:
+    assert guard("password = hunter2hunter2", "off") == "password = hunter2hunter2"

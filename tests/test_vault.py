@@ -1,0 +1,406 @@
+"""Vault writes: routing, formats, idempotency, lifecycle ops, safety and git trail."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mdmem import (
+    InvalidInputError,
+    MemoryNotFoundError,
+    PathOutsideVaultError,
+    SecretRefusedError,
+    Vault,
+    VaultExistsError,
+    VaultFileError,
+    VaultNotFoundError,
+)
+from mdmem.ids import is_memory_id
+
+from .conftest import git
+
+
+def read(vault: Vault, rel: str) -> str:
+    return (vault.root / rel).read_text(encoding="utf-8")
+
+
+def commits(vault: Vault) -> list[str]:
+    return git(vault.root, "log", "--format=%an|%ae|%s").splitlines()
+
+
+# ------------------------------------------------------------- init/open ----
+
+
+def test_init_copies_the_template_and_commits(vault: Vault) -> None:
+    for name in ["MEMORY.md", "USER.md", "LEARNING.md", "WORLD.md", "JOURNAL.md", "mdmem.toml"]:
+        assert (vault.root / name).is_file()
+    for folder in ["daily", "episodes", "sessions", "templates", ".obsidian"]:
+        assert (vault.root / folder).is_dir()
+    daily = (vault.root / ".obsidian" / "daily-notes.json").read_text()
+    assert '"folder": "daily"' in daily and '"format": "YYYY-MM-DD"' in daily
+    assert "merge=union" in (vault.root / ".gitattributes").read_text()
+    log = commits(vault)
+    assert len(log) == 1 and log[0].startswith("test-agent|test-agent@agents.mdmem|init")
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_template_folder_is_exactly_what_init_copies(vault: Vault) -> None:
+    template = Path(__file__).resolve().parent.parent / "vault_template"
+    expected = sorted(
+        p.relative_to(template).as_posix() for p in template.rglob("*") if p.is_file()
+    )
+    tracked = sorted(git(vault.root, "ls-files").split())
+    assert tracked == expected
+
+
+def test_init_twice_is_an_error(vault: Vault) -> None:
+    with pytest.raises(VaultExistsError):
+        Vault.init(vault.root)
+    assert Vault.init(vault.root, exist_ok=True).root == vault.root
+
+
+def test_open_finds_settings_and_env_overrides(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MDMEM_RECALL_K", "9")
+    monkeypatch.setenv("MDMEM_AGENT", "env-agent")
+    opened = Vault.open(vault.root)
+    assert opened.settings.recall.k == 9
+    assert opened.agent == "env-agent"
+    assert Vault.open(vault.root, agent="explicit").agent == "explicit"
+
+
+def test_open_walks_up_from_the_cwd(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(vault.root / "daily")
+    assert Vault.open().root == vault.root
+
+
+def test_open_a_folder_without_a_vault(tmp_path: Path) -> None:
+    with pytest.raises(VaultNotFoundError):
+        Vault.open(tmp_path)
+
+
+def test_state_lives_outside_the_vault(vault: Vault) -> None:
+    assert vault.root not in vault.state_dir.parents
+    assert not any(p.name.endswith(".lock") for p in vault.root.rglob("*") if ".git" not in p.parts)
+
+
+# ---------------------------------------------------------------- writes ----
+
+
+@pytest.mark.parametrize(
+    ("kind", "path"),
+    [
+        ("preference", "USER.md"),
+        ("world", "WORLD.md"),
+        ("fact", "MEMORY.md"),
+        ("decision", "MEMORY.md"),
+        ("gotcha", "MEMORY.md"),
+    ],
+)
+def test_remember_routes_by_kind(vault: Vault, kind: str, path: str) -> None:
+    memory = vault.remember(f"A {kind} worth keeping", kind=kind, tags=["t1"])
+    assert memory.path == path and memory.kind == kind and memory.was_new
+    assert is_memory_id(memory.id)
+    line = read(vault, path).splitlines()[memory.line - 1]
+    assert line.startswith(f"- A {kind} worth keeping") and line.endswith(f"^{memory.id}")
+    assert "#t1" in line
+    assert ("[kind:: " in line) == (kind in ("decision", "gotcha"))
+    assert vault.get(memory.id).text.startswith(f"A {kind} worth keeping")
+
+
+def test_scopes_have_their_own_files(vault: Vault) -> None:
+    a = vault.remember("Launch is in May", scope="project:marketing")
+    b = vault.remember("Launch is in May", scope="user:alice")
+    c = vault.remember("Launch is in May")
+    assert a.path == "scopes/project/marketing/MEMORY.md"
+    assert b.path == "scopes/user/alice/MEMORY.md"
+    assert c.path == "MEMORY.md"
+    assert len({a.id, b.id, c.id}) == 3
+    assert vault.get(a.id).scope == "project:marketing"
+    with pytest.raises(InvalidInputError):
+        vault.remember("x", scope="../../etc")
+
+
+def test_remember_is_idempotent_per_scope(vault: Vault) -> None:
+    first = vault.remember("The user prefers metric units.", kind="preference")
+    again = vault.remember("  the user prefers METRIC units ", kind="preference")
+    assert again.id == first.id and not again.was_new
+    assert read(vault, "USER.md").count("metric") == 1
+    assert len(commits(vault)) == 2  # init + one remember
+
+
+def test_log_appends_to_todays_daily_file(vault: Vault) -> None:
+    entry = vault.log("Searched the docs.\n- found one\n- found two", category="Research")
+    assert entry.path.startswith("daily/") and entry.kind == "log"
+    text = read(vault, entry.path)
+    assert "## " in text and " · Research" in text
+    assert vault.get(entry.id).text == "Searched the docs.\n- found one\n- found two"
+    second = vault.log("More.", category="Research")
+    assert vault.get(second.id).line > vault.get(entry.id).line_end
+
+
+def test_journal_and_learn(vault: Vault) -> None:
+    j = vault.journal("I should ask before deleting files.")
+    assert j.path == "JOURNAL.md" and j.kind == "journal"
+    a = vault.learn("Docker", "Use multi-stage builds.")
+    vault.learn("Python", "Use virtual environments.")
+    b = vault.learn("docker", "Volumes persist data.")
+    text = read(vault, "LEARNING.md")
+    assert text.count("## Topic: Docker") == 1 and "## Topic: Python" in text
+    docker = text.index("## Topic: Docker")
+    assert docker < text.index("Volumes persist data.") < text.index("## Topic: Python")
+    assert vault.get(b.id).heading if hasattr(vault.get(b.id), "heading") else True
+    assert vault.block(a.id).heading == "Topic: Docker" == vault.block(b.id).heading
+
+
+def test_forget_removes_only_that_block(vault: Vault) -> None:
+    keep = vault.remember("Keep me")
+    gone = vault.remember("Forget me")
+    before = read(vault, "MEMORY.md")
+    vault.forget(gone.id, reason="wrong")
+    after = read(vault, "MEMORY.md")
+    assert "Forget me" not in after and "Keep me" in after
+    assert after == before.replace(before.splitlines(keepends=True)[gone.line - 1], "")
+    with pytest.raises(MemoryNotFoundError):
+        vault.get(gone.id)
+    assert vault.get(keep.id).text == "Keep me"
+    assert "Reason: wrong" in git(vault.root, "log", "-1", "--format=%B")
+
+
+def test_supersede_and_resolve(vault: Vault) -> None:
+    old = vault.remember("Deploys happen on Tuesdays", kind="decision", tags=["deploy"])
+    new = vault.supersede(old.id, "Deploys happen on Thursdays")
+    assert new.superseded == (old.id,) and new.kind == "decision" and "deploy" in new.tags
+    block = vault.block(old.id)
+    assert block.status == "superseded" and block.field("by") == f"^{new.id}"
+    msg = git(vault.root, "log", "-1", "--format=%B")
+    assert "Op: supersede" in msg and f"Supersedes: {old.id}" in msg
+    assert len(commits(vault)) == 3  # init, remember, supersede (one commit)
+    resolved = vault.resolve(new.id)
+    assert resolved.status == "resolved"
+    assert vault.resolve(new.id, status="active").status == "active"
+
+
+def test_every_write_is_one_commit_with_trailers(vault: Vault) -> None:
+    m = vault.remember("Bob is the team lead", kind="fact", scope="project:web")
+    body = git(vault.root, "log", "-1", "--format=%an%n%ae%n%B")
+    assert body.startswith(
+        "test-agent\ntest-agent@agents.mdmem\nremember fact: Bob is the team lead"
+    )
+    for trailer in (f"Memory-Id: {m.id}", "Kind: fact", "Scope: project:web", "Op: remember"):
+        assert trailer in body
+
+
+def test_batch_is_one_commit(vault: Vault) -> None:
+    with vault.batch():
+        ids = [vault.remember(f"bulk fact number {i}").id for i in range(50)]
+        vault.log("bulk import done")
+    assert len(commits(vault)) == 2
+    assert len(set(ids)) == 50
+    assert all(vault.get(i).text.startswith("bulk fact") for i in ids)
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_history_lists_versions_and_follows_moves(vault: Vault) -> None:
+    m = vault.remember("Alice works on search")
+    # A human moves the memory to another file and edits it.
+    text = read(vault, "MEMORY.md")
+    line = text.splitlines()[m.line - 1]
+    (vault.root / "MEMORY.md").write_text(text.replace(line + "\n", ""), encoding="utf-8")
+    (vault.root / "people.md").write_text(
+        f"# People\n\n{line.replace('search', 'search and ranking')}\n", encoding="utf-8"
+    )
+    vault.commit_human_edits()
+    vault.resolve(m.id)
+    versions = vault.history(m.id)
+    assert [v.path for v in versions] == ["MEMORY.md", "people.md", "people.md"]
+    assert versions[0].text == "Alice works on search"
+    assert versions[1].text == "Alice works on search and ranking" and not versions[1].is_agent
+    assert versions[2].status == "resolved" and versions[2].is_agent
+    vault.forget(m.id)
+    assert vault.history(m.id)[-1].text is None
+
+
+def test_status_counts(vault: Vault) -> None:
+    vault.remember("a fact")
+    vault.remember("a preference", kind="preference")
+    vault.remember("scoped", scope="agent:orc-1")
+    (vault.root / "scratch.md").write_text("# Scratch\n")
+    st = vault.status()
+    assert st.memories == 3
+    assert st.by_kind == {"fact": 2, "preference": 1}
+    assert st.by_scope == {"(root)": 2, "agent:orc-1": 1}
+    assert st.dirty == ["scratch.md"]
+    assert st.last_commit is not None and st.last_commit.author == "test-agent"
+
+
+# ------------------------------------------------------------ bad input ----
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my key is sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIE...\n-----END RSA PRIVATE KEY-----",
+        "password = hunter2hunter2",
+        "aws AKIAIOSFODNN7EXAMPLE here",
+    ],
+)
+def test_secrets_are_refused_and_never_written(vault: Vault, text: str) -> None:
+    with pytest.raises(SecretRefusedError):
+        vault.remember(text)
+    assert len(commits(vault)) == 1
+    assert "hunter2" not in read(vault, "MEMORY.md")
+
+
+def test_secrets_can_be_redacted(vault: Vault) -> None:
+    m = vault.remember("db password = hunter2hunter2 for staging", secrets="redact")
+    assert "hunter2" not in read(vault, "MEMORY.md")
+    assert "[REDACTED:password assignment]" in m.text
+    assert "hunter2" not in git(vault.root, "log", "-p")
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "a\x00b", "x" * 20_001])
+def test_bad_text_is_rejected(vault: Vault, bad: str) -> None:
+    with pytest.raises(InvalidInputError):
+        vault.remember(bad)
+
+
+def test_bad_kind_tag_and_id(vault: Vault) -> None:
+    with pytest.raises(InvalidInputError, match="unknown kind"):
+        vault.remember("x", kind="nonsense")
+    with pytest.raises(InvalidInputError, match="invalid tag"):
+        vault.remember("x", tags=["no spaces allowed"])
+    with pytest.raises(InvalidInputError):
+        vault.get("../../etc/passwd")
+    with pytest.raises(MemoryNotFoundError):
+        vault.forget("m-01jd3k5x7q0000")
+
+
+def test_symlink_out_of_the_vault_is_refused(vault: Vault, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\n")
+    target = vault.root / "scopes" / "user" / "eve"
+    target.parent.mkdir(parents=True)
+    target.symlink_to(tmp_path)
+    with pytest.raises(PathOutsideVaultError):
+        vault.remember("should not escape", scope="user:eve")
+    assert outside.read_text() == "# Outside\n"
+
+
+def test_malformed_files_are_skipped_not_fatal(
+    vault: Vault, caplog: pytest.LogCaptureFixture
+) -> None:
+    (vault.root / "broken.md").write_bytes(b"---\ntitle: [oops\n---\nbody\n")
+    (vault.root / "binary.md").write_bytes(b"\x00\x01\x02")
+    (vault.root / "latin1.md").write_bytes(b"caf\xe9\n")
+    vault.remember("still works")
+    st = vault.status()
+    assert set(st.skipped) == {"broken.md", "binary.md", "latin1.md"}
+    assert any("skipping broken.md" in r.message for r in caplog.records)
+
+
+def test_writing_into_a_malformed_file_is_a_clear_error(vault: Vault) -> None:
+    (vault.root / "USER.md").write_bytes(b"---\nname: [broken\n---\n# User\n")
+    with pytest.raises(VaultFileError, match=r"USER\.md"):
+        vault.remember("likes tea", kind="preference")
+    assert (vault.root / "USER.md").read_bytes() == b"---\nname: [broken\n---\n# User\n"
+
+
+def test_unclosed_code_fence_does_not_swallow_new_memories(vault: Vault) -> None:
+    with open(vault.root / "MEMORY.md", "a", encoding="utf-8") as fh:
+        fh.write("\n```python\nprint('left open')\n")
+    m = vault.remember("After the fence")
+    assert vault.get(m.id).text == "After the fence"
+
+
+# --------------------------------------------------------- humans + git ----
+
+
+def test_human_edits_are_committed_first_as_the_human(vault: Vault) -> None:
+    vault.remember("agent fact one")
+    with open(vault.root / "USER.md", "a", encoding="utf-8") as fh:
+        fh.write("- Human says: call me Ada\n")
+    vault.remember("agent fact two")
+    log = commits(vault)
+    assert log[0].startswith("test-agent|") and "agent fact two" in log[0]
+    assert log[1].split("|")[2].startswith("edit: USER.md")
+    assert "@agents.mdmem" not in log[1]
+
+
+def test_human_appending_while_agent_writes_loses_nothing(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compare-and-swap: a human edit lands between our read and our replace."""
+    import mdmem.vault as vault_module
+
+    real_swap = vault_module.Vault._swap
+    calls = {"n": 0}
+
+    def racing_swap(self: Vault, full: Path, pending: object) -> bool:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            with open(vault.root / "USER.md", "a", encoding="utf-8") as fh:
+                fh.write("- typed by the human mid-write\n")
+        return real_swap(self, full, pending)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vault_module.Vault, "_swap", racing_swap)
+    m = vault.remember("The user prefers tea", kind="preference")
+    text = read(vault, "USER.md")
+    assert "typed by the human mid-write" in text and "The user prefers tea" in text
+    assert vault.get(m.id).text == "The user prefers tea"
+    authors = {line.split("|")[0] for line in commits(vault)[:2]}
+    assert len(authors) == 2
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_repository_hooks_never_run(vault: Vault) -> None:
+    marker = vault.root.parent / "hook-ran"
+    hook = vault.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    post = vault.root / ".git" / "hooks" / "post-commit"
+    post.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    post.chmod(0o755)
+    vault.remember("no hooks please")
+    assert not marker.exists()
+
+
+def test_no_git_children_are_left_running(vault: Vault) -> None:
+    for i in range(5):
+        vault.remember(f"fact {i}")
+    vault.history(vault.remember("x").id)
+    children = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and "git" in stat:
+            children.append(stat)
+    assert children == []
+
+
+def test_git_fsck_is_clean_after_writes(vault: Vault) -> None:
+    for i in range(10):
+        vault.remember(f"fact {i}")
+    out = subprocess.run(
+        ["git", "fsck", "--strict"], cwd=vault.root, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_human_identity_comes_from_git_config(vault: Vault) -> None:
+    git(vault.root, "config", "user.name", "Grace Hopper")
+    git(vault.root, "config", "user.email", "grace@example.org")
+    reopened = Vault.open(vault.root, agent="a1")
+    (vault.root / "notes.md").write_text("# Notes\n")
+    reopened.remember("x")
+    assert "Grace Hopper|grace@example.org|edit: notes.md" in commits(reopened)[1]
