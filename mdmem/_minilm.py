@@ -16,13 +16,17 @@ step, numpy having no fast erf) is applied in place.
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import importlib.util
 import itertools
 import json
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,10 +39,12 @@ from mdmem.errors import EmbedderError
 __all__ = [
     "DIM",
     "ENV_DIR",
+    "ENV_THREADS",
     "INSTALL_HINT",
     "MAX_SEQ_LENGTH",
     "MODEL_NAME",
     "MiniLM",
+    "default_workers",
     "load_minilm",
     "locate_model_dir",
 ]
@@ -63,6 +69,12 @@ _FFN_CHUNK_ROWS = 128
 # Upper bound on batch_size * padded_length; bounds memory (the attention
 # scores are batch * 12 * L * L floats) and keeps GEMMs large.
 _DEFAULT_TOKEN_BUDGET = 4096
+# Smallest token budget worth a batch of its own when splitting work between
+# threads: below ~512 rows the GEMMs lose much of their efficiency.
+_MIN_PARALLEL_BUDGET = 512
+_MAX_DEFAULT_WORKERS = 4
+#: Worker threads for embedding (0: one stream, BLAS threading left alone).
+ENV_THREADS = "MDMEM_EMBED_THREADS"
 # OpenBLAS runs a GEMM single-threaded up to M*N*K = 65536 * 4 (its
 # SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD defaults).
 _SMALL_GEMM_MNK = 262144
@@ -130,9 +142,7 @@ _GELU_P = tuple(
     np.float32(c * 0.5 ** (len(_ERF_ALPHA) - 1 - k) * 0.5 / math.sqrt(2.0))
     for k, c in enumerate(_ERF_ALPHA)
 )
-_GELU_Q = tuple(
-    np.float32(c * 0.5 ** (len(_ERF_BETA) - 1 - k)) for k, c in enumerate(_ERF_BETA)
-)
+_GELU_Q = tuple(np.float32(c * 0.5 ** (len(_ERF_BETA) - 1 - k)) for k, c in enumerate(_ERF_BETA))
 _GELU_CLIP = np.float32(4.0 * math.sqrt(2.0))
 _HALF = np.float32(0.5)
 
@@ -256,14 +266,20 @@ class MiniLM:
                 _Layer(
                     w_qkv=np.ascontiguousarray(
                         np.concatenate(
-                            [wq, linear_t(f"{p}.attention.self.key"),
-                             linear_t(f"{p}.attention.self.value")],
+                            [
+                                wq,
+                                linear_t(f"{p}.attention.self.key"),
+                                linear_t(f"{p}.attention.self.value"),
+                            ],
                             axis=1,
                         )
                     ),
                     b_qkv=np.concatenate(
-                        [bq, get(f"{p}.attention.self.key.bias"),
-                         get(f"{p}.attention.self.value.bias")]
+                        [
+                            bq,
+                            get(f"{p}.attention.self.key.bias"),
+                            get(f"{p}.attention.self.value.bias"),
+                        ]
                     ),
                     w_o=linear_t(f"{p}.attention.output.dense"),
                     b_o=get(f"{p}.attention.output.dense.bias"),
@@ -295,26 +311,57 @@ class MiniLM:
         token_budget: int = _DEFAULT_TOKEN_BUDGET,
         max_batch: int | None = None,
         bucketed: bool = True,
+        workers: int | None = None,
     ) -> F32:
         """L2-normalised sentence embeddings, float32 (n, 384), in input order.
 
+        ``workers``: threads running batches in parallel, each with numpy's
+        OpenBLAS pinned to one thread (see :class:`_BlasPin`); None reads
+        ``$MDMEM_EMBED_THREADS`` or uses the CPU count (at most 4); 0 leaves
+        BLAS threading alone and runs batches one after another.
+
         ``bucketed=False`` is the naive baseline the benchmark compares
         against: input order, plain batches of ``max_batch`` (default 32),
-        each padded to its longest text. Both give the same vectors up to
-        float rounding.
+        each padded to its longest text, one after another. Both give the
+        same vectors up to float rounding.
         """
         n = len(texts)
         out = np.empty((n, self.hidden), dtype=np.float32)
         if n == 0:
             return out
         ids = self.tokenize(texts)
-        if not bucketed:
-            size = max_batch or 32
-            for start in range(0, n, size):
-                out[start : start + size] = self.encode_padded(ids[start : start + size])
-            return out
-        for batch in _plan_batches(ids, token_budget, max_batch):
-            out[batch] = self.encode_packed([ids[i] for i in batch])
+        n_workers = default_workers() if workers is None else max(0, int(workers))
+        if not _BLAS_PIN.available:
+            # Without control over BLAS threads, parallel batches would
+            # oversubscribe the cores; let BLAS do the threading.
+            n_workers = 0
+        with _BLAS_PIN.pinned(n_workers > 0):
+            if not bucketed:
+                size = max_batch or 32
+                for start in range(0, n, size):
+                    out[start : start + size] = self.encode_padded(ids[start : start + size])
+                return out
+            total = sum(len(seq) for seq in ids)
+            if n_workers > 1:
+                # Several batches per worker so a slow one (a busy core) does
+                # not leave the others idle at the end; not so small that the
+                # GEMMs lose efficiency.
+                per_batch = -(-total // (4 * n_workers))
+                token_budget = max(min(token_budget, per_batch), _MIN_PARALLEL_BUDGET)
+            batches = _plan_batches(ids, token_budget, max_batch)
+            if n_workers <= 1 or len(batches) == 1:
+                for batch in batches:
+                    out[batch] = self.encode_packed([ids[i] for i in batch])
+                return out
+            with ThreadPoolExecutor(
+                max_workers=min(n_workers, len(batches)), thread_name_prefix="mdmem-minilm"
+            ) as pool:
+                futures = [
+                    (batch, pool.submit(self.encode_packed, [ids[i] for i in batch]))
+                    for batch in batches
+                ]
+                for batch, future in futures:
+                    out[batch] = future.result()
         return out
 
     def encode_padded(self, seqs: Sequence[Sequence[int]]) -> F32:
@@ -447,9 +494,11 @@ class _Group:
             return
         lens = np.asarray(lengths, dtype=np.int64)
         real = np.arange(width, dtype=np.int64)[None, :] < lens[:, None]  # (b, width)
-        self.key_bias = np.where(real, np.float32(0.0), np.float32(-1e30)).astype(
-            np.float32
-        ).reshape(batch, 1, 1, width)
+        self.key_bias = (
+            np.where(real, np.float32(0.0), np.float32(-1e30))
+            .astype(np.float32)
+            .reshape(batch, 1, 1, width)
+        )
         # Packed rows fill the grid row-major, so their grid positions are the
         # flat indices of the real cells. A padded input (stop - start ==
         # batch * width) uses the grid as is, with only the key mask.
@@ -515,6 +564,106 @@ def _plan_batches(
     if current:
         batches.append(current)
     return batches
+
+
+def default_workers() -> int:
+    """Embedding worker threads: ``$MDMEM_EMBED_THREADS`` or the usable CPUs (max 4)."""
+    raw = os.environ.get(ENV_THREADS, "").strip()
+    if raw:
+        try:
+            return max(0, int(raw))
+        except ValueError:
+            raise EmbedderError(f"{ENV_THREADS} must be an integer, got {raw!r}") from None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, _MAX_DEFAULT_WORKERS))
+
+
+class _BlasPin:
+    """Holds numpy's OpenBLAS at one thread while any embedding runs.
+
+    OpenBLAS wakes all its threads for every GEMM above a small size and
+    spin-waits on them; when another process holds a core, each GEMM waits
+    for the descheduled thread (measured here: 4x slower than one thread on
+    a busy 2-core machine). One BLAS thread per worker, with parallelism over
+    batches, degrades gracefully instead and also parallelises the
+    elementwise numpy work. The setting is process-wide (OpenBLAS has no
+    per-thread one that works), so it is reference-counted and restored when
+    the last embedding finishes.
+    """
+
+    _CANDIDATES = (
+        ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+        ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
+        ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+        ("openblas_get_num_threads", "openblas_set_num_threads"),
+    )
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved = 1
+        self._controls: tuple[Callable[[], int], Callable[[int], None]] | None = None
+        self._searched = False
+
+    def _find(self) -> tuple[Callable[[], int], Callable[[int], None]] | None:
+        numpy_dir = os.path.dirname(np.__file__)
+        patterns = (
+            os.path.join(numpy_dir, os.pardir, "numpy.libs", "*openblas*"),
+            os.path.join(numpy_dir, ".dylibs", "*openblas*"),
+            os.path.join(numpy_dir, ".libs", "*openblas*"),
+        )
+        for pattern in patterns:
+            for path in sorted(glob.glob(pattern)):
+                try:
+                    lib = ctypes.CDLL(path)  # already loaded by numpy: same handle
+                except OSError:
+                    continue
+                for get_name, set_name in self._CANDIDATES:
+                    getter = getattr(lib, get_name, None)
+                    setter = getattr(lib, set_name, None)
+                    if getter is not None and setter is not None:
+                        getter.restype = ctypes.c_int
+                        getter.argtypes = []
+                        setter.restype = None
+                        setter.argtypes = [ctypes.c_int]
+                        return getter, setter
+        return None
+
+    @property
+    def available(self) -> bool:
+        if not self._searched:
+            with self._lock:
+                if not self._searched:
+                    self._controls = self._find()
+                    self._searched = True
+        return self._controls is not None
+
+    @contextmanager
+    def pinned(self, enable: bool = True) -> Iterator[None]:
+        if not enable or not self.available:
+            yield
+            return
+        assert self._controls is not None
+        getter, setter = self._controls
+        with self._lock:
+            if self._depth == 0:
+                self._saved = int(getter())
+                if self._saved != 1:
+                    setter(1)
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._saved != 1:
+                    setter(self._saved)
+
+
+_BLAS_PIN = _BlasPin()
 
 
 def _read_json(path: Path) -> dict[str, Any]:

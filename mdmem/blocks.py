@@ -53,6 +53,7 @@ _FIELD = re.compile(r"[\[(]([A-Za-z][\w-]*)::[ \t]*([^\])\n]*?)[ \t]*[\])]")
 _TAG = re.compile(r"(?<![\w&/#\]\)`])#([A-Za-z_][\w/-]*)")
 _LIST_MARKER = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])(\s+\[[ xX]\])?(\s+|$)")
 _ATX = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+_ATX_TEXT = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
@@ -212,7 +213,7 @@ def _one_line(exc: BaseException) -> str:
 @dataclass
 class ParsedFile:
     path: str
-    file: TextFile
+    file: TextFile | None  # None when loaded from the manifest: read on demand
     frontmatter: dict[str, Any]
     frontmatter_lines: int  # lines taken by the frontmatter, fences included
     blocks: list[Block] = field(default_factory=list)
@@ -434,11 +435,18 @@ def item_block(parsed: ParsedFile, lines: list[str], first: int) -> Block:
     match = _TRAILING_ID.search(raw[-1])
     if match is None:
         raise InvalidInputError("appended item carries no block id")
-    heading = ""
+    heading, scan_from = "", 0
     for block in reversed(parsed.blocks):
         if block.line_start - 1 < first:
-            heading = block.heading
+            heading, scan_from = block.heading, block.line_end
             break
+    # A heading between the previous block and the new item takes over; only
+    # those few lines are looked at, not the whole file.
+    if parsed.file is not None:
+        for line in parsed.file.lines[scan_from:first]:
+            found = _ATX_TEXT.match(_strip_eol(line))
+            if found:
+                heading = found.group(1).strip()
     scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
     span = _Span(first, first + len(raw), match.group(1), "item", heading)
     return _memory_block(parsed.path, span, raw, scope, kind, tags, datetime.now(UTC))

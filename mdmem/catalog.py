@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .blocks import ParsedFile, parse
+from .manifest import Manifest
 from .models import Block
 from .textfile import SkipFile, decode
 
@@ -60,6 +61,35 @@ class Catalog:
         self._blocks: dict[str, Block] = {}
         self._by_hash: dict[tuple[str, str], set[str]] = {}
 
+    def reset(self) -> None:
+        """Forget everything parsed; the next scan reads every file again."""
+        self.files.clear()
+        self.skipped.clear()
+        self._skipped_sigs.clear()
+        self._by_id.clear()
+        self._blocks.clear()
+        self._by_hash.clear()
+
+    def load_manifest(self, manifest: Manifest) -> None:
+        """Take files the indexes already hold from the manifest, unparsed.
+
+        Their text is read only when a write needs it; a scan then re-parses
+        just the files whose stat no longer matches.
+        """
+        rows = manifest.files()
+        if not rows:
+            return
+        blocks = manifest.blocks_by_path()
+        for path, (mtime_ns, size, ino, _sha, meta, fm_lines) in rows.items():
+            parsed = ParsedFile(
+                path=path,
+                file=None,
+                frontmatter=meta,
+                frontmatter_lines=fm_lines,
+                blocks=blocks.get(path, []),
+            )
+            self.put(path, parsed, (mtime_ns, size, ino))
+
     # ----------------------------------------------------------- lookups --
 
     def block(self, block_id: str) -> Block | None:
@@ -93,9 +123,10 @@ class Catalog:
         self.skipped.pop(path, None)
         self._skipped_sigs.pop(path, None)
         for block in parsed.blocks:
-            if not block.is_memory or block.id in self._by_id:
-                continue  # the same id in two files: the first one seen wins
-            self._index(path, block)
+            # The same id in two files (a move seen half-way, a copy-paste):
+            # the file parsed last wins; dropping the other file unmaps nothing.
+            if block.is_memory:
+                self._index(path, block)
 
     def add_blocks(self, path: str, blocks: list[Block], sig: Signature) -> None:
         """Record blocks appended to an already-parsed file (no reparse)."""

@@ -130,27 +130,6 @@ def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: b
     ctx.obj = _Context(vault_path, agent, quiet)
 
 
-@contextmanager
-def _progress(
-    label: str, total: int | None, enabled: bool = True
-) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on a terminal; silent when piped or with --json."""
-    if not enabled or not sys.stderr.isatty():
-        yield lambda n: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        transient=True,
-    ) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda n: progress.update(task, advance=n)
-
-
 # ------------------------------------------------------------------ writes ----
 
 
@@ -378,6 +357,132 @@ def status(obj: _Context, as_json: bool) -> None:
             click.echo(f"index {key}: {value}")
 
     _emit(st, as_json, human)
+
+
+# ------------------------------------------------------------------ recall ----
+
+
+def _recall_options(func: F) -> F:
+    for option in reversed(
+        [
+            click.option("-k", "k", type=int, default=None, help="How many memories (default 5)."),
+            click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS)),
+            click.option("-t", "--tag", "tags", multiple=True),
+            click.option("--scope", "scopes", multiple=True, help="Scope filter (repeatable)."),
+            click.option("--since", default=None, help="Created on/after (ISO date or time)."),
+            click.option("--until", default=None, help="Created on/before (ISO date or time)."),
+            click.option(
+                "--all", "include_inactive", is_flag=True, help="Include resolved and superseded."
+            ),
+            click.option(
+                "--mode",
+                type=click.Choice(["hybrid", "keyword", "vector"]),
+                default="hybrid",
+                show_default=True,
+            ),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def _filters(
+    k: int | None,
+    kinds: tuple[str, ...],
+    tags: tuple[str, ...],
+    scopes: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    include_inactive: bool,
+    mode: str,
+) -> dict[str, Any]:
+    return {
+        "k": k,
+        "kinds": kinds or None,
+        "tags": tags or None,
+        "scope": [("" if s in ("root", "(root)") else s) for s in scopes] or None,
+        "since": since,
+        "until": until,
+        "include_inactive": include_inactive,
+        "mode": mode,
+    }
+
+
+@main.command()
+@click.argument("query")
+@_recall_options
+@json_option
+@click.pass_obj
+def recall(obj: _Context, query: str, as_json: bool, **filters: Any) -> None:
+    """The memories most relevant to QUERY, with file, lines and scores."""
+    result = obj.vault().recall(query, **_filters(**filters))
+
+    def human() -> None:
+        if result.degraded:
+            click.echo("(degraded: vectors missing or stale, keyword results only)", err=True)
+        if not result.items:
+            click.echo("no relevant memories")
+        for hit in result.items:
+            where = f"lines {hit.line_start}-{hit.line_end}, {hit.kind}"
+            click.echo(f"{hit.score:.3f}  {hit.citation}  ({where})")
+            for line in hit.text.splitlines()[:6]:
+                click.echo(f"       {line}")
+
+    _emit(result, as_json, human)
+
+
+@main.command()
+@click.argument("query")
+@click.option("--max-chars", type=int, default=6000, show_default=True)
+@_recall_options
+@click.pass_obj
+def context(obj: _Context, query: str, max_chars: int, **filters: Any) -> None:
+    """A "## Recalled Memory" block for a prompt, citing path#^id."""
+    click.echo(obj.vault().context(query, max_chars=max_chars, **_filters(**filters)), nl=False)
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Drop and rebuild both indexes.")
+@json_option
+@click.pass_obj
+def reindex(obj: _Context, full: bool, as_json: bool) -> None:
+    """Bring the keyword and vector indexes up to date (or rebuild them)."""
+    vault = obj.vault()
+    with progress_bars(enabled=not as_json and not obj.quiet) as progress:
+        stats = vault.reindex(full=full, progress=progress)
+    _emit(
+        stats,
+        as_json,
+        lambda: click.echo(
+            f"indexed {stats.blocks} blocks: {stats.keyword_docs} keyword docs, "
+            f"{stats.vectors} vectors ({stats.embedder})"
+        ),
+    )
+
+
+@contextmanager
+def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
+    """One rich bar per phase (keyword, vectors...) on a terminal; silent otherwise."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda phase, done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as progress:
+        tasks: dict[str, Any] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(phase, total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        yield update
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -64,9 +64,7 @@ def _print_changes(result: Changes) -> None:
 
 
 @main.command("changes")
-@click.option(
-    "--since", required=True, help="A date/time (ISO, or e.g. 'yesterday') or a commit."
-)
+@click.option("--since", required=True, help="A date/time (ISO, or e.g. 'yesterday') or a commit.")
 @json_option
 @click.pass_obj
 def changes_cmd(obj: _Context, since: str, as_json: bool) -> None:

@@ -496,4 +496,3 @@ def make_embedder(
             f"unknown embedding provider {provider!r}; valid providers: {', '.join(PROVIDERS)}"
         )
     return embedder
-

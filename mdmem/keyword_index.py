@@ -158,6 +158,26 @@ def _doc(block: Block) -> dict[str, Any]:
     return doc
 
 
+class _SourceError(Exception):
+    """The caller's iterable of blocks raised: re-raise that, not an index error."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(repr(error))
+        self.error = error
+
+
+def _guarded(blocks: Iterable[Block]) -> Iterator[Block]:
+    it = iter(blocks)
+    while True:
+        try:
+            block = next(it)
+        except StopIteration:
+            return
+        except Exception as e:
+            raise _SourceError(e) from e
+        yield block
+
+
 def _is_whoosh_file(name: str) -> bool:
     return (
         name == _VERSION_FILE
@@ -295,6 +315,9 @@ class KeywordIndex:
         try:
             fill(writer)
             writer.commit()
+        except _SourceError as e:
+            self._abort(writer)
+            raise e.error from None
         except BaseException as e:
             self._abort(writer)
             if isinstance(e, (InvalidInputError, KeyboardInterrupt, SystemExit)):
@@ -326,7 +349,7 @@ class KeywordIndex:
             def fill(writer: Any) -> None:
                 nonlocal count
                 add = writer.update_document if replace else writer.add_document
-                for block in blocks:
+                for block in _guarded(blocks):
                     add(**_doc(block))
                     count += 1
                     if progress is not None and count % _PROGRESS_EVERY == 0:
@@ -348,9 +371,11 @@ class KeywordIndex:
         before = len(self)
         known = self.ids() if replace else set()
 
+        source = _guarded(blocks)
+
         def feed(writer: Any) -> None:
             add = writer.update_document if replace else writer.add_document
-            for block in blocks:
+            for block in source:
                 doc = _doc(block)
                 docs.append(doc)
                 add(**doc)
@@ -369,6 +394,9 @@ class KeywordIndex:
         except (KeyboardInterrupt, SystemExit):
             self._abort(writer)
             raise
+        except _SourceError as e:
+            self._abort(writer)
+            raise e.error from None
         except LockTimeoutError:
             raise
         except Exception as e:
@@ -378,8 +406,10 @@ class KeywordIndex:
             if writer is not None:
                 self._abort(writer)
             self._invalidate()
-            for block in blocks:  # the rest of a generator that broke mid-way
-                docs.append(_doc(block))
+            try:
+                docs.extend(_doc(block) for block in source)  # what the failed writer left
+            except _SourceError as e2:
+                raise e2.error from None
             self._write_docs(docs, replace=replace)
             if progress is not None:
                 progress(len(docs))
@@ -410,7 +440,7 @@ class KeywordIndex:
         with self._lock:
 
             def fill(writer: Any) -> None:
-                for block in blocks:
+                for block in _guarded(blocks):
                     writer.update_document(**_doc(block))
 
             self._commit(self._writer(), fill)
@@ -559,6 +589,9 @@ class KeywordIndex:
                 results = searcher.search(main, limit=limit, optimize=False)
             else:
                 docs = self._filter_docs(searcher, key, flt)
+                if docs is not None and not docs:
+                    # Whoosh reads an empty allow-set as "no filter at all".
+                    return []
                 if docs is not None:
                     results = searcher.search(main, limit=limit, filter=docs, optimize=False)
                 else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -161,7 +161,7 @@ class Recall:
 def to_jsonable(value: Any) -> Any:
     """Dataclasses, datetimes and tuples to plain JSON types (the --json shape)."""
     if hasattr(value, "__dataclass_fields__"):
-        out = {k: to_jsonable(v) for k, v in asdict(value).items()}
+        out = {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value)}
         if isinstance(value, Hit):
             out["citation"] = value.citation
         return out

@@ -29,9 +29,7 @@ import hashlib
 import os
 import re
 import shlex
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,12 +104,16 @@ def sync(
     git = vault.git
     if not re.match(r"^[A-Za-z0-9][\w.-]*$", remote):
         raise ConfigError(f"invalid remote name {remote!r}")
+    # Checked before taking the lock too: taking it commits pending human edits,
+    # which must not land on the detached HEAD of an interrupted rebase.
+    _no_rebase_in_progress(vault)
     with vault._writing():
         if not git.config(f"remote.{remote}.url"):
             raise ConfigError(
                 f"no git remote {remote!r} in {vault.root}; add one with "
                 f"`git -C {shlex.quote(str(vault.root))} remote add {remote} URL`"
             )
+        _no_rebase_in_progress(vault)
         branch = git.run("symbolic-ref", "--short", "-q", "HEAD", ok_codes=(0, 1)).strip()
         if not branch:
             raise GitError("the vault is not on a branch (detached HEAD); check out a branch first")
@@ -128,12 +130,14 @@ def sync(
             )
         old_head = git.head()
         tracking = f"refs/remotes/{remote}/{remote_branch}"
-        pushed = 0
+        pushed = pulled = 0
         forced = False
         try:
             for attempt in range(_PUSH_ATTEMPTS):
                 _fetch(vault, remote, remote_branch, tracking)
                 remote_sha = _rev(vault, tracking)
+                # Remote commits the vault did not have (push moves the tracking ref later).
+                pulled = _count(vault, old_head, remote_sha) if remote_sha else 0
                 if force_push:
                     lease = f"--force-with-lease=refs/heads/{remote_branch}:{remote_sha or ''}"
                     pushed = _count(vault, remote_sha, "HEAD")
@@ -162,8 +166,8 @@ def sync(
             _restore(vault, old_head)
             raise
         new_head = git.head()
-        remote_sha = _rev(vault, tracking)
-        pulled = 0 if forced or remote_sha is None else _count(vault, old_head, remote_sha)
+        if forced:
+            pulled = 0
         changed = _name_status(vault, old_head, new_head)
         git.forget_tracked()
         vault.refresh()
@@ -181,6 +185,15 @@ def sync(
 
 
 # --------------------------------------------------------------- steps ----
+
+
+def _no_rebase_in_progress(vault: Vault) -> None:
+    git_dir = vault.root / ".git"
+    if (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists():
+        raise GitError(
+            "a git rebase is in progress in the vault (another sync, or an interrupted one); "
+            "if no sync is running, finish it or run `git rebase --abort`"
+        )
 
 
 def _fetch(vault: Vault, remote: str, branch: str, tracking: str) -> None:
@@ -347,12 +360,12 @@ def _driver_config(vault: Vault) -> list[str]:
 
 def _driver_source() -> str:
     source = Path(__file__).read_text(encoding="utf-8")
-    start = source.index("# >>> merge driver")
-    end = source.index("# <<< merge driver")
+    # The markers are split here so that this function does not match itself.
+    start = source.index("# >>> merge" + " driver")
+    end = source.index("# <<< merge" + " driver")
     return (
         "# Written by mdmem.sync: git runs this as the merge driver during `mdmem sync`.\n"
-        "from __future__ import annotations\n\nimport os\nimport re\nimport subprocess\n"
-        "import sys\nimport tempfile\n\n"
+        "from __future__ import annotations\n\nimport os\nimport sys\n\n"
         + source[start:end]
         + '\nif __name__ == "__main__":\n    sys.exit(_driver_main(sys.argv))\n'
     )
@@ -370,11 +383,54 @@ def _driver_script(state_dir: Path) -> Path:
 
 # >>> merge driver (stdlib only: this section is also git's merge driver script)
 
-_MD_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
-_MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_MD_ITEM = re.compile(r"^([-*+]|\d{1,9}[.)])(\s|$)")
-_MD_ID = re.compile(r"(?:^|\s)\^(m-[0-9a-z]{6,32})\s*$")
+# Plain string tests instead of regexes: importing `re` would double the
+# start-up time of the driver, which git runs once per merged file.
 _LEDGER_NAMES = ("MEMORY.md", "USER.md", "WORLD.md", "LEARNING.md")
+_ID_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
+
+
+def _indent_ok(line: str) -> str | None:
+    """The line without up to three leading spaces (None if indented more)."""
+    stripped = line.lstrip(" ")
+    return stripped if len(line) - len(stripped) <= 3 else None
+
+
+def _is_heading(line: str) -> bool:
+    rest = _indent_ok(line)
+    if not rest or rest[0] != "#":
+        return False
+    level = len(rest) - len(rest.lstrip("#"))
+    return level <= 6 and (len(rest) == level or rest[level] in " \t\r\n")
+
+
+def _fence_of(line: str) -> str:
+    rest = _indent_ok(line)
+    if not rest or rest[0] not in "`~":
+        return ""
+    run = len(rest) - len(rest.lstrip(rest[0]))
+    return rest[0] * run if run >= 3 else ""
+
+
+def _is_item(line: str) -> bool:
+    if line[:1] in ("-", "*", "+"):
+        return len(line) == 1 or line[1] in " \t\r\n"
+    digits = len(line) - len(line.lstrip("0123456789"))
+    if not 1 <= digits <= 9 or len(line) <= digits or line[digits] not in ".)":
+        return False
+    return len(line) == digits + 1 or line[digits + 1] in " \t\r\n"
+
+
+def _block_id(line: str) -> str:
+    """The ``m-…`` block id ending the line, or ""."""
+    line = line.rstrip()
+    at = line.rfind("^m-")
+    if at < 0 or (at > 0 and not line[at - 1].isspace()):
+        return ""
+    ident = line[at + 1 :]
+    body = ident[2:]
+    if not 6 <= len(body) <= 32 or not set(body) <= _ID_CHARS:
+        return ""
+    return ident
 
 
 def _split_chunks(text: str, items: bool) -> list[str]:
@@ -400,17 +456,14 @@ def _split_chunks(text: str, items: bool) -> list[str]:
                 fence = ""
             continue
         blank = not bare.strip()
-        cut = bool(_MD_HEADING.match(bare))
+        cut = _is_heading(bare)
         if items and not cut and not blank:
-            cut = bool(_MD_ITEM.match(bare)) or (previous_blank and not bare[:1].isspace())
+            cut = _is_item(bare) or (previous_blank and not bare[:1].isspace())
         if cut and current and any(x.strip() for x in current):
             chunks.append(current)
             current = []
         current.append(line)
-        match = _MD_FENCE.match(bare)
-        if match:
-            marker = match.group(1)
-            fence = marker[0] * len(marker)
+        fence = _fence_of(bare)
         previous_blank = blank
     if current:
         if chunks and not any(x.strip() for x in current):
@@ -427,13 +480,13 @@ def _chunk_keys(chunks: list[str]) -> list[str]:
     for n, chunk in enumerate(chunks):
         key = ""
         for line in chunk.splitlines():
-            match = _MD_ID.search(line)
-            if match:
-                key = "id:" + match.group(1)
+            ident = _block_id(line)
+            if ident:
+                key = "id:" + ident
                 break
         if not key:
             first = chunk.lstrip()
-            is_preamble = n == 0 and not _MD_HEADING.match(first) and not first.startswith("-")
+            is_preamble = n == 0 and not _is_heading(first) and not first.startswith("-")
             key = "preamble" if is_preamble or first.startswith("---") else "text:" + chunk.strip()
         seen[key] = seen.get(key, 0) + 1
         keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
@@ -519,7 +572,7 @@ def _join(chunks: list[tuple[str, str, bool]], newline: str) -> str:
     for _key, text, inserted in chunks:
         if out and not out[-1].endswith("\n"):
             out[-1] += newline
-        heading = bool(_MD_HEADING.match(text.lstrip("\r\n")))
+        heading = _is_heading(text.lstrip("\r\n"))
         if out and (inserted or prev_new) and heading and not out[-1].endswith(newline * 2):
             out[-1] += newline
         out.append(text)
@@ -531,6 +584,8 @@ def _join(chunks: list[tuple[str, str, bool]], newline: str) -> str:
 
 def _git_merge_file(base: str, ours: str, theirs: str) -> tuple[int, bytes]:
     """git's own line merge (exit status = number of conflicts)."""
+    import subprocess  # imported here: the driver starts once per merged file
+
     proc = subprocess.run(
         ["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", ours, base, theirs],
         capture_output=True,
@@ -539,20 +594,35 @@ def _git_merge_file(base: str, ours: str, theirs: str) -> tuple[int, bytes]:
     return proc.returncode, proc.stdout
 
 
+def _read_texts(*files: str) -> list[str]:
+    texts = []
+    for file in files:
+        with open(file, "rb") as handle:
+            texts.append(handle.read().decode("utf-8", "surrogateescape"))
+    return texts
+
+
 def _merge_paths(base: str, ours: str, theirs: str, path: str, mode: str) -> tuple[bytes, bool]:
-    """(merged bytes, clean?) for the three files git hands a merge driver."""
+    """(merged bytes, clean?) for the three files git hands a merge driver.
+
+    Append-only files try the block merge first (no subprocess: the common
+    case of both sides appending); ledgers try git's line merge first, and the
+    block merge only where it conflicts. Either way a clean git line merge is
+    accepted, and anything else is a conflict with git's markers in ``ours``.
+    """
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    blockwise = mode == "union" or (name in _LEDGER_NAMES and path.endswith(".md"))
+    if mode == "union":
+        texts = _read_texts(base, ours, theirs)
+        result = merge_blocks(texts[0], texts[1], texts[2], items=False, strict=False)
+        if result is not None:
+            return result.encode("utf-8", "surrogateescape"), True
     status, merged = _git_merge_file(base, ours, theirs)
     if status == 0:
         return merged, True
-    name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    if mode == "union" or (name in _LEDGER_NAMES and path.endswith(".md")):
-        texts = []
-        for file in (base, ours, theirs):
-            with open(file, "rb") as handle:
-                texts.append(handle.read().decode("utf-8", "surrogateescape"))
-        result = merge_blocks(
-            texts[0], texts[1], texts[2], items=mode != "union", strict=mode != "union"
-        )
+    if blockwise and mode != "union":
+        texts = _read_texts(base, ours, theirs)
+        result = merge_blocks(texts[0], texts[1], texts[2], items=True, strict=True)
         if result is not None:
             return result.encode("utf-8", "surrogateescape"), True
     if status < 0 or status > 127:  # binary or unreadable: leave ours in place
@@ -563,6 +633,8 @@ def _merge_paths(base: str, ours: str, theirs: str, path: str, mode: str) -> tup
 
 def merge_texts(base: str, ours: str, theirs: str, path: str, mode: str = "union") -> str | None:
     """Merge three versions as the driver would; None when they conflict."""
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="mdmem-merge-") as tmp:
         files = []
         for name, text in (("base", base), ("ours", ours), ("theirs", theirs)):

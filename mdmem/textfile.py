@@ -22,6 +22,7 @@ __all__ = [
     "atomic_write",
     "decode",
     "discard_temp",
+    "fsync_file",
     "install_temp",
     "safe_path",
     "write_temp",
@@ -156,8 +157,8 @@ def atomic_write(path: Path, data: bytes) -> None:
     install_temp(tmp, path)
 
 
-def write_temp(path: Path, data: bytes) -> Path:
-    """Stage ``data`` durably beside ``path`` (same folder, fsynced, same mode)."""
+def write_temp(path: Path, data: bytes, *, fsync: bool = True) -> Path:
+    """Stage ``data`` beside ``path`` (same folder, same mode), fsynced unless asked not to."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.mdmem-{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
@@ -169,13 +170,22 @@ def write_temp(path: Path, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
     except BaseException:
         discard_temp(tmp)
         raise
     return tmp
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def install_temp(tmp: Path, path: Path) -> None:

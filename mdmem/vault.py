@@ -38,7 +38,9 @@ from .errors import (
 )
 from .gitstore import CommitInfo, GitStore, Identity, format_message
 from .ids import IdIssuer, normalize_id
-from .models import KINDS, Block, Memory
+from .indexer import Indexer, IndexStats
+from .models import KINDS, Block, Memory, Recall
+from .recall import RecallQuery, render_context, run_recall
 from .secret_guard import guard
 from .textfile import (
     SkipFile,
@@ -46,6 +48,7 @@ from .textfile import (
     atomic_write,
     decode,
     discard_temp,
+    fsync_file,
     install_temp,
     safe_path,
     write_temp,
@@ -57,6 +60,7 @@ log = logging.getLogger("mdmem")
 
 MAX_MEMORY_CHARS = 20_000
 _CAS_ATTEMPTS = 100
+_CONTENDED_AFTER = 5
 _MAX_ID_TRAILERS = 100
 _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
 _TAG_OK = re.compile(r"^[A-Za-z_][\w/-]{0,63}$")
@@ -141,6 +145,8 @@ class _Pending:
     tf: TextFile
     parsed: blk.ParsedFile | None
     edits: list[Editor] = field(default_factory=list)
+    appended: list[Block] = field(default_factory=list)  # blocks the edits appended
+    only_appends: bool = True  # False: the indexes must diff the whole file
 
 
 @dataclass
@@ -175,7 +181,8 @@ class Vault:
         self._tz: tzinfo | None = _zone(settings.timezone)
         self._closed = False
         self._known_clean = False
-        self.catalog.scan()
+        self.indexer = Indexer(self.state_dir, settings, self.catalog)
+        self.indexer.boot()
 
     # ---------------------------------------------------------- lifecycle --
 
@@ -236,7 +243,10 @@ class Vault:
         return cls(root, settings, agent=agent or os.environ.get("MDMEM_AGENT") or None)
 
     def close(self) -> None:
-        self._closed = True
+        """Checkpoint the vector index and release index handles."""
+        if not self._closed:
+            self._closed = True
+            self.indexer.close()
 
     def __enter__(self) -> Vault:
         return self
@@ -573,17 +583,87 @@ class Vault:
         with self._writing():
             return self._commit_human_edits()
 
+    # ------------------------------------------------------------- recall --
+
+    def recall(
+        self,
+        query: str,
+        k: int | None = None,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        scope: Iterable[str] | str | None = None,
+        since: datetime | date | str | None = None,
+        until: datetime | date | str | None = None,
+        include_inactive: bool = False,
+        *,
+        mode: str = "hybrid",
+    ) -> Recall:
+        """The memories most relevant to ``query``, best first, with citations.
+
+        ``scope``: one scope, several, or None for every scope ("" is the
+        vault root). ``mode``: hybrid (default), keyword or vector only.
+        Edits made on disk since the last call are indexed first.
+        """
+        q = RecallQuery.build(
+            query,
+            self.settings.recall.k if k is None else k,
+            kinds,
+            tags,
+            scope,
+            since,
+            until,
+            include_inactive,
+            mode,
+        )
+        started = time.perf_counter()
+        self.refresh()
+        self.indexer.catch_up()
+        result = run_recall(q, self.indexer, self.catalog.block, self.settings.recall)
+        return Recall(
+            query=result.query,
+            items=result.items,
+            degraded=result.degraded,
+            reranked=result.reranked,
+            took_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
+        """A "## Recalled Memory" block for a prompt, citing each memory as path#^id."""
+        return render_context(self.recall(query, **filters), max_chars)
+
+    def reindex(
+        self, full: bool = False, *, progress: Callable[[str, int, int], None] | None = None
+    ) -> IndexStats:
+        """Bring the indexes up to date (incremental), or rebuild both from scratch."""
+        with self._mutex:
+            if full:
+                self.indexer.rebuild(progress)
+            else:
+                self.refresh()
+                self.indexer.catch_up()
+                self.indexer.checkpoint(force=True)
+            return self.indexer.stats()
+
     # ------------------------------------------------------ index hooks --
-    # The indexes (recall) override these; the foundation only keeps the catalog.
 
     def _on_files_changed(self, changed: list[str], removed: list[str]) -> None:
-        pass
-
-    def _on_blocks_written(self, paths: list[str]) -> None:
-        pass
+        self.indexer.apply(changed, removed)
 
     def _index_status(self) -> dict[str, Any]:
-        return {}
+        stats = self.indexer.stats()
+        info: dict[str, Any] = {
+            "blocks": stats.blocks,
+            "keyword_docs": stats.keyword_docs,
+            "vectors": stats.vectors,
+            "embedder": stats.embedder,
+            "missing_vectors": stats.missing_vectors,
+            "fresh": stats.keyword_docs == stats.blocks
+            and (stats.vectors == stats.blocks or stats.embedder == "none"),
+        }
+        problem = self.indexer.embedder_problem
+        if problem:
+            info["vector_problem"] = problem
+        return info
 
     # ---------------------------------------------------------- internals --
 
@@ -823,14 +903,17 @@ class Vault:
         try:
             if state is not None and state.signature == sig:
                 parsed = state.parsed
+                if parsed.file is None:  # blocks came from the manifest
+                    parsed.file = decode(raw)
             else:
                 parsed = self.catalog.load(rel, raw, sig)
         except SkipFile as reason:
             raise VaultFileError(f"{rel} cannot be parsed ({reason}); fix or move it") from None
         # The catalog keeps the parse of what is on disk; pending work gets its own copy.
         parsed = _copy_parsed(parsed)
-        parsed.file = parsed.file.copy()
-        return _Pending(original=raw, tf=parsed.file, parsed=parsed)
+        assert parsed.file is not None
+        tf = parsed.file = parsed.file.copy()
+        return _Pending(original=raw, tf=tf, parsed=parsed)
 
     def _reparse(self, rel: str, pending: _Pending, result: _Edit) -> blk.ParsedFile:
         """Bring the pending parse and the catalog up to date with the pending text.
@@ -863,7 +946,9 @@ class Vault:
                 parsed.file = pending.tf
                 parsed.blocks.extend(new_blocks)
                 self.catalog.add_blocks(rel, new_blocks, (0, 0, 0))
+                pending.appended.extend(new_blocks)
                 return parsed
+        pending.only_appends = False
         try:
             fresh = blk.parse(rel, pending.tf)
         except SkipFile as reason:
@@ -879,7 +964,7 @@ class Vault:
         for rel, pending in batch.pending.items():
             full = safe_path(self.root, rel)
             for attempt in range(_CAS_ATTEMPTS):
-                if self._swap(full, pending):
+                if self._swap(full, pending, contended=attempt >= _CONTENDED_AFTER):
                     break
                 # Someone changed the file since we read it: keep their change
                 # (committed as theirs the first time), then replay our edits
@@ -892,6 +977,7 @@ class Vault:
                     time.sleep(0.001 * min(attempt, 20))
                 fresh = self._load_pending(rel, full)
                 fresh.edits = pending.edits
+                fresh.only_appends = pending.only_appends
                 for edit in pending.edits:
                     result = edit(fresh.tf, fresh.parsed)
                     fresh.parsed = self._reparse(rel, fresh, result)
@@ -929,16 +1015,24 @@ class Vault:
                 Identity.agent(self.agent),
                 paths=written,
             )
-        self._on_blocks_written(written)
+        for rel in written:
+            pending = batch.pending[rel]
+            if pending.only_appends and rel in self.catalog.files:
+                self.indexer.add_appended(rel, pending.appended)
+            else:
+                self.indexer.apply([rel], [])
 
-    def _swap(self, full: Path, pending: _Pending) -> bool:
+    def _swap(self, full: Path, pending: _Pending, *, contended: bool = False) -> bool:
         """Replace the file if it still holds what we read; False if it changed.
 
         The new content is staged and fsynced first, so the compare and the
         rename are microseconds apart: the window in which a human's save
         could slip between them is as small as a user-space CAS can make it.
         """
-        tmp = write_temp(full, pending.tf.to_bytes())
+        # Under contention (an editor saving faster than we can fsync) the
+        # fsync moves after the rename, shrinking the read-to-rename window
+        # to microseconds; the write is still atomic, and durable on return.
+        tmp = write_temp(full, pending.tf.to_bytes(), fsync=not contended)
         old_fd = None
         try:
             try:
@@ -950,6 +1044,8 @@ class Vault:
                 discard_temp(tmp)
                 return False
             install_temp(tmp, full)
+            if contended:
+                fsync_file(full)
             if old_fd is not None and os.fstat(old_fd).st_size != len(current or b""):
                 # An editor appended to the old inode after our check: its
                 # bytes are in a file that is no longer linked. Put them back.

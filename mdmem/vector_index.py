@@ -523,13 +523,19 @@ class EmbeddingCache:
 
     def delete_model(self, model: str) -> int:
         """Forget every vector of ``model``; returns how many were removed."""
-        with self._lock:
-            cur = self._db.execute("DELETE FROM embeddings WHERE model = ?", (model,))
-            return int(cur.rowcount)
+        try:
+            with self._lock:
+                cur = self._db.execute("DELETE FROM embeddings WHERE model = ?", (model,))
+                return int(cur.rowcount)
+        except sqlite3.DatabaseError as e:
+            raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
 
     def __len__(self) -> int:
-        with self._lock:
-            (n,) = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+        try:
+            with self._lock:
+                (n,) = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
         return int(n)
 
     def close(self) -> None:

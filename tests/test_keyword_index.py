@@ -163,6 +163,23 @@ def test_empty_filter_collection_matches_nothing(ix: KeywordIndex) -> None:
     assert ix.search("deploy", kinds=()) == []
 
 
+def test_repeated_filters_stay_correct(ix: KeywordIndex) -> None:
+    # The second identical filter is served from a cached doc set; it must
+    # agree with the first, stay empty when nothing passes, and follow writes.
+    q = "deploy metric migration coffee"
+    for _ in range(3):
+        assert set(ids(ix.search(q, scopes=[""]))) == {"m-1", "m-5"}
+        assert ix.search(q, scopes=["project:nobody"]) == []
+        assert ix.search(q, kinds=["gotcha"]) == []
+    ix.upsert([block("m-10", "coffee beans", scope="project:nobody")])
+    for _ in range(3):
+        assert ids(ix.search(q, scopes=["project:nobody"])) == ["m-10"]
+        assert set(ids(ix.search(q, scopes=[""]))) == {"m-1", "m-5"}
+    ix.delete(["m-5"])
+    for _ in range(2):
+        assert set(ids(ix.search(q, scopes=[""]))) == {"m-1"}
+
+
 def test_date_range_filter(ix: KeywordIndex) -> None:
     q = "deploy metric migration coffee deployment"
     got = set(ids(ix.search(q, statuses=None, since=T0 + timedelta(days=5))))
@@ -450,3 +467,23 @@ def test_bulk_falls_back_when_processes_cannot_start(
         assert ids(ix.search("after")) == ["after"]
     assert seen[-1] == 700
     assert "retrying with one process" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["add", "bulk", "upsert"])
+def test_error_in_callers_blocks_propagates_and_commits_nothing(
+    ix: KeywordIndex, mode: str
+) -> None:
+    def broken() -> Iterator[Block]:
+        for i in range(250):
+            yield block(f"g-{i}", f"generated {i}")
+        raise ValueError("parser blew up")
+
+    with pytest.raises(ValueError, match="parser blew up"):
+        if mode == "upsert":
+            ix.upsert(broken())
+        else:
+            ix.add_many(broken(), bulk=mode == "bulk")
+    assert len(ix) == 5
+    assert ix.search("generated") == []
+    ix.upsert([block("g-ok", "generated after the failure")])  # lock released
+    assert ids(ix.search("generated")) == ["g-ok"]

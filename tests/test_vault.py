@@ -341,12 +341,12 @@ def test_human_appending_while_agent_writes_loses_nothing(
     real_swap = vault_module.Vault._swap
     calls = {"n": 0}
 
-    def racing_swap(self: Vault, full: Path, pending: object) -> bool:
+    def racing_swap(self: Vault, full: Path, pending: object, **kwargs: bool) -> bool:
         calls["n"] += 1
         if calls["n"] == 1:
             with open(vault.root / "USER.md", "a", encoding="utf-8") as fh:
                 fh.write("- typed by the human mid-write\n")
-        return real_swap(self, full, pending)  # type: ignore[arg-type]
+        return real_swap(self, full, pending, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(vault_module.Vault, "_swap", racing_swap)
     m = vault.remember("The user prefers tea", kind="preference")

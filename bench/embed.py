@@ -1,0 +1,201 @@
+"""Benchmark the default MiniLM embedder (numpy forward pass).
+
+Prints one table: cold load time (fresh process), single-query latency p50/p95,
+and throughput in sentences/s on ~1,000 deterministic synthetic sentences of
+mixed lengths, for
+
+* naive     - input order, batches of 32 padded to their longest text, one
+              stream, OpenBLAS threading left as is (what a straightforward
+              port does);
+* 1-stream  - length-sorted batches, packed tokens (no padding in the GEMMs),
+              one stream, OpenBLAS threading left as is;
+* bucketed  - the default: as 1-stream, with batches spread over worker
+              threads and OpenBLAS pinned to one thread per worker.
+
+plus the same on "typical" sentences only (15-30 words). Each figure is the
+median of --repeats runs, interleaved so that machine noise hits all variants
+alike; ratios are to the naive baseline of the same run.
+
+    .venv/bin/python bench/embed.py [--n 1000] [--repeats 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+_VOCAB = (
+    "the a an user agent memory vault note fact prefers metric units system deploy deploys "
+    "happen on tuesday morning we should remember that project meeting notes about python "
+    "code review git commit branch merge conflict index search recall keyword vector embedding "
+    "markdown file folder obsidian link tag heading paragraph summary consolidation weekly "
+    "report customer support ticket priority bug fix release version database migration "
+    "schema query latency throughput benchmark server client request response timeout retry "
+    "coffee lunch weather travel flight hotel booking invoice payment budget quarterly goals "
+    "is are was were has have had will would can could likes prefers wants needs asked said "
+    "decided agreed because however therefore although meanwhile yesterday today tomorrow "
+    "Kubernetes PostgreSQL TypeScript authentication authorization idempotency serialization"
+)
+WORDS = _VOCAB.split()
+
+
+def make_sentence(rng: random.Random, n_words: int) -> str:
+    words = [rng.choice(WORDS) for _ in range(n_words)]
+    words[0] = words[0].capitalize()
+    # Some punctuation and numbers, as real notes have.
+    for _ in range(n_words // 12):
+        words[rng.randrange(n_words)] += rng.choice([",", ";", " (2024)", ":", " 42%"])
+    return " ".join(words) + rng.choice([".", ".", ".", "?", "!"])
+
+
+def mixed_sentences(n: int, seed: int = 20240611) -> list[str]:
+    """60% typical (15-30 words), 25% short, 10% paragraphs, 5% over the 256-token limit."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.60:
+            k = rng.randint(15, 30)
+        elif r < 0.85:
+            k = rng.randint(2, 10)
+        elif r < 0.95:
+            k = rng.randint(40, 90)
+        else:
+            k = rng.randint(150, 320)
+        out.append(make_sentence(rng, k))
+    return out
+
+
+def typical_sentences(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    return [make_sentence(rng, rng.randint(15, 30)) for _ in range(n)]
+
+
+def cold_load() -> dict[str, float]:
+    """Load time in a fresh interpreter (imports excluded, then first vector)."""
+    code = (
+        "import time, json\n"
+        "import numpy, tokenizers, safetensors.numpy\n"
+        "from mdmem import _minilm\n"
+        "t = time.perf_counter(); m = _minilm.load_minilm(); t1 = time.perf_counter()\n"
+        "m.embed(['warm up the first query']); t2 = time.perf_counter()\n"
+        "print(json.dumps({'load_s': t1 - t, 'first_vector_s': t2 - t}))\n"
+    )
+    runs = []
+    for _ in range(3):
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="sentences (default 1000)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per variant (median)")
+    parser.add_argument("--queries", type=int, default=100, help="single-query samples")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+
+    from mdmem import _minilm
+
+    result: dict[str, Any] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_start": os.getloadavg()[0],
+            "workers": _minilm.default_workers(),
+        }
+    }
+    result["cold"] = cold_load()
+
+    model = _minilm.load_minilm()
+    mixed = mixed_sentences(args.n)
+    typical = typical_sentences(args.n)
+    result["corpus"] = {
+        "sentences": len(mixed),
+        "mean_tokens_mixed": statistics.fmean(len(ids) for ids in model.tokenize(mixed)),
+        "mean_tokens_typical": statistics.fmean(len(ids) for ids in model.tokenize(typical)),
+    }
+
+    # Single-query latency (what recall pays per query).
+    queries = typical_sentences(args.queries, seed=99)
+    model.embed(queries[:4])
+    lat = []
+    for q in queries:
+        t = time.perf_counter()
+        model.embed([q])
+        lat.append((time.perf_counter() - t) * 1e3)
+    lat.sort()
+    result["query_ms"] = {
+        "p50": statistics.median(lat),
+        "p95": lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))],
+    }
+
+    variants: dict[str, dict[str, Any]] = {
+        "naive": {"bucketed": False, "max_batch": 32, "workers": 0},
+        "1-stream": {"workers": 0},
+        "bucketed": {},
+    }
+    corpora = {"mixed": mixed, "typical": typical}
+    times: dict[str, dict[str, list[float]]] = {c: {v: [] for v in variants} for c in corpora}
+    for _ in range(args.repeats):
+        for cname, texts in corpora.items():
+            for vname, kwargs in variants.items():
+                t = time.perf_counter()
+                model.embed(texts, **kwargs)
+                times[cname][vname].append(time.perf_counter() - t)
+    throughput: dict[str, dict[str, float]] = {}
+    for cname, texts in corpora.items():
+        throughput[cname] = {}
+        for vname in variants:
+            throughput[cname][vname] = len(texts) / statistics.median(times[cname][vname])
+    result["throughput_sps"] = throughput
+    result["ratio_vs_naive"] = {
+        c: {v: throughput[c][v] / throughput[c]["naive"] for v in variants} for c in corpora
+    }
+    result["machine"]["loadavg_end"] = os.getloadavg()[0]
+
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    m = result["machine"]
+    print(
+        f"MiniLM numpy embedder - {m['cpus']} CPUs, {m['workers']} workers, "
+        f"load avg {m['loadavg_start']:.1f} -> {m['loadavg_end']:.1f}"
+    )
+    print(
+        f"corpus: {len(mixed)} mixed sentences (mean {result['corpus']['mean_tokens_mixed']:.1f}"
+        f" tokens), {len(typical)} typical 15-30 words (mean "
+        f"{result['corpus']['mean_tokens_typical']:.1f} tokens); median of {args.repeats}"
+    )
+    print()
+    print(f"{'metric':<34}{'value':>12}")
+    print("-" * 46)
+    print(f"{'cold load (fresh process)':<34}{result['cold']['load_s'] * 1e3:>9.0f} ms")
+    print(f"{'cold load + first vector':<34}{result['cold']['first_vector_s'] * 1e3:>9.0f} ms")
+    print(f"{'single query p50':<34}{result['query_ms']['p50']:>9.1f} ms")
+    print(f"{'single query p95':<34}{result['query_ms']['p95']:>9.1f} ms")
+    print()
+    print(f"{'throughput (sentences/s)':<26}{'naive':>10}{'1-stream':>10}{'bucketed':>10}"
+          f"{'ratio':>9}")
+    print("-" * 65)
+    for cname in corpora:
+        row = throughput[cname]
+        ratio = result["ratio_vs_naive"][cname]["bucketed"]
+        print(
+            f"{cname:<26}{row['naive']:>10.1f}{row['1-stream']:>10.1f}{row['bucketed']:>10.1f}"
+            f"{ratio:>8.2f}x"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,294 @@
+"""Hybrid recall: keyword + vector candidates, fusion, adjustments, floor.
+
+query → Whoosh BM25F candidates and FAISS candidates (the query embedded once)
+→ fused (RRF by default, or a calibrated blend) → tag boost, recency blend
+(and trust, human weight when configured) → status/scope/kind/date filters →
+a min-relevance floor so an unrelated query returns nothing → hits that carry
+file, line range and citation. See :mod:`mdmem.ranking` for the formulas.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
+
+from . import ranking
+from .blocks import parse_datetime, validate_scope
+from .errors import InvalidInputError
+from .models import KINDS, Block, Hit, Recall
+
+if TYPE_CHECKING:
+    from .config import RecallSettings
+    from .indexer import Indexer
+
+__all__ = ["MODES", "RecallQuery", "render_context", "run_recall", "to_datetime"]
+
+MODES = ("hybrid", "keyword", "vector")
+
+
+def to_datetime(value: datetime | date | str | None, *, end: bool = False) -> datetime | None:
+    """A since/until bound; a bare date means the whole day."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    else:
+        parsed = parse_datetime(value)
+        if parsed is None:
+            raise InvalidInputError(f"not a date or datetime: {value!r}")
+        if len(str(value).strip()) > 10:
+            return parsed
+        moment = parsed
+    return moment.replace(hour=23, minute=59, second=59) if end else moment
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    query: str
+    k: int = 5
+    kinds: frozenset[str] | None = None
+    tags: frozenset[str] | None = None
+    scopes: frozenset[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_inactive: bool = False
+    mode: str = "hybrid"
+
+    @classmethod
+    def build(
+        cls,
+        query: str,
+        k: int,
+        kinds: Iterable[str] | str | None,
+        tags: Iterable[str] | str | None,
+        scope: Iterable[str] | str | None,
+        since: datetime | date | str | None,
+        until: datetime | date | str | None,
+        include_inactive: bool,
+        mode: str,
+    ) -> RecallQuery:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("recall needs a non-empty query")
+        if len(query) > 4_000:
+            raise InvalidInputError("recall query longer than 4,000 characters")
+        if not isinstance(k, int) or not 1 <= k <= 200:
+            raise InvalidInputError("k must be an integer from 1 to 200")
+        if mode not in MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")
+        kind_set = _as_set(kinds)
+        if kind_set is not None:
+            unknown = kind_set - set(KINDS)
+            if unknown:
+                raise InvalidInputError(f"unknown kind(s): {', '.join(sorted(unknown))}")
+        tag_set = _as_set(tags)
+        if tag_set is not None:
+            tag_set = frozenset(t.lstrip("#").lower() for t in tag_set)
+        scope_set = _as_set(scope)
+        if scope_set is not None:
+            scope_set = frozenset(validate_scope(s) for s in scope_set)
+        return cls(
+            query=query.strip(),
+            k=k,
+            kinds=kind_set,
+            tags=tag_set,
+            scopes=scope_set,
+            since=to_datetime(since),
+            until=to_datetime(until, end=True),
+            include_inactive=include_inactive,
+            mode=mode,
+        )
+
+    def admits(self, block: Block) -> bool:
+        if not self.include_inactive and block.status != "active":
+            return False
+        if self.kinds is not None and block.kind not in self.kinds:
+            return False
+        if self.scopes is not None and block.scope not in self.scopes:
+            return False
+        if self.tags is not None and not any(
+            t == want or t.startswith(want + "/") for t in block.tags for want in self.tags
+        ):
+            return False
+        if self.since is not None and block.created < self.since:
+            return False
+        return not (self.until is not None and block.created > self.until)
+
+
+def _as_set(value: Iterable[str] | str | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return frozenset([value])
+    return frozenset(value)
+
+
+def run_recall(
+    q: RecallQuery,
+    indexer: Indexer,
+    block_of: Callable[[str], Block | None],
+    settings: RecallSettings,
+    *,
+    now: datetime | None = None,
+    trust_of: Callable[[str], float | None] | None = None,
+    human_of: Callable[[Block], bool] | None = None,
+) -> Recall:
+    """The ranking pipeline over already-fresh indexes."""
+    started = time.perf_counter()
+    now = now or datetime.now(UTC)
+    pool = max(settings.candidates, q.k * 4)
+    statuses: Collection[str] | None = None if q.include_inactive else ("active",)
+
+    keyword: list[tuple[str, float]] = []
+    if q.mode != "vector":
+        keyword = indexer.keyword.search(
+            q.query,
+            limit=pool,
+            kinds=q.kinds,
+            tags=q.tags,
+            scopes=q.scopes,
+            statuses=statuses,
+            since=q.since,
+            until=q.until,
+        )
+
+    vector: list[tuple[str, float]] = []
+    degraded = False
+    if q.mode != "keyword":
+        vectors = indexer.vectors
+        embedder = indexer.embedder
+        if vectors is None or embedder is None or len(vectors) == 0:
+            degraded = vectors is None or embedder is None or bool(keyword)
+        else:
+            degraded = bool(indexer.missing_vectors)
+            query_vec = embedder.embed_query(q.query)
+            vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
+
+    if settings.fusion == "blend":
+        fused = ranking.fuse_blend(keyword, vector)
+    else:
+        fused = ranking.fuse_rrf(keyword, vector)
+
+    min_vector = settings.min_vector if q.mode != "keyword" else None
+    hits: list[Hit] = []
+    for cand in fused:
+        block = block_of(cand.id)
+        if block is None or not q.admits(block):
+            continue
+        if not ranking.passes_floor(
+            cand, min_relevance=settings.min_relevance, min_vector=min_vector
+        ):
+            continue
+        boost = ranking.tag_boost(q.query, block.tags, boost=settings.tag_boost)
+        recency_value = (
+            ranking.recency(block.created, now, half_life_days=settings.recency_half_life_days)
+            if settings.recency_weight > 0
+            else None
+        )
+        trust = trust_of(block.id) if trust_of is not None and settings.trust_weight > 0 else None
+        score = ranking.final_score(
+            cand.relevance,
+            recency_value=recency_value,
+            recency_weight=settings.recency_weight,
+            boost=boost,
+            trust=trust,
+            trust_weight=settings.trust_weight,
+        )
+        human_bonus = 0.0
+        if human_of is not None and settings.human_weight > 0 and human_of(block):
+            human_bonus = settings.human_weight
+            score += human_bonus
+        scores = {"relevance": round(cand.relevance, 6)}
+        if cand.keyword is not None:
+            scores["keyword"] = round(cand.keyword, 6)
+            scores["keyword_rank"] = float(cand.keyword_rank or 0)
+        if cand.vector is not None:
+            scores["vector"] = round(cand.vector, 6)
+            scores["vector_rank"] = float(cand.vector_rank or 0)
+        if recency_value is not None:
+            scores["recency"] = round(recency_value, 6)
+        if boost:
+            scores["tag_boost"] = boost
+        if trust is not None:
+            scores["trust"] = trust
+        if human_bonus:
+            scores["human"] = human_bonus
+        hits.append(_hit(block, score, scores))
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return Recall(
+        query=q.query,
+        items=hits[: q.k],
+        degraded=degraded,
+        reranked=False,
+        took_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _vector_candidates(
+    q: RecallQuery,
+    vectors: object,
+    query_vec: object,
+    pool: int,
+    block_of: Callable[[str], Block | None],
+) -> list[tuple[str, float]]:
+    """Nearest blocks that pass the filters.
+
+    Over-fetch and filter in Python: cheap when most blocks pass (the usual
+    "active only" case). If filters leave too few, ask FAISS again with an
+    explicit allow-list, which is exact however selective the filter is.
+    """
+    from .vector_index import VectorIndex
+
+    assert isinstance(vectors, VectorIndex)
+    raw = vectors.search(query_vec, pool * 2)  # type: ignore[arg-type]
+    kept = [(i, s) for i, s in raw if (b := block_of(i)) is not None and q.admits(b)]
+    if len(kept) >= min(pool, len(raw)) // 2 or len(raw) < pool * 2:
+        return kept[:pool]
+    allowed = [i for i in vectors.ids() if (b := block_of(i)) is not None and q.admits(b)]
+    return vectors.search(query_vec, pool, allowed=allowed)  # type: ignore[arg-type]
+
+
+def _hit(block: Block, score: float, scores: dict[str, float]) -> Hit:
+    return Hit(
+        id=block.id,
+        path=block.path,
+        line_start=block.line_start,
+        line_end=block.line_end,
+        heading=block.heading,
+        text=block.text,
+        kind=block.kind,
+        tags=block.tags,
+        status=block.status,
+        created=block.created,
+        score=round(score, 6),
+        scores=scores,
+        scope=block.scope,
+    )
+
+
+def render_context(
+    recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
+) -> str:
+    """A prompt block of recalled memories within ``max_chars``, each cited ``path#^id``."""
+    if max_chars < len(title) + 20:
+        raise InvalidInputError(f"max_chars must be at least {len(title) + 20}")
+    lines = [title, ""]
+    used = len(title) + 2
+    if not recall.items:
+        return f"{title}\n\n(no relevant memories)\n"
+    for hit in recall.items:
+        meta = f" ({hit.citation}; {hit.kind}; {hit.created:%Y-%m-%d})"
+        text = " ".join(hit.text.split())
+        room = max_chars - used - len(meta) - 3
+        if room < 20:
+            break
+        if len(text) > room:
+            text = text[: room - 1].rstrip() + "…"
+        line = f"- {text}{meta}"
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines) + "\n"
