@@ -184,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'single query p50':<34}{result['query_ms']['p50']:>9.1f} ms")
     print(f"{'single query p95':<34}{result['query_ms']['p95']:>9.1f} ms")
     print()
-    print(f"{'throughput (sentences/s)':<26}{'naive':>10}{'1-stream':>10}{'bucketed':>10}"
-          f"{'ratio':>9}")
+    print(
+        f"{'throughput (sentences/s)':<26}{'naive':>10}{'1-stream':>10}{'bucketed':>10}{'ratio':>9}"
+    )
     print("-" * 65)
     for cname in corpora:
         row = throughput[cname]

@@ -102,6 +102,7 @@ def bench_sync(root: Path, n: int, rounds: int) -> dict[str, list[float]]:
             "pull_refresh",
             "merge_push",
             "merge_pull",
+            "merge_refresh",
             "git_push",
             "git_pull",
             "git_merge_pull",
@@ -124,9 +125,11 @@ def bench_sync(root: Path, n: int, rounds: int) -> dict[str, list[float]]:
         seconds, result = timed(lambda: sync(a))
         assert result.ok
         out["merge_push"].append(seconds)
+        refresh_times.clear()
         seconds, result = timed(lambda: sync(b))
         assert result.ok and result.pulled == 1 and result.pushed == 1, result.conflicts
         out["merge_pull"].append(seconds)
+        out["merge_refresh"].append(sum(refresh_times))
         sync(a)
 
         lines = "".join(f"- Bench fact {r} {i} ^m-{r:04d}{i:08d}\n" for i in range(n))
@@ -212,7 +215,7 @@ def main() -> None:
             med["git_pull"],
             "git pull --rebase",
         ),
-        ("  of which catalog refresh", med["pull_refresh"], None, ""),
+        ("  of which catalog refresh + index update", med["pull_refresh"], None, ""),
         ("both wrote: sync A (push)", med["merge_push"], med["git_push"], "git push"),
         (
             "both wrote: sync B (block merge + push)",
@@ -220,7 +223,13 @@ def main() -> None:
             med["git_merge_pull"],
             "git pull --rebase -X theirs",
         ),
-        ("purge 1 memory", purged["purge"], purged["git_gc"], "git gc --prune=now"),
+        ("  of which catalog refresh + index update", med["merge_refresh"], None, ""),
+        (
+            "purge 1 memory (incl. full reindex)",
+            purged["purge"],
+            purged["git_gc"],
+            "git gc --prune=now",
+        ),
     ]
     if args.json:
         print(
@@ -243,11 +252,11 @@ def main() -> None:
         f"mdmem sync: {args.memories} memories per batch, median of {args.rounds} rounds; "
         f"purge on {int(purged['commits'])} commits ({int(purged['commits_rewritten'])} rewritten)"
     )
-    print(f"{'step':<44}{'seconds':>9}{'baseline':>10}{'ratio':>8}  baseline")
+    print(f"{'step':<46}{'seconds':>9}{'baseline':>10}{'ratio':>8}  baseline")
     for what, seconds, baseline, name in rows:
         ratio = f"{seconds / baseline:7.1f}x" if baseline else ""
         base_text = f"{baseline:10.3f}" if baseline else " " * 10
-        print(f"{what:<44}{seconds:9.3f}{base_text}{ratio:>8}  {name}")
+        print(f"{what:<46}{seconds:9.3f}{base_text}{ratio:>8}  {name}")
 
 
 if __name__ == "__main__":

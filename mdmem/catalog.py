@@ -125,8 +125,7 @@ class Catalog:
         for block in parsed.blocks:
             # The same id in two files (a move seen half-way, a copy-paste):
             # the file parsed last wins; dropping the other file unmaps nothing.
-            if block.is_memory:
-                self._index(path, block)
+            self._index(path, block)
 
     def add_blocks(self, path: str, blocks: list[Block], sig: Signature) -> None:
         """Record blocks appended to an already-parsed file (no reparse)."""
@@ -139,7 +138,8 @@ class Catalog:
     def _index(self, path: str, block: Block) -> None:
         self._by_id[block.id] = path
         self._blocks[block.id] = block
-        self._by_hash.setdefault((block.scope, block.content_hash), set()).add(block.id)
+        if block.is_memory:
+            self._by_hash.setdefault((block.scope, block.content_hash), set()).add(block.id)
 
     def touch(self, path: str, sig: Signature, tf: Any) -> None:
         """The file on disk now matches the parse we hold: record its stat."""

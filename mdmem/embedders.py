@@ -343,7 +343,7 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str]) -> F32:
         items = _check_texts(texts)
         if not items:
-            return np.empty((0, self._dim or 0), dtype=np.float32)
+            return np.empty((0, self.dim), dtype=np.float32)  # may probe once for dim
         # The OpenAI API rejects empty strings; a space embeds as "nothing".
         items = [text if text.strip() else " " for text in items]
         parts = [
@@ -425,7 +425,9 @@ class SentenceTransformersEmbedder:
             self._model = SentenceTransformer(source, device="cpu")
         except Exception as exc:
             raise EmbedderError(f"sentence-transformers could not load {source!r}: {exc}") from exc
-        dim = self._model.get_sentence_embedding_dimension()
+        # Renamed in sentence-transformers 5.x; the old name warns there.
+        get_dim = getattr(self._model, "get_embedding_dimension", None)
+        dim = get_dim() if get_dim else self._model.get_sentence_embedding_dimension()
         if not dim:
             raise EmbedderError(f"sentence-transformers model {source!r} has no fixed dimension")
         self.dim = int(dim)

@@ -1079,7 +1079,9 @@ def _remote_config(vault: Vault) -> list[tuple[str, str]]:
 
 def _expire_and_prune(vault: Vault) -> None:
     git_dir = vault.root / ".git"
-    for name in ("ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"):
+    # Pseudo-refs may point at old commits; COMMIT_EDITMSG holds the last message verbatim.
+    names = ("ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
+    for name in (*names, "COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG"):
         try:
             (git_dir / name).unlink()
         except FileNotFoundError:

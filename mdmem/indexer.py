@@ -258,7 +258,11 @@ class Indexer:
             fresh = [b for b in blocks if indexable(b)]
             start = len(state.parsed.blocks) - len(blocks)
             self.manifest.append_blocks(path, self._file_row(path), list(blocks), start)
-            self._write(fresh, [], fresh)
+            if fresh:
+                self.keyword.add_new(fresh)
+                self._embed(fresh)
+                self._bump_generation()
+            self.checkpoint()
 
     def _file_row(self, path: str) -> tuple[int, int, int, str, dict[str, Any], int]:
         state = self.catalog.files[path]

@@ -20,7 +20,7 @@ import re
 import shutil
 import threading
 import unicodedata
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Sequence, Callable, Collection, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -176,6 +176,28 @@ def _guarded(blocks: Iterable[Block]) -> Iterator[Block]:
         except Exception as e:
             raise _SourceError(e) from e
         yield block
+
+
+# Terms in more than this share of documents are dropped from a query (when
+# the index is big enough for that to matter): their IDF is near zero, so
+# they hardly change the ranking, yet Whoosh scores every posting in Python,
+# and one such word ("said", "memory", the file name) can cost 100x the rest.
+_MAX_DF_SHARE = 0.15
+_PRUNE_FROM_DOCS = 500
+
+
+def _selective(searcher: Any, terms: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+    total = searcher.doc_count_all()
+    if total < _PRUNE_FROM_DOCS:
+        return terms
+    reader = searcher.reader()
+    rated = [(reader.doc_frequency(f, t), (f, t, b)) for f, t, b in terms]
+    kept = [term for df, term in rated if 0 < df <= total * _MAX_DF_SHARE]
+    if not any(f == "text" for f, _, _ in kept):
+        # Only common words: keep the rarest text term so the query still ranks.
+        text_terms = sorted((df, term) for df, term in rated if term[0] == "text" and df > 0)
+        kept += [term for _, term in text_terms[:1]]
+    return kept or terms
 
 
 def _is_whoosh_file(name: str) -> bool:
@@ -359,6 +381,23 @@ class KeywordIndex:
             if progress is not None:
                 progress(count)
             return count
+
+    def add_new(self, blocks: Sequence[Block]) -> int:
+        """Index blocks whose ids are not in the index yet (fresh memories).
+
+        Skips the delete-by-id that :meth:`upsert` pays per document, which
+        is most of the cost of a large import.
+        """
+        with self._lock:
+            if len(blocks) > 2_000:
+                return self._add_bulk(blocks, replace=False, progress=None)
+
+            def fill(writer: Any) -> None:
+                for block in _guarded(blocks):
+                    writer.add_document(**_doc(block))
+
+            self._commit(self._writer(), fill)
+            return len(blocks)
 
     def _add_bulk(
         self,
@@ -558,7 +597,6 @@ class KeywordIndex:
         terms = self.query_terms(query)
         if not terms:
             return []
-        main = q.Or([q.Term(f, t, boost=b) for f, t, b in terms])
         clauses: list[Any] = []
         if kinds is not None:
             clauses.append(q.Or([q.Term("kind", k) for k in kinds]))
@@ -585,8 +623,9 @@ class KeywordIndex:
         )
 
         def run(searcher: Any) -> list[tuple[str, float]]:
+            main = q.Or([q.Term(f, t, boost=b) for f, t, b in _selective(searcher, terms)])
             if flt is None:
-                results = searcher.search(main, limit=limit, optimize=False)
+                results = searcher.search(main, limit=limit)
             else:
                 docs = self._filter_docs(searcher, key, flt)
                 if docs is not None and not docs:

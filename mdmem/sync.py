@@ -347,8 +347,14 @@ def _first_line(text: str) -> str:
 
 
 def _driver_config(vault: Vault) -> list[str]:
-    script = _driver_script(vault.state_dir)
-    command = f"{shlex.quote(sys.executable)} -S -I {shlex.quote(str(script))}"
+    folder, module = _driver_module(vault.state_dir)
+    # A module (not a script) so Python caches its bytecode: git starts the
+    # driver once per merged file, and compiling it each time doubled that.
+    program = (
+        f"import sys; sys.path.insert(0, {str(folder)!r}); "
+        f"from {module} import _driver_main; sys.exit(_driver_main(sys.argv))"
+    )
+    command = f"{shlex.quote(sys.executable)} -S -I -c {shlex.quote(program)}"
     return [
         "merge.union.name=mdmem block-aware union",
         f"merge.union.driver={command} union %O %A %B %P",
@@ -371,14 +377,17 @@ def _driver_source() -> str:
     )
 
 
-def _driver_script(state_dir: Path) -> Path:
+def _driver_module(state_dir: Path) -> tuple[Path, str]:
+    """(folder, module name) of the driver, written on first use; named by its hash."""
     source = _driver_source()
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
-    path = state_dir / f"merge-driver-{digest}.py"
+    folder = state_dir / "merge-driver"
+    module = f"mdmem_merge_{digest}"
+    path = folder / f"{module}.py"
     if not path.is_file():
-        state_dir.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         atomic_write(path, source.encode("utf-8"))
-    return path
+    return folder, module
 
 
 # >>> merge driver (stdlib only: this section is also git's merge driver script)
@@ -542,20 +551,23 @@ def merge_blocks(base: str, ours: str, theirs: str, *, items: bool, strict: bool
         if key in b_map and key not in o_map and not _same(text, b_map[key]):
             return None  # ours removed a block theirs changed
     ours_added = {k for k, _ in parts["ours"] if k not in b_map and k not in t_map}
+    position = {item[0]: n for n, item in enumerate(out)}
+    inserts: dict[int, list[tuple[str, str, bool]]] = {}  # after out[n] (-1: at the top)
     anchor = -1
     for key, text in parts["theirs"]:
-        position = next((n for n, item in enumerate(out) if item[0] == key), None)
-        if position is not None:
-            anchor = position
+        if key in position:
+            anchor = position[key]
             continue
         if key in b_map:
             continue  # ours removed it
-        at = anchor + 1
-        while at < len(out) and out[at][0] in ours_added:
-            at += 1
-        out.insert(at, (key, text, True))
-        anchor = at
-    return _join(out, newline="\r\n" if "\r\n" in ours else "\n")
+        while anchor + 1 < len(out) and out[anchor + 1][0] in ours_added:
+            anchor += 1  # theirs' additions go after ours' at the same place
+        inserts.setdefault(anchor, []).append((key, text, True))
+    merged = list(inserts.get(-1, []))
+    for n, item in enumerate(out):
+        merged.append(item)
+        merged.extend(inserts.get(n, []))
+    return _join(merged, newline="\r\n" if "\r\n" in ours else "\n")
 
 
 def _keep_tail(new: str, old: str) -> str:

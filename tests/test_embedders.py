@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +30,7 @@ LONG = " ".join(f"Note {i}: the agent stored a fact about vault number {i}." for
 # First 8 dimensions of sentence-transformers 5.x + torch 2.13.0 (CPU) encoding
 # these texts with the same weights (normalize_embeddings=True). Our numpy
 # forward pass agreed to a max abs diff of 2.1e-7 over all 384 dims.
+# fmt: off
 ST_REFERENCE: dict[str, list[float]] = {
     "The user prefers metric units": [
         0.03437362611293793, -0.018429990857839584, -0.07175122946500778, -0.028910839930176735,
@@ -52,6 +55,7 @@ ST_REFERENCE: dict[str, list[float]] = {
         0.019673623144626617, 0.07334552705287933, 0.03710351511836052, -0.024639485403895378,
     ],
 }
+# fmt: on
 
 
 def _weights_installed() -> bool:
@@ -78,13 +82,16 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b))
 
 
+_VOCAB = (
+    "memory vault agent note fact user prefers metric deploy tuesday git index recall search "
+    "markdown obsidian python numpy weather coffee meeting project consolidation embedding "
+    "vector keyword"
+)
+
+
 def _mixed_sentences(n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
-    vocab = (
-        "memory vault agent note fact user prefers metric deploy tuesday git index "
-        "recall search markdown obsidian python numpy weather coffee meeting project "
-        "consolidation embedding vector keyword"
-    ).split()
+    vocab = _VOCAB.split()
     out = []
     for _ in range(n):
         k = rng.choice([1, 3, 8, 20, 45])
@@ -125,7 +132,11 @@ def test_minilm_matches_sentence_transformers(minilm: MiniLMEmbedder) -> None:
 @needs_weights
 def test_minilm_semantic_ordering(minilm: MiniLMEmbedder) -> None:
     a, b, c = minilm.embed(
-        ["The user prefers metric units", "User likes the metric system", "Deploys happen on Tuesdays"]
+        [
+            "The user prefers metric units",
+            "User likes the metric system",
+            "Deploys happen on Tuesdays",
+        ]
     )
     assert _cos(a, b) > 0.6
     assert _cos(a, b) > _cos(a, c) + 0.4
@@ -169,7 +180,7 @@ def test_minilm_restores_blas_threads() -> None:
     if not pin.available:
         pytest.skip("numpy's OpenBLAS controls not found")
     assert pin._controls is not None
-    getter, setter = pin._controls
+    getter, _ = pin._controls
     before = getter()
     with pin.pinned():
         assert getter() == 1
@@ -203,6 +214,27 @@ def test_minilm_batches_respect_token_budget() -> None:
     assert batches[0] == [3, 1]  # longest first; 256 + 40 fits, + 12 would not
     assert batches[1] == [4, 5, 2, 0, 6]
     assert _minilm._plan_batches(ids, token_budget=10_000, max_batch=3)[0] == [3, 1, 4]
+
+
+@pytest.mark.parametrize("scale", [1.0, 40.0, -400.0])
+def test_softmax_shortcut_matches_stable_softmax(scale: float) -> None:
+    # scale 40 pushes logits past exp's safe range, -400 makes rows underflow:
+    # both must fall back to the max-subtracted form and stay exact.
+    rng = np.random.default_rng(0)
+    q = (rng.standard_normal((2, 3, 5, 4)) * abs(scale) ** 0.5).astype(np.float32)
+    k = (rng.standard_normal((2, 3, 4, 7)) * abs(scale) ** 0.5).astype(np.float32)
+    if scale < 0:
+        q = np.abs(q)
+        k = -np.abs(k)
+    bias = np.zeros((2, 1, 1, 7), dtype=np.float32)
+    bias[1, ..., 5:] = -1e30  # second sequence has two padded keys
+    scores = q @ k + bias
+    expected = np.exp(scores.astype(np.float64) - scores.max(axis=-1, keepdims=True))
+    expected /= expected.sum(axis=-1, keepdims=True)
+    _minilm._softmax_inplace(scores, q, k, bias)
+    assert np.isfinite(scores).all()
+    np.testing.assert_allclose(scores, expected, atol=1e-6)
+    assert np.all(scores[1, ..., 5:] == 0.0)
 
 
 def test_attention_groups_are_tight() -> None:
@@ -312,8 +344,16 @@ def test_hash_embedder_custom_dim_and_case() -> None:
 def test_hash_embedder_stable_across_processes() -> None:
     # crc32 (not the salted builtin hash): a fixed text maps to fixed buckets.
     vec = HashEmbedder(16).embed_query("stable")
-    assert int(np.argmax(np.abs(vec))) == int(np.argmax(np.abs(HashEmbedder(16).embed_query("stable"))))
-    assert np.count_nonzero(vec) <= 8  # 1 word + 6 trigrams, some may collide
+    assert np.array_equal(vec, HashEmbedder(16).embed_query("stable"))
+    assert np.count_nonzero(vec) <= 7  # 1 word + 6 trigrams (collisions only remove)
+    code = (
+        "from mdmem.embedders import HashEmbedder; "
+        "print(HashEmbedder(16).embed_query('stable').tolist())"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    np.testing.assert_array_equal(np.asarray(json.loads(other), dtype=np.float32), vec)
 
 
 # --- factory -------------------------------------------------------------------------
@@ -437,8 +477,13 @@ def test_openai_http_error_scrubs_key(hostile: Any) -> None:
     key = "sk-proj-abcdefghijklmnop1234"
     hostile.reply = (
         401,
-        {"error": {"message": f"Incorrect API key provided: {key}.\nSee docs.",
-                   "type": "invalid_request_error", "code": "invalid_api_key"}},
+        {
+            "error": {
+                "message": f"Incorrect API key provided: {key}.\nSee docs.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        },
     )
     emb = OpenAIEmbedder("m", base_url=_url(hostile), api_key=key, max_retries=0)
     with pytest.raises(EmbedderError) as info:
@@ -455,19 +500,27 @@ def test_openai_malformed_responses(hostile: Any) -> None:
         emb.embed(["x"])
     hostile.reply = (
         200,
-        {"object": "list", "model": "m", "data": [
-            {"object": "embedding", "index": 1, "embedding": [0.0, 2.0]},
-            {"object": "embedding", "index": 0, "embedding": [3.0, 0.0]},
-        ]},
+        {
+            "object": "list",
+            "model": "m",
+            "data": [
+                {"object": "embedding", "index": 1, "embedding": [0.0, 2.0]},
+                {"object": "embedding", "index": 0, "embedding": [3.0, 0.0]},
+            ],
+        },
     )
     # Out-of-order data is put back in input order by `index`.
     np.testing.assert_allclose(emb.embed(["a", "b"]), [[1.0, 0.0], [0.0, 1.0]])
     hostile.reply = (
         200,
-        {"object": "list", "model": "m", "data": [
-            {"object": "embedding", "index": 0, "embedding": [1.0, 0.0]},
-            {"object": "embedding", "index": 1, "embedding": [1.0, 0.0, 0.0]},
-        ]},
+        {
+            "object": "list",
+            "model": "m",
+            "data": [
+                {"object": "embedding", "index": 0, "embedding": [1.0, 0.0]},
+                {"object": "embedding", "index": 1, "embedding": [1.0, 0.0, 0.0]},
+            ],
+        },
     )
     with pytest.raises(DimensionMismatchError):
         emb.embed(["a", "b"])

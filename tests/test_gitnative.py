@@ -245,6 +245,10 @@ def _purge_and_check(vault: Vault, method: str) -> None:
         "git cat-file --batch-all-objects --batch", shell=True, cwd=vault.root, capture_output=True
     ).stdout
     assert b"7391-alpha" not in objects
+    # ...nor in any file of the vault, .git included (COMMIT_EDITMSG, logs, packs)
+    for file in vault.root.rglob("*"):
+        if file.is_file():
+            assert b"7391-alpha" not in file.read_bytes(), file
 
 
 def test_purge_rewrites_history_with_git_plumbing(vault: Vault) -> None:
