@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import emit_json, median, percentile, print_table, scratch_dir  # noqa: E402
+from _common import emit_json, median, percentile, print_table, scratch_dir
 
 NAMES = [
     "Alice", "Bob", "Carmen", "Dmitri", "Eva", "Farid", "Grace", "Hiro", "Ines", "Jonas",

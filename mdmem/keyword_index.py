@@ -20,7 +20,7 @@ import re
 import shutil
 import threading
 import unicodedata
-from collections.abc import Sequence, Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
