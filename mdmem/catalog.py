@@ -148,6 +148,13 @@ class Catalog:
             state.signature = sig
             state.parsed.file = tf
 
+    def invalidate(self, path: str) -> None:
+        """Make the next scan re-read ``path`` whatever its stat says."""
+        state = self.files.get(path)
+        if state is not None:
+            state.signature = (0, 0, 0)
+        self._skipped_sigs.pop(path, None)
+
     def drop(self, path: str) -> None:
         self._forget_file(path)
         self.files.pop(path, None)

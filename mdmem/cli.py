@@ -460,6 +460,61 @@ def reindex(obj: _Context, full: bool, as_json: bool) -> None:
     )
 
 
+@main.command()
+@click.option(
+    "--fix", is_flag=True, help="Repair derived state (indexes, temp files, stale locks)."
+)
+@json_option
+@click.pass_obj
+def doctor(obj: _Context, fix: bool, as_json: bool) -> None:
+    """Check files against both indexes, the manifest and git (exit 1 if unhealthy)."""
+    report = obj.vault().doctor(fix=fix)
+
+    def human() -> None:
+        for check in report.checks:
+            bad = [p for p in report.problems if p.check == check]
+            click.echo(f"{'ok ' if not bad else 'BAD'}  {check}")
+            for p in bad:
+                mark = "fixed" if p.detail in report.fixed else ("fixable" if p.fixable else "")
+                click.echo(f"       {p.detail}" + (f"  [{mark}]" if mark else ""))
+        if not report.ok and not fix and any(p.fixable for p in report.problems):
+            click.echo("run `mdmem doctor --fix` to repair what can be repaired")
+
+    _emit({"ok": report.ok, "problems": report.problems, "fixed": report.fixed}, as_json, human)
+    if not report.ok:
+        raise click.exceptions.Exit(EXIT_ERROR)
+
+
+@main.command()
+@click.option(
+    "--debounce",
+    type=float,
+    default=0.3,
+    show_default=True,
+    help="Quiet seconds before re-indexing.",
+)
+@click.option("--commit", is_flag=True, help="Also commit human edits after each quiet period.")
+@click.pass_obj
+def watch(obj: _Context, debounce: float, commit: bool) -> None:
+    """Keep the indexes live while people edit the vault (Ctrl-C stops)."""
+    from .watch import Watcher
+
+    vault = obj.vault()
+
+    def report(changed: list[str]) -> None:
+        if changed and not obj.quiet:
+            click.echo(f"re-indexed: {', '.join(changed)}")
+
+    click.echo(f"watching {vault.root} (Ctrl-C to stop)", err=True)
+    watcher = Watcher(vault, debounce=debounce, commit=commit, on_refresh=report)
+    try:
+        watcher.run_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        vault.close()
+
+
 @contextmanager
 def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
     """One rich bar per phase (keyword, vectors...) on a terminal; silent otherwise."""

@@ -27,6 +27,7 @@ from filelock import Timeout as FileLockTimeout
 from . import blocks as blk
 from .catalog import Catalog, signature_of
 from .config import Settings, load_settings, state_dir_for
+from .doctor import DoctorReport, run_doctor
 from .errors import (
     ConflictError,
     InvalidInputError,
@@ -53,6 +54,7 @@ from .textfile import (
     safe_path,
     write_temp,
 )
+from .watch import Watcher
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
@@ -182,6 +184,8 @@ class Vault:
         self._closed = False
         self._known_clean = False
         self.indexer = Indexer(self.state_dir, settings, self.catalog)
+        self._indexed_head: str | None = None
+        self._follow_head()
         self.indexer.boot()
 
     # ---------------------------------------------------------- lifecycle --
@@ -488,10 +492,16 @@ class Vault:
         ]
 
     def refresh(self) -> list[str]:
-        """Notice files changed on disk (a stat scan); returns the changed paths."""
+        """Notice files changed on disk (a stat scan); returns the changed paths.
+
+        When HEAD moved since the last index (a pull, checkout or branch
+        switch), the files ``git diff --name-status -M`` names are re-read even
+        if their stat looks unchanged.
+        """
         with self._mutex:
             if self._batch is not None:
                 return []
+            self._follow_head()
             delta = self.catalog.scan()
             if delta:
                 self._on_files_changed(delta.changed, delta.removed)
@@ -577,6 +587,33 @@ class Vault:
             last_commit=self.git.last_commit(),
             index=self._index_status(),
         )
+
+    def _follow_head(self) -> None:
+        head = self.git.head()
+        if head is None or head == self._indexed_head:
+            return
+        indexed = self._indexed_head or self.indexer.manifest.get_meta("indexed_commit")
+        if indexed and indexed != head:
+            status, out, _err = self.git.execute(
+                "diff", "--name-status", "-M", "-z", f"{indexed}..{head}", strip=False
+            )
+            if status == 0:
+                fields = [f for f in out.split("\0") if f]
+                for name in fields:
+                    if name.endswith(".md"):
+                        self.catalog.invalidate(name)
+            self.git.forget_tracked()
+        self._indexed_head = head
+        self.indexer.manifest.set_meta("indexed_commit", head)
+
+    def doctor(self, *, fix: bool = False) -> DoctorReport:
+        """Check files, manifest, both indexes and git; ``fix`` repairs derived state."""
+        with self._locked():
+            return run_doctor(self, fix=fix)
+
+    def watch(self, *, debounce: float = 0.3, commit: bool = False) -> Watcher:
+        """A started watcher that keeps the indexes live as files change (stop() it)."""
+        return Watcher(self, debounce=debounce, commit=commit).start()
 
     def commit_human_edits(self) -> str | None:
         """Commit files a person changed, authored as the human; returns the sha."""
@@ -709,6 +746,12 @@ class Vault:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
+        """The vault lock, after committing what a human changed meanwhile."""
+        with self._locked(sync=True):
+            yield
+
+    @contextmanager
+    def _locked(self, *, sync: bool = False) -> Iterator[None]:
         """The vault lock: one thread of one process writes at a time."""
         with self._mutex:
             if self._batch is not None:
@@ -721,7 +764,8 @@ class Vault:
                     f"another process holds the vault lock ({self.state_dir / 'vault.lock'})"
                 ) from None
             try:
-                self._sync_before_write()
+                if sync:
+                    self._sync_before_write()
                 yield
             finally:
                 self._file_lock.release()
