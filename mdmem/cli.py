@@ -239,10 +239,22 @@ def learn(
 @main.command()
 @click.argument("memory_id")
 @click.option("--reason", default=None, help="Why (goes into the commit message).")
+@click.option(
+    "--purge", is_flag=True, help="Also erase the text from every commit (rewrites history)."
+)
+@click.option("--yes", is_flag=True, help="Confirm --purge.")
 @json_option
-@click.pass_obj
-def forget(obj: _Context, memory_id: str, reason: str | None, as_json: bool) -> None:
-    """Remove a memory from its file (git history keeps it)."""
+@click.pass_context
+def forget(
+    ctx: click.Context, memory_id: str, reason: str | None, purge: bool, yes: bool, as_json: bool
+) -> None:
+    """Remove a memory from its file (git history keeps it, unless --purge --yes)."""
+    obj: _Context = ctx.obj
+    if purge:
+        from .cli_gitnative import purge_cmd
+
+        ctx.invoke(purge_cmd, memory_id=memory_id, yes=yes, as_json=as_json)
+        return
     memory = obj.vault().forget(memory_id, reason=reason)
     _emit(
         memory, as_json, lambda: click.echo(f"forgot {memory.id} (was {memory.path}:{memory.line})")
@@ -380,6 +392,9 @@ def _recall_options(func: F) -> F:
                 default="hybrid",
                 show_default=True,
             ),
+            click.option(
+                "--as-of", "as_of", default=None, help="A commit or date: the vault as it was."
+            ),
         ]
     ):
         func = option(func)
@@ -395,6 +410,7 @@ def _filters(
     until: str | None,
     include_inactive: bool,
     mode: str,
+    as_of: str | None,
 ) -> dict[str, Any]:
     return {
         "k": k,
@@ -405,6 +421,7 @@ def _filters(
         "until": until,
         "include_inactive": include_inactive,
         "mode": mode,
+        "as_of": as_of,
     }
 
 
@@ -540,5 +557,12 @@ def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], No
         yield update
 
 
+# Command groups that live in their own modules register themselves on `main`.
+from . import cli_gitnative  # noqa: E402, F401
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Run as `python -m mdmem.cli`: use the imported module's group, on which
+    # the other modules registered their commands.
+    from mdmem.cli import main as _registered_main
+
+    _registered_main()

@@ -44,6 +44,8 @@ class Manifest:
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # Deleted rows are zeroed, so a purged memory's text leaves the file.
+            self._db.execute("PRAGMA secure_delete=ON")
             self._create()
         except sqlite3.DatabaseError as exc:
             raise IndexError_(f"manifest {path} is unusable ({exc})") from None
@@ -78,6 +80,12 @@ class Manifest:
             self._db.execute("DELETE FROM files")
             self._db.execute("DELETE FROM blocks")
             self._db.execute("DELETE FROM meta WHERE key != 'schema_version'")
+
+    def scrub(self) -> None:
+        """Checkpoint and truncate the WAL: no deleted text lingers on disk."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
 
     # ---------------------------------------------------------------- meta --
 

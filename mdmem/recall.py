@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from . import ranking
 from .blocks import parse_datetime, validate_scope
@@ -22,7 +22,23 @@ from .models import KINDS, Block, Hit, Recall
 
 if TYPE_CHECKING:
     from .config import RecallSettings
-    from .indexer import Indexer
+    from .embedders import Embedder
+    from .keyword_index import KeywordIndex
+    from .vector_index import VectorIndex
+
+
+class Indexes(Protocol):
+    """What recall reads: the live Indexer, or a time-travel Snapshot."""
+
+    @property
+    def keyword(self) -> KeywordIndex: ...
+    @property
+    def vectors(self) -> VectorIndex | None: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+    @property
+    def missing_vectors(self) -> set[str]: ...
+
 
 __all__ = ["MODES", "RecallQuery", "render_context", "run_recall", "to_datetime"]
 
@@ -129,7 +145,7 @@ def _as_set(value: Iterable[str] | str | None) -> frozenset[str] | None:
 
 def run_recall(
     q: RecallQuery,
-    indexer: Indexer,
+    indexer: Indexes,
     block_of: Callable[[str], Block | None],
     settings: RecallSettings,
     *,
@@ -221,7 +237,7 @@ def run_recall(
 
 def _keyword_candidates(
     q: RecallQuery,
-    indexer: Indexer,
+    indexer: Indexes,
     pool: int,
     statuses: Collection[str] | None,
     block_of: Callable[[str], Block | None],

@@ -120,8 +120,8 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "source_kinds": {
                     "type": "array",
                     "items": {"type": "string", "enum": list(KINDS)},
-                    "description": "Only these kinds of memory, e.g. [\"fact\", "
-                    "\"preference\"] or [\"tool_output\"]. Omit to search all kinds.",
+                    "description": 'Only these kinds of memory, e.g. ["fact", '
+                    '"preference"] or ["tool_output"]. Omit to search all kinds.',
                 },
                 "scope": {
                     "type": "string",
@@ -159,7 +159,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     "type": "array",
                     "items": {"type": "string"},
                     "description": "Optional short topic tags (letters, digits, _ - /), "
-                    "e.g. [\"units\", \"ui\"].",
+                    'e.g. ["units", "ui"].',
                 },
                 "scope": {"type": "string", "description": _SCOPE_HELP},
             },
@@ -177,7 +177,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "reflect": (
         "Ask a question that needs an answer synthesised across many memories (e.g. "
-        "\"what do we know about the user's travel habits?\"). Slower than recall; returns "
+        '"what do we know about the user\'s travel habits?"). Slower than recall; returns '
         "an answer with the memories it cites.",
         _params(
             {"query": {"type": "string", "description": "The question to answer from memory."}},
@@ -405,7 +405,9 @@ class Toolset:
             raise InvalidInputError(f"unknown tool {name!r}")
         return self._describe(name), json.loads(json.dumps(_SPECS[name][1]))
 
-    def dispatch(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> dict[str, Any]:
+    def dispatch(
+        self, name: str, arguments: Mapping[str, Any] | str | None = None
+    ) -> dict[str, Any]:
         """Run one tool call; always returns a JSON-serialisable dict, never raises."""
         if name not in self.names:
             return _error(
@@ -414,7 +416,8 @@ class Toolset:
         try:
             args = _check_args(name, _SPECS[name][1], arguments)
             result = self._handlers[name](args)
-            return to_jsonable(result)  # type: ignore[no-any-return]
+            out: dict[str, Any] = to_jsonable(result)
+            return out
         except _ArgError as exc:
             return _error("invalid_arguments", str(exc))
         except ScopeDeniedError as exc:

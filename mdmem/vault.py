@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,6 +28,7 @@ from . import blocks as blk
 from .catalog import Catalog, signature_of
 from .config import Settings, load_settings, state_dir_for
 from .doctor import DoctorReport, run_doctor
+from .gitnative import Changes, LineAuthor, Provenance
 from .errors import (
     ConflictError,
     InvalidInputError,
@@ -43,6 +44,7 @@ from .indexer import Indexer, IndexStats
 from .models import KINDS, Block, Memory, Recall
 from .recall import RecallQuery, render_context, run_recall
 from .secret_guard import guard
+from .sync import SyncResult
 from .textfile import (
     SkipFile,
     TextFile,
@@ -387,9 +389,28 @@ class Vault:
         """The parsed block of a memory, with its inline fields."""
         return self._block(memory_id)
 
-    def forget(self, memory_id: str, *, reason: str | None = None) -> Memory:
-        """Remove a memory's block from its file; git history keeps it."""
+    def forget(
+        self,
+        memory_id: str,
+        *,
+        reason: str | None = None,
+        purge: bool = False,
+        confirm: bool = False,
+    ) -> Memory:
+        """Remove a memory's block from its file; git history keeps it.
+
+        ``purge=True`` (with ``confirm=True``) also rewrites every commit so
+        the text is gone from history: see :func:`mdmem.gitnative.purge`.
+        Clones elsewhere still hold it.
+        """
         memory_id = normalize_id(memory_id)
+        if purge:
+            from .gitnative import purge as purge_history
+
+            block = self._block(memory_id)
+            purge_history(self, memory_id, confirm=confirm)
+            self._forget_derived_copies()
+            return Memory.from_block(block, was_new=False)
         with self._writing():
             block = self._block(memory_id)
 
@@ -606,6 +627,46 @@ class Vault:
         self._indexed_head = head
         self.indexer.manifest.set_meta("indexed_commit", head)
 
+    # ---------------------------------------------------------- git-native --
+
+    def diff(self, since: str | date | datetime) -> Changes:
+        """What was remembered, superseded, resolved, forgotten and edited by humans since."""
+        from .gitnative import changes
+
+        return changes(self, since)
+
+    def blame(
+        self, path: str, line_start: int, line_end: int, rev: str = "HEAD"
+    ) -> list[LineAuthor]:
+        """Who wrote each line (agent or human), from ``git blame``, cached per file version."""
+        from .gitnative import blame
+
+        return blame(self, path, line_start, line_end, rev)
+
+    def provenance(self, memory_id: str) -> Provenance:
+        """Authors of one memory's current lines and whether a human wrote any."""
+        from .gitnative import provenance
+
+        return provenance(self, memory_id)
+
+    def sync(
+        self, remote: str = "origin", *, push: bool = True, force_push: bool = False
+    ) -> SyncResult:
+        """Commit human edits, pull --rebase (block-aware merge), push, re-index what changed."""
+        from .sync import sync
+
+        return sync(self, remote, push=push, force_push=force_push)
+
+    def _forget_derived_copies(self) -> None:
+        # After a purge the text must not survive in derived state either:
+        # time-travel snapshots hold old trees, and SQLite keeps deleted
+        # pages in its WAL until a truncating checkpoint.
+        shutil.rmtree(self.state_dir / "asof", ignore_errors=True)
+        from . import timetravel
+
+        timetravel.forget_snapshots(self)
+        self.indexer.manifest.scrub()
+
     def doctor(self, *, fix: bool = False) -> DoctorReport:
         """Check files, manifest, both indexes and git; ``fix`` repairs derived state."""
         with self._locked():
@@ -634,12 +695,15 @@ class Vault:
         include_inactive: bool = False,
         *,
         mode: str = "hybrid",
+        as_of: str | date | datetime | None = None,
     ) -> Recall:
         """The memories most relevant to ``query``, best first, with citations.
 
         ``scope``: one scope, several, or None for every scope ("" is the
         vault root). ``mode``: hybrid (default), keyword or vector only.
-        Edits made on disk since the last call are indexed first.
+        ``as_of``: a commit-ish or a date/time: search the vault as it was
+        then (hits carry ``commit``). Edits made on disk since the last call
+        are indexed first.
         """
         q = RecallQuery.build(
             query,
@@ -653,6 +717,11 @@ class Vault:
             mode,
         )
         started = time.perf_counter()
+        if as_of is not None:
+            from .timetravel import recall_as_of
+
+            result = recall_as_of(self, q, as_of)
+            return replace(result, took_ms=(time.perf_counter() - started) * 1000)
         self.refresh()
         self.indexer.catch_up()
         result = run_recall(q, self.indexer, self.catalog.block, self.settings.recall)
