@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mdmem.bm25 import FastScorer
 from mdmem.errors import IndexError_, InvalidInputError, LockTimeoutError
 from mdmem.models import Block
 
@@ -229,6 +230,7 @@ class KeywordIndex:
         self._filter_cache: dict[tuple[Any, ...], set[int] | bool] = {}
         # Our own copy for query analysis: Index.schema re-reads the TOC file.
         self._schema: Any = _schema()
+        self._fast: FastScorer | None = FastScorer()
         self._ix: Any = self._open_or_create()
 
     # -- opening -----------------------------------------------------------
@@ -623,7 +625,17 @@ class KeywordIndex:
         )
 
         def run(searcher: Any) -> list[tuple[str, float]]:
-            main = q.Or([q.Term(f, t, boost=b) for f, t, b in _selective(searcher, terms)])
+            selected = _selective(searcher, terms)
+            if flt is None and self._fast is not None:
+                try:
+                    return [
+                        (searcher.stored_fields(doc)["id"], score)
+                        for doc, score in self._fast.search(searcher, selected, limit)
+                    ]
+                except Exception as exc:  # Whoosh internals moved: use Whoosh itself
+                    log.warning("fast BM25F scoring disabled: %r", exc)
+                    self._fast = None
+            main = q.Or([q.Term(f, t, boost=b) for f, t, b in selected])
             if flt is None:
                 results = searcher.search(main, limit=limit)
             else:

@@ -1,0 +1,178 @@
+"""Whoosh's BM25F, scored with numpy over Whoosh's own postings.
+
+Whoosh scores one posting at a time in Python (about 10-20 µs each), so a
+query whose words appear in a few thousand blocks takes tens of milliseconds.
+The index, the analyzers, the statistics and the formula stay Whoosh's; this
+module only reads each segment's posting blocks as arrays and does the
+arithmetic in numpy:
+
+    score(d) = Σ_terms boost · idf · tf·(K1+1) / (tf + K1·(1 − B + B·len_d/avglen))
+    idf      = log(N / (df + 1)) + 1                    (whoosh.scoring.Weighting.idf)
+
+Segments are immutable, so their posting arrays and field-length columns are
+cached by segment id; a write adds a small new segment and invalidates
+nothing else. Anything unexpected from Whoosh's internals makes the caller
+fall back to Whoosh's own search (see KeywordIndex.search), so results never
+depend on this shortcut working.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FastScorer"]
+
+_B = 0.75
+_K1 = 1.2
+_CACHE_TERMS = 20_000
+
+
+def _length_table() -> np.ndarray:
+    from whoosh.util.numeric import byte_to_length
+
+    return np.array([byte_to_length(i) for i in range(256)], dtype=np.float32)
+
+
+class FastScorer:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._postings: OrderedDict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = (
+            OrderedDict()
+        )
+        self._lengths: dict[tuple[str, str], np.ndarray] = {}
+        self._deleted: dict[tuple[str, int], np.ndarray] = {}
+        self._table: np.ndarray | None = None
+
+    def search(
+        self, searcher: Any, terms: list[tuple[str, str, float]], limit: int
+    ) -> list[tuple[int, float]]:
+        """(docnum, score) of the best ``limit`` documents, best first."""
+        if self._table is None:
+            self._table = _length_table()
+        total_docs = searcher.doc_count_all()
+        if total_docs == 0 or not terms:
+            return []
+        reader = searcher.reader()
+        leaves = list(searcher.leaf_searchers())
+        size = sum(s.reader().doc_count_all() for s, _ in leaves)
+        scores = np.zeros(max(size, 1), dtype=np.float32)
+        seen_segments: set[str] = set()
+        for field, text, boost in terms:
+            df = reader.doc_frequency(field, text)
+            if not df:
+                continue
+            idf = math.log(total_docs / (df + 1)) + 1
+            avg = searcher.avg_field_length(field) or 1.0
+            for sub, offset in leaves:
+                leaf = sub.reader()
+                seg = _segment_id(leaf)
+                seen_segments.add(seg)
+                if (field, text) not in leaf:
+                    continue
+                ids, tf = self._posting(leaf, seg, field, text)
+                lengths = self._field_lengths(leaf, seg, field)[ids]
+                part = tf * (_K1 + 1) / (tf + _K1 * ((1 - _B) + _B * lengths / avg))
+                np.add.at(scores, ids + offset, (boost * idf) * part)
+        for sub, offset in leaves:
+            leaf = sub.reader()
+            if leaf.has_deletions():
+                dead = self._dead(leaf, _segment_id(leaf))
+                if dead.size:
+                    scores[dead + offset] = 0.0
+        self._forget_segments(seen_segments)
+        hits = np.flatnonzero(scores > 0)
+        if hits.size == 0:
+            return []
+        if hits.size > limit:
+            top = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
+        else:
+            top = hits
+        order = top[np.lexsort((top, -scores[top]))]
+        return [(int(d), float(scores[d])) for d in order]
+
+    def _posting(self, leaf: Any, seg: str, field: str, text: str) -> tuple[np.ndarray, np.ndarray]:
+        key = (seg, field, text)
+        with self._lock:
+            cached = self._postings.get(key)
+            if cached is not None:
+                self._postings.move_to_end(key)
+                return cached
+        matcher = leaf.postings(field, text)
+        # Segments with deletions wrap the leaf in a filter; deletions are
+        # applied separately (see _dead), so read the raw leaf postings.
+        while not hasattr(matcher, "_read_ids") and hasattr(matcher, "child"):
+            matcher = matcher.child
+        id_parts: list[np.ndarray] = []
+        tf_parts: list[np.ndarray] = []
+        while matcher.is_active():
+            matcher._read_ids()
+            matcher._read_weights()
+            id_parts.append(np.asarray(matcher._ids, dtype=np.int64))
+            tf_parts.append(np.asarray(matcher._weights, dtype=np.float32))
+            if matcher._lastblock:
+                break
+            matcher._next_block()
+        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
+        tf = np.concatenate(tf_parts) if tf_parts else np.zeros(0, dtype=np.float32)
+        with self._lock:
+            self._postings[key] = (ids, tf)
+            while len(self._postings) > _CACHE_TERMS:
+                self._postings.popitem(last=False)
+        return ids, tf
+
+    def _field_lengths(self, leaf: Any, seg: str, field: str) -> np.ndarray:
+        key = (seg, field)
+        cached = self._lengths.get(key)
+        if cached is not None:
+            return cached
+        # The per-document reader holds the length columns (one byte per doc).
+        count = leaf.doc_count_all()
+        perdoc = leaf._perdoc
+        raw = np.fromiter(
+            (perdoc._cached_reader(f"_{field}_len", _lengths_column())[d] for d in range(count)),
+            dtype=np.uint8,
+            count=count,
+        )
+        assert self._table is not None
+        lengths = self._table[raw]
+        self._lengths[key] = lengths
+        return lengths
+
+    def _dead(self, leaf: Any, seg: str) -> np.ndarray:
+        count = leaf.doc_count_all() - leaf.doc_count()
+        key = (seg, count)
+        cached = self._deleted.get(key)
+        if cached is None:
+            cached = np.fromiter(
+                (d for d in range(leaf.doc_count_all()) if leaf.is_deleted(d)), dtype=np.int64
+            )
+            self._deleted = {k: v for k, v in self._deleted.items() if k[0] != seg}
+            self._deleted[key] = cached
+        return cached
+
+    def _forget_segments(self, live: set[str]) -> None:
+        # Merged-away segments never come back: drop their cached arrays.
+        with self._lock:
+            stale = {k for k in self._lengths if k[0] not in live}
+            for k in stale:
+                del self._lengths[k]
+            if stale:
+                dead_segments = {k[0] for k in stale}
+                for k in [k for k in self._postings if k[0] in dead_segments]:
+                    del self._postings[k]
+
+
+def _lengths_column() -> Any:
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN
+
+    return LENGTHS_COLUMN
+
+
+def _segment_id(leaf: Any) -> str:
+    segment = leaf.segment()
+    return str(segment.segment_id()) if segment is not None else str(id(leaf))

@@ -1,0 +1,59 @@
+"""The numpy BM25F scorer returns Whoosh's own scores, across segments and deletions."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from mdmem.keyword_index import KeywordIndex
+from mdmem.models import Block
+
+WORDS = (
+    "alpha beta gamma delta deploy cluster staging search billing lisbon osaka queue cache".split()
+)
+
+
+def _block(i: int, rng: random.Random) -> Block:
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14)))
+    return Block(
+        id=f"m-{i:012d}",
+        path="MEMORY.md" if i % 3 else f"notes/n{i}.md",
+        line_start=i + 1,
+        line_end=i + 1,
+        heading=rng.choice(["Memory", "Deploys", "Search"]),
+        text=text,
+        kind="fact",
+        tags=(rng.choice(WORDS),),
+        scope="",
+        status="active",
+        created=datetime(2026, 1, 1, tzinfo=UTC),
+        updated=None,
+        content_hash=str(i),
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fast_scores_equal_whoosh(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    index = KeywordIndex(tmp_path / "kw")
+    blocks = [_block(i, rng) for i in range(900)]
+    index.add_many(blocks[:600])
+    index.upsert(blocks[600:700])  # a second segment
+    index.delete([b.id for b in blocks[:40]])  # deletions in the first
+    index.upsert([_block(i, rng) for i in range(700, 900)])  # a third
+    for _ in range(25):
+        query = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+        fast = index.search(query, limit=30, statuses=None)
+        assert index._fast is not None, "fast path fell back"
+        scorer, index._fast = index._fast, None
+        slow = index.search(query, limit=30, statuses=None)
+        index._fast = scorer
+        assert {i for i, _ in fast} & {b.id for b in blocks[:40]} == set()
+        fast_scores = dict(fast)
+        for doc_id, score in slow:
+            if doc_id in fast_scores:
+                assert fast_scores[doc_id] == pytest.approx(score, rel=1e-4)
+        assert [s for _, s in fast] == pytest.approx([s for _, s in slow], rel=1e-4)
