@@ -88,10 +88,7 @@ class FastScorer:
         hits = np.flatnonzero(scores > 0)
         if hits.size == 0:
             return []
-        if hits.size > limit:
-            top = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
-        else:
-            top = hits
+        top = hits[np.argpartition(-scores[hits], limit - 1)[:limit]] if hits.size > limit else hits
         order = top[np.lexsort((top, -scores[top]))]
         return [(int(d), float(scores[d])) for d in order]
 

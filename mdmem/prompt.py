@@ -14,8 +14,10 @@
 
 Every section has its own character budget, so one noisy source cannot crowd
 out the others; the retrieval sections run in parallel threads. A memory
-shown in a higher section is not repeated in a lower one (thread, semantic,
-episodes, recent, in that order). ``PromptContext.render()`` joins the
+shown in one section is not repeated in another (thread, episodes, semantic,
+recent take precedence in that order). When a ``contact`` is given, conversation
+entries (chat messages, tool outputs, logs) tagged with another contact stay
+out of every section. ``PromptContext.render()`` joins the
 non-empty sections into one prompt string.
 """
 
@@ -294,13 +296,17 @@ def prompt_context(
 
     jobs: dict[str, Callable[[], Any]] = {
         "tails": tails,
-        "semantic": lambda: recall(task, b.semantic_k, None),
+        # Over-fetch: items shown in a higher section are dropped from this one.
+        "semantic": lambda: recall(
+            task, b.semantic_k and b.semantic_k + b.episodes_k + b.thread_relevant_n, None
+        ),
         "episodes": lambda: (
             recall(task, b.episodes_k, list(_EPISODE_KINDS))
             or newest(b.episodes_k, lambda x: x.kind in _EPISODE_KINDS)
         ),
         "recent": lambda: newest(
-            b.recent_n + b.semantic_k + b.episodes_k, lambda x: x.kind not in _EPISODE_KINDS
+            b.recent_n + b.semantic_k + b.episodes_k + b.thread_recent_n + b.thread_relevant_n,
+            lambda x: x.kind not in _EPISODE_KINDS,
         ),
         "thread": thread_blocks,
     }
@@ -341,12 +347,20 @@ def prompt_context(
     )
     shown.update(sections["thread"].ids)
 
+    def elsewhere(x: Block | Hit) -> bool:
+        """A conversation entry with another contact (kept out when a contact is given)."""
+        if not contact or x.kind not in _THREAD_KINDS:
+            return False
+        block = x if isinstance(x, Block) else catalog.block(x.id)
+        other = _contact_of(block, frontmatter) if block is not None else None
+        return other is not None and other != contact
+
     for name, items, limit in (
-        ("semantic", results["semantic"], b.semantic_k),
         ("episodes", results["episodes"], b.episodes_k),
+        ("semantic", results["semantic"], b.semantic_k),
         ("recent", results["recent"], b.recent_n),
     ):
-        fresh = [x for x in items if x.id not in shown][:limit]
+        fresh = [x for x in items if x.id not in shown and not elsewhere(x)][:limit]
         section = _fill(
             PromptSection(name, _TITLES[name], budget=getattr(b, f"{name}_chars")),
             ((x.id, _memory_line(x, b.entry_chars)) for x in fresh),

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 from filelock import Timeout as FileLockTimeout
@@ -57,6 +57,15 @@ from .textfile import (
     write_temp,
 )
 from .watch import Watcher
+
+if TYPE_CHECKING:  # issue 4: consolidation & lifecycle types
+    from .consolidate import ConsolidationResult
+    from .lifecycle import RetentionReport
+    from .llm import LLMClient
+    from .models import Hit
+    from .reflect import FlushResult, Reflection
+    from .sessions import Session
+    from .usefulness import Usefulness, UsefulnessStore
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
@@ -289,15 +298,20 @@ class Vault:
             extra.insert(0, ("kind", kind))
         if created is not None:
             extra.append(("created", _iso(created)))
-        return self._store_list_item(
-            rel,
-            body,
-            tag_list,
-            extra,
-            scope=scope,
-            kind=kind,
-            op="remember",
-        )
+        # Auto-resolve (issue 4) retires what the new memory replaces in the same commit.
+        with self.batch(subject=None):
+            assert self._batch is not None
+            fresh_batch = self._batch.ops == 0
+            memory = self._store_list_item(
+                rel,
+                body,
+                tag_list,
+                extra,
+                scope=scope,
+                kind=kind,
+                op="remember",
+            )
+            return self._auto_resolve(memory, fresh_batch=fresh_batch)
 
     def log(
         self,
@@ -724,7 +738,10 @@ class Vault:
             return replace(result, took_ms=(time.perf_counter() - started) * 1000)
         self.refresh()
         self.indexer.catch_up()
-        result = run_recall(q, self.indexer, self.catalog.block, self.settings.recall)
+        result = run_recall(
+            q, self.indexer, self.catalog.block, self.settings.recall, trust_of=self._trust_of
+        )
+        self._note_hits(result.items)  # usefulness signals (issue 4)
         return Recall(
             query=result.query,
             items=result.items,
@@ -1170,6 +1187,304 @@ class Vault:
         finally:
             if old_fd is not None:
                 os.close(old_fd)
+
+    # ---- consolidation & lifecycle (issue 4) ----
+    # Thin doors to mdmem.sessions / consolidate / lifecycle / reflect /
+    # usefulness, plus the few write primitives those modules need.
+
+    def session(
+        self,
+        session_id: str,
+        source: str | None = None,
+        contact: str | None = None,
+        *,
+        scope: str | None = None,
+    ) -> Session:
+        """Short-term memory of one conversation: ``.record()``, ``.record_tool_output()``."""
+        from .sessions import Session
+
+        return Session(self, session_id, source=source, contact=contact, scope=scope)
+
+    def read_tool_output(self, key: str, *, scope: str | None = None) -> str:
+        """The full text of a large tool output recorded under ``key`` (``tout_…``)."""
+        from .sessions import read_tool_output
+
+        return read_tool_output(self, key, scope=scope)
+
+    def consolidate(
+        self,
+        llm: LLMClient | None = None,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        entries: list[Block] | None = None,
+        reason: str = "manual",
+    ) -> ConsolidationResult:
+        """Fold pending session entries into episode notes and facts (one commit).
+
+        ``llm``: default the configured model, else the extractive summariser.
+        ``dry_run``: compute everything, write nothing, return the diff.
+        ``force``: accept drafts the drop-ratio safety check would reject.
+        """
+        from .consolidate import consolidate
+
+        client = llm if llm is not None else self.llm_client()
+        return consolidate(
+            self, client, dry_run=dry_run, force=force, entries=entries, reason=reason
+        )
+
+    def flush(
+        self,
+        messages: Iterable[dict[str, Any]],
+        llm: LLMClient | None = None,
+        *,
+        scope: str | None = None,
+        session: str | None = None,
+    ) -> FlushResult:
+        """Store durable facts from messages about to be compacted away."""
+        from .reflect import flush
+
+        client = llm if llm is not None else self.llm_client()
+        return flush(self, messages, llm=client, scope=scope, session=session)
+
+    def reflect(
+        self, query: str, *, k: int = 8, llm: LLMClient | None = None, **filters: Any
+    ) -> Reflection:
+        """An answer synthesised across recalled memories, citing ``path#^id``."""
+        from .reflect import reflect
+
+        client = llm if llm is not None else self.llm_client()
+        return reflect(self, query, llm=client, k=k, **filters)
+
+    def feedback(self, memory_id: str, helpful: bool) -> Usefulness:
+        """Tell mdmem a recalled memory helped (or not): moves its trust score."""
+        block = self._block(memory_id)
+        return self.usefulness.feedback(block.id, bool(helpful))
+
+    def usefulness_of(self, memory_id: str) -> Usefulness:
+        """Hit count and trust of a memory (kept in the state dir, not in markdown)."""
+        return self.usefulness.get(normalize_id(memory_id))
+
+    def anonymize_retired(
+        self, days: int | None = None, *, apply: bool = False
+    ) -> RetentionReport:
+        """Retired memories older than ``days``: listed, or with ``apply`` redacted."""
+        from .lifecycle import anonymize_retired
+
+        return anonymize_retired(self, days, apply=apply)
+
+    def resolve_session(self, session_id: str, *, scope: str | None = None) -> list[Memory]:
+        """Resolve every active memory of a session (its entries and facts), one commit."""
+        from .lifecycle import resolve_session
+
+        return resolve_session(self, session_id, scope=scope)
+
+    def llm_client(self) -> LLMClient | None:
+        """The configured LLM (``[llm]`` + OPENAI_* environment), or None."""
+        if self._llm_checked is None:
+            from .llm import LLMClient, LLMConfig
+
+            cfg = self.settings.llm
+            config = LLMConfig(
+                base_url=cfg.base_url or None,
+                model=cfg.model or None,
+                api_key=self.settings.llm_api_key(),
+                timeout=cfg.timeout,
+                max_retries=cfg.max_retries,
+            )
+            self._llm_checked = (LLMClient(config) if config.configured else None,)
+        return self._llm_checked[0]
+
+    _llm_checked: tuple[LLMClient | None] | None = None
+    _judge_llm: tuple[LLMClient | None] | None = None
+    _usefulness: UsefulnessStore | None = None
+
+    @property
+    def usefulness(self) -> UsefulnessStore:
+        if self._usefulness is None:
+            from .usefulness import UsefulnessStore
+
+            self._usefulness = UsefulnessStore(self.state_dir / "usefulness.sqlite")
+        return self._usefulness
+
+    def _trust_of(self, memory_id: str) -> float | None:
+        return self.usefulness.trust(memory_id)
+
+    def _note_hits(self, hits: Iterable[Hit]) -> None:
+        self.usefulness.record_hits(h.id for h in hits)
+
+    def _auto_resolve(self, memory: Memory, *, fresh_batch: bool) -> Memory:
+        from .lifecycle import auto_resolve
+
+        llm = self._judge_llm[0] if self._judge_llm is not None else self.llm_client()
+        return auto_resolve(self, memory, fresh_batch=fresh_batch, llm=llm)
+
+    @contextmanager
+    def _judge_with(self, llm: LLMClient | None) -> Iterator[None]:
+        """Use ``llm`` (not the configured one) for the contradiction judge meanwhile."""
+        saved = self._judge_llm
+        self._judge_llm = (llm,) if llm is not None else saved
+        try:
+            yield
+        finally:
+            self._judge_llm = saved
+
+    @contextmanager
+    def _transaction(
+        self, subject: str | None, *, dry_run: bool = False
+    ) -> Iterator[list[tuple[str, bytes | None, bytes]]]:
+        """An all-or-nothing batch: one commit if the body returns, no write if it raises.
+
+        ``vault.batch()`` keeps what was done before an error; consolidation must
+        not. With ``dry_run`` nothing is written either: the list yielded is
+        filled with (path, old bytes or None, new bytes) for a diff.
+        """
+        changes: list[tuple[str, bytes | None, bytes]] = []
+        with self._mutex:
+            if self._batch is not None:
+                raise InvalidInputError("this cannot run inside vault.batch()")
+            lock = self._writing() if not dry_run else self._lock_only()
+            with lock:
+                self._batch = _Batch()
+                ok = False
+                try:
+                    yield changes
+                    ok = True
+                finally:
+                    batch, self._batch = self._batch, None
+                    if ok and not dry_run:
+                        self._flush(batch, subject)
+                    else:
+                        if ok:
+                            changes.extend(
+                                (rel, p.original, p.tf.to_bytes())
+                                for rel, p in batch.pending.items()
+                            )
+                        for rel in batch.pending:
+                            # Drop the pending parse: the catalog reads the disk again.
+                            if rel in self.catalog.files:
+                                self.catalog.refresh(rel)
+
+    @contextmanager
+    def _lock_only(self) -> Iterator[None]:
+        """The vault lock without committing human edits first (dry runs)."""
+        try:
+            self._file_lock.acquire(timeout=self.settings.git.lock_timeout)
+        except FileLockTimeout:
+            raise LockTimeoutError(
+                f"another process holds the vault lock ({self.state_dir / 'vault.lock'})"
+            ) from None
+        try:
+            yield
+        finally:
+            self._file_lock.release()
+
+    def _new_id(self) -> str:
+        return self._ids.issue()
+
+    def _append_entry(
+        self,
+        rel: str,
+        heading: str,
+        body: str,
+        *,
+        fields: list[tuple[str, str]],
+        scope: str,
+        kind: str,
+        header: list[str],
+        subject: str,
+        trailers: list[tuple[str, str]],
+        tags: Iterable[str] = (),
+    ) -> str:
+        """Append a ``## heading`` entry with inline fields; ``header`` starts a new file."""
+        memory_id = self._ids.issue()
+        lines = blk.render_entry(heading, body, memory_id, tags=tags, fields=fields)
+
+        def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+            if not tf.lines:
+                tf.append_lines([*header, ""])
+            _close_open_fence(tf)
+            first = tf.append_lines(lines, blank_before=True)
+            tf.fence_clean = len(tf.lines)
+            return _Edit(appended_at=first, ids=[memory_id])
+
+        self._apply(
+            rel,
+            edit,
+            subject=subject,
+            trailers=self._trailers(memory_id, kind, scope, "record") + trailers,
+        )
+        return memory_id
+
+    def _new_file(
+        self, rel: str, lines: list[str], *, subject: str, trailers: list[tuple[str, str]]
+    ) -> None:
+        """Create a markdown file (indexed like any other); it must not exist yet."""
+
+        def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+            if tf.lines:
+                raise VaultFileError(f"{rel} already exists")
+            tf.append_lines(lines)
+            return _Edit()
+
+        self._apply(rel, edit, subject=subject, trailers=trailers)
+
+    def _stage_file(self, rel: str, data: bytes) -> None:
+        """Add a raw, non-indexed file (a full tool output) to the open batch's commit.
+
+        It bypasses the parser on purpose: the catalog never walks its folder,
+        and a parse would put a multi-megabyte payload into the indexes.
+        """
+        batch = self._batch
+        if batch is None:
+            raise InvalidInputError("_stage_file needs an open batch")
+        full = safe_path(self.root, rel)
+        try:
+            original: bytes | None = full.read_bytes()
+        except FileNotFoundError:
+            original = None
+        text = data.decode("utf-8")
+
+        def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+            tf.lines[:] = [text]
+            return _Edit()
+
+        tf = TextFile(lines=[text])
+        batch.pending[rel] = _Pending(original=original, tf=tf, parsed=None, edits=[edit])
+        batch.ops += 1  # no subject of its own: the entry that points at it names the commit
+
+    def _rewrite_blocks(
+        self,
+        memory_ids: Iterable[str],
+        make: Callable[[Block, TextFile], list[str]],
+        *,
+        subject: str,
+        op: str,
+        trailers: list[tuple[str, str]],
+    ) -> None:
+        """Replace many blocks' lines with ``make(block, file)``: one edit per file."""
+        by_path: dict[str, list[str]] = {}
+        for memory_id in memory_ids:
+            block = self._block(memory_id)
+            by_path.setdefault(block.path, []).append(block.id)
+        for rel, ids in by_path.items():
+
+            def edit(
+                tf: TextFile, parsed: blk.ParsedFile | None, ids: list[str] = ids
+            ) -> _Edit:
+                current = [_require(parsed, i) for i in ids]
+                # Bottom-up, so a block whose line count changes leaves the
+                # line numbers of the blocks above it valid.
+                for block in sorted(current, key=lambda b: -b.line_start):
+                    tf.replace_lines(block.line_start - 1, block.line_end, make(block, tf))
+                return _Edit()
+
+            self._apply(
+                rel,
+                edit,
+                subject=subject,
+                trailers=[("Op", op), *trailers, *(("Memory-Id", i) for i in ids[:20])],
+            )
 
 
 def _read_fd(fd: int) -> bytes:

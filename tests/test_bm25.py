@@ -11,9 +11,21 @@ import pytest
 from mdmem.keyword_index import KeywordIndex
 from mdmem.models import Block
 
-WORDS = (
-    "alpha beta gamma delta deploy cluster staging search billing lisbon osaka queue cache".split()
-)
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "deploy",
+    "cluster",
+    "staging",
+    "search",
+    "billing",
+    "lisbon",
+    "osaka",
+    "queue",
+    "cache",
+]
 
 
 def _block(i: int, rng: random.Random) -> Block:
