@@ -28,6 +28,7 @@ from typing import Any
 __all__ = [
     "CATEGORY_NAMES",
     "HEADLINE_CATEGORIES",
+    "QUESTION_WORDS",
     "Conversation",
     "EvidenceFix",
     "Question",
@@ -41,6 +42,7 @@ __all__ = [
     "parse_session_datetime",
     "recall_at_k",
     "reciprocal_rank",
+    "rewrite_query",
 ]
 
 CATEGORY_NAMES: dict[int, str] = {
@@ -84,6 +86,8 @@ _MONTHS = {
 # released file: "D:11:26", "D30:05", " D9:17".
 _EVIDENCE_ID = re.compile(r"^D\s*:?\s*(\d+)\s*:\s*(\d+)$", re.IGNORECASE)
 _EVIDENCE_SPLIT = re.compile(r"[;,\s]+(?=D)", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_QUERY_WORD = re.compile(r"[\w'’-]+")
 
 
 @dataclass(frozen=True)
@@ -253,13 +257,17 @@ def load(path: str | Path) -> list[Conversation]:
         return conversations_from(json.load(fh))
 
 
-def memory_text(turn: Turn, style: str = "said") -> str:
+def memory_text(turn: Turn, style: str = "said", previous: Turn | None = None) -> str:
     """The memory stored for one turn.
 
     ``said`` (the benchmark's default): ``Caroline said, "…" and shared a
     photo of …``, so the speaker's name is in the text both retrievers see.
     ``plain``: the utterance alone (plus caption), the ablation without names.
     ``dated``: ``said`` prefixed with the session date, ``[8 May 2023]``.
+    ``reply``: ``said`` plus the question(s) of ``previous`` when it is the
+    turn just before in the same session and asks something, so an answer
+    like "3 years now!" carries what it answers (``(replying to Nate: "How
+    long have you had them?")``).
     """
     text = " ".join(turn.text.split())
     if style == "plain":
@@ -276,7 +284,50 @@ def memory_text(turn: Turn, style: str = "said") -> str:
         if turn.when is None:
             return body
         return f"[{turn.when.day} {turn.when:%B %Y}] {body}"
+    if style == "reply":
+        if previous is None or previous.session != turn.session:
+            return body
+        asked = [s for s in _SENTENCE.split(" ".join(previous.text.split())) if s.endswith("?")]
+        if not asked:
+            return body
+        return f'{body} (replying to {previous.speaker}: "{" ".join(asked)}")'
     raise ValueError(f"unknown memory text style {style!r}")
+
+
+# Words that shape a question but name nothing a memory would contain.
+# Whoosh's stop list already drops "is", "are", "can", "the"...
+# fmt: off
+QUESTION_WORDS = frozenset((
+    "what", "when", "where", "who", "whom", "whose", "which", "why", "how",
+    "did", "does", "do", "was", "were", "has", "have", "had",
+    "kind", "type", "many", "much", "long", "would", "could", "should",
+))
+# fmt: on
+
+
+def rewrite_query(question: str, style: str = "raw", names: Collection[str] = ()) -> str:
+    """The query an agent would send to memory for ``question``.
+
+    ``raw``: the question as asked. ``keywords``: without question words
+    (``When did Melanie paint a sunrise?`` -> ``Melanie paint a sunrise``).
+    ``keywords-nonames``: also without ``names`` (the conversation's
+    participants, who are in every memory). Falls back to the question when
+    nothing would be left.
+    """
+    if style == "raw":
+        return question
+    if style not in ("keywords", "keywords-nonames"):
+        raise ValueError(f"unknown query style {style!r}")
+    drop = set(QUESTION_WORDS)
+    if style == "keywords-nonames":
+        drop |= {n.casefold() for n in names}
+    words = _QUERY_WORD.findall(question)
+    kept = [w for w in words if _possessive(w).casefold() not in drop]
+    return " ".join(kept) if kept else question
+
+
+def _possessive(word: str) -> str:
+    return word[:-2] if word.casefold().endswith(("'s", "’s")) else word
 
 
 def recall_at_k(ranked: Sequence[str], evidence: Collection[str], k: int) -> float:

@@ -61,7 +61,10 @@ If there is nothing durable, reply with exactly: NONE
 
 
 def vault_llm(vault: Any) -> Any | None:
-    """An :class:`~mdmem.llm.LLMClient` from the vault's settings, or None if none is set."""
+    """The vault's configured :class:`~mdmem.llm.LLMClient`, or None if none is set."""
+    getter = getattr(vault, "llm_client", None)
+    if getter is not None:
+        return getter()
     from .llm import LLMClient, LLMConfig
 
     settings = vault.settings
@@ -78,6 +81,35 @@ def vault_llm(vault: Any) -> Any | None:
         return LLMClient(config)
     except LLMNotConfiguredError:
         return None
+
+
+def _call_flush(
+    vault: Any,
+    messages: list[dict[str, Any]],
+    *,
+    llm: Any | None = None,
+    scope: str | None = None,
+    session: str | None = None,
+) -> list[Memory]:
+    """``vault.flush`` with whichever of llm/scope/session it accepts; the stored memories."""
+    flush = vault.flush
+    wanted = {"llm": llm, "scope": scope, "session": session}
+    kwargs = {k: v for k, v in wanted.items() if v is not None and _accepts(flush, k)}
+    result = flush(messages, **kwargs)
+    if result is None:
+        return []
+    memories = getattr(result, "memories", result)  # FlushResult, or a plain list
+    return list(memories)
+
+
+def _accepts(func: Callable[..., Any], name: str) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _parse_facts(reply: str) -> list[dict[str, Any]]:
@@ -175,9 +207,11 @@ def compact_with_vault(
     client = llm if llm is not None else vault_llm(vault)
     summarize = default_summarizer(client) if client is not None else None
     if flush is None:
-        vault_flush = getattr(vault, "flush", None)
-        if vault_flush is not None:
-            flush = vault_flush
+        if getattr(vault, "flush", None) is not None:
+
+            def flush(older: list[dict[str, Any]]) -> object:
+                return _call_flush(vault, older, llm=client)
+
         else:
             log.warning("this vault has no flush(); compaction drops messages without a flush")
     return compact(messages, summarize, threshold, keep_recent, flush=flush)
@@ -340,12 +374,17 @@ class MemoryHooks:
     def _flush(self, messages: list[dict[str, Any]]) -> list[Memory]:
         if not messages:
             return []
-        flush = getattr(self.vault, "flush", None)
-        if flush is None:
+        if getattr(self.vault, "flush", None) is None:
             log.warning("this vault has no flush(); nothing was saved before the messages left")
             return []
         try:
-            stored = list(flush(messages) or [])
+            stored = _call_flush(
+                self.vault,
+                messages,
+                llm=self.llm,
+                scope=self.write_scope,
+                session=self.session_id,
+            )
         except Exception as exc:
             log.warning("memory flush failed: %s: %s", type(exc).__name__, exc)
             return []
@@ -466,7 +505,10 @@ class MemoryHooks:
 
             self.session_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         try:
-            self._session = opener(self.session_id, source=self.source, contact=self.contact)
+            kwargs: dict[str, Any] = {"source": self.source, "contact": self.contact}
+            if self.write_scope and _accepts(opener, "scope"):
+                kwargs["scope"] = self.write_scope
+            self._session = opener(self.session_id, **kwargs)
         except Exception as exc:
             log.warning("cannot open the session log: %s: %s", type(exc).__name__, exc)
             return None

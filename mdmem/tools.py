@@ -325,9 +325,10 @@ def _truncate(text: str, limit: int) -> tuple[str, bool]:
 
 def _accepts(func: Callable[..., Any], param: str) -> bool:
     try:
-        return param in inspect.signature(func).parameters
+        params = inspect.signature(func).parameters
     except (TypeError, ValueError):
         return False
+    return param in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 class Toolset:
@@ -604,15 +605,19 @@ class Toolset:
         if reader is None:
             raise _NotSupportedError("read_tool_output is not available in this mdmem version")
         key = args["tool_output_key"]
-        kwargs: dict[str, Any] = {}
-        if self.allowed is not None:
-            if not _accepts(reader, "scope"):
-                raise _NotSupportedError(
-                    "read_tool_output cannot be confined to the allowed scopes"
-                )
-            kwargs["scope"] = list(self.allowed)
-        content = reader(key, **kwargs)
-        return {"tool_output_key": key, "content": str(content)}
+        if self.allowed is None:
+            return {"tool_output_key": key, "content": str(reader(key))}
+        if not _accepts(reader, "scope"):
+            raise _NotSupportedError("read_tool_output cannot be confined to the allowed scopes")
+        # The vault checks one scope at a time: the output must belong to one we allow.
+        for scope in self.allowed:
+            try:
+                return {"tool_output_key": key, "content": str(reader(key, scope=scope))}
+            except ScopeDeniedError:
+                continue
+        raise ScopeDeniedError(
+            f"tool output {key} belongs to a scope this assistant may not access"
+        )
 
 
 class _NotSupportedError(MdmemError):

@@ -248,3 +248,36 @@ def test_metrics_refuse_empty_evidence() -> None:
 def test_mean() -> None:
     assert ld.mean([1.0, 0.0, 0.5]) == pytest.approx(0.5)
     assert ld.mean([]) != ld.mean([])  # nan for no questions
+
+
+def test_reply_style_carries_the_question_it_answers() -> None:
+    [conv] = ld.conversations_from(_sample())
+    hi, flying = conv.turn("D1:1"), conv.turn("D1:2")
+    asked = ld.Turn("D1:1", "Ann", "Hi Bob! Busy week. Where are you off to?", 1, hi.when)
+    assert ld.memory_text(flying, "reply", previous=asked) == (
+        'Bob said, "I\'m flying to Paris tomorrow." (replying to Ann: "Where are you off to?")'
+    )
+    # No question before it, no previous turn, or a turn of another session: plain "said".
+    assert ld.memory_text(flying, "reply", previous=hi) == ld.memory_text(flying)
+    assert ld.memory_text(flying, "reply") == ld.memory_text(flying)
+    back = conv.turn("D2:1")
+    assert ld.memory_text(back, "reply", previous=asked) == ld.memory_text(back)
+
+
+@pytest.mark.parametrize(
+    ("style", "expected"),
+    [
+        ("raw", "When did Melanie's kids paint a sunrise?"),
+        ("keywords", "Melanie's kids paint a sunrise"),
+        ("keywords-nonames", "kids paint a sunrise"),
+    ],
+)
+def test_rewrite_query(style: str, expected: str) -> None:
+    question = "When did Melanie's kids paint a sunrise?"
+    assert ld.rewrite_query(question, style, names=("Melanie", "Caroline")) == expected
+
+
+def test_rewrite_query_never_empties_the_question() -> None:
+    assert ld.rewrite_query("Who did?", "keywords") == "Who did?"
+    with pytest.raises(ValueError):
+        ld.rewrite_query("x", "shout")
