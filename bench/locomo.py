@@ -2,7 +2,9 @@
 
 Usage: python bench/locomo.py [--data FILE] [--embedder minilm|hash] [--json]
                               [--limit-conversations N] [--limit-questions N]
-                              [--failures N] [--text-style said|plain|dated]
+                              [--failures N] [--text-style said|plain|dated|reply]
+                              [--speaker-tags] [--query-style raw|keywords|keywords-nonames]
+                              [--fusion rrf|blend]
 
 Each conversation becomes its own vault with one memory per dialog turn
 (``Caroline said, "…" and shared a photo of …``, dated with its session's
@@ -22,6 +24,12 @@ skipped; all three are counted. ``--failures N`` prints headline questions
 where hybrid recall put no evidence turn in its top 5, with the evidence and
 what came back instead.
 
+Levers an agent host controls (defaults measure recall as shipped):
+``--text-style`` how a turn is written (``reply`` adds the question it
+answers), ``--speaker-tags`` tags each turn with its speaker (so the vault's
+tag boost and tag field see the name), ``--query-style`` how the question is
+turned into a recall query (``keywords`` drops question words).
+
 The data set is read from ``--data`` (default ``<repo>/../shared/bench-data/
 locomo-dev.json``) and is never copied into the repository.
 """
@@ -30,11 +38,13 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +61,7 @@ from locomo_data import (
     memory_text,
     recall_at_k,
     reciprocal_rank,
+    rewrite_query,
 )
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo-dev.json"
@@ -60,12 +71,12 @@ METRICS = ("R@1", "R@5", "R@10", "R@25", "all@5", "MRR")
 # Knobs of [recall] that would hide what retrieval itself finds: every turn of
 # a conversation is old and equally "recent", and a floor drops candidates the
 # metric should still see at rank 11-25. Only fields the installed
-# RecallSettings has are applied (and printed).
+# RecallSettings has are applied (and printed). Tag boost stays as shipped:
+# it only acts with --speaker-tags.
 RECALL_OVERRIDES: dict[str, Any] = {
     "recency_weight": 0.0,
     "min_relevance": 0.0,
     "min_vector": -1.0,
-    "tag_boost": 0.0,
     "rerank": False,
 }
 REFERENCE = (
@@ -104,11 +115,12 @@ def score(ranked: Sequence[str], evidence: set[str]) -> dict[str, float]:
     }
 
 
-def recall_overrides() -> dict[str, Any]:
+def recall_overrides(fusion: str | None = None) -> dict[str, Any]:
     from mdmem.config import RecallSettings
 
     known = {f.name for f in fields(RecallSettings)}
-    return {k: v for k, v in RECALL_OVERRIDES.items() if k in known}
+    wanted = {**RECALL_OVERRIDES, **({"fusion": fusion} if fusion else {})}
+    return {k: v for k, v in wanted.items() if k in known}
 
 
 def recall_kwargs_for(vault: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -132,14 +144,25 @@ def ingest(conv: Conversation, root: Path, args: argparse.Namespace) -> tuple[An
         agent="locomo-bench",
         secrets="off",  # chat text is not ours to refuse; the guard is not under test
         embedder={"provider": args.embedder},
-        recall=recall_overrides(),
+        recall=recall_overrides(args.fusion),
     )
     ids: dict[str, str] = {}
     with vault.batch(f"locomo {conv.sample_id}"):
-        for turn in conv.turns:
-            m = vault.remember(memory_text(turn, args.text_style), kind="fact", created=turn.when)
+        for turn, text in zip(conv.turns, turn_texts(conv, args.text_style), strict=True):
+            tags = [speaker_tag(turn.speaker)] if args.speaker_tags else []
+            m = vault.remember(text, kind="fact", tags=[t for t in tags if t], created=turn.when)
             ids[turn.dia_id] = m.id
     return vault, ids
+
+
+def turn_texts(conv: Conversation, style: str) -> list[str]:
+    previous = [None, *conv.turns[:-1]]
+    return [memory_text(t, style, p) for t, p in zip(conv.turns, previous, strict=True)]
+
+
+def speaker_tag(name: str) -> str:
+    tag = re.sub(r"[^\w-]+", "_", name.strip()).strip("_").lower()
+    return tag if tag and not tag[0].isdigit() else f"_{tag}" if tag else ""
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -154,11 +177,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     notes: list[str] = []
     texts: dict[tuple[str, str], str] = {}  # (conversation, memory id) -> text
     dia_of: dict[tuple[str, str], list[str]] = {}
+    ids_of: dict[str, dict[str, str]] = {}
     for n, conv in enumerate(convs, start=1):
         print(f"[{n}/{len(convs)}] {conv.sample_id}: {len(conv.turns)} turns", file=sys.stderr)
         start = time.perf_counter()
         vault, ids = ingest(conv, base, args)
         ingest_s = time.perf_counter() - start
+        ids_of[conv.sample_id] = ids
         kwargs, missing = recall_kwargs_for(vault)
         for note in missing:
             if note not in notes:
@@ -168,9 +193,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         counts["memories"] += len(set(ids.values()))
         counts["evidence_ids_fixed"] += conv.evidence_fixed
         counts["evidence_ids_dropped"] += conv.evidence_dropped
-        for turn in conv.turns:
+        for turn, text in zip(conv.turns, turn_texts(conv, args.text_style), strict=True):
             key = (conv.sample_id, ids[turn.dia_id])
-            texts[key] = memory_text(turn, args.text_style)
+            texts[key] = text
             dia_of.setdefault(key, []).append(turn.dia_id)
         crun = ConvRun(conv.sample_id, len(conv.turns), len(set(ids.values())), ingest_s)
         runs.append(crun)
@@ -191,9 +216,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 continue
             evidence = {ids[e] for e in q.evidence}
             item = Scored(conv.sample_id, q)
+            query = rewrite_query(q.question, args.query_style, (conv.speaker_a, conv.speaker_b))
             for mode, kw in kwargs.items():
                 t0 = time.perf_counter()
-                result = vault.recall(q.question, **kw)
+                result = vault.recall(query, **kw)
                 crun.recall_ms[mode].append((time.perf_counter() - t0) * 1000)
                 ranked = [h.id for h in result.items]
                 item.ranked[mode] = ranked
@@ -236,8 +262,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "evidence": [
                         {
                             "dia_id": e,
-                            "date": str(conv.turn(e).when.date()) if conv.turn(e).when else "",
-                            "text": memory_text(conv.turn(e), args.text_style),
+                            "date": _day(conv.turn(e).when),
+                            "text": texts[(s.conversation, ids_of[s.conversation][e])],
                         }
                         for e in s.question.evidence
                     ],
@@ -255,7 +281,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "data": str(args.data),
         "embedder": args.embedder,
         "text_style": args.text_style,
-        "recall_overrides": recall_overrides(),
+        "speaker_tags": args.speaker_tags,
+        "query_style": args.query_style,
+        "recall_overrides": recall_overrides(args.fusion),
         "notes": notes,
         "counts": {
             **counts,
@@ -283,13 +311,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _day(when: datetime | None) -> str:
+    return when.date().isoformat() if when is not None else ""
+
+
 def report(res: dict[str, Any]) -> None:
     modes = list(res["headline"])
     c = res["counts"]
     cats = res["counts"]["by_category"]
     print(
         f"LoCoMo retrieval: {res['data']}  embedder={res['embedder']}  "
-        f"text={res['text_style']}  recall overrides={res['recall_overrides']}"
+        f"text={res['text_style']}  speaker_tags={res['speaker_tags']}  "
+        f"query={res['query_style']}\nrecall overrides={res['recall_overrides']}"
     )
     for note in res["notes"]:
         print(f"NOTE: {note}")
@@ -362,7 +395,14 @@ def main() -> None:
     parser.add_argument("--limit-conversations", type=int, default=0)
     parser.add_argument("--limit-questions", type=int, default=0, help="per conversation")
     parser.add_argument("--failures", type=int, default=0, metavar="N")
-    parser.add_argument("--text-style", choices=("said", "plain", "dated"), default="said")
+    parser.add_argument("--text-style", choices=("said", "plain", "dated", "reply"), default="said")
+    parser.add_argument("--speaker-tags", action="store_true")
+    parser.add_argument(
+        "--fusion", choices=("rrf", "blend"), default=None, help="[recall] fusion (default: as set)"
+    )
+    parser.add_argument(
+        "--query-style", choices=("raw", "keywords", "keywords-nonames"), default="raw"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not args.data.is_file():

@@ -19,12 +19,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import emit_json, median, print_table, scratch_dir  # noqa: E402
-from scale import sentence  # noqa: E402
+from _common import emit_json, median, print_table, scratch_dir
+from scale import sentence
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--embedder", default="minilm")

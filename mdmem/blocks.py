@@ -473,7 +473,7 @@ def _entry_spans(
         while last > heading.line and not tf.lines[last].strip():
             last -= 1
         inside = [s for s in spans if heading.line <= s.start < end]
-        found = id_on(last)
+        found = id_on(last) if last > heading.line else None
         ids_inside = {s.block_id for s in inside}
         if found and (not ids_inside or ids_inside == {found}):
             result.append(_Span(heading.line, last + 1, found, "entry", heading.text))

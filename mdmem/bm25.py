@@ -160,8 +160,8 @@ class FastScorer:
                 del self._lengths[k]
             if stale:
                 dead_segments = {k[0] for k in stale}
-                for k in [k for k in self._postings if k[0] in dead_segments]:
-                    del self._postings[k]
+                for key in [key for key in self._postings if key[0] in dead_segments]:
+                    del self._postings[key]
 
 
 def _lengths_column() -> Any:

@@ -558,7 +558,7 @@ def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], No
 
 
 # Command groups that live in their own modules register themselves on `main`.
-from . import cli_gitnative  # noqa: E402, F401
+from . import cli_gitnative, cli_lifecycle, cli_serve  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     # Run as `python -m mdmem.cli`: use the imported module's group, on which

@@ -18,11 +18,12 @@ import re
 import threading
 import zlib
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from mdmem import _minilm
 from mdmem.errors import ConfigError, DimensionMismatchError, EmbedderError, InvalidInputError
 
 __all__ = [
@@ -113,8 +114,6 @@ class MiniLMEmbedder:
         batch_size: int | None = None,
         token_budget: int | None = None,
     ) -> None:
-        from mdmem import _minilm
-
         self._dir = _minilm.locate_model_dir(model_dir)
         self.name = f"minilm:{_minilm.MODEL_NAME}"
         self.dim = _minilm.DIM
@@ -127,19 +126,14 @@ class MiniLMEmbedder:
         """Load the weights now instead of on the first embed (idempotent)."""
         self._model()
 
-    def _model(self) -> Any:
-        from mdmem import _minilm
-
+    def _model(self) -> _minilm.MiniLM:
         return _minilm.load_minilm(self._dir)
 
     def embed(self, texts: Sequence[str]) -> F32:
         items = _check_texts(texts)
         if not items:
             return np.empty((0, self.dim), dtype=np.float32)
-        out: F32 = self._model().embed(
-            items, token_budget=self.token_budget, max_batch=self.batch_size
-        )
-        return out
+        return self._model().embed(items, token_budget=self.token_budget, max_batch=self.batch_size)
 
     def embed_query(self, text: str) -> F32:
         return self.embed([text])[0]
@@ -414,8 +408,6 @@ class SentenceTransformersEmbedder:
                 "the sentence-transformers embedder is not installed: pip install 'mdmem[st]'"
             ) from exc
         if model is None:
-            from mdmem import _minilm
-
             source = str(_minilm.locate_model_dir())
             label = _minilm.MODEL_NAME
         else:
@@ -472,8 +464,6 @@ def make_embedder(
     key = _ALIASES.get(provider.strip().lower(), provider.strip().lower())
     embedder: Embedder
     if key == "minilm":
-        from mdmem import _minilm
-
         if model is not None and model.rsplit("/", 1)[-1] != _minilm.MODEL_NAME:
             raise ConfigError(
                 f"the minilm provider only runs {_minilm.MODEL_NAME}, not {model!r}; "

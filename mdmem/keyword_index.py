@@ -49,6 +49,13 @@ _FIELD_BOOSTS: tuple[tuple[str, float], ...] = (
     ("path", 0.2),
 )
 
+QUESTION_WORDS = frozenset(
+    (
+        "what when where who whom whose which why how did does do was were has have had"
+        " kind type many much long would could should"
+    ).split()
+)
+
 _BULK_WRITER_ARGS: dict[str, Any] = {"limitmb": 256, "procs": 2, "multisegment": True}
 _PROGRESS_EVERY = 500
 _WORD_SPLIT = re.compile(r"[/\-_.]+")
@@ -556,6 +563,14 @@ class KeywordIndex:
         """
         schema = self._schema
         text = _norm_text(query)
+        # Question words ("what did ... how long") say what kind of answer is
+        # wanted, not what it is about; matched against memories they favour
+        # other questions. Dropped on the query side only (unless nothing else
+        # is left), measured on LoCoMo dev: keyword R@5 0.48 -> 0.56.
+        words = text.split()
+        content = [w for w in words if w.casefold().strip("?,.!'\"") not in QUESTION_WORDS]
+        if content and len(content) < len(words):
+            text = " ".join(content)
         out: list[tuple[str, str, float]] = []
         for fieldname, boost in _FIELD_BOOSTS:
             field = schema[fieldname]

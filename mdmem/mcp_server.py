@@ -32,7 +32,15 @@ __all__ = ["MCP_TOOLS", "SERVER_NAME", "build_server", "core_resources", "run"]
 log = logging.getLogger("mdmem.mcp")
 
 SERVER_NAME = "mdmem"
-MCP_TOOLS: tuple[str, ...] = ("recall", "remember", "forget", "reflect", "get", "history", "context")
+MCP_TOOLS: tuple[str, ...] = (
+    "recall",
+    "remember",
+    "forget",
+    "reflect",
+    "get",
+    "history",
+    "context",
+)
 URI_PREFIX = "mdmem://vault/"
 _CORE_FILES = ("USER.md", "MEMORY.md", "LEARNING.md")
 _DAILY = re.compile(r"^daily/(\d{4}-\d{2}-\d{2})\.md$")
@@ -139,9 +147,7 @@ def build_server(
 
     tool_list = []
     for name in MCP_TOOLS:
-        description, params = toolset.describe(name)
-        if toolset.allowed is not None and name in ("recall", "remember", "context"):
-            description += " Allowed scopes: " + ", ".join(map(scope_label, toolset.allowed)) + "."
+        description, params = toolset.describe(name)  # names the allowed scopes
         tool_list.append(types.Tool(name=name, description=description, input_schema=params))
 
     async def list_tools(ctx: Any, params: Any) -> Any:

@@ -176,7 +176,9 @@ def run_recall(
             vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
 
     if settings.fusion == "blend":
-        fused = ranking.fuse_blend(keyword, vector)
+        fused = ranking.fuse_blend(
+            keyword, vector, weights=(settings.keyword_weight, settings.vector_weight)
+        )
     else:
         fused = ranking.fuse_rrf(keyword, vector)
 

@@ -496,12 +496,28 @@ class Toolset:
             since=args.get("since"),
         )
         items = [self._item(hit) for hit in result.items]
+        for item in items:
+            if item["source_kind"] == "tool_output":
+                # The preview is what recall shows; the key lets the model read it all.
+                key = self._tool_output_key(item["id"])
+                if key:
+                    item["tool_output_key"] = key
         return {
             "items": items,
             "total": len(items),
             "degraded": bool(result.degraded),
             "reranked": bool(result.reranked),
         }
+
+    def _tool_output_key(self, memory_id: str) -> str | None:
+        block_of = getattr(self.vault, "block", None)
+        if block_of is None:
+            return None
+        try:
+            key = block_of(memory_id).field("tout")
+        except MdmemError:
+            return None
+        return str(key) if key else None
 
     @staticmethod
     def _item(hit: Hit) -> dict[str, Any]:

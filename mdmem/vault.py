@@ -28,7 +28,6 @@ from . import blocks as blk
 from .catalog import Catalog, signature_of
 from .config import Settings, load_settings, state_dir_for
 from .doctor import DoctorReport, run_doctor
-from .gitnative import Changes, LineAuthor, Provenance
 from .errors import (
     ConflictError,
     InvalidInputError,
@@ -38,6 +37,7 @@ from .errors import (
     VaultFileError,
     VaultNotFoundError,
 )
+from .gitnative import Changes, LineAuthor, Provenance
 from .gitstore import CommitInfo, GitStore, Identity, format_message
 from .ids import IdIssuer, normalize_id
 from .indexer import Indexer, IndexStats
@@ -74,6 +74,7 @@ log = logging.getLogger("mdmem")
 MAX_MEMORY_CHARS = 20_000
 _CAS_ATTEMPTS = 100
 _CONTENDED_AFTER = 5
+_CAREFUL_WAIT = 0.02
 _MAX_ID_TRAILERS = 100
 _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
 _TAG_OK = re.compile(r"^[A-Za-z_][\w/-]{0,63}$")
@@ -194,6 +195,7 @@ class Vault:
         self._tz: tzinfo | None = _zone(settings.timezone)
         self._closed = False
         self._known_clean = False
+        self._written_sigs: dict[str, tuple[int, int, int]] = {}
         self.indexer = Indexer(self.state_dir, settings, self.catalog)
         self._indexed_head: str | None = None
         self._follow_head()
@@ -261,6 +263,8 @@ class Vault:
         """Checkpoint the vector index and release index handles."""
         if not self._closed:
             self._closed = True
+            if self._usefulness is not None:
+                self._usefulness.close()
             self.indexer.close()
 
     def __enter__(self) -> Vault:
@@ -750,6 +754,12 @@ class Vault:
             took_ms=(time.perf_counter() - started) * 1000,
         )
 
+    def prompt_context(self, task: str, contact: str | None = None, **budgets: Any) -> Any:
+        """Sections for a prompt (recent, episodes, top-k, file tails, thread); see mdmem.prompt."""
+        from . import prompt
+
+        return prompt.prompt_context(self, task, contact, **budgets)
+
     def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
         """A "## Recalled Memory" block for a prompt, citing each memory as path#^id."""
         return render_context(self.recall(query, **filters), max_chars)
@@ -1093,8 +1103,10 @@ class Vault:
         written: list[str] = []
         for rel, pending in batch.pending.items():
             full = safe_path(self.root, rel)
+            careful = self._edited_by_others_lately(rel, full)
             for attempt in range(_CAS_ATTEMPTS):
-                if self._swap(full, pending, contended=attempt >= _CONTENDED_AFTER):
+                contended = attempt >= _CONTENDED_AFTER
+                if self._swap(full, pending, contended=contended, careful=careful or attempt > 0):
                     break
                 # Someone changed the file since we read it: keep their change
                 # (committed as theirs the first time), then replay our edits
@@ -1117,7 +1129,9 @@ class Vault:
                 raise ConflictError(f"{rel} keeps changing under mdmem; try again")
             written.append(rel)
             try:
-                self.catalog.touch(rel, signature_of(full.stat()), pending.tf)
+                sig = signature_of(full.stat())
+                self._written_sigs[rel] = sig
+                self.catalog.touch(rel, sig, pending.tf)
             except OSError:
                 self.catalog.refresh(rel)
         if self.settings.git.enabled and batch.ops:
@@ -1152,7 +1166,19 @@ class Vault:
             else:
                 self.indexer.apply([rel], [])
 
-    def _swap(self, full: Path, pending: _Pending, *, contended: bool = False) -> bool:
+    def _edited_by_others_lately(self, rel: str, full: Path) -> bool:
+        """True when someone else wrote the file in the last seconds (an editor is active)."""
+        try:
+            st = full.stat()
+        except FileNotFoundError:
+            return False
+        if self._written_sigs.get(rel) == signature_of(st):
+            return False
+        return time.time_ns() - st.st_mtime_ns < 5_000_000_000
+
+    def _swap(
+        self, full: Path, pending: _Pending, *, contended: bool = False, careful: bool = False
+    ) -> bool:
         """Replace the file if it still holds what we read; False if it changed.
 
         The new content is staged and fsynced first, so the compare and the
@@ -1176,6 +1202,11 @@ class Vault:
             install_temp(tmp, full)
             if contended:
                 fsync_file(full)
+            if careful:
+                # An editor that opened the file just before the rename may
+                # write a moment later; give it that moment before checking
+                # the old inode, so its bytes are not left in an unlinked file.
+                time.sleep(_CAREFUL_WAIT)
             if old_fd is not None and os.fstat(old_fd).st_size != len(current or b""):
                 # An editor appended to the old inode after our check: its
                 # bytes are in a file that is no longer linked. Put them back.
@@ -1265,9 +1296,7 @@ class Vault:
         """Hit count and trust of a memory (kept in the state dir, not in markdown)."""
         return self.usefulness.get(normalize_id(memory_id))
 
-    def anonymize_retired(
-        self, days: int | None = None, *, apply: bool = False
-    ) -> RetentionReport:
+    def anonymize_retired(self, days: int | None = None, *, apply: bool = False) -> RetentionReport:
         """Retired memories older than ``days``: listed, or with ``apply`` redacted."""
         from .lifecycle import anonymize_retired
 
@@ -1469,9 +1498,7 @@ class Vault:
             by_path.setdefault(block.path, []).append(block.id)
         for rel, ids in by_path.items():
 
-            def edit(
-                tf: TextFile, parsed: blk.ParsedFile | None, ids: list[str] = ids
-            ) -> _Edit:
+            def edit(tf: TextFile, parsed: blk.ParsedFile | None, ids: list[str] = ids) -> _Edit:
                 current = [_require(parsed, i) for i in ids]
                 # Bottom-up, so a block whose line count changes leaves the
                 # line numbers of the blocks above it valid.

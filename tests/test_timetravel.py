@@ -14,7 +14,9 @@ def _at(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
     monkeypatch.setenv("GIT_COMMITTER_DATE", when)
 
 
-def test_as_of_day_one_returns_what_was_believed_then(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_as_of_day_one_returns_what_was_believed_then(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _at(monkeypatch, "2026-03-01T10:00:00+00:00")
     x = vault.remember("Deploys happen on Tuesdays", kind="decision")
     day_one = vault.git.head()
@@ -45,7 +47,8 @@ def test_cli_as_of(vault: Vault) -> None:
     head = vault.git.head()
     vault.forget(m.id)
     out = CliRunner().invoke(
-        main, ["--vault", str(vault.root), "recall", "snapshots cached", "--as-of", str(head), "--json"]
+        main,
+        ["--vault", str(vault.root), "recall", "snapshots cached", "--as-of", str(head), "--json"],
     )
     assert out.exit_code == 0, out.output
     assert '"commit": "' + str(head) in out.output

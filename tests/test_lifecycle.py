@@ -1,0 +1,308 @@
+"""Lifecycle: auto-resolve, the contradiction judge, bulk resolve, retention, usefulness."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import mdmem.cli_lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
+from mdmem import Vault
+from mdmem.cli import main
+from mdmem.lifecycle import REDACTED, contexts_of, share_context
+from mdmem.testing import Reply, ScriptedOpenAIServer
+from mdmem.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
+from tests.test_consolidate import FakeModel, data_blocks, llm_vault, system_of
+
+TUESDAY = "Production deploys happen on Tuesdays after the 10am standup."
+THURSDAY = "Production deploys happen on Thursdays after the 10am standup."
+IMPERIAL = "the user prefers imperial units"
+METRIC = "the user prefers metric units"
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.fixture
+def minilm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MDMEM_EMBEDDER_PROVIDER", "minilm")
+
+
+@pytest.fixture
+def model() -> FakeModel:
+    return FakeModel()
+
+
+@pytest.fixture
+def server(model: FakeModel) -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(responder=model) as srv:
+        yield srv
+
+
+# -- auto-resolve by similarity (offline) --------------------------------------------------
+
+
+def test_offline_near_duplicate_of_same_kind_supersedes_the_old_one(
+    minilm: None, vault: Vault
+) -> None:
+    old = vault.remember(TUESDAY, kind="decision")
+    new = vault.remember(THURSDAY, kind="decision")
+    assert new.superseded == (old.id,)
+    block = vault.block(old.id)
+    assert block.status == "superseded" and block.field("by") == f"^{new.id}"
+    message = git(vault.root, "log", "-1", "--format=%B")
+    assert message.startswith("auto-supersede decision: Production deploys happen on Thursdays")
+    assert f"Supersedes: {old.id}" in message and f"Memory-Id: {new.id}" in message
+    assert "similarity 0.9" in message
+    # The new memory and the retirement are one commit.
+    changed = git(vault.root, "show", "--format=", "-U0", "HEAD")
+    assert f"^{new.id}" in changed and f"[by:: ^{new.id}]" in changed
+    hits = vault.recall("when are production deploys?")
+    assert [h.id for h in hits.items][:1] == [new.id] and old.id not in [h.id for h in hits.items]
+    history = vault.history(old.id)
+    assert [v.status for v in history] == ["active", "superseded"]
+    assert vault.recall("production deploys", include_inactive=True).items
+
+
+def test_offline_similarity_alone_does_not_catch_a_contradiction(
+    minilm: None, vault: Vault
+) -> None:
+    # 0.81 cosine with MiniLM: below both thresholds, so without a judge both stay.
+    vault.remember(IMPERIAL, kind="preference")
+    new = vault.remember(METRIC, kind="preference")
+    assert new.superseded == ()
+    assert len(vault.recall("which units does the user prefer", kinds=["preference"]).items) == 2
+
+
+def test_other_kinds_scopes_and_sessions_are_left_alone(minilm: None, vault: Vault) -> None:
+    old = vault.remember(TUESDAY, kind="decision")
+    assert vault.remember(THURSDAY, kind="gotcha").superseded == ()  # another kind
+    assert vault.remember(THURSDAY, kind="decision", scope="project:x").superseded == ()
+    assert vault.block(old.id).status == "active"
+    # Same session: never auto-resolved.
+    a = vault.remember(TUESDAY, kind="discovery", fields=[("session", "s9")])
+    b = vault.remember(THURSDAY, kind="discovery", fields=[("session", "s9")])
+    assert b.superseded == () and vault.block(a.id).status == "active"
+    # Session summaries never are.
+    c = vault.remember(TUESDAY, kind="session_summary")
+    d = vault.remember(THURSDAY, kind="session_summary")
+    assert d.superseded == () and vault.block(c.id).status == "active"
+
+
+def test_shared_context_uses_the_lower_threshold(tmp_path: Path) -> None:
+    # Thresholds chosen around the hash embedder's cosines of these pairs (0.56 to 0.84).
+    v = Vault.init(
+        tmp_path / "v",
+        consolidation={"same_context_threshold": 0.5, "other_context_threshold": 0.99},
+    )
+    a = v.remember("constants.ts is 800 lines long and should be split into modules", kind="gotcha")
+    b = v.remember(
+        "src/lib/constants.ts is 800 lines long and was split into modules", kind="gotcha"
+    )
+    assert b.superseded == (a.id,)
+    c = v.remember("utils.py is 800 lines long and should be split into modules", kind="gotcha")
+    d = v.remember("helpers.py is 800 lines long and was split into modules", kind="gotcha")
+    assert d.superseded == () and v.block(c.id).status == "active"
+    e = v.remember("the cache layer is too slow", kind="gotcha", fields=[("context", "api")])
+    f = v.remember("the cache layer got fast", kind="gotcha", fields=[("context", "API")])
+    assert f.superseded == (e.id,)
+
+
+def test_contexts_of_files_fields_and_topics(vault: Vault) -> None:
+    m1 = vault.remember("Edit `src/app/main.py` before ./README.md", kind="note")
+    m2 = vault.learn("Docker", "Multi-stage builds keep images small.")
+    assert contexts_of(vault.block(m1.id)) >= {
+        ("file", "src/app/main.py"),
+        ("file", "readme.md"),
+    }
+    assert ("topic", "topic: docker") in contexts_of(vault.block(m2.id))
+    m3 = vault.remember("main.py has a bug", kind="note")
+    assert share_context(vault.block(m1.id), vault.block(m3.id))
+
+
+# -- the contradiction judge -----------------------------------------------------------
+
+
+def test_judge_retires_the_contradicted_fact(
+    minilm: None, tmp_path: Path, server: ScriptedOpenAIServer, model: FakeModel
+) -> None:
+    def judge(new: str, candidates: dict[str, str]) -> list[str]:
+        if "metric" not in new:
+            return []
+        return [i for i, text in candidates.items() if "imperial" in text] + ["m-notacandid"]
+
+    model.judge = judge
+    vault = llm_vault(tmp_path, server)
+    old = vault.remember(IMPERIAL, kind="preference")
+    new = vault.remember(METRIC, kind="preference")
+
+    assert new.superseded == (old.id,)
+    hits = vault.recall("which units does the user prefer?")
+    assert [h.text for h in hits.items] == [METRIC]
+    history = vault.history(old.id)
+    assert [(v.text, v.status) for v in history] == [(IMPERIAL, "active"), (IMPERIAL, "superseded")]
+    assert [v.text for v in vault.history(new.id)] == [METRIC]
+    message = git(vault.root, "log", "-1", "--format=%B")
+    assert f"Supersedes: {old.id}" in message and "judge" in message
+    # The judge saw the new fact and the candidate with its id, as delimited data.
+    request = next(
+        r["body"] for r in server.chat_requests() if "contradiction judge" in system_of(r["body"])
+    )
+    blocks = data_blocks(request)
+    assert blocks["new memory"] == METRIC and f"{old.id}: {IMPERIAL}" in blocks["candidates"]
+    assert '{"contradicted": [' in system_of(request)
+
+
+def test_judge_failure_still_stores_the_memory(
+    tmp_path: Path, server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    vault = llm_vault(tmp_path, server, llm={"max_retries": 0})
+    old = vault.remember("The office coffee machine is on floor two.")
+    server.push(Reply(status=500, content="boom"))
+    with caplog.at_level(logging.WARNING, logger="mdmem"):
+        new = vault.remember("The office coffee machine is on floor three.")
+    assert new.was_new and vault.block(old.id).status == "active"
+    assert "judge unavailable" in caplog.text
+
+
+def test_judge_only_sees_candidates_within_the_distance_cutoff(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: FakeModel
+) -> None:
+    seen: list[dict[str, str]] = []
+    model.judge = lambda new, cands: seen.append(cands) or list(cands)
+    vault = llm_vault(tmp_path, server, consolidation={"judge_distance": 0.0})
+    vault.remember("alpha beta gamma")
+    vault.remember("delta epsilon zeta")
+    assert seen == []  # a cutoff of distance 0 admits only identical vectors
+
+
+# -- manual and bulk resolution ----------------------------------------------------------
+
+
+def test_resolve_session_resolves_entries_and_facts_in_one_commit(vault: Vault) -> None:
+    s = vault.session("work-1")
+    e1 = s.record("user", "The build is broken on main.")
+    e2 = s.record("assistant", "I will look at the failing test.")
+    fact = vault.remember("The build breaks on main when tests run in parallel.", kind="gotcha")
+    tied = vault.remember(
+        "Flaky test: test_upload times out.", kind="bug_fix", fields=[("session", "work-1")]
+    )
+    other = vault.session("work-2").record("user", "Unrelated.")
+    before = int(git(vault.root, "rev-list", "--count", "HEAD"))
+    resolved = vault.resolve_session("work-1")
+    assert sorted(m.id for m in resolved) == sorted([e1.id, e2.id, tied.id])
+    assert all(m.status == "resolved" for m in resolved)
+    assert int(git(vault.root, "rev-list", "--count", "HEAD")) == before + 1
+    assert vault.get(fact.id).status == "active" and vault.get(other.id).status == "active"
+    assert "Session: work-1" in git(vault.root, "log", "-1", "--format=%B")
+    assert vault.resolve_session("work-1") == []
+    runner = CliRunner()
+    out = runner.invoke(main, ["--vault", str(vault.root), "resolve-session", "work-2", "--json"])
+    assert out.exit_code == 0, out.output
+    assert [m["id"] for m in json.loads(out.output)] == [other.id]
+
+
+# -- anonymising retention -----------------------------------------------------------------
+
+
+def test_retention_redacts_old_retired_memories_keeping_blocks_and_links(vault: Vault) -> None:
+    old = vault.remember("The VPN password hint is the cat's name.", tags=["vpn"])
+    new = vault.supersede(old.id, "The VPN uses SSO now.")
+    gone = vault.remember("Temporary: the printer is out of toner.")
+    vault.resolve(gone.id)
+    keep = vault.remember("Still true: the wiki lives at /wiki.")
+
+    dry = vault.anonymize_retired(days=30)
+    assert dry.memories == [] and not dry.applied  # retired today: not old enough
+
+    files = (vault.root / "MEMORY.md").read_bytes()
+    listed = vault.anonymize_retired(days=0)
+    assert sorted(m.id for m in listed.memories) == sorted([old.id, gone.id])
+    assert not listed.applied and (vault.root / "MEMORY.md").read_bytes() == files
+
+    done = vault.anonymize_retired(days=0, apply=True)
+    assert done.applied and done.commit is not None
+    redacted = vault.block(old.id)
+    assert redacted.text == REDACTED and redacted.status == "superseded"
+    assert redacted.field("by") == f"^{new.id}" and redacted.field("redacted")
+    assert "cat's name" not in (vault.root / "MEMORY.md").read_text()
+    assert vault.block(gone.id).text == REDACTED and vault.block(keep.id).text.startswith("Still")
+    assert vault.get(new.id).text == "The VPN uses SSO now. #vpn"
+    # History keeps the audit trail; a second run finds nothing left to redact.
+    assert vault.history(old.id)[0].text == "The VPN password hint is the cat's name. #vpn"
+    assert vault.anonymize_retired(days=0).memories == []
+    runner = CliRunner()
+    out = runner.invoke(main, ["--vault", str(vault.root), "retention", "--days", "0"])
+    assert out.exit_code == 0 and "no retired memories older than 0 days" in out.output
+
+
+def test_retention_redacts_session_entries_too(vault: Vault) -> None:
+    s = vault.session("old-chat")
+    m = s.record("user", "My phone number is 555 0100.")
+    vault.resolve_session("old-chat")
+    vault.anonymize_retired(days=0, apply=True)
+    block = vault.block(m.id)
+    assert block.text == REDACTED and block.kind == "chat_message"
+    assert "555" not in (vault.root / m.path).read_text()
+
+
+# -- usefulness ------------------------------------------------------------------------------
+
+
+def test_recall_hits_nudge_trust_and_feedback_moves_it(vault: Vault) -> None:
+    m = vault.remember("The deploy key lives in the team vault.")
+    assert vault.usefulness_of(m.id).hits == 0
+    vault.recall("where is the deploy key?")
+    vault.recall("deploy key location")
+    score = vault.usefulness_of(m.id)
+    assert score.hits == 2 and score.trust == pytest.approx(DEFAULT_TRUST + 2 * HIT_NUDGE)
+    assert vault.feedback(m.id, helpful=False).trust == pytest.approx(
+        DEFAULT_TRUST + 2 * HIT_NUDGE - FEEDBACK_STEP
+    )
+    for _ in range(10):
+        vault.feedback(m.id, helpful=True)
+    assert vault.usefulness_of(m.id).trust == 1.0  # capped
+    # Not in the markdown.
+    assert "trust" not in (vault.root / "MEMORY.md").read_text()
+    runner = CliRunner()
+    out = runner.invoke(main, ["--vault", str(vault.root), "feedback", m.id, "--unhelpful"])
+    assert out.exit_code == 0 and "trust 0.90" in out.output
+    bad = runner.invoke(
+        main, ["--vault", str(vault.root), "feedback", "m-00000000000000", "--helpful"]
+    )
+    assert bad.exit_code == 1 and "no memory" in bad.output
+
+
+def test_trust_weight_lets_feedback_reorder_recall(tmp_path: Path) -> None:
+    v = Vault.init(tmp_path / "v", recall={"trust_weight": 0.3, "recency_weight": 0.0})
+    a = v.remember("The staging server restarts at midnight.")
+    b = v.remember("The staging server restarts at noon.")
+    first = v.recall("when does the staging server restart?").items[0].id
+    loser = b.id if first == a.id else a.id
+    for _ in range(3):
+        v.feedback(loser, helpful=True)
+        v.feedback(first, helpful=False)
+    ranked = v.recall("when does the staging server restart?")
+    assert ranked.items[0].id == loser and "trust" in ranked.items[0].scores
+
+
+def test_buffered_hits_survive_close_and_are_seen_by_another_store(tmp_path: Path) -> None:
+    from mdmem.usefulness import UsefulnessStore
+
+    first = UsefulnessStore(tmp_path / "u.sqlite")
+    first.record_hits(["m-a", "m-b", "m-a"])  # one recall lists an id once
+    first.record_hits(["m-a"])
+    other = UsefulnessStore(tmp_path / "u.sqlite")
+    assert other.get("m-a").hits == 0  # still buffered in the first store
+    first.close()
+    assert other.get("m-a").hits == 2 and other.get("m-b").hits == 1
+    assert other.trust("m-a") == pytest.approx(DEFAULT_TRUST + 2 * HIT_NUDGE)
+    other.close()

@@ -1,0 +1,196 @@
+"""The MCP server, driven by a real MCP client session over stdio (and HTTP)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+import mdmem.cli_serve  # noqa: F401 - registers `serve` on the CLI group
+from mdmem import InvalidInputError, ScopeDeniedError, Vault
+from mdmem.cli import main
+from mdmem.mcp_server import MCP_TOOLS, _resolve_uri, core_resources
+from mdmem.tools import Toolset
+
+
+def _server_params(vault: Vault, *scope_args: str) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {
+        "MDMEM_STATE_DIR": os.environ["MDMEM_STATE_DIR"],
+        "MDMEM_EMBEDDER_PROVIDER": "hash",
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    }
+    args = ["-m", "mdmem.cli_serve", "serve", "--vault", str(vault.root)]
+    for scope in scope_args:
+        args += ["--scope", scope]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def _line(vault: Vault, path: str, line: int) -> str:
+    return (vault.root / path).read_text(encoding="utf-8").splitlines()[line - 1]
+
+
+def test_stdio_session_lists_remembers_recalls_reads_and_refuses(vault: Vault) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    vault.remember("Bob's salary is 90k.", scope="user:bob")
+    seen: dict[str, Any] = {}
+
+    async def session() -> None:
+        params = _server_params(vault, "root", "user:alice")
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                tools = (await client.list_tools()).tools
+                seen["tools"] = {t.name: t for t in tools}
+
+                stored = await client.call_tool(
+                    "remember", {"content": "The user prefers metric units.", "kind": "preference"}
+                )
+                seen["stored"] = stored
+                seen["recalled"] = await client.call_tool("recall", {"query": "metric units"})
+                seen["widened"] = await client.call_tool(
+                    "recall", {"query": "salary", "scope": "user:bob"}
+                )
+                seen["write_bob"] = await client.call_tool(
+                    "remember", {"content": "Bob is on leave.", "scope": "user:bob"}
+                )
+                seen["bad_args"] = await client.call_tool("recall", {"top_k": 3})
+                seen["context"] = await client.call_tool("context", {"query": "metric units"})
+                resources = (await client.list_resources()).resources
+                seen["resources"] = [str(r.uri) for r in resources]
+                seen["user_md"] = await client.read_resource("mdmem://vault/USER.md")
+                try:
+                    await client.read_resource("mdmem://vault/scopes/user/bob/USER.md")
+                    seen["bob_md"] = "read"
+                except MCPError as exc:
+                    seen["bob_md"] = str(exc)
+
+    anyio.run(session)
+
+    assert set(seen["tools"]) == set(MCP_TOOLS)
+    recall_tool = seen["tools"]["recall"]
+    assert recall_tool.input_schema["properties"]["top_k"]["maximum"] == 20
+    assert "root, user:alice" in recall_tool.description
+    assert recall_tool.description.count("Allowed scopes") == 1
+
+    stored = seen["stored"]
+    assert not stored.is_error and stored.structured_content["was_new"] is True
+    memory_id = stored.structured_content["id"]
+
+    recalled = seen["recalled"]
+    assert not recalled.is_error
+    item = recalled.structured_content["items"][0]
+    assert item["id"] == memory_id and item["path"] == "USER.md"
+    assert f"^{memory_id}" in _line(vault, item["path"], item["line"])
+    assert "metric units" in recalled.content[0].text  # the JSON text for plain clients
+
+    for key in ("widened", "write_bob"):
+        refused = seen[key]
+        assert refused.is_error
+        assert refused.structured_content["error"]["type"] == "scope_denied"
+        assert "items" not in refused.structured_content
+    assert "90k" not in seen["widened"].content[0].text
+    bob_file = (vault.root / "scopes" / "user" / "bob" / "MEMORY.md").read_text(encoding="utf-8")
+    assert "on leave" not in bob_file
+    assert seen["bad_args"].structured_content["error"]["type"] == "invalid_arguments"
+    assert seen["context"].structured_content["context"].startswith("## Recalled Memory")
+
+    assert "mdmem://vault/USER.md" in seen["resources"]
+    assert "mdmem://vault/scopes/user/alice/USER.md" in seen["resources"]
+    assert not any("user/bob" in uri for uri in seen["resources"])
+    user_md = seen["user_md"].contents[0].text
+    assert "The user prefers metric units." in user_md and f"^{memory_id}" in user_md
+    assert "outside the scopes" in seen["bob_md"]
+
+
+def test_resource_uris_are_confined(vault: Vault) -> None:
+    tools = Toolset(vault, ["user:alice"])
+    uris = [r["uri"] for r in core_resources(vault, tools)]
+    assert "mdmem://vault/scopes/user/alice/USER.md" in uris
+    assert any(u.startswith("mdmem://vault/scopes/user/alice/daily/") for u in uris)
+    assert _resolve_uri(vault, tools, "mdmem://vault/scopes/user/alice/daily/today").startswith(
+        "scopes/user/alice/daily/"
+    )
+    for uri in (
+        "mdmem://vault/USER.md",  # root is not allowed here
+        "mdmem://vault/scopes/user/bob/USER.md",
+    ):
+        with pytest.raises(ScopeDeniedError):
+            _resolve_uri(vault, tools, uri)
+    for uri in (
+        "mdmem://vault/../../etc/passwd",
+        "mdmem://vault/scopes/user/alice/../../../mdmem.toml",
+        "mdmem://vault/notes/private.md",
+        "file:///etc/passwd",
+    ):
+        with pytest.raises(InvalidInputError):
+            _resolve_uri(vault, tools, uri)
+
+
+def test_serve_without_a_vault_is_one_line_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["serve", "--vault", str(tmp_path / "nope")])
+    assert result.exit_code == 1
+    assert result.output.strip().startswith("error:")
+    assert "Traceback" not in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_streamable_http_on_localhost(vault: Vault) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    vault.remember("The office wifi is called Nebula.")
+    port = _free_port()
+    env = {**os.environ, "MDMEM_EMBEDDER_PROVIDER": "hash"}
+    cmd = [sys.executable, "-m", "mdmem.cli_serve", "serve", "--vault", str(vault.root)]
+    proc = subprocess.Popen(
+        [*cmd, "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("the HTTP server did not start")
+                time.sleep(0.1)
+        out: dict[str, Any] = {}
+
+        async def session() -> None:
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams,
+                ClientSession(streams[0], streams[1]) as client,
+            ):
+                await client.initialize()
+                out["recall"] = await client.call_tool("recall", {"query": "office wifi"})
+
+        anyio.run(session)
+        assert "Nebula" in out["recall"].structured_content["items"][0]["content"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
