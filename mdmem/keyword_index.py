@@ -50,7 +50,33 @@ _FIELD_BOOSTS: tuple[tuple[str, float], ...] = (
 )
 
 QUESTION_WORDS = frozenset(
-    ["what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "does", "do", "was", "were", "has", "have", "had", "kind", "type", "many", "much", "long", "would", "could", "should"]
+    [
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "kind",
+        "type",
+        "many",
+        "much",
+        "long",
+        "would",
+        "could",
+        "should",
+    ]
 )
 
 _BULK_WRITER_ARGS: dict[str, Any] = {"limitmb": 256, "procs": 2, "multisegment": True}
