@@ -38,7 +38,7 @@ class GitSettings:
     enabled: bool = True
     human_name: str = ""  # author of human edits; default: git config user.name
     human_email: str = ""
-    lock_timeout: float = 30.0
+    lock_timeout: float = 120.0  # writers queue behind each other; failing fast loses writes
 
 
 @dataclass(frozen=True)
