@@ -15,6 +15,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
@@ -1154,11 +1155,19 @@ class Vault:
                     # trailers are a convenience, so a huge import lists a few.
                     trailers = [t for t in trailers if t[0] != "Memory-Id"]
                     trailers = ids[:_MAX_ID_TRAILERS] + trailers + [("Memories", str(len(ids)))]
-            self.git.commit(
-                format_message(title, trailers=trailers),
-                Identity.agent(self.agent),
-                paths=written,
-            )
+            message = format_message(title, trailers=trailers)
+            # The commit is a git process we mostly wait on, and indexing is
+            # our own CPU work: overlap them (a durable write's two halves).
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                committed = pool.submit(
+                    self.git.commit, message, Identity.agent(self.agent), paths=written
+                )
+                self._index_written(batch, written)
+                committed.result()
+        else:
+            self._index_written(batch, written)
+
+    def _index_written(self, batch: _Batch, written: list[str]) -> None:
         for rel in written:
             pending = batch.pending[rel]
             if pending.only_appends and rel in self.catalog.files:
