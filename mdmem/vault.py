@@ -33,6 +33,7 @@ from .errors import (
     ConflictError,
     InvalidInputError,
     LockTimeoutError,
+    MdmemError,
     MemoryNotFoundError,
     VaultExistsError,
     VaultFileError,
@@ -676,6 +677,15 @@ class Vault:
 
         return sync(self, remote, push=push, force_push=force_push)
 
+    def _written_by_human(self, block: Block) -> bool:
+        """Whether a person wrote any line of the block (git blame, cached per file version)."""
+        if not block.is_memory:
+            return True  # notes without ids are a human's own writing
+        try:
+            return self.provenance(block.id).written_by_human
+        except MdmemError:
+            return False
+
     def _forget_derived_copies(self) -> None:
         # After a purge the text must not survive in derived state either:
         # time-travel snapshots hold old trees, and SQLite keeps deleted
@@ -744,7 +754,12 @@ class Vault:
         self.refresh()
         self.indexer.catch_up()
         result = run_recall(
-            q, self.indexer, self.catalog.block, self.settings.recall, trust_of=self._trust_of
+            q,
+            self.indexer,
+            self.catalog.block,
+            self.settings.recall,
+            trust_of=self._trust_of,
+            human_of=self._written_by_human if self.settings.recall.human_weight > 0 else None,
         )
         self._note_hits(result.items)  # usefulness signals (issue 4)
         return Recall(

@@ -66,3 +66,14 @@ def test_sync_between_two_clones(tmp_path: Path, vault: Vault) -> None:
     for v in (vault, other):
         assert {a.id, b.id} <= {m.id for m in v.memories()}
         assert v.recall("written on the laptop", mode="keyword").items
+
+
+def test_human_weight_ranks_human_written_memories_higher(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "hv", recall={"human_weight": 0.5, "recency_weight": 0.0})
+    agent = vault.remember("The printer on floor two jams on Mondays")
+    with open(vault.root / "MEMORY.md", "a", encoding="utf-8") as fh:
+        fh.write("- The printer on floor two jams on Mondays too often ^m-01jd3k5x7q0abc\n")
+    vault.commit_human_edits()
+    hits = vault.recall("printer floor two jams", k=2).items
+    assert hits[0].id == "m-01jd3k5x7q0abc" and hits[0].scores.get("human") == 0.5
+    assert hits[1].id == agent.id and "human" not in hits[1].scores
