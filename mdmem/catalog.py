@@ -216,11 +216,16 @@ class Catalog:
         self._skipped_sigs[path] = sig
 
     def walk(self) -> Iterator[tuple[str, os.stat_result]]:
-        """Every markdown file of the vault with its stat, symlinks out of it excluded."""
-        root_real = self.root.resolve()
-        stack = [self.root]
+        """Every markdown file of the vault with its stat, symlinks out of it excluded.
+
+        Plain strings and os.scandir: on a 10k-file vault pathlib made the
+        walk several times slower than the stats themselves.
+        """
+        root = str(self.root)
+        root_real = os.path.realpath(root)
+        stack = [("", root)]
         while stack:
-            directory = stack.pop()
+            rel_dir, directory = stack.pop()
             try:
                 entries = list(os.scandir(directory))
             except OSError:
@@ -229,20 +234,18 @@ class Catalog:
                 name = entry.name
                 if name.startswith("."):
                     continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
                 if entry.is_dir(follow_symlinks=False):
-                    if directory == self.root and name in EXCLUDED_DIRS:
+                    if (not rel_dir and name in EXCLUDED_DIRS) or name == "node_modules":
                         continue
-                    if name in (".git", ".obsidian", "node_modules"):
-                        continue
-                    stack.append(Path(entry.path))
+                    stack.append((rel, entry.path))
                     continue
                 if not name.endswith(".md"):
                     continue
-                rel = Path(entry.path).relative_to(self.root).as_posix()
                 try:
                     if entry.is_symlink():
-                        target = Path(entry.path).resolve()
-                        if root_real not in target.parents:
+                        target = os.path.realpath(entry.path)
+                        if not target.startswith(root_real + os.sep):
                             self._skip(rel, "symlink leads outside the vault", (0, 0, 0))
                             continue
                     st = entry.stat()

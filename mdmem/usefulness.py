@@ -52,6 +52,7 @@ class UsefulnessStore:
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False)
+        self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(

@@ -198,6 +198,8 @@ class Vault:
         self._closed = False
         self._known_clean = False
         self._written_sigs: dict[str, tuple[int, int, int]] = {}
+        self._foreign_edit_at: dict[str, float] = {}
+        self._orphans: list[tuple[int, int, Path, float]] = []
         self.indexer = Indexer(self.state_dir, settings, self.catalog)
         self._indexed_head: str | None = None
         self._follow_head()
@@ -265,6 +267,10 @@ class Vault:
         """Checkpoint the vector index and release index handles."""
         if not self._closed:
             self._closed = True
+            while self._orphans:
+                with self._locked():
+                    self._orphans = [(fd, n, p, 0.0) for fd, n, p, _ in self._orphans]
+                    self._rescue_orphans()
             if self._usefulness is not None:
                 self._usefulness.close()
             self.indexer.close()
@@ -876,6 +882,8 @@ class Vault:
                     f"another process holds the vault lock ({self.state_dir / 'vault.lock'})"
                 ) from None
             try:
+                if self._orphans:
+                    self._rescue_orphans()
                 if sync:
                     self._sync_before_write()
                 yield
@@ -1057,10 +1065,14 @@ class Vault:
         except FileNotFoundError:
             sig = (0, 0, 0)
         try:
-            if state is not None and state.signature == sig:
-                parsed = state.parsed
-                if parsed.file is None:  # blocks came from the manifest
-                    parsed.file = decode(raw)
+            # The cached parse is used only if it is byte-for-byte what is on
+            # disk: a stat taken just after our own write may already include
+            # a human's append, so a matching signature alone is not proof.
+            cached = state.parsed if state is not None and state.signature == sig else None
+            if cached is not None and cached.file is None:  # blocks came from the manifest
+                cached.file = decode(raw)
+            if cached is not None and cached.file is not None and cached.file.to_bytes() == raw:
+                parsed = cached
             else:
                 parsed = self.catalog.load(rel, raw, sig)
         except SkipFile as reason:
@@ -1145,9 +1157,13 @@ class Vault:
                 raise ConflictError(f"{rel} keeps changing under mdmem; try again")
             written.append(rel)
             try:
-                sig = signature_of(full.stat())
+                st = full.stat()
+                sig = signature_of(st)
                 self._written_sigs[rel] = sig
                 self.catalog.touch(rel, sig, pending.tf)
+                if st.st_size != len(pending.tf.to_bytes()):
+                    # Someone appended right after our rename: re-read it on the next scan.
+                    self.catalog.invalidate(rel)
             except OSError:
                 self.catalog.refresh(rel)
         if self.settings.git.enabled and batch.ops:
@@ -1196,9 +1212,14 @@ class Vault:
             st = full.stat()
         except FileNotFoundError:
             return False
-        if self._written_sigs.get(rel) == signature_of(st):
-            return False
-        return time.time_ns() - st.st_mtime_ns < 5_000_000_000
+        now = time.monotonic()
+        if self._written_sigs.get(rel) != signature_of(st) and (
+            time.time_ns() - st.st_mtime_ns < 5_000_000_000
+        ):
+            self._foreign_edit_at[rel] = now
+        # Stay careful for a while after any foreign edit: an editor that
+        # saves repeatedly may have the file open right as we rename.
+        return now - self._foreign_edit_at.get(rel, -1e9) < 10.0
 
     def _swap(
         self, full: Path, pending: _Pending, *, contended: bool = False, careful: bool = False
@@ -1212,7 +1233,8 @@ class Vault:
         # Under contention (an editor saving faster than we can fsync) the
         # fsync moves after the rename, shrinking the read-to-rename window
         # to microseconds; the write is still atomic, and durable on return.
-        tmp = write_temp(full, pending.tf.to_bytes(), fsync=not contended)
+        ours = pending.tf.to_bytes()
+        tmp = write_temp(full, ours, fsync=not contended)
         old_fd = None
         try:
             try:
@@ -1235,13 +1257,53 @@ class Vault:
                 # An editor appended to the old inode after our check: its
                 # bytes are in a file that is no longer linked. Put them back.
                 theirs = _read_fd(old_fd)
+                # Bytes appended to the new file meanwhile are kept too.
+                try:
+                    now_new = full.read_bytes()
+                except FileNotFoundError:
+                    now_new = ours
+                if now_new.startswith(ours):
+                    theirs += now_new[len(ours) :]
                 atomic_write(full, theirs)
                 pending.original = theirs
                 return False
+            if old_fd is not None and careful:
+                # Keep watching the replaced inode for a moment: an editor
+                # holding it open may still append there (see _rescue_orphans).
+                self._orphans.append((old_fd, len(current or b""), full, time.monotonic() + 5.0))
+                old_fd = None
             return True
         finally:
             if old_fd is not None:
                 os.close(old_fd)
+
+    def _rescue_orphans(self) -> None:
+        """Bytes written to a file we had already replaced are appended to the new one.
+
+        A user-space compare-and-swap cannot stop a process that opened the
+        file just before our rename from writing a moment after it; those
+        bytes land in the unlinked old inode. Every later write (and close)
+        looks there first and carries them over, so they are not lost.
+        """
+        keep = []
+        for fd, expected, full, deadline in self._orphans:
+            try:
+                size = os.fstat(fd).st_size
+                if size > expected:
+                    extra = os.pread(fd, size - expected, expected)
+                    current = full.read_bytes() if full.exists() else b""
+                    if current and not current.endswith(b"\n"):
+                        current += b"\n"
+                    atomic_write(full, current + extra)
+                    log.info("recovered %d bytes written to a replaced %s", len(extra), full.name)
+                    expected = size
+            except OSError:
+                pass
+            if time.monotonic() < deadline:
+                keep.append((fd, expected, full, deadline))
+            else:
+                os.close(fd)
+        self._orphans = keep
 
     # ---- consolidation & lifecycle (issue 4) ----
     # Thin doors to mdmem.sessions / consolidate / lifecycle / reflect /
@@ -1357,7 +1419,9 @@ class Vault:
         if self._usefulness is None:
             from .usefulness import UsefulnessStore
 
-            self._usefulness = UsefulnessStore(self.state_dir / "usefulness.sqlite")
+            with self._mutex:  # parallel recalls (prompt_context) must share one store
+                if self._usefulness is None:
+                    self._usefulness = UsefulnessStore(self.state_dir / "usefulness.sqlite")
         return self._usefulness
 
     def _trust_of(self, memory_id: str) -> float | None:
