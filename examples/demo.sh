@@ -34,6 +34,19 @@ if mdmem recall --help >/dev/null 2>&1; then
   m context "deploy schedule" --max-chars 600
 fi
 
+echo "== a short chat session (short-term memory)"
+python - "$VAULT" <<'PY'
+import sys
+from mdmem import Vault
+vault = Vault.open(sys.argv[1], agent="demo-agent")
+chat = vault.session("demo-chat", source="cli", contact="user:demo")
+chat.record("user", "I prefer answers in bullet points, and my team is in Lisbon.")
+chat.record("assistant", "Noted: bullet points, Lisbon team.")
+chat.record("user", "Remember that the quarterly report is due on the 5th.")
+chat.record("assistant", "I'll keep the 5th in mind for the quarterly report.")
+vault.close()
+PY
+
 if mdmem consolidate --help >/dev/null 2>&1; then
   echo "== consolidate (offline: extractive summary)"
   m consolidate
