@@ -979,18 +979,9 @@ class Vault:
         with self._writing():
             memory_id = self._ids.issue()
             lines = blk.render_entry(heading, body, memory_id, tags=tags)
-
-            def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
-                if not tf.lines:
-                    tf.append_lines([title, ""])
-                _close_open_fence(tf)
-                first = tf.append_lines(lines, blank_before=True)
-                tf.fence_clean = len(tf.lines)
-                return _Edit(appended_at=first, ids=[memory_id])
-
             self._apply(
                 rel,
-                edit,
+                _entry_appender([title], lines, memory_id),
                 subject=f"{op}: {_first_line(body)}",
                 trailers=self._trailers(memory_id, kind, scope, op),
             )
@@ -1516,18 +1507,9 @@ class Vault:
         """Append a ``## heading`` entry with inline fields; ``header`` starts a new file."""
         memory_id = self._ids.issue()
         lines = blk.render_entry(heading, body, memory_id, tags=tags, fields=fields)
-
-        def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
-            if not tf.lines:
-                tf.append_lines([*header, ""])
-            _close_open_fence(tf)
-            first = tf.append_lines(lines, blank_before=True)
-            tf.fence_clean = len(tf.lines)
-            return _Edit(appended_at=first, ids=[memory_id])
-
         self._apply(
             rel,
-            edit,
+            _entry_appender(header, lines, memory_id),
             subject=subject,
             trailers=self._trailers(memory_id, kind, scope, "record") + trailers,
         )
@@ -1718,6 +1700,20 @@ def _close_open_fence(tf: TextFile) -> None:
     if fence is not None:
         tf.append_lines([fence])
     tf.fence_clean = len(tf.lines)
+
+
+def _entry_appender(header: list[str], lines: list[str], memory_id: str) -> Editor:
+    """An edit appending one entry section (``header`` starts a new file)."""
+
+    def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
+        if not tf.lines:
+            tf.append_lines([*header, ""])
+        _close_open_fence(tf)
+        first = tf.append_lines(lines, blank_before=True)
+        tf.fence_clean = len(tf.lines)
+        return _Edit(appended_at=first, ids=[memory_id])
+
+    return edit
 
 
 def _append_item(tf: TextFile, lines: list[str]) -> _Edit:
