@@ -1451,7 +1451,7 @@ class Vault:
         with self._mutex:
             if self._batch is not None:
                 raise InvalidInputError("this cannot run inside vault.batch()")
-            lock = self._writing() if not dry_run else self._lock_only()
+            lock = self._writing() if not dry_run else self._locked()
             with lock:
                 self._batch = _Batch()
                 ok = False
@@ -1472,20 +1472,6 @@ class Vault:
                             # Drop the pending parse: the catalog reads the disk again.
                             if rel in self.catalog.files:
                                 self.catalog.refresh(rel)
-
-    @contextmanager
-    def _lock_only(self) -> Iterator[None]:
-        """The vault lock without committing human edits first (dry runs)."""
-        try:
-            self._file_lock.acquire(timeout=self.settings.git.lock_timeout)
-        except FileLockTimeout:
-            raise LockTimeoutError(
-                f"another process holds the vault lock ({self.state_dir / 'vault.lock'})"
-            ) from None
-        try:
-            yield
-        finally:
-            self._file_lock.release()
 
     def _new_id(self) -> str:
         return self._ids.issue()

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
+from mdmem.testing import ScriptedOpenAIServer
+from tests.llm_fakes import FakeModel
 
 HUMAN_ENV = {
     "GIT_AUTHOR_NAME": "Ada Human",
@@ -46,3 +48,16 @@ def git(root: Path, *args: str, human: bool = False) -> str:
 @pytest.fixture
 def run_git() -> object:
     return git
+
+
+@pytest.fixture
+def model() -> FakeModel:
+    """A deterministic model that understands mdmem's prompts (see tests/llm_fakes.py)."""
+    return FakeModel()
+
+
+@pytest.fixture
+def server(model: FakeModel) -> Iterator[ScriptedOpenAIServer]:
+    """A real local OpenAI-protocol server answering with ``model``."""
+    with ScriptedOpenAIServer(responder=model) as srv:
+        yield srv

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from mdmem.cli import main
 from mdmem.lifecycle import REDACTED, contexts_of, share_context
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from mdmem.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
-from tests.test_consolidate import FakeModel, data_blocks, llm_vault, system_of
+from tests.llm_fakes import FakeModel, data_blocks, llm_vault, system_of
 
 TUESDAY = "Production deploys happen on Tuesdays after the 10am standup."
 THURSDAY = "Production deploys happen on Thursdays after the 10am standup."
@@ -34,17 +33,6 @@ def git(root: Path, *args: str) -> str:
 @pytest.fixture
 def minilm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MDMEM_EMBEDDER_PROVIDER", "minilm")
-
-
-@pytest.fixture
-def model() -> FakeModel:
-    return FakeModel()
-
-
-@pytest.fixture
-def server(model: FakeModel) -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(responder=model) as srv:
-        yield srv
 
 
 # -- auto-resolve by similarity (offline) --------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from mdmem.cli import main
 from mdmem.compaction import compact
 from mdmem.extractive import covered, explicit_facts, keywords, slugify, summarize
 from mdmem.testing import ScriptedOpenAIServer
-from tests.test_consolidate import FakeModel, client, data_blocks, llm_vault, system_of
+from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 
 
 def commits(root: Path) -> int:
@@ -24,17 +23,6 @@ def commits(root: Path) -> int:
         ["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True, text=True
     )
     return int(out.stdout.strip())
-
-
-@pytest.fixture
-def model() -> FakeModel:
-    return FakeModel()
-
-
-@pytest.fixture
-def server(model: FakeModel) -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(responder=model) as srv:
-        yield srv
 
 
 # -- reflect ---------------------------------------------------------------------------
