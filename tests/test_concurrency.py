@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,7 @@ WRITER = textwrap.dedent(
     import sys
     from mdmem import Vault
     vault = Vault.open(sys.argv[1], agent=sys.argv[2])
+    print("ready", flush=True)
     for i in range(int(sys.argv[3])):
         vault.remember(f"{sys.argv[2]} fact number {i}")
     """
@@ -34,6 +36,7 @@ def _spawn(vault: Vault, agent: str, n: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(vault.root), agent, str(n)],
         env={**os.environ},
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
 
@@ -46,6 +49,18 @@ def _memory_ids(vault: Vault) -> list[str]:
         parsed = parse(path.relative_to(vault.root).as_posix(), decode(path.read_bytes()))
         ids += [b.id for b in parsed.memories()]
     return ids
+
+
+def _wait_for_text(path: Path, text: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if text in path.read_text(encoding="utf-8"):
+                return
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"{text!r} never reached {path}")
 
 
 @pytest.mark.slow
@@ -72,9 +87,14 @@ def test_writer_killed_in_a_loop_leaves_parseable_files_and_no_stale_lock(vault:
     rng = random.Random(7)
     for round_ in range(12):
         proc = _spawn(vault, f"victim-{round_}", 10_000)
-        time.sleep(rng.uniform(0.3, 1.2))
+        # Time the kill from the moment the writer is open, not from spawn:
+        # on a loaded machine the import alone can outlast a fixed delay.
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        if round_ == 0:
+            _wait_for_text(vault.root / "MEMORY.md", "victim-0 fact number 0")
+        time.sleep(rng.uniform(0.0, 0.6))
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.communicate(timeout=30)
     # Every file parses: no half-written memory anywhere.
     reopened = Vault.open(vault.root, agent="survivor")
     assert reopened.status().skipped == {}
