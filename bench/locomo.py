@@ -3,7 +3,8 @@
 Usage: python bench/locomo.py [--data FILE] [--embedder minilm|hash] [--json]
                               [--limit-conversations N] [--limit-questions N]
                               [--failures N] [--text-style said|plain|dated|reply]
-                              [--speaker-tags] [--query-style raw|keywords|keywords-nonames]
+                              [--speaker field|tag|none] [--no-threads]
+                              [--query-style raw|keywords|keywords-nonames]
                               [--fusion rrf|blend]
 
 Each conversation becomes its own vault with one memory per dialog turn
@@ -24,11 +25,15 @@ skipped; all three are counted. ``--failures N`` prints headline questions
 where hybrid recall put no evidence turn in its top 5, with the evidence and
 what came back instead.
 
-Levers an agent host controls (defaults measure recall as shipped):
+Levers an agent host controls (defaults measure recall as shipped, with the
+host recording who said each turn, as ``vault.session`` does):
 ``--text-style`` how a turn is written (``reply`` adds the question it
-answers), ``--speaker-tags`` tags each turn with its speaker (so the vault's
-tag boost and tag field see the name), ``--query-style`` how the question is
-turned into a recall query (``keywords`` drops question words).
+answers); ``--speaker`` how the speaker is recorded: ``field`` (default,
+``[speaker:: Caroline]``, which makes the turns a conversation for
+recall's people and thread signals, see mdmem.conversation), ``tag``
+(``#caroline``) or ``none``; ``--query-style`` how the question is turned
+into a recall query (``keywords`` drops question words). ``--no-threads``
+sets the thread weights to 0 (the ablation of that signal).
 
 The data set is read from ``--data`` (default ``<repo>/../shared/bench-data/
 locomo-dev.json``) and is never copied into the repository.
@@ -71,8 +76,8 @@ METRICS = ("R@1", "R@5", "R@10", "R@25", "all@5", "MRR")
 # Knobs of [recall] that would hide what retrieval itself finds: every turn of
 # a conversation is old and equally "recent", and a floor drops candidates the
 # metric should still see at rank 11-25. Only fields the installed
-# RecallSettings has are applied (and printed). Tag boost stays as shipped:
-# it only acts with --speaker-tags.
+# RecallSettings has are applied (and printed). Tag boost and the thread
+# weights stay as shipped (--no-threads zeroes the latter).
 RECALL_OVERRIDES: dict[str, Any] = {
     "recency_weight": 0.0,
     "min_relevance": 0.0,
@@ -115,11 +120,13 @@ def score(ranked: Sequence[str], evidence: set[str]) -> dict[str, float]:
     }
 
 
-def recall_overrides(fusion: str | None = None) -> dict[str, Any]:
+def recall_overrides(fusion: str | None = None, threads: bool = True) -> dict[str, Any]:
     from mdmem.config import RecallSettings
 
     known = {f.name for f in fields(RecallSettings)}
     wanted = {**RECALL_OVERRIDES, **({"fusion": fusion} if fusion else {})}
+    if not threads:
+        wanted |= {"thread_reply_weight": 0.0, "thread_continuation_weight": 0.0}
     return {k: v for k, v in wanted.items() if k in known}
 
 
@@ -144,13 +151,20 @@ def ingest(conv: Conversation, root: Path, args: argparse.Namespace) -> tuple[An
         agent="locomo-bench",
         secrets="off",  # chat text is not ours to refuse; the guard is not under test
         embedder={"provider": args.embedder},
-        recall=recall_overrides(args.fusion),
+        recall=recall_overrides(args.fusion, not args.no_threads),
     )
     ids: dict[str, str] = {}
     with vault.batch(f"locomo {conv.sample_id}"):
         for turn, text in zip(conv.turns, turn_texts(conv, args.text_style), strict=True):
-            tags = [speaker_tag(turn.speaker)] if args.speaker_tags else []
-            m = vault.remember(text, kind="fact", tags=[t for t in tags if t], created=turn.when)
+            tags = [speaker_tag(turn.speaker)] if args.speaker == "tag" else []
+            said_by = [("speaker", turn.speaker)] if args.speaker == "field" else []
+            m = vault.remember(
+                text,
+                kind="fact",
+                tags=[t for t in tags if t],
+                fields=said_by,
+                created=turn.when,
+            )
             ids[turn.dia_id] = m.id
     return vault, ids
 
@@ -281,9 +295,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "data": str(args.data),
         "embedder": args.embedder,
         "text_style": args.text_style,
-        "speaker_tags": args.speaker_tags,
+        "speaker": args.speaker,
+        "threads": not args.no_threads,
         "query_style": args.query_style,
-        "recall_overrides": recall_overrides(args.fusion),
+        "recall_overrides": recall_overrides(args.fusion, not args.no_threads),
         "notes": notes,
         "counts": {
             **counts,
@@ -321,7 +336,7 @@ def report(res: dict[str, Any]) -> None:
     cats = res["counts"]["by_category"]
     print(
         f"LoCoMo retrieval: {res['data']}  embedder={res['embedder']}  "
-        f"text={res['text_style']}  speaker_tags={res['speaker_tags']}  "
+        f"text={res['text_style']}  speaker={res['speaker']}  threads={res['threads']}  "
         f"query={res['query_style']}\nrecall overrides={res['recall_overrides']}"
     )
     for note in res["notes"]:
@@ -396,7 +411,8 @@ def main() -> None:
     parser.add_argument("--limit-questions", type=int, default=0, help="per conversation")
     parser.add_argument("--failures", type=int, default=0, metavar="N")
     parser.add_argument("--text-style", choices=("said", "plain", "dated", "reply"), default="said")
-    parser.add_argument("--speaker-tags", action="store_true")
+    parser.add_argument("--speaker", choices=("field", "tag", "none"), default="field")
+    parser.add_argument("--no-threads", action="store_true")
     parser.add_argument(
         "--fusion", choices=("rrf", "blend"), default=None, help="[recall] fusion (default: as set)"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .blocks import ParsedFile, parse
+from .conversation import name_tokens, people_of
 from .manifest import Manifest
 from .models import Block
 from .textfile import SkipFile, decode
@@ -60,6 +62,8 @@ class Catalog:
         self._by_id: dict[str, str] = {}
         self._blocks: dict[str, Block] = {}
         self._by_hash: dict[tuple[str, str], set[str]] = {}
+        self._people: Counter[str] = Counter()  # speaker/contact field values
+        self._people_tokens: set[str] | None = None
 
     def reset(self) -> None:
         """Forget everything parsed; the next scan reads every file again."""
@@ -69,6 +73,8 @@ class Catalog:
         self._by_id.clear()
         self._blocks.clear()
         self._by_hash.clear()
+        self._people.clear()
+        self._people_tokens = None
 
     def load_manifest(self, manifest: Manifest) -> None:
         """Take files the indexes already hold from the manifest, unparsed.
@@ -112,6 +118,17 @@ class Catalog:
                 if block.is_memory or not memories_only:
                     yield block
 
+    def blocks_in(self, path: str) -> list[Block]:
+        """The parsed blocks of one file (empty if it is not known)."""
+        state = self.files.get(path)
+        return state.parsed.blocks if state is not None else []
+
+    def people(self) -> set[str]:
+        """Name words of the people memories name (``speaker``/``contact``)."""
+        if self._people_tokens is None:
+            self._people_tokens = name_tokens(+self._people)
+        return self._people_tokens
+
     def has_id(self, block_id: str) -> bool:
         return block_id in self._by_id
 
@@ -140,6 +157,13 @@ class Catalog:
         self._blocks[block.id] = block
         if block.is_memory:
             self._by_hash.setdefault((block.scope, block.content_hash), set()).add(block.id)
+            self._count_people(block, 1)
+
+    def _count_people(self, block: Block, delta: int) -> None:
+        names = people_of(block)
+        if names:
+            self._people.update({name: delta for name in names})
+            self._people_tokens = None
 
     def touch(self, path: str, sig: Signature, tf: Any) -> None:
         """The file on disk now matches the parse we hold: record its stat."""
@@ -167,6 +191,8 @@ class Catalog:
             if self._by_id.get(block.id) == path:
                 del self._by_id[block.id]
                 self._blocks.pop(block.id, None)
+            if block.is_memory:
+                self._count_people(block, -1)
             ids = self._by_hash.get((block.scope, block.content_hash))
             if ids is not None:
                 ids.discard(block.id)

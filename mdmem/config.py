@@ -76,6 +76,10 @@ class RecallSettings:
     min_vector: float = 0.3
     trust_weight: float = 0.0
     human_weight: float = 0.0
+    # Conversation turns inherit relevance: the reply to a matching question,
+    # and the same speaker's next turn (mdmem.conversation); 0 turns it off.
+    thread_reply_weight: float = 0.3
+    thread_continuation_weight: float = 0.1
     rerank: bool = False
 
 
@@ -197,6 +201,9 @@ def load_settings(
         raise ConfigError("secrets: expected refuse, redact or off")
     if settings.recall.fusion not in ("rrf", "blend"):
         raise ConfigError("recall.fusion: expected rrf or blend")
+    for name in ("thread_reply_weight", "thread_continuation_weight"):
+        if not 0.0 <= getattr(settings.recall, name) <= 1.0:
+            raise ConfigError(f"recall.{name}: expected a number from 0 to 1")
     return settings
 
 

@@ -540,7 +540,11 @@ class KeywordIndex:
         # also picks up commits made by other processes.
         old = self._searcher
         if old is None:
-            self._searcher = self._ix.searcher()
+            from whoosh import scoring
+
+            from .bm25 import K1, B
+
+            self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=B, K1=K1))
         else:
             self._searcher = old.refresh()
         if self._searcher is not old:

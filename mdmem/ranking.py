@@ -29,6 +29,7 @@ __all__ = [
     "fuse_blend",
     "fuse_rrf",
     "passes_floor",
+    "query_words",
     "recency",
     "tag_boost",
 ]
@@ -207,7 +208,15 @@ def _variants(word: str) -> set[str]:
     return out
 
 
-def tag_boost(query: str, tags: Collection[str], *, boost: float = 0.1) -> float:
+def query_words(query: str) -> frozenset[str]:
+    """The casefolded, lightly stemmed words of a query, for :func:`tag_boost`."""
+    words: set[str] = set()
+    for w in _WORD.findall(query.casefold()):
+        words |= _variants(w)
+    return frozenset(words)
+
+
+def tag_boost(query: str | frozenset[str], tags: Collection[str], *, boost: float = 0.1) -> float:
     """``boost`` when a query word names one of ``tags``, else 0.0.
 
     Why: Otto adds +0.1 similarity when a memory's tags appear in the query —
@@ -215,12 +224,11 @@ def tag_boost(query: str, tags: Collection[str], *, boost: float = 0.1) -> float
     Words are casefolded and lightly stemmed (plural ``s``/``es``); a
     hierarchical tag ``a/b`` matches on any segment, and a segment made of
     parts (``machine-learning``, ``bug_fix``) matches when all its parts are
-    query words. Added once per memory, however many tags match.
+    query words. Added once per memory, however many tags match. ``query``
+    may be given as :func:`query_words` (recall computes them once).
     """
-    words: set[str] = set()
-    for w in _WORD.findall(query.casefold()):
-        words |= _variants(w)
-    if not words:
+    words = query_words(query) if isinstance(query, str) else query
+    if not words or not tags:
         return 0.0
     for tag in tags:
         for segment in tag.casefold().lstrip("#").split("/"):

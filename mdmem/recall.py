@@ -9,6 +9,7 @@ file, line range and citation. See :mod:`mdmem.ranking` for the formulas.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from . import ranking
 from .blocks import parse_datetime, validate_scope
+from .conversation import Threads, people_of, strip_people, thread_bonus
 from .errors import InvalidInputError
 from .models import KINDS, Block, Hit, Recall
 
@@ -152,8 +154,13 @@ def run_recall(
     now: datetime | None = None,
     trust_of: Callable[[str], float | None] | None = None,
     human_of: Callable[[Block], bool] | None = None,
+    threads: Threads | None = None,
 ) -> Recall:
-    """The ranking pipeline over already-fresh indexes."""
+    """The ranking pipeline over already-fresh indexes.
+
+    ``threads`` (the vault's conversation order and known people) enables
+    the people and thread signals of :mod:`mdmem.conversation`.
+    """
     started = time.perf_counter()
     now = now or datetime.now(UTC)
     pool = max(settings.candidates, q.k * 4)
@@ -172,7 +179,8 @@ def run_recall(
             degraded = vectors is None or embedder is None or bool(keyword)
         else:
             degraded = bool(indexer.missing_vectors)
-            query_vec = embedder.embed_query(q.query)
+            people = threads.people() if threads is not None else ()
+            query_vec = embedder.embed_query(strip_people(q.query, people))
             vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
 
     if settings.fusion == "blend":
@@ -183,16 +191,42 @@ def run_recall(
         fused = ranking.fuse_rrf(keyword, vector)
 
     min_vector = settings.min_vector if q.mode != "keyword" else None
-    hits: list[Hit] = []
+    admitted: list[tuple[ranking.Candidate, Block]] = []
     for cand in fused:
         block = block_of(cand.id)
         if block is None or not q.admits(block):
             continue
-        if not ranking.passes_floor(
-            cand, min_relevance=settings.min_relevance, min_vector=min_vector
-        ):
-            continue
-        boost = ranking.tag_boost(q.query, block.tags, boost=settings.tag_boost)
+        if ranking.passes_floor(cand, min_relevance=settings.min_relevance, min_vector=min_vector):
+            admitted.append((cand, block))
+    inherited: dict[str, float] = {}
+    if threads is not None:
+        # Only the strongest candidates pass relevance on: a share of a weak
+        # one cannot lift its reply into the top k, and each costs a lookup.
+        sources = heapq.nlargest(max(2 * q.k, 20), admitted, key=lambda a: a[0].relevance)
+        inherited = thread_bonus(
+            {cand.id: cand.relevance for cand, _ in sources},
+            block_of,
+            threads,
+            reply_weight=settings.thread_reply_weight,
+            continuation_weight=settings.thread_continuation_weight,
+        )
+        have = {cand.id for cand, _ in admitted}
+        below_floor = {cand.id: cand for cand in fused}
+        for turn_id in sorted(inherited.keys() - have):
+            # A reply the indexes missed, or ranked under the floor: it is
+            # here for its question's sake.
+            turn = block_of(turn_id)
+            if turn is not None and q.admits(turn):
+                cand = below_floor.get(turn_id) or ranking.Candidate(
+                    turn_id, 0.0, None, None, None, None
+                )
+                admitted.append((cand, turn))
+    words = ranking.query_words(q.query)
+    ranked: list[_Scored] = []
+    for cand, block in admitted:
+        thread = inherited.get(cand.id, 0.0)
+        relevance = cand.relevance + thread
+        boost = ranking.tag_boost(words, (*block.tags, *people_of(block)), boost=settings.tag_boost)
         recency_value = (
             ranking.recency(block.created, now, half_life_days=settings.recency_half_life_days)
             if settings.recency_weight > 0
@@ -200,7 +234,7 @@ def run_recall(
         )
         trust = trust_of(block.id) if trust_of is not None and settings.trust_weight > 0 else None
         score = ranking.final_score(
-            cand.relevance,
+            relevance,
             recency_value=recency_value,
             recency_weight=settings.recency_weight,
             boost=boost,
@@ -211,23 +245,22 @@ def run_recall(
         if human_of is not None and settings.human_weight > 0 and human_of(block):
             human_bonus = settings.human_weight
             score += human_bonus
-        scores = {"relevance": round(cand.relevance, 6)}
-        if cand.keyword is not None:
-            scores["keyword"] = round(cand.keyword, 6)
-            scores["keyword_rank"] = float(cand.keyword_rank or 0)
-        if cand.vector is not None:
-            scores["vector"] = round(cand.vector, 6)
-            scores["vector_rank"] = float(cand.vector_rank or 0)
-        if recency_value is not None:
-            scores["recency"] = round(recency_value, 6)
-        if boost:
-            scores["tag_boost"] = boost
-        if trust is not None:
-            scores["trust"] = trust
-        if human_bonus:
-            scores["human"] = human_bonus
-        hits.append(_hit(block, score, scores))
-    hits.sort(key=lambda h: (-h.score, h.id))
+        ranked.append(
+            _Scored(
+                round(score, 6),
+                cand,
+                block,
+                relevance,
+                thread,
+                boost,
+                recency_value,
+                trust,
+                human_bonus,
+            )
+        )
+    ranked.sort(key=lambda r: (-r.score, r.block.id))
+    # Hits (and their score breakdowns) only for what is returned.
+    hits = [r.hit() for r in ranked[: q.k]]
     return Recall(
         query=q.query,
         items=hits[: q.k],
@@ -288,6 +321,40 @@ def _vector_candidates(
         return kept[:pool]
     allowed = [i for i in vectors.ids() if (b := block_of(i)) is not None and q.admits(b)]
     return vectors.search(query_vec, pool, allowed=allowed)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class _Scored:
+    score: float
+    cand: ranking.Candidate
+    block: Block
+    relevance: float
+    thread: float
+    boost: float
+    recency: float | None
+    trust: float | None
+    human: float
+
+    def hit(self) -> Hit:
+        cand = self.cand
+        scores = {"relevance": round(self.relevance, 6)}
+        if cand.keyword is not None:
+            scores["keyword"] = round(cand.keyword, 6)
+            scores["keyword_rank"] = float(cand.keyword_rank or 0)
+        if cand.vector is not None:
+            scores["vector"] = round(cand.vector, 6)
+            scores["vector_rank"] = float(cand.vector_rank or 0)
+        if self.recency is not None:
+            scores["recency"] = round(self.recency, 6)
+        if self.thread:
+            scores["thread"] = round(self.thread, 6)
+        if self.boost:
+            scores["tag_boost"] = self.boost
+        if self.trust is not None:
+            scores["trust"] = self.trust
+        if self.human:
+            scores["human"] = self.human
+        return _hit(self.block, self.score, scores)
 
 
 def _hit(block: Block, score: float, scores: dict[str, float]) -> Hit:

@@ -17,10 +17,12 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .blocks import parse
+from .conversation import FileOrder, name_tokens, people_of
 from .errors import InvalidInputError
 from .indexer import _embed_key, embed_text, indexable
 from .keyword_index import KeywordIndex
@@ -78,6 +80,17 @@ class Snapshot:
     vectors: VectorIndex | None
     embedder: Embedder | None
     missing_vectors: set[str] = field(default_factory=set)
+
+    @cached_property
+    def threads(self) -> FileOrder:
+        by_path: dict[str, list[Block]] = {}
+        names: list[str] = []
+        for block in self.blocks.values():
+            by_path.setdefault(block.path, []).append(block)
+            if block.is_memory:
+                names += people_of(block)
+        people = name_tokens(names)
+        return FileOrder(lambda path: by_path.get(path, []), lambda: people)
 
     def close(self) -> None:
         self.keyword.close()
@@ -239,6 +252,6 @@ def _prune(vault: Vault, keep: str) -> None:
 def recall_as_of(vault: Vault, q: RecallQuery, as_of: Any) -> Recall:
     sha = resolve_commit(vault, as_of)
     snap = snapshot(vault, sha)
-    result = run_recall(q, snap, snap.blocks.get, vault.settings.recall)
+    result = run_recall(q, snap, snap.blocks.get, vault.settings.recall, threads=snap.threads)
     items = [replace(hit, commit=sha) for hit in result.items]
     return replace(result, items=items)

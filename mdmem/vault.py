@@ -28,6 +28,7 @@ from filelock import Timeout as FileLockTimeout
 from . import blocks as blk
 from .catalog import Catalog, signature_of
 from .config import Settings, load_settings, state_dir_for
+from .conversation import FileOrder
 from .doctor import DoctorReport, run_doctor
 from .errors import (
     ConflictError,
@@ -77,6 +78,7 @@ MAX_MEMORY_CHARS = 20_000
 _CAS_ATTEMPTS = 100
 _CONTENDED_AFTER = 5
 _CAREFUL_WAIT = 0.02
+_APPEND_MERGES = 3  # re-stagings per swap when someone keeps appending to the file
 _MAX_ID_TRAILERS = 100
 _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
 _TAG_OK = re.compile(r"^[A-Za-z_][\w/-]{0,63}$")
@@ -201,6 +203,7 @@ class Vault:
         self._foreign_edit_at: dict[str, float] = {}
         self._orphans: list[tuple[int, int, Path, float]] = []
         self.indexer = Indexer(self.state_dir, settings, self.catalog)
+        self._threads = FileOrder(self.catalog.blocks_in, self.catalog.people)
         self._indexed_head: str | None = None
         self._follow_head()
         self.indexer.boot()
@@ -766,6 +769,7 @@ class Vault:
             self.settings.recall,
             trust_of=self._trust_of,
             human_of=self._written_by_human if self.settings.recall.human_weight > 0 else None,
+            threads=self._threads,
         )
         self._note_hits(result.items)  # usefulness signals (issue 4)
         return Recall(
@@ -1225,19 +1229,35 @@ class Vault:
         # fsync moves after the rename, shrinking the read-to-rename window
         # to microseconds; the write is still atomic, and durable on return.
         ours = pending.tf.to_bytes()
-        tmp = write_temp(full, ours, fsync=not contended)
+        expected = pending.original
+        synced = not contended
+        tmp = write_temp(full, ours, fsync=synced)
         old_fd = None
         try:
-            try:
-                old_fd = os.open(full, os.O_RDONLY)
-                current: bytes | None = _read_fd(old_fd)
-            except FileNotFoundError:
-                current = None
-            if current != pending.original:
+            for _ in range(_APPEND_MERGES + 1):
+                try:
+                    old_fd = os.open(full, os.O_RDONLY)
+                    current: bytes | None = _read_fd(old_fd)
+                except FileNotFoundError:
+                    current = None
+                if current == expected:
+                    break
+                merged = _after_their_appends(expected, ours, current, pending.only_appends)
+                discard_temp(tmp)
+                if merged is None:
+                    return False
+                # Both sides only appended: our lines go after theirs, with
+                # no replay, so a fast typist cannot starve the write.
+                if old_fd is not None:
+                    os.close(old_fd)
+                    old_fd = None
+                expected, ours, synced = current, merged, False
+                tmp = write_temp(full, ours, fsync=False)
+            else:
                 discard_temp(tmp)
                 return False
             install_temp(tmp, full)
-            if contended:
+            if not synced:
                 fsync_file(full)
             if careful:
                 # An editor that opened the file just before the rename may
@@ -1253,6 +1273,12 @@ class Vault:
                     now_new = full.read_bytes()
                 except FileNotFoundError:
                     now_new = ours
+                if current is not None and theirs.startswith(current) and now_new.startswith(ours):
+                    # They only appended: keep our edit and put their lines
+                    # after it. Replaying instead could starve the write, as
+                    # a fast typist appends inside every wait window.
+                    atomic_write(full, now_new + theirs[len(current) :])
+                    return True
                 if now_new.startswith(ours):
                     theirs += now_new[len(ours) :]
                 atomic_write(full, theirs)
@@ -1568,6 +1594,19 @@ class Vault:
                 subject=subject,
                 trailers=[("Op", op), *trailers, *(("Memory-Id", i) for i in ids[:20])],
             )
+
+
+def _after_their_appends(
+    original: bytes | None, ours: bytes, current: bytes | None, only_appends: bool
+) -> bytes | None:
+    """``current`` plus the lines we appended to ``original``; None unless both only appended."""
+    if not only_appends or original is None or current is None:
+        return None
+    if not (original.endswith(b"\n") and current.endswith(b"\n")):
+        return None
+    if not (current.startswith(original) and ours.startswith(original)):
+        return None
+    return current + ours[len(original) :]
 
 
 def _read_fd(fd: int) -> bytes:

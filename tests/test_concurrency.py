@@ -35,7 +35,10 @@ WRITER = textwrap.dedent(
 def _spawn(vault: Vault, agent: str, n: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(vault.root), agent, str(n)],
-        env={**os.environ},
+        # Correctness, not latency, is under test: the vault lock is not fair,
+        # and on a loaded machine one of eight writers can wait past the
+        # default 120 s for its turn.
+        env={**os.environ, "MDMEM_GIT_LOCK_TIMEOUT": "1200"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -143,3 +146,43 @@ def test_human_appending_to_user_md_while_agent_remembers(vault: Vault) -> None:
         assert f"^{memory_id}" in text
     authors = set(git(vault.root, "log", "--format=%an", "--", "USER.md").split("\n")) - {""}
     assert "test-agent" in authors and len(authors) >= 2
+
+
+def test_append_during_the_write_is_merged_without_a_replay(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mdmem.vault as vault_module
+
+    user_md = vault.root / "USER.md"
+    real_write_temp = vault_module.write_temp
+    typed = []
+
+    def human_types_meanwhile(path: Path, data: bytes, **kwargs: object) -> Path:
+        # Each time mdmem stages its copy, the human saves one more line:
+        # a replay would never catch up.
+        if path == user_md and len(typed) < 2:
+            line = f"- typed while mdmem wrote {len(typed)}\n"
+            with open(user_md, "a", encoding="utf-8") as fh:
+                fh.write(line)
+            typed.append(line.strip())
+        return real_write_temp(path, data, **kwargs)  # type: ignore[arg-type]
+
+    loads = []
+    real_load = Vault._load_pending
+
+    def counting_load(self: Vault, *args: object, **kwargs: object) -> object:
+        loads.append(args)
+        return real_load(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Vault, "_load_pending", counting_load)
+    vault.remember("prefers light mode", kind="preference")
+    plain_loads, loads[:] = len(loads), []
+    monkeypatch.setattr(vault_module, "write_temp", human_types_meanwhile)
+    memory = vault.remember("prefers dark mode", kind="preference")
+    assert len(loads) == plain_loads  # merged at the swap, never replayed
+    text = user_md.read_text(encoding="utf-8")
+    assert all(line in text for line in typed) and len(typed) == 2
+    assert text.index(typed[-1]) < text.index(f"^{memory.id}")  # ours goes after theirs
+    assert vault.get(memory.id).text == "prefers dark mode"
+    vault.commit_human_edits()
+    assert git(vault.root, "status", "--porcelain") == ""
