@@ -214,6 +214,43 @@ class GitStore:
             paths.append(path)
         return paths
 
+    def may_have_refs(self, prefix: str) -> bool:
+        """False only when surely no ref starts with ``prefix`` (read from files, no process).
+
+        For checks made on every write: a vault without such refs answers
+        from a ``stat`` and a read of packed-refs. Unusual layouts (a worktree,
+        reftable) answer True, and the caller asks git.
+        """
+        git_dir = self.root / ".git"
+        if not git_dir.is_dir() or (git_dir / "reftable").exists():
+            return True
+        folder = git_dir / prefix.rsplit("/", 1)[0]
+        try:
+            if any(folder.iterdir()):
+                return True
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        try:
+            return f" {prefix}" in (git_dir / "packed-refs").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+
+    def operation_in_progress(self) -> str | None:
+        """ "merge", "rebase", "revert" or "cherry-pick" when one was left unfinished."""
+        git_dir = self.root / ".git"
+        for marker, name in (
+            ("MERGE_HEAD", "merge"),
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase"),
+            ("REVERT_HEAD", "revert"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+        ):
+            if (git_dir / marker).exists():
+                return name
+        return None
+
     def config(self, key: str) -> str:
         return self.run("config", "--get", key, ok_codes=(0, 1))
 

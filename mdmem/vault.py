@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # issue 4: consolidation & lifecycle types
     from .llm import LLMClient
     from .models import Hit
     from .reflect import FlushResult, Reflection
+    from .review import Review, ReviewDecision, UndoResult
     from .sessions import Session
     from .usefulness import Usefulness, UsefulnessStore
 
@@ -1327,19 +1328,59 @@ class Vault:
         force: bool = False,
         entries: list[Block] | None = None,
         reason: str = "manual",
+        review: bool | None = None,
     ) -> ConsolidationResult:
         """Fold pending session entries into episode notes and facts (one commit).
 
         ``llm``: default the configured model, else the extractive summariser.
         ``dry_run``: compute everything, write nothing, return the diff.
         ``force``: accept drafts the drop-ratio safety check would reject.
+        ``review``: commit to a branch ``mdmem/consolidate-<date>`` for a person
+        to merge or reject, leaving the working tree alone (default: the
+        ``[consolidation] review`` setting); ``.branch`` names it.
         """
         from .consolidate import consolidate
 
         client = llm if llm is not None else self.llm_client()
         return consolidate(
-            self, client, dry_run=dry_run, force=force, entries=entries, reason=reason
+            self,
+            client,
+            dry_run=dry_run,
+            force=force,
+            entries=entries,
+            reason=reason,
+            review=self.settings.consolidation.review if review is None else review,
         )
+
+    def reviews(self) -> list[Review]:
+        """Consolidations waiting on review branches, oldest first, with counts."""
+        from .review import reviews
+
+        return reviews(self)
+
+    def review(self, branch: str | None = None) -> Review:
+        """One review (default: the only open one): counts and ``git diff base...branch``."""
+        from .review import review
+
+        return review(self, branch)
+
+    def merge_review(self, branch: str | None = None) -> ReviewDecision:
+        """Merge a review into the current branch (block-aware); ConflictError changes nothing."""
+        from .review import merge
+
+        return merge(self, branch)
+
+    def reject_review(self, branch: str | None = None) -> ReviewDecision:
+        """Delete a review branch; its session entries are pending again."""
+        from .review import reject
+
+        return reject(self, branch)
+
+    def undo(self, commit: str) -> UndoResult:
+        """Revert one commit (a consolidation, a review merge...) as a new ``Op: revert`` commit."""
+        from .review import undo
+
+        return undo(self, commit)
 
     def flush(
         self,
