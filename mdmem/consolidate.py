@@ -146,7 +146,7 @@ class ConsolidationResult:
     dropped: list[str] = field(default_factory=list)  # given facts the drafts did not carry
     dry_run: bool = False
     diff: str = ""
-    commit: str | None = None
+    commit: str | None = None  # in review mode the commit on ``branch``, not on HEAD
     branch: str | None = None  # review mode: the branch holding the commit
     model: str = "extractive"
     llm_requests: int = 0

@@ -214,28 +214,35 @@ class GitStore:
             paths.append(path)
         return paths
 
-    def may_have_refs(self, prefix: str) -> bool:
-        """False only when surely no ref starts with ``prefix`` (read from files, no process).
+    def refs_under(self, prefix: str) -> dict[str, str] | None:
+        """Refs starting with ``prefix`` -> sha, read from the ref files (no process).
 
-        For checks made on every write: a vault without such refs answers
-        from a ``stat`` and a read of packed-refs. Unusual layouts (a worktree,
-        reftable) answer True, and the caller asks git.
+        For checks made on every write. None when the layout needs git itself
+        to answer (a worktree, reftable): the caller then asks git.
         """
         git_dir = self.root / ".git"
         if not git_dir.is_dir() or (git_dir / "reftable").exists():
-            return True
-        folder = git_dir / prefix.rsplit("/", 1)[0]
+            return None
+        found: dict[str, str] = {}
         try:
-            if any(folder.iterdir()):
-                return True
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        try:
-            return f" {prefix}" in (git_dir / "packed-refs").read_text(encoding="utf-8")
+            for line in (git_dir / "packed-refs").read_text(encoding="utf-8").splitlines():
+                sha, _sep, ref = line.partition(" ")
+                if ref.startswith(prefix) and not line.startswith(("#", "^")):
+                    found[ref] = sha
         except FileNotFoundError:
-            return False
+            pass
         except OSError:
-            return True
+            return None
+        folder = git_dir / prefix.rsplit("/", 1)[0]
+        if folder.is_dir():
+            try:
+                for path in folder.rglob("*"):
+                    ref = path.relative_to(git_dir).as_posix()
+                    if ref.startswith(prefix) and path.is_file() and not ref.endswith(".lock"):
+                        found[ref] = path.read_text(encoding="utf-8").strip()  # loose wins
+            except OSError:
+                return None
+        return found
 
     def operation_in_progress(self) -> str | None:
         """ "merge", "rebase", "revert" or "cherry-pick" when one was left unfinished."""

@@ -30,19 +30,18 @@ from __future__ import annotations
 import logging
 import re
 import tempfile
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from . import blocks as blk
 from .catalog import EXCLUDED_DIRS
 from .errors import ConfigError, ConflictError, GitError, InvalidInputError
-from .gitnative import _rev_parse
+from .gitnative import _rev_parse, parsed_at
 from .gitstore import Identity, format_message
 from .models import Block
 from .sync import _driver_config, _first_line, _is_ancestor
-from .textfile import SkipFile, decode
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -67,6 +66,9 @@ log = logging.getLogger("mdmem")
 BRANCH_PREFIX = "mdmem/consolidate-"
 _BRANCH = re.compile(r"^mdmem/consolidate-(\d{4}-\d\d-\d\d)(?:-(\d{1,4}))?$")
 _FACT_KINDS = frozenset({"fact", "preference", "learning", "world"})  # consolidate.FACT_KINDS
+_HELD: weakref.WeakKeyDictionary[Vault, tuple[tuple[tuple[str, str], ...], Held]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ class ReviewDecision:
     """A review merged (``commit`` is the merge) or rejected (the branch is gone)."""
 
     branch: str
-    action: str  # "merged" | "rejected"
+    action: Literal["merged", "rejected"]
     commit: str | None
     review: Review
 
@@ -130,11 +132,19 @@ class UndoResult:
 def held(vault: Vault) -> Held:
     """Entries and episode paths of review commits the current branch does not have yet.
 
-    Asked on every automatic-consolidation check, so a vault without review
-    branches answers from the ref files alone, without starting git.
+    Asked on every automatic-consolidation check (each session write), so it
+    answers from the ref files while the review branches stay as they are:
+    git is asked again only when one is made, moved or deleted. HEAD moving
+    does not matter, save when a person merges a branch by hand - and then
+    its entries carry their ``consolidated`` field and are not pending anyway.
     """
-    if not vault.git.may_have_refs(f"refs/heads/{BRANCH_PREFIX}"):
+    refs = vault.git.refs_under(f"refs/heads/{BRANCH_PREFIX}")
+    if refs == {}:
         return Held()
+    key = tuple(sorted(refs.items())) if refs is not None else None
+    cached = _HELD.get(vault)
+    if key is not None and cached is not None and cached[0] == key:
+        return cached[1]
     out = vault.git.run(
         "log",
         "-z",
@@ -147,12 +157,15 @@ def held(vault: Vault) -> Held:
     )
     entries: set[str] = set()
     episodes: set[str] = set()
-    for key, value in _trailers(out):
-        if key == "Entries":
+    for trailer, value in _trailers(out):
+        if trailer == "Entries":
             entries.update(value.split())
-        elif key == "Episode":
+        elif trailer == "Episode":
             episodes.add(value)
-    return Held(frozenset(entries), frozenset(episodes))
+    found = Held(frozenset(entries), frozenset(episodes))
+    if key is not None:
+        _HELD[vault] = (key, found)
+    return found
 
 
 def create_branch(
@@ -284,7 +297,7 @@ def review(vault: Vault, branch: str | None = None) -> Review:
 
 def _branches(vault: Vault) -> list[tuple[str, str]]:
     """(name, sha) of every review branch, by date then suffix."""
-    if not vault.git.may_have_refs(f"refs/heads/{BRANCH_PREFIX}"):
+    if vault.git.refs_under(f"refs/heads/{BRANCH_PREFIX}") == {}:
         return []
     out = vault.git.run("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/mdmem/")
     found: list[tuple[tuple[str, int], str, str]] = []
@@ -389,14 +402,9 @@ def _memories_at(vault: Vault, rev: str, paths: list[str]) -> dict[str, Block]:
     """Memory blocks (by id) of ``paths`` as they are at ``rev``."""
     found: dict[str, Block] = {}
     for path in paths:
-        raw = vault.git.show(rev, path)
-        if raw is None:
-            continue
-        try:
-            parsed = blk.parse(path, decode(raw))
-        except SkipFile:
-            continue
-        found.update((b.id, b) for b in parsed.blocks if b.is_memory)
+        parsed = parsed_at(vault, rev, path)
+        if parsed is not None:
+            found.update((b.id, b) for b in parsed.blocks if b.is_memory)
     return found
 
 
@@ -451,7 +459,9 @@ def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
                 )
             raise GitError(f"git merge: {_first_line(err) or _first_line(out)}")
         commit = git.head()
-        git.run("update-ref", "-d", f"refs/heads/{name}", sha)
+        status, _out, err = git.execute("update-ref", "-d", f"refs/heads/{name}", sha)
+        if status != 0:  # someone moved the branch meanwhile: the merge stands, the branch stays
+            log.warning("merged %s but could not delete it: %s", name, _first_line(err))
         _follow(vault)
     log.info("merged review %s into %s (%s)", name, current, (commit or "")[:10])
     return ReviewDecision(branch=name, action="merged", commit=commit, review=found)

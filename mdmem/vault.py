@@ -39,7 +39,7 @@ from .errors import (
     VaultFileError,
     VaultNotFoundError,
 )
-from .gitnative import Changes, LineAuthor, Provenance
+from .gitnative import Changes, LineAuthor, Provenance, parsed_at
 from .gitstore import CommitInfo, GitStore, Identity, format_message
 from .ids import IdIssuer, normalize_id
 from .indexer import Indexer, IndexStats
@@ -578,14 +578,8 @@ class Vault:
             paths = [line.split(":", 1)[1] for line in listing.splitlines() if ":" in line]
             found: Block | None = None
             for path in paths:
-                raw = self.git.show(info.sha, path)
-                if raw is None:
-                    continue
-                try:
-                    parsed = blk.parse(path, decode(raw))
-                except SkipFile:
-                    continue
-                found = parsed.by_id(memory_id)
+                parsed = parsed_at(self, info.sha, path)
+                found = parsed.by_id(memory_id) if parsed is not None else None
                 if found is not None:
                     break
             version = Version(

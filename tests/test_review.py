@@ -56,6 +56,14 @@ def fact_texts(vault: Vault, query: str) -> list[str]:
     return [h.text for h in vault.recall(query, kinds=["fact", "preference"]).items]
 
 
+def person_edits(vault: Vault, rel: str, old: str, new: str) -> tuple[dict[str, bytes], str]:
+    """A person changes ``old`` to ``new`` in a file and it is committed; (files, HEAD)."""
+    path = vault.root / rel
+    path.write_text(path.read_text().replace(old, new))
+    vault.commit_human_edits()
+    return snapshot(vault.root), rev(vault, "HEAD")
+
+
 def assert_untouched(vault: Vault, files: dict[str, bytes], head: str) -> None:
     assert snapshot(vault.root) == files
     assert rev(vault, "HEAD") == head
@@ -196,18 +204,19 @@ def test_review_needs_git(tmp_path: Path) -> None:
     assert vault.consolidate(review=True, dry_run=True).branch is None  # a dry run never commits
 
 
-def test_may_have_refs_answers_from_the_ref_files(vault: Vault) -> None:
+def test_refs_under_reads_the_ref_files(vault: Vault) -> None:
     prefix = f"refs/heads/{BRANCH_PREFIX}"
-    assert not vault.git.may_have_refs(prefix)
+    assert vault.git.refs_under(prefix) == {}
     chat(vault, "c1", "My editor is Helix.")
     result = vault.consolidate(review=True)
-    assert vault.git.may_have_refs(prefix)
+    assert vault.git.refs_under(prefix) == {f"refs/heads/{result.branch}": result.commit}
     git(vault.root, "pack-refs", "--all")
     assert not (vault.root / ".git/refs/heads/mdmem").exists()
-    assert vault.git.may_have_refs(prefix)  # packed
+    assert vault.git.refs_under(prefix) == {f"refs/heads/{result.branch}": result.commit}
     assert pending_ids(vault) == []
     vault.reject_review(result.branch)
-    assert not vault.git.may_have_refs(prefix)
+    assert vault.git.refs_under(prefix) == {}
+    assert len(pending_ids(vault)) == 1
 
 
 # -- merge and reject ------------------------------------------------------------------
@@ -271,10 +280,7 @@ def test_a_conflicting_merge_is_reported_and_changes_nothing(vault: Vault) -> No
     chat(vault, "c1", "My editor is Helix.")
     result = vault.consolidate(review=True)
     # A person rewrites the same entry on main meanwhile.
-    session = vault.root / "sessions/c1.md"
-    session.write_text(session.read_text().replace("My editor is Helix.", "My editor is Zed."))
-    vault.commit_human_edits()
-    files, head = snapshot(vault.root), rev(vault, "HEAD")
+    files, head = person_edits(vault, "sessions/c1.md", "editor is Helix.", "editor is Zed.")
 
     with pytest.raises(ConflictError) as info:
         vault.merge_review(result.branch)
@@ -346,10 +352,8 @@ def test_a_conflicting_undo_is_reported_and_changes_nothing(vault: Vault) -> Non
     chat(vault, "c1", "My editor is Helix.")
     result = vault.consolidate()
     assert result.commit
-    memory_md = vault.root / "MEMORY.md"
-    memory_md.write_text(memory_md.read_text().replace("editor is Helix", "editor is Helix 24"))
-    vault.commit_human_edits()
-    files, head = snapshot(vault.root), rev(vault, "HEAD")
+    # A person edits the fact the consolidation wrote.
+    files, head = person_edits(vault, "MEMORY.md", "editor is Helix", "editor is Helix 24")
 
     with pytest.raises(ConflictError) as info:
         vault.undo(result.commit)
