@@ -219,6 +219,27 @@ def test_refs_under_reads_the_ref_files(vault: Vault) -> None:
     assert len(pending_ids(vault)) == 1
 
 
+def test_a_branch_is_built_only_on_files_that_match_head(vault: Vault) -> None:
+    from mdmem.review import create_branch
+
+    memory_md = vault.root / "MEMORY.md"
+    # A person's save that slipped in after the lock committed human edits is
+    # committed as theirs first, so the review commit holds only the agent's change.
+    memory_md.write_text(memory_md.read_text() + "\n- A human note. ^m-01jd3k5x7q0000\n")
+    read = memory_md.read_bytes()
+    branch, commit = create_branch(
+        vault, [("MEMORY.md", read, read + b"- Agent fact.\n")], "consolidate: test", [], []
+    )
+    assert "Op: edit" in message(vault, "HEAD") and rev(vault, f"{commit}^") == rev(vault, "HEAD")
+    assert "A human note." in git(vault.root, "show", "HEAD:MEMORY.md")
+    diff = git(vault.root, "diff", "HEAD", commit).splitlines()
+    assert [x for x in diff if x.startswith("+") and not x.startswith("+++")] == ["+- Agent fact."]
+    # Bytes that are neither on disk nor in HEAD: nothing is written.
+    with pytest.raises(ConflictError, match="changed while the consolidation ran"):
+        create_branch(vault, [("MEMORY.md", b"stale", b"new")], "consolidate: test", [], [])
+    assert review_branches(vault) == [branch]
+
+
 # -- merge and reject ------------------------------------------------------------------
 
 
