@@ -65,7 +65,6 @@ log = logging.getLogger("mdmem")
 
 BRANCH_PREFIX = "mdmem/consolidate-"
 _BRANCH = re.compile(r"^mdmem/consolidate-(\d{4}-\d\d-\d\d)(?:-(\d{1,4}))?$")
-_FACT_KINDS = frozenset({"fact", "preference", "learning", "world"})  # consolidate.FACT_KINDS
 _HELD: weakref.WeakKeyDictionary[Vault, tuple[tuple[tuple[str, str], ...], Held]] = (
     weakref.WeakKeyDictionary()
 )
@@ -355,6 +354,8 @@ def _pick(vault: Vault, branch: str | None) -> tuple[str, str]:
 
 
 def _read(vault: Vault, name: str, sha: str, *, with_diff: bool) -> Review:
+    from .consolidate import FACT_KINDS  # consolidate imports this module
+
     git = vault.git
     base = git.run("merge-base", "HEAD", sha, ok_codes=(0, 1)).strip()
     if not base:
@@ -367,14 +368,12 @@ def _read(vault: Vault, name: str, sha: str, *, with_diff: bool) -> Review:
     before, after = _memories_at(vault, base, paths), _memories_at(vault, sha, paths)
     new = [b for i, b in after.items() if i not in before]
     removed = [b for i, b in before.items() if i not in after]
-    superseded = [
-        b for i, b in after.items() if b.status == "superseded" and i in before
-        and before[i].status != "superseded"
-    ]  # fmt: skip
-    entries = [
-        b for i, b in after.items() if b.field("consolidated") and i in before
-        and not before[i].field("consolidated")
-    ]  # fmt: skip
+    superseded = entries = 0
+    for block_id, now in after.items():
+        was = before.get(block_id)
+        if was is not None:
+            superseded += now.status == "superseded" and was.status != "superseded"
+            entries += bool(now.field("consolidated")) and not was.field("consolidated")
     diff = ""
     if with_diff:
         diff = git.run("diff", "--no-color", "--no-ext-diff", f"{base}...{sha}", "--", strip=False)
@@ -384,11 +383,11 @@ def _read(vault: Vault, name: str, sha: str, *, with_diff: bool) -> Review:
         base=base,
         title=title,
         date=date.strip(),
-        added=sum(1 for b in new if b.kind in _FACT_KINDS),
-        superseded=len(superseded),
+        added=sum(1 for b in new if b.kind in FACT_KINDS),
+        superseded=superseded,
         dropped=len(given_dropped) + len(removed),
         episodes=sum(1 for b in new if b.kind == "episode"),
-        entries=len(entries),
+        entries=entries,
         dropped_facts=[*given_dropped, *(b.text for b in removed)],
         diff=diff,
     )
