@@ -1,7 +1,7 @@
 """CLI commands for consolidation and the memory lifecycle (registered on ``mdmem``).
 
-``consolidate``, ``reflect``, ``feedback``, ``retention``, ``resolve-session``:
-thin views of the Vault methods of the same names.
+``consolidate``, ``review``, ``undo``, ``reflect``, ``feedback``, ``retention``,
+``resolve-session``: thin views of the Vault methods of the same names.
 """
 
 from __future__ import annotations
@@ -9,8 +9,17 @@ from __future__ import annotations
 import click
 
 from .cli import _Context, _emit, json_option, main
+from .review import Review
 
-__all__ = ["consolidate_cmd", "feedback_cmd", "reflect_cmd", "resolve_session_cmd", "retention_cmd"]
+__all__ = [
+    "consolidate_cmd",
+    "feedback_cmd",
+    "reflect_cmd",
+    "resolve_session_cmd",
+    "retention_cmd",
+    "review_cmd",
+    "undo_cmd",
+]
 
 
 @main.command("consolidate")
@@ -18,16 +27,26 @@ __all__ = ["consolidate_cmd", "feedback_cmd", "reflect_cmd", "resolve_session_cm
 @click.option(
     "--force", is_flag=True, help="Accept drafts that would drop more than 25% of given facts."
 )
+@click.option(
+    "--review/--no-review",
+    default=None,
+    help="Commit to a branch mdmem/consolidate-DATE for `mdmem review` "
+    "(default: [consolidation] review).",
+)
 @json_option
 @click.pass_obj
-def consolidate_cmd(obj: _Context, dry_run: bool, force: bool, as_json: bool) -> None:
+def consolidate_cmd(
+    obj: _Context, dry_run: bool, force: bool, review: bool | None, as_json: bool
+) -> None:
     """Fold pending session entries into episode notes and facts (one commit)."""
-    result = obj.vault().consolidate(dry_run=dry_run, force=force)
+    result = obj.vault().consolidate(dry_run=dry_run, force=force, review=review)
 
     def human() -> None:
         if not result.episodes and not result.rejected:
             click.echo("nothing to consolidate")
         verb = "would write" if dry_run else "wrote"
+        if result.branch:
+            verb = f"proposed on {result.branch}:"
         for ep in result.episodes:
             how = "extractive" if ep.extractive else ep.model
             click.echo(f"{verb} {ep.path} ({ep.entries} entries, {len(ep.facts)} facts, {how})")
@@ -46,10 +65,96 @@ def consolidate_cmd(obj: _Context, dry_run: bool, force: bool, as_json: bool) ->
             )
         if dry_run and result.diff:
             click.echo(result.diff, nl=False)
+        if result.branch:
+            click.echo(f"see it with `mdmem review {result.branch}`, then --merge or --reject it")
 
     _emit(result, as_json, human)
     if result.rejected:
         click.get_current_context().exit(1)
+
+
+def _counts(r: Review) -> str:
+    return (
+        f"{r.added} facts added, {r.superseded} superseded, {r.dropped} dropped; "
+        f"{r.episodes} episodes from {r.entries} entries"
+    )
+
+
+@main.command("review")
+@click.argument("branch", required=False)
+@click.option("--merge", "merge", is_flag=True, help="Merge the review into the current branch.")
+@click.option("--reject", "reject", is_flag=True, help="Delete the review branch.")
+@json_option
+@click.pass_obj
+def review_cmd(obj: _Context, branch: str | None, merge: bool, reject: bool, as_json: bool) -> None:
+    """Consolidations waiting for review: list them, show one (counts and diff), merge or reject.
+
+    Without BRANCH: the open reviews (the only one in full); --merge and
+    --reject take the only one.
+    """
+    if merge and reject:
+        raise click.UsageError("say --merge or --reject, not both")
+    vault = obj.vault()
+    if merge or reject:
+        decision = vault.merge_review(branch) if merge else vault.reject_review(branch)
+
+        def decided() -> None:
+            r = decision.review
+            if decision.action == "merged":
+                click.echo(f"merged {r.branch} ({(decision.commit or '')[:10]}): {_counts(r)}")
+            else:
+                click.echo(f"rejected {r.branch}: its {r.entries} entries are pending again")
+
+        _emit(decision, as_json, decided)
+        return
+    if branch is None:
+        open_reviews = vault.reviews()
+        # --json always lists (a stable shape); people see the only review in full.
+        if as_json or len(open_reviews) != 1:
+
+            def listed() -> None:
+                if not open_reviews:
+                    click.echo("no consolidation is waiting for review")
+                for r in open_reviews:
+                    click.echo(f"{r.branch}  {r.commit[:10]}  {_counts(r)}")
+
+            _emit(open_reviews, as_json, listed)
+            return
+        branch = open_reviews[0].branch
+    found = vault.review(branch)
+
+    def shown() -> None:
+        click.echo(f"{found.branch}  {found.commit[:10]}  {found.date}")
+        click.echo(found.title)
+        click.echo(_counts(found))
+        for fact in found.dropped_facts:
+            click.echo(f"  dropped: {fact}")
+        click.echo()
+        click.echo(found.diff, nl=False)
+        click.echo(
+            f"merge it with `mdmem review --merge {found.branch}`, "
+            f"or reject it with `mdmem review --reject {found.branch}`",
+            err=True,
+        )
+
+    _emit(found, as_json, shown)
+
+
+@main.command("undo")
+@click.argument("commit")
+@json_option
+@click.pass_obj
+def undo_cmd(obj: _Context, commit: str, as_json: bool) -> None:
+    """Revert one commit (a consolidation, a review merge...) with a new commit."""
+    result = obj.vault().undo(commit)
+    _emit(
+        result,
+        as_json,
+        lambda: click.echo(
+            f"undid {result.reverted[:10]} ({result.subject}) in {result.commit[:10]}: "
+            + ", ".join(result.paths)
+        ),
+    )
 
 
 @main.command("reflect")

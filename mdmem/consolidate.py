@@ -29,6 +29,10 @@ Flow (OrcBot's short-term → episodic consolidation, written back as markdown):
    confidence, ``extractive``), one line in the daily log, and
    ``[consolidated:: ^<episode id>]`` on every source entry (never deleted).
    ``dry_run`` renders the same edits in memory and returns their diff.
+6. **Review** (``review=True``, or ``[consolidation] review = true``): the
+   same edits become one commit on a branch ``mdmem/consolidate-<date>``
+   instead, for a person to merge or reject (:mod:`mdmem.review`). Entries
+   such a branch holds are not pending meanwhile.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import re
 import time
 import weakref
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
@@ -48,7 +53,8 @@ import yaml
 
 from . import blocks as blk
 from . import extractive
-from .errors import InvalidInputError, LLMError, MdmemError
+from . import review as rv
+from .errors import ConfigError, InvalidInputError, LLMError, MdmemError
 from .llm import DATA_INSTRUCTIONS, data_block
 from .models import Block, Memory
 from .sessions import session_id_of
@@ -137,9 +143,11 @@ class ConsolidationResult:
     pending_before: int = 0
     rejected: list[Rejection] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # given facts the drafts did not carry
     dry_run: bool = False
     diff: str = ""
-    commit: str | None = None
+    commit: str | None = None  # in review mode the commit on ``branch``, not on HEAD
+    branch: str | None = None  # review mode: the branch holding the commit
     model: str = "extractive"
     llm_requests: int = 0
     prompt_tokens: int = 0
@@ -207,8 +215,13 @@ def _is_pending(block: Block) -> bool:
 
 
 def pending_entries(vault: Vault) -> list[Block]:
-    """Unconsolidated session entries, oldest first (cached per file by stat)."""
+    """Unconsolidated session entries, oldest first (cached per file by stat).
+
+    Entries an open review branch consolidates are left out: they wait for
+    the review, and drafting them again would make two competing episodes.
+    """
     cache = _state(vault).files
+    held = rv.held(vault).entries
     out: list[Block] = []
     seen: set[str] = set()
     for path, state in list(vault.catalog.files.items()):
@@ -224,7 +237,7 @@ def pending_entries(vault: Vault) -> list[Block]:
             ids = hit[2]
         for block_id in ids:
             block = vault.catalog.block(block_id)
-            if block is not None and _is_pending(block):
+            if block is not None and _is_pending(block) and block_id not in held:
                 out.append(block)
     for stale in set(cache) - seen:
         cache.pop(stale, None)
@@ -444,8 +457,15 @@ def consolidate(
     force: bool = False,
     entries: list[Block] | None = None,
     reason: str = "manual",
+    review: bool = False,
 ) -> ConsolidationResult:
-    """Consolidate ``entries`` (default: every pending entry); see the module docstring."""
+    """Consolidate ``entries`` (default: every pending entry); see the module docstring.
+
+    ``dry_run`` wins over ``review``: a dry run writes nothing, not even a branch.
+    """
+    review = review and not dry_run
+    if review and not vault.settings.git.enabled:
+        raise ConfigError("review mode commits to a branch and needs git ([git] enabled = true)")
     vault.refresh()
     pending = pending_entries(vault)
     todo = pending if entries is None else entries
@@ -505,7 +525,7 @@ def consolidate(
     result.completion_tokens = after[2] - before[2]
     if not drafts:
         return result
-    _write(vault, drafts, result, llm, dry_run=dry_run)
+    _write(vault, drafts, result, llm, dry_run=dry_run, review=review)
     return result
 
 
@@ -522,47 +542,78 @@ def _write(
     llm: LLMClient | None,
     *,
     dry_run: bool,
+    review: bool = False,
 ) -> None:
     subject = "consolidate"
-    with vault._judge_with(llm), vault._transaction(subject, dry_run=dry_run) as changes:
-        taken: set[str] = set()
-        for draft in drafts:
-            sources = [vault.catalog.block(b.id) for b in draft.group.entries]
-            if any(s is None or not _is_pending(s) for s in sources):
-                # Another process consolidated (or removed) some of them meanwhile.
-                log.info("skipping a group whose entries changed since drafting")
-                continue
-            episode = _write_one(vault, draft, result, taken)
-            result.episodes.append(episode)
-            result.consolidated += episode.entries
-        batch = vault._batch
-        if batch is not None and batch.ops:
-            n_facts = len(result.facts)
-            title = (
-                f"consolidate: {result.consolidated} entries → {len(result.episodes)} "
-                f"episode{'s' if len(result.episodes) != 1 else ''}, {n_facts} new "
-                f"fact{'s' if n_facts != 1 else ''}"
+    message: tuple[str, list[tuple[str, str]]] | None = None
+    sources_done: list[str] = []
+    # Review mode keeps the lock (which first commits human edits) until the
+    # branch commit exists: the bytes collected below must still be HEAD's.
+    outer = vault._writing() if review else nullcontext()
+    with outer:
+        with (
+            vault._judge_with(llm),
+            vault._transaction(subject, dry_run=dry_run or review) as changes,
+        ):
+            held = rv.held(vault)
+            taken: set[str] = set(held.episodes)
+            for draft in drafts:
+                sources = [vault.catalog.block(b.id) for b in draft.group.entries]
+                if any(s is None or not _is_pending(s) or s.id in held.entries for s in sources):
+                    # Another process consolidated (or removed, or sent for
+                    # review) some of them meanwhile.
+                    log.info("skipping a group whose entries changed since drafting")
+                    continue
+                episode = _write_one(vault, draft, result, taken)
+                result.episodes.append(episode)
+                result.consolidated += episode.entries
+                result.dropped.extend(d for d in draft.dropped if d not in result.dropped)
+                sources_done.extend(b.id for b in draft.group.entries)
+            batch = vault._batch
+            if batch is not None and batch.ops:
+                result.superseded = [v for k, v in batch.trailers if k == "Supersedes"]
+                message = _message(result, llm)
+                batch.subjects[:] = [message[0]]
+                batch.trailers[:] = message[1]
+        if review and message is not None:
+            result.branch, result.commit = rv.create_branch(
+                vault, changes, message[0], message[1], sources_done
             )
-            kept = [t for t in batch.trailers if t[0] == "Supersedes"]
-            result.superseded = [v for _, v in kept]
-            ids = [("Memory-Id", e.id) for e in result.episodes]
-            ids += [("Memory-Id", m.id) for m in result.facts]
-            trailers = [
-                *ids[:100],
-                *[("Episode", e.path) for e in result.episodes],
-                ("Sources", str(result.consolidated)),
-                ("Model", result.model),
-                ("Extractive", "true" if llm is None else "false"),
-                ("Reason", result.reason),
-                *kept,
-                ("Op", "consolidate"),
-            ]
-            batch.subjects[:] = [title]
-            batch.trailers[:] = list(dict.fromkeys(trailers))
-    if dry_run:
+    if dry_run or review:
         result.diff = render_diff(changes)
     elif result.episodes:
         result.commit = vault.git.head()
+
+
+def _message(
+    result: ConsolidationResult, llm: LLMClient | None
+) -> tuple[str, list[tuple[str, str]]]:
+    """Subject and trailers of the consolidation commit."""
+    n_facts = len(result.facts)
+    title = (
+        f"consolidate: {result.consolidated} entries → {len(result.episodes)} "
+        f"episode{'s' if len(result.episodes) != 1 else ''}, {n_facts} new "
+        f"fact{'s' if n_facts != 1 else ''}"
+    )
+    ids = [("Memory-Id", e.id) for e in result.episodes]
+    ids += [("Memory-Id", m.id) for m in result.facts]
+    trailers = [
+        *ids[:100],
+        *[("Episode", e.path) for e in result.episodes],
+        ("Sources", str(result.consolidated)),
+        ("Model", result.model),
+        ("Extractive", "true" if llm is None else "false"),
+        ("Reason", result.reason),
+        *[("Supersedes", old) for old in result.superseded],
+        *[("Dropped", _short(d)) for d in result.dropped],
+        ("Op", "consolidate"),
+    ]
+    return title, list(dict.fromkeys(trailers))
+
+
+def _short(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _write_one(

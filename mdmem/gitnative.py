@@ -219,6 +219,17 @@ def _rev_parse(vault: Vault, rev: str) -> str | None:
     return out if _HEX40.match(out) else None
 
 
+def parsed_at(vault: Vault, rev: str, path: str) -> blk.ParsedFile | None:
+    """``path`` as it is at ``rev``, parsed; None where it is missing or not markdown."""
+    raw = vault.git.show(rev, path)
+    if raw is None:
+        return None
+    try:
+        return blk.parse(path, decode(raw))
+    except SkipFile:
+        return None
+
+
 def _log_patches(vault: Vault, base: str | None) -> list[_Commit]:
     rng = [f"{base}..HEAD"] if base else ["HEAD"]
     fmt = "%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%(trailers:only,unfold)%x1f"
@@ -339,14 +350,7 @@ class _TextAt:
             return None, None
         key = (rev, path)
         if key not in self._parsed:
-            raw = self.vault.git.show(rev, path)
-            parsed = None
-            if raw is not None:
-                try:
-                    parsed = blk.parse(path, decode(raw))
-                except SkipFile:
-                    parsed = None
-            self._parsed[key] = parsed
+            self._parsed[key] = parsed_at(self.vault, rev, path)
         found = self._parsed[key]
         block = found.by_id(memory_id) if found is not None else None
         return (block.text, block.kind) if block is not None else (None, None)

@@ -214,6 +214,50 @@ class GitStore:
             paths.append(path)
         return paths
 
+    def refs_under(self, prefix: str) -> dict[str, str] | None:
+        """Refs starting with ``prefix`` -> sha, read from the ref files (no process).
+
+        For checks made on every write. None when the layout needs git itself
+        to answer (a worktree, reftable): the caller then asks git.
+        """
+        git_dir = self.root / ".git"
+        if not git_dir.is_dir() or (git_dir / "reftable").exists():
+            return None
+        found: dict[str, str] = {}
+        try:
+            for line in (git_dir / "packed-refs").read_text(encoding="utf-8").splitlines():
+                sha, _sep, ref = line.partition(" ")
+                if ref.startswith(prefix) and not line.startswith(("#", "^")):
+                    found[ref] = sha
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        folder = git_dir / prefix.rsplit("/", 1)[0]
+        if folder.is_dir():
+            try:
+                for path in folder.rglob("*"):
+                    ref = path.relative_to(git_dir).as_posix()
+                    if ref.startswith(prefix) and path.is_file() and not ref.endswith(".lock"):
+                        found[ref] = path.read_text(encoding="utf-8").strip()  # loose wins
+            except OSError:
+                return None
+        return found
+
+    def operation_in_progress(self) -> str | None:
+        """ "merge", "rebase", "revert" or "cherry-pick" when one was left unfinished."""
+        git_dir = self.root / ".git"
+        for marker, name in (
+            ("MERGE_HEAD", "merge"),
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase"),
+            ("REVERT_HEAD", "revert"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+        ):
+            if (git_dir / marker).exists():
+                return name
+        return None
+
     def config(self, key: str) -> str:
         return self.run("config", "--get", key, ok_codes=(0, 1))
 

@@ -40,7 +40,7 @@ from .errors import (
     VaultFileError,
     VaultNotFoundError,
 )
-from .gitnative import Changes, LineAuthor, Provenance
+from .gitnative import Changes, LineAuthor, Provenance, parsed_at
 from .gitstore import CommitInfo, GitStore, Identity, format_message
 from .ids import IdIssuer, normalize_id
 from .indexer import Indexer, IndexStats
@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # issue 4: consolidation & lifecycle types
     from .llm import LLMClient
     from .models import Hit
     from .reflect import FlushResult, Reflection
+    from .review import Review, ReviewDecision, UndoResult
     from .sessions import Session
     from .usefulness import Usefulness, UsefulnessStore
 
@@ -580,14 +581,8 @@ class Vault:
             paths = [line.split(":", 1)[1] for line in listing.splitlines() if ":" in line]
             found: Block | None = None
             for path in paths:
-                raw = self.git.show(info.sha, path)
-                if raw is None:
-                    continue
-                try:
-                    parsed = blk.parse(path, decode(raw))
-                except SkipFile:
-                    continue
-                found = parsed.by_id(memory_id)
+                parsed = parsed_at(self, info.sha, path)
+                found = parsed.by_id(memory_id) if parsed is not None else None
                 if found is not None:
                     break
             version = Version(
@@ -1353,19 +1348,59 @@ class Vault:
         force: bool = False,
         entries: list[Block] | None = None,
         reason: str = "manual",
+        review: bool | None = None,
     ) -> ConsolidationResult:
         """Fold pending session entries into episode notes and facts (one commit).
 
         ``llm``: default the configured model, else the extractive summariser.
         ``dry_run``: compute everything, write nothing, return the diff.
         ``force``: accept drafts the drop-ratio safety check would reject.
+        ``review``: commit to a branch ``mdmem/consolidate-<date>`` for a person
+        to merge or reject, leaving the working tree alone (default: the
+        ``[consolidation] review`` setting); ``.branch`` names it.
         """
         from .consolidate import consolidate
 
         client = llm if llm is not None else self.llm_client()
         return consolidate(
-            self, client, dry_run=dry_run, force=force, entries=entries, reason=reason
+            self,
+            client,
+            dry_run=dry_run,
+            force=force,
+            entries=entries,
+            reason=reason,
+            review=self.settings.consolidation.review if review is None else review,
         )
+
+    def reviews(self) -> list[Review]:
+        """Consolidations waiting on review branches, oldest first, with counts."""
+        from .review import reviews
+
+        return reviews(self)
+
+    def review(self, branch: str | None = None) -> Review:
+        """One review (default: the only open one): counts and ``git diff base...branch``."""
+        from .review import review
+
+        return review(self, branch)
+
+    def merge_review(self, branch: str | None = None) -> ReviewDecision:
+        """Merge a review into the current branch (block-aware); ConflictError changes nothing."""
+        from .review import merge
+
+        return merge(self, branch)
+
+    def reject_review(self, branch: str | None = None) -> ReviewDecision:
+        """Delete a review branch; its session entries are pending again."""
+        from .review import reject
+
+        return reject(self, branch)
+
+    def undo(self, commit: str) -> UndoResult:
+        """Revert one commit (a consolidation, a review merge...) as a new ``Op: revert`` commit."""
+        from .review import undo
+
+        return undo(self, commit)
 
     def flush(
         self,
