@@ -1124,7 +1124,13 @@ class Vault:
             careful = self._edited_by_others_lately(rel, full)
             for attempt in range(_CAS_ATTEMPTS):
                 contended = attempt >= _CONTENDED_AFTER
-                if self._swap(full, pending, contended=contended, careful=careful or attempt > 0):
+                if self._swap(
+                    full,
+                    pending,
+                    contended=contended,
+                    careful=careful or attempt > 0,
+                    merge_appends=attempt > 0,
+                ):
                     break
                 # Someone changed the file since we read it: keep their change
                 # (committed as theirs the first time), then replay our edits
@@ -1212,9 +1218,19 @@ class Vault:
         return now - self._foreign_edit_at.get(rel, -1e9) < 10.0
 
     def _swap(
-        self, full: Path, pending: _Pending, *, contended: bool = False, careful: bool = False
+        self,
+        full: Path,
+        pending: _Pending,
+        *,
+        contended: bool = False,
+        careful: bool = False,
+        merge_appends: bool = False,
     ) -> bool:
         """Replace the file if it still holds what we read; False if it changed.
+
+        With ``merge_appends``, lines someone appended meanwhile are kept and
+        ours go after them, when both sides only appended. The first retry
+        does not use it, so that a person's edit is committed as theirs.
 
         The new content is staged and fsynced first, so the compare and the
         rename are microseconds apart: the window in which a human's save
@@ -1237,7 +1253,11 @@ class Vault:
                     current = None
                 if current == expected:
                     break
-                merged = _after_their_appends(expected, ours, current, pending.only_appends)
+                merged = (
+                    _after_their_appends(expected, ours, current, pending.only_appends)
+                    if merge_appends
+                    else None
+                )
                 discard_temp(tmp)
                 if merged is None:
                     return False

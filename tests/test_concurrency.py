@@ -179,10 +179,14 @@ def test_append_during_the_write_is_merged_without_a_replay(
     plain_loads, loads[:] = len(loads), []
     monkeypatch.setattr(vault_module, "write_temp", human_types_meanwhile)
     memory = vault.remember("prefers dark mode", kind="preference")
-    assert len(loads) == plain_loads  # merged at the swap, never replayed
+    # One replay, after which the human's first line is committed as theirs;
+    # the second is merged at the swap instead of replayed again.
+    assert len(loads) == plain_loads + 1
     text = user_md.read_text(encoding="utf-8")
     assert all(line in text for line in typed) and len(typed) == 2
     assert text.index(typed[-1]) < text.index(f"^{memory.id}")  # ours goes after theirs
     assert vault.get(memory.id).text == "prefers dark mode"
     vault.commit_human_edits()
     assert git(vault.root, "status", "--porcelain") == ""
+    first_author = git(vault.root, "log", "-1", "--format=%an", "-S", typed[0], "--", "USER.md")
+    assert first_author.strip() != "test-agent"
