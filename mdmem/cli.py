@@ -367,6 +367,8 @@ def status(obj: _Context, as_json: bool) -> None:
             click.echo(f"skipped {path}: {reason}")
         for key, value in st.index.items():
             click.echo(f"index {key}: {value}")
+        for branch in st.reviews:
+            click.echo(f"waiting for review: {branch} (mdmem review {branch})")
 
     _emit(st, as_json, human)
 

@@ -55,6 +55,7 @@ __all__ = [
     "create_branch",
     "held",
     "merge",
+    "open_branches",
     "reject",
     "review",
     "reviews",
@@ -307,6 +308,11 @@ def _branches(vault: Vault) -> list[tuple[str, str]]:
         if match:
             found.append(((match.group(1), int(match.group(2) or 1)), name, sha))
     return [(name, sha) for _key, name, sha in sorted(found)]
+
+
+def open_branches(vault: Vault) -> list[str]:
+    """Names of the review branches not merged yet (no counts: cheap enough for status)."""
+    return [name for name, sha in _branches(vault) if _is_open(vault, sha)]
 
 
 def _branch_name(branch: str) -> str:

@@ -144,6 +144,7 @@ class VaultStatus:
     skipped: dict[str, str]
     last_commit: CommitInfo | None
     index: dict[str, Any] = field(default_factory=dict)
+    reviews: list[str] = field(default_factory=list)  # open mdmem/consolidate-* branches
 
 
 @dataclass
@@ -631,7 +632,13 @@ class Vault:
             skipped=dict(self.catalog.skipped),
             last_commit=self.git.last_commit(),
             index=self._index_status(),
+            reviews=self._open_reviews(),
         )
+
+    def _open_reviews(self) -> list[str]:
+        from .review import open_branches
+
+        return open_branches(self)
 
     def _follow_head(self) -> None:
         head = self.git.head()

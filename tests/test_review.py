@@ -297,6 +297,16 @@ def test_reject_deletes_the_branch_and_leaves_entries_pending(vault: Vault) -> N
         vault.reject_review()
 
 
+def test_status_lists_open_reviews_until_merged(vault: Vault) -> None:
+    chat(vault, "c1", "My editor is Helix.")
+    result = vault.consolidate(review=True)
+    assert vault.status().reviews == [result.branch]
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "status"])
+    assert f"waiting for review: {result.branch}" in out.output
+    vault.merge_review()
+    assert vault.status().reviews == []
+
+
 def test_a_conflicting_merge_is_reported_and_changes_nothing(vault: Vault) -> None:
     chat(vault, "c1", "My editor is Helix.")
     result = vault.consolidate(review=True)
