@@ -46,10 +46,12 @@ _LOOKAHEAD = 2  # a speaker's next turn is at most two turns later in a two-part
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # Name tokens that are also everyday query words would strip meaning from
 # queries ("will", "may"): keep them in the text.
+_HANDLE = re.compile(r"[:@/\\#\d]")
 _COMMON_WORDS = (
     "a an and are at be but by can did do does for from had has have he her him his how "
     "i in is it its may me my of on or our she so that the their them they this to us was "
-    "we what when where which who why will with you your"
+    "we what when where which who why will with you your "
+    "user assistant system agent human bot tool"
 )
 _COMMON = frozenset(_COMMON_WORDS.split())
 
@@ -66,9 +68,16 @@ def voice_of(block: Block) -> str | None:
 
 
 def name_tokens(names: Iterable[str]) -> set[str]:
-    """Casefolded words of people's names, minus everyday words."""
+    """Casefolded words of people's names, minus everyday words.
+
+    Values that look like handles or ids (``telegram:123``, ``ana@x.org``,
+    ``user:demo``) are not names: their words ("telegram", "user") are what
+    people ask about, and stay in the query.
+    """
     out: set[str] = set()
     for name in names:
+        if _HANDLE.search(name):
+            continue
         for token in _TOKEN.findall(name.casefold()):
             if len(token) > 1 and token not in _COMMON and not token.isdigit():
                 out.add(token)

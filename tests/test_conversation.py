@@ -70,6 +70,13 @@ def test_name_tokens_skip_everyday_words_and_initials() -> None:
     }
 
 
+def test_handles_and_roles_are_not_names() -> None:
+    assert name_tokens(["user:demo", "telegram:123", "ana@example.org", "User", "bot"]) == set()
+    assert strip_people("What does the user prefer?", name_tokens(["user:demo"])) == (
+        "What does the user prefer?"
+    )
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
