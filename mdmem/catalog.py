@@ -112,6 +112,11 @@ class Catalog:
                 return block
         return None
 
+    def active_with(self, scope: str, digest: str) -> list[Block]:
+        """Every active memory with this normalised-content hash in this scope, oldest first."""
+        found = (self.block(i) for i in sorted(self._by_hash.get((scope, digest), ())))
+        return [b for b in found if b is not None and b.status == "active"]
+
     def blocks(self, *, memories_only: bool = False) -> Iterator[Block]:
         for state in self.files.values():
             for block in state.parsed.blocks:

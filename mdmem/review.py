@@ -105,6 +105,7 @@ class Review:
     entries: int
     dropped_facts: list[str] = field(default_factory=list)
     diff: str = ""
+    facts: list[str] = field(default_factory=list)  # ids of the facts it adds
 
 
 @dataclass(frozen=True)
@@ -396,6 +397,7 @@ def _read(vault: Vault, name: str, sha: str, *, with_diff: bool) -> Review:
         entries=entries,
         dropped_facts=[*given_dropped, *(b.text for b in removed)],
         diff=diff,
+        facts=[b.id for b in new if b.kind in FACT_KINDS],
     )
 
 
@@ -469,7 +471,39 @@ def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
             log.warning("merged %s but could not delete it: %s", name, _first_line(err))
         _follow(vault)
     log.info("merged review %s into %s (%s)", name, current, (commit or "")[:10])
+    _retire_duplicates(vault, found.facts, f"the merge of {name}")
     return ReviewDecision(branch=name, action="merged", commit=commit, review=found)
+
+
+def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[str]:
+    """Supersede copies of the same fact a merge brought together (the oldest stays), one commit.
+
+    Deduplication at ``remember`` sees only the line it writes to: two open
+    reviews, or a review and the main line, can each add the same fact.
+    """
+    from .vault import _today
+
+    pairs: dict[str, str] = {}
+    for fact_id in fact_ids:
+        block = vault.catalog.block(fact_id)
+        if block is None:
+            continue
+        same = vault.catalog.active_with(block.scope, block.content_hash)
+        for copy in same[1:]:
+            pairs[copy.id] = same[0].id
+    if not pairs:
+        return []
+    with vault.batch(f"dedupe: {len(pairs)} facts repeated by {why}"):
+        for copy_id, kept_id in pairs.items():
+            vault._set_fields(
+                copy_id,
+                {"status": "superseded", "by": f"^{kept_id}", "updated": _today()},
+                op="dedupe",
+                subject=f"dedupe: {copy_id} repeats {kept_id}",
+                extra_trailers=[("Supersedes", copy_id)],
+            )
+    log.info("retired %d duplicate facts after %s", len(pairs), why)
+    return list(pairs)
 
 
 def reject(vault: Vault, branch: str | None = None) -> ReviewDecision:

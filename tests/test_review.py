@@ -307,6 +307,24 @@ def test_status_lists_open_reviews_until_merged(vault: Vault) -> None:
     assert vault.status().reviews == []
 
 
+def test_merging_two_reviews_that_add_the_same_fact_keeps_one(vault: Vault) -> None:
+    chat(vault, "c1", "I prefer dark mode in every editor.")
+    first = vault.consolidate(review=True)
+    # Another contact (the same words from the same one would be a duplicate event).
+    chat(vault, "c2", "I prefer dark mode in every editor.", contact="bo")
+    second = vault.consolidate(review=True)
+    assert first.branch != second.branch
+    vault.merge_review(first.branch)
+    merged = vault.merge_review(second.branch)
+    active = fact_texts(vault, "dark mode editor")
+    assert len(active) == 1  # the copy the second review added is retired
+    copy_id = merged.review.facts[0]
+    copy = vault.catalog.block(copy_id)
+    assert copy is not None and copy.status == "superseded"
+    assert copy.field("by") == f"^{first.facts[0].id}"
+    assert "Op: dedupe" in message(vault, "HEAD")
+
+
 def test_a_conflicting_merge_is_reported_and_changes_nothing(vault: Vault) -> None:
     chat(vault, "c1", "My editor is Helix.")
     result = vault.consolidate(review=True)
