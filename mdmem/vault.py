@@ -1057,11 +1057,12 @@ class Vault:
         self, rel: str, edit: Editor, *, subject: str, trailers: list[tuple[str, str]]
     ) -> None:
         """Apply ``edit`` to one file: now (one commit) or into the open batch."""
-        full = safe_path(self.root, rel)
         if self._batch is not None:
             pending = self._batch.pending.get(rel)
             if pending is None:
-                pending = self._load_pending(rel, full)
+                # Checked once per file and batch (resolving is a syscall per
+                # folder); the flush checks the path again before it writes.
+                pending = self._load_pending(rel, safe_path(self.root, rel))
                 self._batch.pending[rel] = pending
             result = edit(pending.tf, pending.parsed)
             pending.edits.append(edit)
