@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from . import ranking
 from .blocks import parse_datetime, validate_scope
@@ -155,14 +155,11 @@ def run_recall(
     trust_of: Callable[[str], float | None] | None = None,
     human_of: Callable[[Block], bool] | None = None,
     threads: Threads | None = None,
-    embed_query: Callable[[str], Any] | None = None,
 ) -> Recall:
     """The ranking pipeline over already-fresh indexes.
 
     ``threads`` (the vault's conversation order and known people) enables
     the people and thread signals of :mod:`mdmem.conversation`.
-    ``embed_query`` replaces the embedder's own (the vault passes one that
-    may already hold the vector, computed while the indexes were refreshed).
     """
     started = time.perf_counter()
     now = now or datetime.now(UTC)
@@ -183,8 +180,7 @@ def run_recall(
         else:
             degraded = bool(indexer.missing_vectors)
             people = threads.people() if threads is not None else ()
-            embed = embed_query or embedder.embed_query
-            query_vec = embed(strip_people(q.query, people))
+            query_vec = embedder.embed_query(strip_people(q.query, people))
             vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
 
     if settings.fusion == "blend":

@@ -28,7 +28,7 @@ from filelock import Timeout as FileLockTimeout
 from . import blocks as blk
 from .catalog import Catalog, signature_of
 from .config import Settings, load_settings, state_dir_for
-from .conversation import FileOrder, strip_people
+from .conversation import FileOrder
 from .doctor import DoctorReport, run_doctor
 from .errors import (
     ConflictError,
@@ -191,7 +191,7 @@ class Vault:
         self.agent = agent or settings.agent
         self.state_dir = state_dir_for(self.root, settings)
         self.git = GitStore(self.root)
-        self.catalog = Catalog(self.root, live=True)
+        self.catalog = Catalog(self.root)
         self._ids = IdIssuer(self.state_dir)
         self._file_lock = FileLock(str(self.state_dir / "vault.lock"))
         self._mutex = threading.RLock()
@@ -203,7 +203,6 @@ class Vault:
         self._written_sigs: dict[str, tuple[int, int, int]] = {}
         self._foreign_edit_at: dict[str, float] = {}
         self._orphans: list[tuple[int, int, Path, float]] = []
-        self._query_pool: ThreadPoolExecutor | None = None
         self.indexer = Indexer(self.state_dir, settings, self.catalog)
         self._threads = FileOrder(self.catalog.blocks_in, self.catalog.people)
         self._indexed_head: str | None = None
@@ -278,10 +277,7 @@ class Vault:
                     self._rescue_orphans()
             if self._usefulness is not None:
                 self._usefulness.close()
-            if self._query_pool is not None:
-                self._query_pool.shutdown(wait=True)
             self.indexer.close()
-            self.catalog.close()
 
     def __enter__(self) -> Vault:
         return self
@@ -759,7 +755,6 @@ class Vault:
 
             result = recall_as_of(self, q, as_of)
             return replace(result, took_ms=(time.perf_counter() - started) * 1000)
-        early = self._embed_early(q)
         self.refresh()
         self.indexer.catch_up()
         result = run_recall(
@@ -770,7 +765,6 @@ class Vault:
             trust_of=self._trust_of,
             human_of=self._written_by_human if self.settings.recall.human_weight > 0 else None,
             threads=self._threads,
-            embed_query=early,
         )
         self._note_hits(result.items)  # usefulness signals (issue 4)
         return Recall(
@@ -780,36 +774,6 @@ class Vault:
             reranked=result.reranked,
             took_ms=(time.perf_counter() - started) * 1000,
         )
-
-    def _embed_early(self, q: RecallQuery) -> Callable[[str], Any] | None:
-        """Start embedding the query while the indexes are refreshed and searched.
-
-        The embedding is most of a warm recall's cost and does not depend on
-        the indexes; numpy (and a remote embedder's socket) release the GIL,
-        so it overlaps the stat scan and the keyword search. The people named
-        in the query are stripped as known now; if the refresh learns new
-        people and the stripped text changes, recall embeds that text itself.
-        """
-        if q.mode == "keyword":
-            return None
-        embedder = self.indexer.embedder
-        if embedder is None:
-            return None
-        text = strip_people(q.query, self._threads.people())
-        with self._mutex:
-            if self._query_pool is None:
-                self._query_pool = ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="mdmem-query"
-                )
-            future = self._query_pool.submit(embedder.embed_query, text)
-
-        def embed(wanted: str) -> Any:
-            if wanted == text:
-                return future.result()
-            future.cancel()
-            return embedder.embed_query(wanted)
-
-        return embed
 
     def prompt_context(self, task: str, contact: str | None = None, **budgets: Any) -> Any:
         """Sections for a prompt (recent, episodes, top-k, file tails, thread); see mdmem.prompt."""
