@@ -326,9 +326,14 @@ class Catalog:
         return self._scan_all()
 
     def _scan_paths(self, paths: set[str]) -> ScanDelta:
+        ordered = sorted(paths)
+        for rel in ordered:
+            if os.path.islink(self.root / rel):
+                # A new symlink: only the walk checks where links lead.
+                return self._scan_all()
         delta = ScanDelta()
         self._forced.clear()
-        for rel in sorted(paths):
+        for rel in ordered:
             was_known = rel in self.files
             if self.refresh(rel):
                 if rel in self.files:

@@ -163,3 +163,9 @@ class ChangeFeed:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = -1
+
+    def __del__(self) -> None:
+        # inotify instances are a per-user budget (often 128): a vault that is
+        # never closed must not hold one for the life of the process.
+        with contextlib.suppress(Exception):  # also at interpreter shutdown
+            self.close()

@@ -94,6 +94,17 @@ def test_a_symlinked_note_makes_every_scan_stat_everything(tree: Path) -> None:
     catalog.close()
 
 
+def test_a_new_symlink_out_of_the_vault_is_skipped_not_read(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nnot vault content\n", encoding="utf-8")
+    catalog = Catalog(tree, live=True)
+    catalog.scan()
+    os.symlink(outside, tree / "notes/0/leak.md")
+    assert not catalog.scan().changed
+    assert "notes/0/leak.md" not in catalog.files
+    catalog.close()
+
+
 def test_without_a_feed_scans_stat_everything(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(changefeed, "_LOCAL_FS", frozenset())  # a network mount, say
     catalog = Catalog(tree, live=True)
