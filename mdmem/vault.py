@@ -191,7 +191,7 @@ class Vault:
         self.agent = agent or settings.agent
         self.state_dir = state_dir_for(self.root, settings)
         self.git = GitStore(self.root)
-        self.catalog = Catalog(self.root)
+        self.catalog = Catalog(self.root, live=True)
         self._ids = IdIssuer(self.state_dir)
         self._file_lock = FileLock(str(self.state_dir / "vault.lock"))
         self._mutex = threading.RLock()
@@ -278,6 +278,7 @@ class Vault:
             if self._usefulness is not None:
                 self._usefulness.close()
             self.indexer.close()
+            self.catalog.close()
 
     def __enter__(self) -> Vault:
         return self

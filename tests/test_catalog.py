@@ -118,3 +118,19 @@ def test_a_catalog_that_is_not_live_never_opens_a_feed(tree: Path) -> None:
     catalog = Catalog(tree)
     catalog.scan()
     assert catalog._feed is None
+
+
+def test_a_vault_recalls_through_the_change_feed(tmp_path: Path) -> None:
+    from mdmem import Vault
+
+    vault = Vault.init(tmp_path / "vault")
+    vault.remember("The ferry to the island leaves at noon")
+    assert vault.catalog._feed is not None
+    note = tmp_path / "vault" / "notes" / "trip.md"
+    note.parent.mkdir()
+    note.write_text("# Trip\n\nThe zanzibar ferry is late.\n", encoding="utf-8")
+    assert vault.recall("zanzibar ferry").items[0].path == "notes/trip.md"
+    note.write_text("# Trip\n\nThe zanzibar ferry was cancelled.\n", encoding="utf-8")
+    assert "cancelled" in vault.recall("zanzibar ferry").items[0].text
+    vault.close()
+    assert vault.catalog._feed is None
