@@ -10,6 +10,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+# Measure the checkout these scripts live in, not whichever mdmem is installed
+# (an editable install points at another worktree).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 
 def percentile(values: Sequence[float], pct: float) -> float:
     ordered = sorted(values)

@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -94,6 +95,8 @@ def scope_dir(scope: str) -> PurePosixPath:
     return PurePosixPath("scopes", kind, name)
 
 
+# Called a few times per block on the write path with a handful of distinct paths.
+@lru_cache(maxsize=4096)
 def scope_of_path(path: str) -> tuple[str, str]:
     """(scope, path relative to the scope folder) for a vault-relative path."""
     parts = PurePosixPath(path).parts
@@ -104,6 +107,7 @@ def scope_of_path(path: str) -> tuple[str, str]:
     return "", path
 
 
+@lru_cache(maxsize=4096)
 def default_kind_for(path: str) -> str:
     _, inner = scope_of_path(path)
     parts = PurePosixPath(inner).parts

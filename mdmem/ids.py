@@ -53,7 +53,8 @@ def _decode(text: str) -> int:
 
 
 def new_id_text(ms: int, seq: int = 0) -> str:
-    tail = "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_CHARS))
+    # 256 is a multiple of 32, so each byte's low five bits are uniform.
+    tail = "".join(_ALPHABET[b & 31] for b in secrets.token_bytes(_RANDOM_CHARS))
     return f"m-{_encode(ms, _TIME_CHARS)}{_encode(seq, _SEQ_CHARS)}{tail}"
 
 

@@ -406,8 +406,12 @@ class Indexer:
                     progress("vectors", done, total)
 
             self.missing_vectors.clear()
-            if self.vectors is not None:
+            vectors = self.vectors
+            if vectors is not None:
                 self._embed(blocks, progress=tick_vec)
+                # A full rebuild is where the index kind is chosen again, so
+                # hnsw = auto switches to the graph index once the vault is large.
+                vectors.rebuild()
             self._bump_generation()
             self.checkpoint(force=True)
             return total

@@ -192,7 +192,7 @@ class Vault:
         self.agent = agent or settings.agent
         self.state_dir = state_dir_for(self.root, settings)
         self.git = GitStore(self.root)
-        self.catalog = Catalog(self.root)
+        self.catalog = Catalog(self.root, live=True)
         self._ids = IdIssuer(self.state_dir)
         self._file_lock = FileLock(str(self.state_dir / "vault.lock"))
         self._mutex = threading.RLock()
@@ -279,6 +279,7 @@ class Vault:
             if self._usefulness is not None:
                 self._usefulness.close()
             self.indexer.close()
+            self.catalog.close()
 
     def __enter__(self) -> Vault:
         return self
@@ -1028,11 +1029,12 @@ class Vault:
         self, rel: str, edit: Editor, *, subject: str, trailers: list[tuple[str, str]]
     ) -> None:
         """Apply ``edit`` to one file: now (one commit) or into the open batch."""
-        full = safe_path(self.root, rel)
         if self._batch is not None:
             pending = self._batch.pending.get(rel)
             if pending is None:
-                pending = self._load_pending(rel, full)
+                # Checked once per file and batch (resolving is a syscall per
+                # folder); the flush checks the path again before it writes.
+                pending = self._load_pending(rel, safe_path(self.root, rel))
                 self._batch.pending[rel] = pending
             result = edit(pending.tf, pending.parsed)
             pending.edits.append(edit)

@@ -394,3 +394,23 @@ def test_cache_corrupt_file_raises_index_error(tmp_path: Path) -> None:
     with pytest.raises(IndexError_):
         cache = EmbeddingCache(path)
         cache.get_many("m", ["h"])
+
+
+def test_a_full_reindex_picks_the_index_kind_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mdmem import Vault, vector_index
+
+    vault = Vault.init(tmp_path / "v")  # embedder.hnsw = auto
+    for i in range(12):
+        vault.remember(f"Fact number {i} about the harbour ferries")
+    vectors = vault.indexer.vectors
+    assert vectors is not None and not vectors.is_hnsw
+    monkeypatch.setattr(vector_index, "HNSW_THRESHOLD", 10)
+    vault.reindex(full=True)
+    assert vectors.is_hnsw and len(vectors) == 12
+    assert vault.recall("harbour ferries number 7", mode="vector").items
+    vault.close()
+    reopened = Vault.open(tmp_path / "v")
+    assert reopened.indexer.vectors is not None and reopened.indexer.vectors.is_hnsw
+    reopened.close()
