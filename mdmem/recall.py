@@ -1,10 +1,12 @@
 """Hybrid recall: keyword + vector candidates, fusion, adjustments, floor.
 
-query → Whoosh BM25F candidates and FAISS candidates (the query embedded once)
-→ fused (RRF by default, or a calibrated blend) → tag boost, recency blend
-(and trust, human weight when configured) → status/scope/kind/date filters →
-a min-relevance floor so an unrelated query returns nothing → hits that carry
-file, line range and citation. See :mod:`mdmem.ranking` for the formulas.
+query → Whoosh BM25F candidates and FAISS candidates (the query embedded once,
+without the names of known people) → fused (a calibrated blend by default, or
+RRF) → status/scope/kind/date filters and a floor, so an unrelated query
+returns nothing → conversation turns inherit part of the relevance of the
+question before them → tag boost (tags and people), recency blend (and trust,
+human weight when configured) → hits that carry file, line range and
+citation. See :mod:`mdmem.ranking` and :mod:`mdmem.conversation`.
 """
 
 from __future__ import annotations
