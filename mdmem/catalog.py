@@ -126,12 +126,9 @@ class Catalog:
         return self._by_id.get(block_id)
 
     def find_active(self, scope: str, digest: str) -> Block | None:
-        """An active memory with this normalised-content hash in this scope."""
-        for block_id in sorted(self._by_hash.get((scope, digest), ())):
-            block = self.block(block_id)
-            if block is not None and block.status == "active":
-                return block
-        return None
+        """An active memory with this normalised-content hash in this scope (the oldest)."""
+        same = self.active_with(scope, digest)
+        return same[0] if same else None
 
     def active_with(self, scope: str, digest: str) -> list[Block]:
         """Every active memory with this normalised-content hash in this scope, oldest first."""

@@ -213,8 +213,9 @@ def run_recall(
             continuation_weight=settings.thread_continuation_weight,
         )
         have = {cand.id for cand, _ in admitted}
-        below_floor = {cand.id: cand for cand in fused}
-        for turn_id in sorted(inherited.keys() - have):
+        missing = sorted(inherited.keys() - have)
+        below_floor = {cand.id: cand for cand in fused} if missing else {}
+        for turn_id in missing:
             # A reply the indexes missed, or ranked under the floor: it is
             # here for its question's sake.
             turn = block_of(turn_id)
@@ -265,7 +266,7 @@ def run_recall(
     hits = [r.hit() for r in ranked[: q.k]]
     return Recall(
         query=q.query,
-        items=hits[: q.k],
+        items=hits,
         degraded=degraded,
         reranked=False,
         took_ms=(time.perf_counter() - started) * 1000,

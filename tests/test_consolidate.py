@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,7 @@ from mdmem.errors import LLMError, LLMResponseError
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
+from .conftest import git
 
 
 def commits(root: Path) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,11 +17,7 @@ from mdmem.errors import (
 )
 from mdmem.sessions import TOOL_OUTPUT_DIR, validate_session_id
 
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
+from .conftest import git
 
 
 def commits(root: Path) -> int:
