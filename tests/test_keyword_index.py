@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -178,6 +179,26 @@ def test_repeated_filters_stay_correct(ix: KeywordIndex) -> None:
     ix.delete(["m-5"])
     for _ in range(2):
         assert set(ids(ix.search(q, scopes=[""]))) == {"m-1"}
+
+
+def test_date_ranges_match_a_brute_force_filter(tmp_path: Path) -> None:
+    # Dates are indexed in two tiers (exact and ~71-minute buckets): ranges
+    # whose ends fall inside a bucket, across buckets and across years must
+    # select exactly the blocks a plain comparison selects.
+    rng = random.Random(5)
+    spans = [timedelta(seconds=1), timedelta(minutes=7), timedelta(hours=5), timedelta(days=400)]
+    created = {
+        f"m-{i}": T0 + rng.choice(spans) * rng.random() * rng.choice([1, -1]) for i in range(300)
+    }
+    index = KeywordIndex(tmp_path / "kw")
+    index.add_many([block(bid, "sunflower field", created=when) for bid, when in created.items()])
+    moments = sorted(created.values())
+    for _ in range(60):
+        since, until = sorted(rng.sample(moments, 2))
+        since -= timedelta(microseconds=rng.choice([0, 1]))
+        expected = {bid for bid, when in created.items() if since <= when <= until}
+        got = set(ids(index.search("sunflower", limit=400, since=since, until=until)))
+        assert got == expected
 
 
 def test_date_range_filter(ix: KeywordIndex) -> None:
