@@ -21,6 +21,7 @@ The loop itself is what you would write in your own agent:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from typing import Any
 
 from mdmem import Vault
 from mdmem.hooks import MemoryHooks
+from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
 from mdmem.tools import Toolset
 
 SYSTEM = (
@@ -124,69 +126,22 @@ def scripted_model(body: dict[str, Any]) -> dict[str, Any]:
     return {"content": "OK."}
 
 
-def start_scripted_server() -> Any:
+def start_scripted_server() -> ScriptedOpenAIServer:
     """The built-in scripted OpenAI-compatible server, playing :func:`scripted_model`."""
-    from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
+    call_ids = itertools.count(1)
 
-    native = "tool_calls" in getattr(Reply, "__dataclass_fields__", {})
-    counter = iter(range(1, 1_000_000))
-
-    def responder(body: dict[str, Any]) -> Any:
+    def responder(body: dict[str, Any]) -> Reply:
         decision = scripted_model(body)
         if "tool" not in decision:
             return Reply(content=decision["content"])
         call = {
-            "id": f"call_{next(counter)}",
+            "id": f"call_{next(call_ids)}",
             "type": "function",
             "function": {"name": decision["tool"], "arguments": json.dumps(decision["arguments"])},
         }
-        if native:
-            return Reply(content=None, tool_calls=[call])  # type: ignore[call-arg]
-        return Reply(content=_TOOL_CALLS_MARKER + json.dumps([call]))
+        return Reply(tool_calls=[call])
 
-    if native:
-        return ScriptedOpenAIServer(responder=responder).start()
-    return _ToolCallServer(responder=responder).start()
-
-
-# The scripted server of this mdmem version answers text only; this shim
-# turns a marked reply into an OpenAI ``tool_calls`` message on the wire.
-_TOOL_CALLS_MARKER = "\x00tool_calls:"
-
-
-def _tool_call_server_class() -> Any:
-    from mdmem.testing import openai_server as osrv
-
-    class Handler(osrv._Handler):
-        def _send_json(self, status: int, payload: Any, headers: Any = None) -> None:
-            for choice in payload.get("choices", []) if isinstance(payload, dict) else []:
-                content = choice.get("message", {}).get("content") or ""
-                if content.startswith(_TOOL_CALLS_MARKER):
-                    choice["message"] = {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": json.loads(content[len(_TOOL_CALLS_MARKER) :]),
-                    }
-                    choice["finish_reason"] = "tool_calls"
-            super()._send_json(status, payload, headers)
-
-    class Server(osrv.ScriptedOpenAIServer):
-        def start(self) -> Any:
-            import threading
-
-            httpd = osrv._Server((self.host, self.port), Handler)
-            httpd.owner = self
-            self.port = httpd.server_address[1]
-            self._httpd = httpd
-            self._thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-            self._thread.start()
-            return self
-
-    return Server
-
-
-def _ToolCallServer(**kwargs: Any) -> Any:  # noqa: N802 - reads like a class at the call site
-    return _tool_call_server_class()(**kwargs)
+    return ScriptedOpenAIServer(responder=responder).start()
 
 
 # ----------------------------------------------------------------- main ----

@@ -11,8 +11,9 @@ tool results answering it, and the recent part never starts with an orphaned
 tool message (providers reject those). Later rounds hand the previous summary
 to the summariser so it builds on it. Before older messages are dropped,
 ``flush`` receives them so durable facts can be written to the vault first.
-If summarising is impossible, a safe trim keeps the system prompt, the
-previous summary and the recent messages.
+The summariser is, by default, the LLM configured in the environment. If
+summarising is impossible (no LLM, or the call fails), a safe trim keeps the
+system prompt, the previous summary and the recent messages.
 
 Messages are OpenAI chat dicts (roles system/user/assistant/tool; assistant
 ``tool_calls`` ``[{"id": ...}]``, tool ``tool_call_id``). The input list and
@@ -26,9 +27,9 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from mdmem.errors import InvalidInputError, LLMResponseError
+from mdmem.errors import InvalidInputError, LLMNotConfiguredError, LLMResponseError
 
 if TYPE_CHECKING:
     from mdmem.llm import LLMClient
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SUMMARY_MARKER",
     "CompactionResult",
+    "Summarizer",
     "compact",
     "default_summarizer",
     "is_summary_message",
@@ -46,6 +48,7 @@ log = logging.getLogger("mdmem.compaction")
 SUMMARY_MARKER = "[mdmem conversation summary]"
 
 Message = dict[str, Any]
+Summarizer = Callable[[list[dict[str, Any]], str | None], str]
 
 
 @dataclass
@@ -54,7 +57,8 @@ class CompactionResult:
 
     ``messages`` is the new history; ``compacted`` says whether anything was
     dropped; ``summary`` is the new summary text (None on fallback or no-op);
-    ``fell_back`` is True when the safe trim replaced summarising;
+    ``fell_back`` is True when the safe trim replaced summarising (no LLM
+    configured, ``summarize=False``, or the summary failed);
     ``dropped`` counts the conversation messages removed from the history.
     """
 
@@ -151,7 +155,7 @@ def _drop_orphans(messages: list[Message]) -> tuple[list[Message], list[Message]
 
 def compact(
     messages: list[dict[str, Any]],
-    summarize: Callable[[list[dict[str, Any]], str | None], str] | None = None,
+    summarize: Summarizer | Literal[False] | None = None,
     threshold: int = 12,
     keep_recent: int = 8,
     *,
@@ -160,8 +164,17 @@ def compact(
     """Compact ``messages`` when there are more than ``threshold`` of them.
 
     ``summarize(older_messages, previous_summary)`` returns the new summary
-    text; ``flush(older_messages)`` is called first with exactly the messages
-    that leave the history. See the module docstring for the rules.
+    text. None (the default) means the LLM configured in the environment
+    (``OPENAI_BASE_URL``/``OPENAI_API_KEY`` plus ``MDMEM_LLM_MODEL``), through
+    :func:`default_summarizer`; with no LLM configured the safe trim runs
+    instead. ``False`` asks for the trim alone, without any LLM call.
+
+    ``flush(older_messages)`` is the memory flush: it is called first, with
+    exactly the messages that leave the history, so their durable facts can be
+    stored before they are gone. Pass ``flush=vault.flush``, or use
+    :func:`mdmem.hooks.compact_with_vault` / :meth:`mdmem.hooks.MemoryHooks.compact`,
+    which wire in the vault's flush and the vault's configured LLM.
+    See the module docstring for the rules.
     """
     if threshold < 0 or keep_recent < 0:
         raise InvalidInputError("threshold and keep_recent must be >= 0")
@@ -197,10 +210,17 @@ def compact(
         except Exception as exc:
             log.warning("memory flush before compaction failed: %s: %s", type(exc).__name__, exc)
 
+    summarizer: Summarizer | None
+    if summarize is None:
+        summarizer = _configured_summarizer()
+    elif summarize is False:
+        summarizer = None
+    else:
+        summarizer = summarize
     summary: str | None = None
-    if summarize is not None:
+    if summarizer is not None:
         try:
-            result = summarize(copy.deepcopy(older), previous)
+            result = summarizer(copy.deepcopy(older), previous)
             if not isinstance(result, str) or not result.strip():
                 raise LLMResponseError("summarizer returned no text")
             summary = result.strip()
@@ -225,6 +245,22 @@ def compact(
 
 
 # -- LLM-backed summariser ----------------------------------------------------
+
+
+def _configured_summarizer() -> Summarizer | None:
+    """:func:`default_summarizer` over the environment's LLM, or None without one."""
+    from mdmem.llm import LLMClient, LLMConfig
+
+    config = LLMConfig.from_env()
+    if not config.configured:
+        log.info("no LLM configured: compaction trims instead of summarising")
+        return None
+    try:
+        return default_summarizer(LLMClient(config))
+    except LLMNotConfiguredError as exc:
+        log.warning("cannot set up the LLM for compaction, trimming instead: %s", exc)
+        return None
+
 
 _SUMMARY_SYSTEM = """You compact the history of an AI agent's working conversation.
 Write a concise summary that lets the agent continue the task without the older messages.
@@ -269,7 +305,7 @@ def _render(messages: list[Message]) -> str:
     return "\n".join(lines)
 
 
-def default_summarizer(client: LLMClient) -> Callable[[list[dict[str, Any]], str | None], str]:
+def default_summarizer(client: LLMClient) -> Summarizer:
     """A ``summarize`` for :func:`compact` backed by ``client``.
 
     The older messages (and the previous summary) reach the model as

@@ -26,9 +26,9 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from typing import Any
+from typing import Any, Literal
 
-from .compaction import CompactionResult, compact, default_summarizer
+from .compaction import CompactionResult, Summarizer, compact, default_summarizer
 from .errors import InvalidInputError, LLMNotConfiguredError
 from .models import KINDS, Memory
 from .recall import render_context
@@ -205,7 +205,11 @@ def compact_with_vault(
     messages reach the vault before they leave the history.
     """
     client = llm if llm is not None else vault_llm(vault)
-    summarize = default_summarizer(client) if client is not None else None
+    # The vault's settings already folded in the environment; if they name no
+    # LLM, compact() must not look for one elsewhere: False means trim.
+    summarize: Summarizer | Literal[False] = (
+        default_summarizer(client) if client is not None else False
+    )
     if flush is None:
         if getattr(vault, "flush", None) is not None:
 
@@ -224,6 +228,10 @@ class MemoryHooks:
     where writes go (the scope, or the first of several; None is the root).
     ``llm``: an :class:`~mdmem.llm.LLMClient` for fact extraction and
     compaction summaries; by default the vault's configured LLM, if any.
+    ``sync_turns=False``: :meth:`on_turn_complete` neither records the turn
+    nor extracts facts; the flush and the other hooks still run.
+    ``prefetch=False``: :meth:`prefetch` returns "" and :meth:`queue_prefetch`
+    does nothing, without recalling; writes still run.
     ``background``: run turn recording and extraction on a worker thread
     (``drain()`` waits for it); False runs them inline.
     """
@@ -432,7 +440,11 @@ class MemoryHooks:
     ) -> CompactionResult:
         """Compact ``messages``, flushing the dropped ones through :meth:`on_pre_compact`."""
         flush = self.on_pre_compact if self.enabled else None
-        summarize = default_summarizer(self.llm) if self.llm is not None else None
+        # self.llm is the hooks' decision (given, the vault's, or none when
+        # disabled); no LLM here means trim, not a fresh look at the environment.
+        summarize: Summarizer | Literal[False] = (
+            default_summarizer(self.llm) if self.llm is not None else False
+        )
         return compact(messages, summarize, threshold, keep_recent, flush=flush)
 
     # -------------------------------------------------------- lifecycle --

@@ -91,6 +91,10 @@ def _params(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[st
     }
 
 
+# Argument names a tool accepted before, mapped to the schema's name. Callers
+# written against an older schema keep working; the schema shows only the new name.
+_ALIASES: dict[str, dict[str, str]] = {"read_tool_output": {"tool_output_key": "key"}}
+
 _MEMORY_ID = {
     "type": "string",
     "description": "A memory id as returned by recall or remember, e.g. m-01jd3k5x7q.",
@@ -186,15 +190,15 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "read_tool_output": (
         "Read the full payload of an earlier tool output that memory shows only as a "
-        "preview, by its tool_output_key (e.g. tout_abc123).",
+        "preview, by its key (the tool_output_key of a recalled item, e.g. tout_abc123).",
         _params(
             {
-                "tool_output_key": {
+                "key": {
                     "type": "string",
                     "description": "The key shown with the preview.",
                 }
             },
-            ["tool_output_key"],
+            ["key"],
         ),
     ),
     "history": (
@@ -252,6 +256,7 @@ def _check_args(name: str, schema: Mapping[str, Any], raw: Any) -> dict[str, Any
             raise _ArgError(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(raw, Mapping):
         raise _ArgError("arguments must be a JSON object")
+    raw = _unalias(name, raw)
     props: Mapping[str, Any] = schema["properties"]
     unknown = sorted(set(raw) - set(props))
     if unknown:
@@ -270,6 +275,23 @@ def _check_args(name: str, schema: Mapping[str, Any], raw: Any) -> dict[str, Any
                 out[key] = spec["default"]
             continue
         out[key] = _coerce(key, spec, value)
+    return out
+
+
+def _unalias(name: str, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``raw`` with old argument names renamed to the schema's."""
+    aliases = _ALIASES.get(name, {})
+    if not any(old in raw for old in aliases):
+        return raw
+    out = dict(raw)
+    for old, new in aliases.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if out.get(new) is None:
+            out[new] = value
+        elif value is not None and value != out[new]:
+            raise _ArgError(f"{name}: give {new!r} only ({old!r} is its old name)")
     return out
 
 
@@ -620,7 +642,7 @@ class Toolset:
         reader = getattr(self.vault, "read_tool_output", None)
         if reader is None:
             raise _NotSupportedError("read_tool_output is not available in this mdmem version")
-        key = args["tool_output_key"]
+        key = args["key"]
         if self.allowed is None:
             return {"tool_output_key": key, "content": str(reader(key))}
         if not _accepts(reader, "scope"):

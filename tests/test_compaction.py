@@ -391,3 +391,43 @@ def test_default_summarizer_failure_falls_back(server: ScriptedOpenAIServer) -> 
     res = compact(conversation_40(), default_summarizer(client))
     assert res.fell_back and res.summary is None
     assert_tool_integrity(conversation_40(), res.messages)
+
+
+# -- the default summariser: the LLM configured in the environment -------------------
+
+
+def test_bare_compact_summarises_with_the_configured_llm(
+    server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("MDMEM_LLM_MODEL", "scripted-model")
+    server.push("Goal: compare Q3 with Q2 revenue.")
+    flushed: list[list[Msg]] = []
+    res = compact(conversation_40(), flush=flushed.append)
+    assert res.compacted and not res.fell_back
+    assert res.summary == "Goal: compare Q3 with Q2 revenue."
+    assert res.messages[1]["content"] == f"{SUMMARY_MARKER}\nGoal: compare Q3 with Q2 revenue."
+    [request] = server.chat_requests()
+    assert request["body"]["model"] == "scripted-model"
+    assert "<<<MDMEM_DATA conversation" in request["body"]["messages"][1]["content"]
+    assert len(flushed) == 1 and flushed[0] == dropped_from(conversation_40(), res.messages)
+    assert_tool_integrity(conversation_40(), res.messages)
+
+
+def test_summarize_false_trims_without_asking_the_llm(
+    server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("MDMEM_LLM_MODEL", "scripted-model")
+    res = compact(conversation_40(), summarize=False)
+    assert res.compacted and res.fell_back and res.summary is None
+    assert server.chat_requests() == []
+    assert_tool_integrity(conversation_40(), res.messages)
+
+
+def test_bare_compact_without_a_configured_llm_trims(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mdmem.compaction")
+    res = compact(conversation_40())
+    assert res.compacted and res.fell_back and res.summary is None
+    assert "no LLM configured" in caplog.text
+    assert_tool_integrity(conversation_40(), res.messages)

@@ -182,6 +182,41 @@ def test_disabled_hooks_do_nothing(vault: Vault, server: ScriptedOpenAIServer) -
     assert vault.git.last_commit() == before
 
 
+def test_prefetch_false_never_recalls(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault.remember("The deploy window is Thursday 14:00 UTC.")
+    counter = RecallCounter(vault)
+    monkeypatch.setattr(vault, "recall", counter)
+    hooks = MemoryHooks(vault, prefetch=False, background=False)
+    hooks.queue_prefetch("deploy window")
+    assert hooks.prefetch("deploy window") == ""
+    hooks.shutdown()
+    assert counter.calls == 0
+    # Only reading is off: the turn is still recorded.
+    hooks = MemoryHooks(vault, prefetch=False, session_id="s-1", background=False)
+    hooks.on_turn_complete("When is the deploy window?", "Thursday.")
+    assert any(m.kind == "chat_message" for m in vault.memories())
+    assert counter.calls == 0
+
+
+def test_sync_turns_false_skips_turns_but_not_the_other_hooks(
+    vault: Vault, server: ScriptedOpenAIServer
+) -> None:
+    vault.remember("Something recallable about llamas.")
+    before = vault.git.last_commit()
+    hooks = MemoryHooks(vault, sync_turns=False, llm=_llm(server), session_id="s-1")
+    hooks.on_turn_complete("I love llamas.", "Me too.")
+    hooks.drain()
+    # The turn was neither recorded nor sent to the LLM for fact extraction.
+    assert server.chat_requests() == []
+    assert not [m for m in vault.memories() if m.kind == "chat_message"]
+    assert vault.git.last_commit() == before
+    assert "llamas" in hooks.prefetch("llamas")
+    server.push(json.dumps({"facts": ["The user's dentist is Dr. Silva."], "preferences": []}))
+    stored = hooks.on_pre_compact([{"role": "user", "content": "My dentist is Dr. Silva."}])
+    assert [m.text for m in stored] == ["The user's dentist is Dr. Silva."]
+    hooks.shutdown()
+
+
 def test_compaction_of_40_messages_keeps_tool_pairs_and_flushes(
     vault: Vault, server: ScriptedOpenAIServer
 ) -> None:

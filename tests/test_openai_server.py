@@ -94,6 +94,29 @@ def test_chat_response_shape_usage_and_recorded_request(server: ScriptedOpenAISe
     assert req["headers"]["authorization"] == "Bearer sk-test"
 
 
+def test_reply_with_tool_calls_reaches_the_sdk_as_a_tool_call_turn(
+    server: ScriptedOpenAIServer,
+) -> None:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "recall", "arguments": json.dumps({"query": "cat"})},
+    }
+    server.push(Reply(tool_calls=[call]), Reply(content="Checking.", tool_calls=[call]))
+    client = sdk(server)
+    bare = client.chat.completions.create(model="m", messages=USER).choices[0]
+    assert bare.finish_reason == "tool_calls"
+    assert bare.message.content is None
+    assert bare.message.tool_calls is not None
+    [got] = bare.message.tool_calls
+    assert got.type == "function"
+    assert (got.id, got.function.name) == ("call_1", "recall")
+    assert json.loads(got.function.arguments) == {"query": "cat"}
+    with_text = client.chat.completions.create(model="m", messages=USER).choices[0]
+    assert with_text.finish_reason == "tool_calls"
+    assert with_text.message.content == "Checking."
+
+
 def test_responder_is_used_when_queue_is_empty(server: ScriptedOpenAIServer) -> None:
     seen: list[dict[str, Any]] = []
 

@@ -163,3 +163,32 @@ def test_thread_context_from_real_sessions(vault: Vault) -> None:
         "(assistant) Sure, I'll look into Docker.",
     ]
     assert "stranger" not in ctx.render()
+
+
+def test_vault_prompt_context_is_the_module_function(filled: Vault) -> None:
+    _chat(filled, "Docker compose question from Ana.", "telegram:1", "user", 1)
+    task = "How do I deploy with Docker?"
+    assert filled.prompt_context(task).render() == prompt_context(filled, task).render()
+    with_contact = filled.prompt_context(task, contact="telegram:1", recent_n=5)
+    assert with_contact.contact == "telegram:1"
+    expected = prompt_context(filled, task, "telegram:1", recent_n=5)
+    assert with_contact.render() == expected.render()
+    assert "Docker compose question from Ana." in with_contact["thread"].text
+
+
+def test_thread_context_finds_an_older_relevant_message(vault: Vault) -> None:
+    plan = "The Kubernetes migration plan moves billing to EKS."
+    with vault.batch():
+        relevant = _chat(vault, plan, "telegram:1", "user", 0)
+        chatter = [
+            _chat(vault, f"Lunch was pasta with basil, round {i}.", "telegram:1", "user", 10 + i)
+            for i in range(10)
+        ]
+    ctx = prompt_context(
+        vault, "What is our Kubernetes migration plan?", "telegram:1", thread_recent_n=3
+    )
+    thread = ctx["thread"]
+    # Too old for the 3 most recent; it is there because it is relevant.
+    assert relevant in thread.ids
+    assert set(chatter[-3:]) <= set(thread.ids)
+    assert thread.text.splitlines()[0].endswith(plan)  # merged in time order: oldest first

@@ -278,16 +278,25 @@ def test_read_tool_output_respects_scopes(vault: Vault) -> None:
     recalled = Toolset(vault).dispatch("recall", {"query": "sql", "source_kinds": ["tool_output"]})
     assert recalled["items"][0]["tool_output_key"] == key
     alice = Toolset(vault, allowed_scopes=["user:alice"])
+    (schema,) = [s for s in alice.schemas if s["function"]["name"] == "read_tool_output"]
+    assert schema["function"]["parameters"]["required"] == ["key"]
+    assert list(schema["function"]["parameters"]["properties"]) == ["key"]
+    assert alice.dispatch("read_tool_output", {"key": key})["content"] == big
+    assert alice.dispatch("read_tool_output", json.dumps({"key": key}))["content"] == big
+    # The argument's old name still works, alone or repeating the same key.
     assert alice.dispatch("read_tool_output", {"tool_output_key": key})["content"] == big
+    both = alice.dispatch("read_tool_output", {"key": key, "tool_output_key": key})
+    assert both["content"] == big
     _assert_error(
-        Toolset(vault, allowed_scopes=["user:bob"]).dispatch(
-            "read_tool_output", {"tool_output_key": key}
-        ),
-        "scope_denied",
+        alice.dispatch("read_tool_output", {"key": key, "tool_output_key": "tout_" + "0" * 20}),
+        "invalid_arguments",
     )
-    _assert_error(
-        alice.dispatch("read_tool_output", {"tool_output_key": "../etc"}), "invalid_arguments"
-    )
+    _assert_error(alice.dispatch("read_tool_output", {}), "invalid_arguments")
+    for args in ({"key": key}, {"tool_output_key": key}):
+        denied = Toolset(vault, allowed_scopes=["user:bob"]).dispatch("read_tool_output", args)
+        _assert_error(denied, "scope_denied")
+        assert big not in json.dumps(denied)
+    _assert_error(alice.dispatch("read_tool_output", {"key": "../etc"}), "invalid_arguments")
 
 
 def test_example_agent_loop_remembers_and_recalls(tmp_path: Path) -> None:
@@ -295,6 +304,8 @@ def test_example_agent_loop_remembers_and_recalls(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.pop("MDMEM_LLM_MODEL", None)
+    # The example must run against this checkout's mdmem, not whichever copy is installed.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
     target = tmp_path / "agent-vault"
     proc = subprocess.run(
         [sys.executable, str(repo / "examples" / "agent_loop.py"), "--vault", str(target)],

@@ -58,12 +58,16 @@ class Reply:
 
     ``content`` is the assistant message for a 2xx status; for an error status
     it becomes the ``error.message`` of an OpenAI-style error body.
+    ``tool_calls`` (OpenAI shape: ``{"id", "type": "function", "function":
+    {"name", "arguments"}}``) makes the reply a tool-call turn: the message
+    carries them and ``finish_reason`` is ``"tool_calls"``.
     """
 
     content: str | None = None
     status: int = 200
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 def _as_reply(value: Reply | str | dict[str, Any]) -> Reply:
@@ -273,10 +277,25 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status >= 400:
             self._send_error(reply.status, reply.content, reply.headers)
             return
-        content = reply.content if reply.content is not None else ""
+        message: dict[str, Any]
+        if reply.tool_calls:
+            # Like OpenAI, a tool-call turn keeps null content unless the script
+            # gave text, so clients see the same shapes they must handle live.
+            message = {
+                "role": "assistant",
+                "content": reply.content,
+                "tool_calls": reply.tool_calls,
+            }
+            finish_reason = "tool_calls"
+            completion_text = (reply.content or "") + json.dumps(reply.tool_calls)
+        else:
+            content = reply.content if reply.content is not None else ""
+            message = {"role": "assistant", "content": content}
+            finish_reason = "stop"
+            completion_text = content
         prompt_text = "".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
         prompt_tokens = _approx_tokens(prompt_text)
-        completion_tokens = _approx_tokens(content)
+        completion_tokens = _approx_tokens(completion_text)
         payload = {
             "id": f"chatcmpl-{owner._next_id()}",
             "object": "chat.completion",
@@ -285,8 +304,8 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": finish_reason,
                     "logprobs": None,
                 }
             ],
