@@ -62,6 +62,13 @@ class ScanDelta:
         return bool(self.changed or self.removed)
 
 
+def _event_key(block: Block) -> tuple[str, str] | None:
+    if not block.is_memory or block.kind != "chat_message":
+        return None
+    event = block.field("event")
+    return (block.field("source") or "", event) if event else None
+
+
 class Catalog:
     def __init__(self, root: Path, *, live: bool = False) -> None:
         self.root = root
@@ -77,6 +84,9 @@ class Catalog:
         self._by_id: dict[str, str] = {}
         self._blocks: dict[str, Block] = {}
         self._by_hash: dict[tuple[str, str], set[str]] = {}
+        # (source, event id) of chat messages: a session drops a redelivered
+        # event whatever its age without reading every session file.
+        self._by_event: dict[tuple[str, str], set[str]] = {}
         self._people: Counter[str] = Counter()  # speaker/contact field values
         self._people_tokens: set[str] | None = None
 
@@ -88,6 +98,7 @@ class Catalog:
         self._by_id.clear()
         self._blocks.clear()
         self._by_hash.clear()
+        self._by_event.clear()
         self._people.clear()
         self._people_tokens = None
         self._full_at = None
@@ -135,6 +146,11 @@ class Catalog:
         found = (self.block(i) for i in sorted(self._by_hash.get((scope, digest), ())))
         return [b for b in found if b is not None and b.status == "active"]
 
+    def with_event(self, source: str | None, event: str) -> list[Block]:
+        """Chat messages recorded from ``source`` with this event id, oldest first."""
+        found = (self.block(i) for i in sorted(self._by_event.get((source or "", event), ())))
+        return [b for b in found if b is not None]
+
     def blocks(self, *, memories_only: bool = False) -> Iterator[Block]:
         for state in self.files.values():
             for block in state.parsed.blocks:
@@ -181,6 +197,9 @@ class Catalog:
         if block.is_memory:
             self._by_hash.setdefault((block.scope, block.content_hash), set()).add(block.id)
             self._count_people(block, 1)
+            key = _event_key(block)
+            if key is not None:
+                self._by_event.setdefault(key, set()).add(block.id)
 
     def _count_people(self, block: Block, delta: int) -> None:
         names = people_of(block)
@@ -224,6 +243,12 @@ class Catalog:
                 ids.discard(block.id)
                 if not ids:
                     del self._by_hash[(block.scope, block.content_hash)]
+            key = _event_key(block)
+            if key is not None:
+                events = self._by_event.get(key, set())
+                events.discard(block.id)
+                if not events:
+                    self._by_event.pop(key, None)
 
     # ----------------------------------------------------------- reading --
 
