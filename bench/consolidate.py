@@ -7,11 +7,12 @@ Part 1 - consolidation overhead. A local OpenAI-compatible server
 times are mdmem's own work: reading pending entries, building prompts,
 validating JSON, writing episode + facts + markers in one commit, reindexing.
 For --entries recorded turns it reports the prompt tokens sent per
-consolidation (the server counts len/4 characters per token, like a rough
-BPE), the seconds per 100 entries with the LLM and with the extractive
-summariser, and as a baseline measured in the same run the time to *record*
-the same 100 entries (one commit each) - the cost consolidation should stay
-small against.
+consolidation request and in total per ``consolidate()`` call, drafting plus
+the contradiction judge that runs as the facts are stored (the server counts
+len/4 characters per token, like a rough BPE), the seconds per 100 entries
+with the LLM and with the extractive summariser, and as a baseline measured in
+the same run the time to *record* the same 100 entries (one commit each) - the
+cost consolidation should stay small against.
 
 Part 2 - usefulness signals. A synthetic feedback scenario: 40 topics, each with
 a correct memory and a stale near-duplicate of equal relevance. For half the
@@ -87,6 +88,7 @@ def part_one(base: Path, entries: int, runs: int, embedder: str) -> dict[str, An
         "llm_s": [],
         "extractive_s": [],
         "tokens": [],
+        "tokens_total": [],
         "chars": [],
         "requests": [],
         "completion": [],
@@ -112,12 +114,14 @@ def part_one(base: Path, entries: int, runs: int, embedder: str) -> dict[str, An
                 rows[f"{mode}_s"].append(time.perf_counter() - start)
                 assert result.consolidated == entries, result
                 if mode == "llm":
-                    episodes = max(1, len(result.episodes))
-                    rows["tokens"].append(result.prompt_tokens / episodes)
-                    rows["completion"].append(result.completion_tokens / episodes)
+                    drafting = max(1, result.llm_requests - result.judge_requests)
+                    drafting_tokens = result.prompt_tokens - result.judge_prompt_tokens
+                    rows["tokens"].append(drafting_tokens / drafting)
+                    rows["tokens_total"].append(result.prompt_tokens)
+                    rows["completion"].append(result.completion_tokens)
                     rows["requests"].append(result.llm_requests)
+                    rows["judge"].append(result.judge_requests)
                     sent = server.chat_requests()[before:]
-                    rows["judge"].append(len(sent) - result.llm_requests)
                     sent = [
                         r for r in sent if "consolidator" in r["body"]["messages"][0]["content"]
                     ]
@@ -134,8 +138,9 @@ def part_one(base: Path, entries: int, runs: int, embedder: str) -> dict[str, An
         "record_s_per_100": median(rows["record_s"]) * per100,
         "llm_s_per_100": median(rows["llm_s"]) * per100,
         "extractive_s_per_100": median(rows["extractive_s"]) * per100,
-        "prompt_tokens_per_consolidation": median(rows["tokens"]),
-        "completion_tokens_per_consolidation": median(rows["completion"]),
+        "prompt_tokens_per_request": median(rows["tokens"]),
+        "prompt_tokens_per_consolidate_call": median(rows["tokens_total"]),
+        "completion_tokens_per_consolidate_call": median(rows["completion"]),
         "prompt_chars_per_request": median(rows["chars"]),
         "llm_requests": median(rows["requests"]),
         "judge_requests": median(rows["judge"]),
@@ -246,18 +251,21 @@ def main() -> None:
         ],
     )
     print_table(
-        "Tokens sent per consolidation request (one per group of <= 20 entries)",
+        "Tokens sent per consolidation request (one per group of <= 20 entries) "
+        "and per consolidate() call (all requests, judge included)",
         [
-            "prompt tokens",
-            "completion tokens",
-            "prompt chars",
-            "requests / run",
-            "judge calls / run",
+            "prompt tokens / request",
+            "prompt tokens / call",
+            "completion tokens / call",
+            "prompt chars / request",
+            "requests / call",
+            "judge calls / call",
         ],
         [
             [
-                one["prompt_tokens_per_consolidation"],
-                one["completion_tokens_per_consolidation"],
+                one["prompt_tokens_per_request"],
+                one["prompt_tokens_per_consolidate_call"],
+                one["completion_tokens_per_consolidate_call"],
                 one["prompt_chars_per_request"],
                 one["llm_requests"],
                 one["judge_requests"],

@@ -32,6 +32,7 @@ from .textfile import SkipFile, TextFile
 
 __all__ = [
     "FRONTMATTER_MAX_BYTES",
+    "ROOT_SCOPE",
     "ParsedFile",
     "content_hash",
     "default_kind_for",
@@ -59,6 +60,9 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 _SCOPE = re.compile(r"^([a-z][a-z0-9_-]{0,31}):([a-z0-9][a-z0-9._-]{0,63})$")
+# The vault root scope is "" in the API; where a reader needs a word for it
+# (frontmatter, commit trailers, tool arguments) it is "root".
+ROOT_SCOPE = "root"
 
 _FILE_KINDS = {
     "MEMORY.md": "fact",
@@ -418,9 +422,10 @@ def _memory_block(
 def _file_context(path: str, meta: dict[str, Any]) -> tuple[str, str, list[str]]:
     """(scope, default kind, file tags) a file gives the blocks in it."""
     scope, _ = scope_of_path(path)
-    if not scope and isinstance(meta.get("scope"), str):
+    declared = meta.get("scope")
+    if not scope and isinstance(declared, str) and declared != ROOT_SCOPE:
         try:
-            scope = validate_scope(meta["scope"])
+            scope = validate_scope(declared)
         except InvalidInputError:
             scope = ""
     kind = meta.get("kind") if meta.get("kind") in KINDS else default_kind_for(path)

@@ -62,6 +62,13 @@ class ScanDelta:
         return bool(self.changed or self.removed)
 
 
+def _event_key(block: Block) -> tuple[str, str] | None:
+    if not block.is_memory or block.kind != "chat_message":
+        return None
+    event = block.field("event")
+    return (block.field("source") or "", event) if event else None
+
+
 class Catalog:
     def __init__(self, root: Path, *, live: bool = False) -> None:
         self.root = root
@@ -79,6 +86,9 @@ class Catalog:
         # Lists, not sets: nearly every hash has one id, and a one-item set costs
         # 3x the memory (15 MB at 100k memories).
         self._by_hash: dict[tuple[str, str], list[str]] = {}
+        # (source, event id) of chat messages: a session drops a redelivered
+        # event whatever its age without reading every session file.
+        self._by_event: dict[tuple[str, str], set[str]] = {}
         self._people: Counter[str] = Counter()  # speaker/contact field values
         self._people_tokens: set[str] | None = None
 
@@ -90,6 +100,7 @@ class Catalog:
         self._by_id.clear()
         self._blocks.clear()
         self._by_hash.clear()
+        self._by_event.clear()
         self._people.clear()
         self._people_tokens = None
         self._full_at = None
@@ -136,6 +147,11 @@ class Catalog:
         """Every active memory with this normalised-content hash in this scope, oldest first."""
         found = (self.block(i) for i in sorted(self._by_hash.get((scope, digest), ())))
         return [b for b in found if b is not None and b.status == "active"]
+
+    def with_event(self, source: str | None, event: str) -> list[Block]:
+        """Chat messages recorded from ``source`` with this event id, oldest first."""
+        found = (self.block(i) for i in sorted(self._by_event.get((source or "", event), ())))
+        return [b for b in found if b is not None]
 
     def blocks(self, *, memories_only: bool = False) -> Iterator[Block]:
         for state in self.files.values():
@@ -185,6 +201,9 @@ class Catalog:
             if block.id not in same:
                 same.append(block.id)
             self._count_people(block, 1)
+            key = _event_key(block)
+            if key is not None:
+                self._by_event.setdefault(key, set()).add(block.id)
 
     def _count_people(self, block: Block, delta: int) -> None:
         names = people_of(block)
@@ -228,6 +247,12 @@ class Catalog:
                 ids.remove(block.id)
                 if not ids:
                     del self._by_hash[(block.scope, block.content_hash)]
+            key = _event_key(block)
+            if key is not None:
+                events = self._by_event.get(key, set())
+                events.discard(block.id)
+                if not events:
+                    self._by_event.pop(key, None)
 
     # ----------------------------------------------------------- reading --
 

@@ -53,9 +53,15 @@ def consolidate_cmd(
         if result.facts:
             click.echo(f"{len(result.facts)} new facts: " + ", ".join(m.id for m in result.facts))
         if result.llm_requests:
+            judge = ""
+            if result.judge_requests:
+                judge = (
+                    f" (judge: {result.judge_requests} requests, "
+                    f"{result.judge_prompt_tokens} prompt tokens)"
+                )
             click.echo(
                 f"LLM: {result.llm_requests} requests, {result.prompt_tokens} prompt tokens, "
-                f"{result.completion_tokens} completion tokens"
+                f"{result.completion_tokens} completion tokens{judge}"
             )
         for rej in result.rejected:
             click.echo(

@@ -160,6 +160,19 @@ def _apply(obj: Any, values: Mapping[str, Any], where: str) -> Any:
     return replace(obj, **changes)
 
 
+def _refuse_keys(data: Mapping[str, Any]) -> None:
+    """A key in ``mdmem.toml`` would be committed to git with the vault: refuse it."""
+    for section in ("llm", "embedder"):
+        table = data.get(section)
+        if isinstance(table, Mapping) and "api_key" in table:
+            # Never echo the value: the message reaches logs and terminals.
+            raise ConfigError(
+                f"mdmem.toml: [{section}] api_key is not allowed, because mdmem.toml is "
+                "committed with the vault. Put the key in the environment and set "
+                f"[{section}] api_key_env to its variable name (default OPENAI_API_KEY)."
+            )
+
+
 def load_settings(
     vault_root: Path | None, env: Mapping[str, str] | None = None, **overrides: Any
 ) -> Settings:
@@ -174,6 +187,7 @@ def load_settings(
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path.name}: {exc}") from None
             data.pop("vault", None)  # descriptive only: name, description
+            _refuse_keys(data)
             settings = _apply(settings, data, "mdmem.toml")
 
     env_values: dict[str, Any] = {}

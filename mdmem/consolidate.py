@@ -149,9 +149,13 @@ class ConsolidationResult:
     commit: str | None = None  # in review mode the commit on ``branch``, not on HEAD
     branch: str | None = None  # review mode: the branch holding the commit
     model: str = "extractive"
+    # Everything this consolidation cost, drafting and the contradiction judge
+    # (which runs inside each fact's ``remember``); ``judge_*`` is that part.
     llm_requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    judge_requests: int = 0
+    judge_prompt_tokens: int = 0
     reason: str = "manual"
 
 
@@ -519,13 +523,16 @@ def consolidate(
             _state(vault).rejected.add(frozenset(rejection.entries))
             continue
         drafts.append(draft)
-    after = _usage(llm)
-    result.llm_requests = after[0] - before[0]
-    result.prompt_tokens = after[1] - before[1]
-    result.completion_tokens = after[2] - before[2]
-    if not drafts:
-        return result
-    _write(vault, drafts, result, llm, dry_run=dry_run, review=review)
+    drafted = _usage(llm)
+    if drafts:
+        # Writing the facts calls the contradiction judge: count it too.
+        _write(vault, drafts, result, llm, dry_run=dry_run, review=review)
+    done = _usage(llm)
+    result.llm_requests = done[0] - before[0]
+    result.prompt_tokens = done[1] - before[1]
+    result.completion_tokens = done[2] - before[2]
+    result.judge_requests = done[0] - drafted[0]
+    result.judge_prompt_tokens = done[1] - drafted[1]
     return result
 
 
@@ -721,8 +728,7 @@ def render_episode(
     group = draft.group
     first, last = group.entries[0].created, group.entries[-1].created
     meta: dict[str, Any] = {"kind": "episode", "title": _title(draft)}
-    if group.scope:
-        meta["scope"] = group.scope
+    meta["scope"] = group.scope or blk.ROOT_SCOPE
     if group.contact:
         meta["contact"] = group.contact
     meta["sessions"] = sessions
@@ -733,8 +739,8 @@ def render_episode(
     meta["entries"] = len(group.entries)
     meta["model"] = draft.model
     meta["extractive"] = draft.extractive
-    if draft.confidence is not None:
-        meta["confidence"] = round(draft.confidence, 3)
+    # null, not absent, for an extractive draft: the field is always there to read.
+    meta["confidence"] = None if draft.confidence is None else round(draft.confidence, 3)
     if draft.tone:
         meta["tone"] = draft.tone
     meta["consolidated"] = datetime.now(UTC).isoformat(timespec="seconds")

@@ -18,9 +18,10 @@ excluded from indexing (catalog ``EXCLUDED_DIRS``): the preview is what recall
 matches, ``vault.read_tool_output(key)`` returns the whole payload, and a huge
 log never floods the indexes or gets embedded twice.
 
-Duplicates are dropped (OrcBot): the same event id, or the same source,
-contact and content within :data:`DEDUPE_WINDOW`. The check reads this
-session's file and any session file written within the window.
+Duplicates are dropped (OrcBot): the same source and event id at any age
+(looked up in the catalog's event index), or the same source, contact and
+content within :data:`DEDUPE_WINDOW` (read from this session's file and any
+session file written within the window).
 """
 
 from __future__ import annotations
@@ -284,13 +285,18 @@ class Session:
     def _duplicate(self, body: str, event: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
+        self.vault.catalog.refresh(self.path)
+        if event is not None:
+            # An event id is unique at its source, however old: a platform
+            # redelivering a day-old message must not record it twice.
+            same = self.vault.catalog.with_event(self.source, event)
+            if same:
+                return same[0]
         for block in self._recent_blocks(now):
             if block.kind != "chat_message":
                 continue
             if block.field("source") != self.source:
                 continue
-            if event is not None and block.field("event") == event:
-                return block
             if (
                 block.content_hash == digest
                 and block.field("contact") == self.contact
@@ -302,7 +308,6 @@ class Session:
     def _recent_blocks(self, now: datetime) -> list[Block]:
         """This session's entries, plus those of session files written within the window."""
         catalog = self.vault.catalog
-        catalog.refresh(self.path)
         cutoff_ns = int((now - DEDUPE_WINDOW).timestamp() * 1e9)
         out: list[Block] = []
         for path, state in list(catalog.files.items()):

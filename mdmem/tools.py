@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .blocks import validate_scope
+from .blocks import ROOT_SCOPE, validate_scope
 from .errors import (
     ConflictError,
     InvalidInputError,
@@ -54,7 +54,6 @@ __all__ = [
 
 log = logging.getLogger("mdmem.tools")
 
-ROOT_SCOPE = "root"  # how the vault root scope ("" in the API) is spelled to a model
 ANY_SCOPE = "any"
 MAX_TOP_K = 20
 MAX_CONTENT_CHARS = 4000  # per recalled item; `get` returns the whole memory

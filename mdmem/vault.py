@@ -64,7 +64,7 @@ from .watch import Watcher
 if TYPE_CHECKING:  # issue 4: consolidation & lifecycle types
     from .consolidate import ConsolidationResult
     from .lifecycle import RetentionReport
-    from .llm import LLMClient
+    from .llm import LLMClient, LLMConfig
     from .models import Hit
     from .reflect import FlushResult, Reflection
     from .review import Review, ReviewDecision, UndoResult
@@ -853,7 +853,12 @@ class Vault:
         return moment.astimezone(self._tz) if self._tz else moment.astimezone()
 
     def _trailers(self, memory_id: str, kind: str, scope: str, op: str) -> list[tuple[str, str]]:
-        return [("Memory-Id", memory_id), ("Kind", kind), ("Scope", scope or "root"), ("Op", op)]
+        return [
+            ("Memory-Id", memory_id),
+            ("Kind", kind),
+            ("Scope", scope or blk.ROOT_SCOPE),
+            ("Op", op),
+        ]
 
     def _block(self, memory_id: str) -> Block:
         memory_id = normalize_id(memory_id)
@@ -1489,7 +1494,30 @@ class Vault:
                 max_retries=cfg.max_retries,
             )
             self._llm_checked = (LLMClient(config) if config.configured else None,)
+            if not config.configured:
+                missing = self._llm_missing(config)
+                if missing:
+                    # Some LLM settings but not all: the user meant to use a
+                    # model, and running offline without a word would hide it.
+                    log.warning("no LLM configured (%s); running offline", missing)
         return self._llm_checked[0]
+
+    def _llm_missing(self, config: LLMConfig) -> str | None:
+        """What an incomplete ``[llm]`` configuration lacks; None if nothing was set."""
+        cfg = self.settings
+        key_is_embedders = (
+            cfg.embedder.provider == "openai" and cfg.embedder.api_key_env == cfg.llm.api_key_env
+        )
+        if config.model:
+            return (
+                f"[llm] model is {config.model!r} but neither [llm] base_url "
+                f"(OPENAI_BASE_URL) nor ${cfg.llm.api_key_env} is set"
+            )
+        # An OpenAI key the embedder uses says nothing about wanting an LLM.
+        if config.base_url or (config.api_key and not key_is_embedders):
+            given = "[llm] base_url" if config.base_url else f"${cfg.llm.api_key_env}"
+            return f"{given} is set but [llm] model (MDMEM_LLM_MODEL) is missing"
+        return None
 
     _llm_checked: tuple[LLMClient | None] | None = None
     _judge_llm: tuple[LLMClient | None] | None = None

@@ -48,3 +48,22 @@ def test_state_dir_is_per_vault_and_outside(tmp_path: Path) -> None:
     inside = load_settings(None, env={"MDMEM_STATE_DIR": str(a / "cache")})
     with pytest.raises(ConfigError):
         state_dir_for(a, inside)
+
+
+def test_lifecycle_defaults_match_the_issue(tmp_path: Path) -> None:
+    c = load_settings(tmp_path, env={}).consolidation
+    assert (c.threshold, c.batch) == (30, 20)
+    assert (c.same_context_threshold, c.other_context_threshold) == (0.85, 0.92)
+    assert (c.judge_distance, c.judge_candidates) == (0.7, 5)
+    assert c.retention_days == 30 and c.max_drop_ratio == 0.25
+
+
+@pytest.mark.parametrize("section", ["llm", "embedder"])
+def test_an_api_key_in_mdmem_toml_is_refused(tmp_path: Path, section: str) -> None:
+    canary = "sk-canary-in-toml-0123456789"
+    (tmp_path / "mdmem.toml").write_text(f'[{section}]\napi_key = "{canary}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path, env={})
+    message = str(caught.value)
+    assert f"[{section}] api_key" in message and "environment" in message
+    assert f"[{section}] api_key_env" in message and canary not in message

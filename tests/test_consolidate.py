@@ -71,11 +71,14 @@ def test_offline_consolidation_writes_an_extractive_episode(vault: Vault) -> Non
     meta = yaml.safe_load(text.split("---\n")[1])
     assert meta["extractive"] is True and meta["model"] == "extractive"
     assert meta["contact"] == "alice" and meta["entries"] == 4
+    # The documented fields are there even when they have no value to tell.
+    assert meta["scope"] == "root" and meta["confidence"] is None
     assert meta["sources"] == [f"[[sessions/chat-7#^{m.id}]]" for m in s.entries()]
     assert meta["time_range"]["from"] <= meta["time_range"]["to"]
     # The summary is sentences of the conversation, verbatim, as the episode memory.
     summary = vault.get(episode.id)
     assert summary.kind == "episode" and "staging database" in summary.text
+    assert summary.scope == "" and vault.block(episode.id).scope == ""
     # Explicit statements became facts, through remember (USER for preferences).
     user_md = (vault.root / "USER.md").read_text()
     memory_md = (vault.root / "MEMORY.md").read_text()
@@ -139,6 +142,35 @@ def test_groups_by_contact_and_day_in_one_commit(vault: Vault) -> None:
     assert commits(vault.root) == before + 1
     groups = sorted((e.contact, e.path[9:19]) for e in result.episodes)
     assert groups == [("alice", "2026-01-05"), ("alice", "2026-01-06"), ("bob", "2026-01-05")]
+
+
+def test_two_scopes_give_separate_episodes_each_in_its_scope(vault: Vault) -> None:
+    root = vault.session("home", contact="erin")
+    root.record("user", "Remember that the garden gate sticks in winter.")
+    root.record("assistant", "Noted, the garden gate sticks when it is cold.")
+    scoped = vault.session("apollo-1", contact="erin", scope="project:apollo")
+    scoped.record("user", "Remember that the Apollo launch review is on Friday.")
+    scoped.record("assistant", "Noted, the Apollo launch review happens on Friday.")
+
+    result = vault.consolidate()
+
+    assert result.consolidated == 4 and len(result.episodes) == 2
+    by_scope = {e.scope: e for e in result.episodes}
+    assert set(by_scope) == {"", "project:apollo"}
+    assert by_scope[""].path.startswith("episodes/")
+    assert by_scope["project:apollo"].path.startswith("scopes/project/apollo/episodes/")
+    for scope, episode in by_scope.items():
+        meta = yaml.safe_load((vault.root / episode.path).read_text().split("---\n")[1])
+        assert meta["scope"] == (scope or "root")
+        assert vault.get(episode.id).scope == scope
+        # Each episode holds only its own scope's sources and facts.
+        assert len(meta["sources"]) == 2
+        assert all(vault.get(f).scope == scope for f in episode.facts)
+    apollo = by_scope["project:apollo"]
+    assert "Apollo" in (vault.root / apollo.path).read_text()
+    assert "garden gate" not in (vault.root / apollo.path).read_text()
+    hits = vault.recall("Apollo launch review", kinds=["episode"], scope="project:apollo")
+    assert [h.id for h in hits.items] == [apollo.id]
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(vault: Vault) -> None:
@@ -325,3 +357,61 @@ def test_known_facts_and_open_items_are_given_to_the_next_consolidation(
     blocks = data_blocks(body)
     assert "The user's laptop is Thinkpad." in blocks["known facts"]
     assert "Send the deploy checklist." in blocks["open items"]
+
+
+def test_token_counts_include_the_contradiction_judge(
+    tmp_path: Path,
+    server: ScriptedOpenAIServer,
+    model: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vault = llm_vault(tmp_path, server, consolidation={"batch": 40})
+    vault.remember("The user's name is Bob.")
+    vault.remember("The user's team is Billing.")
+    record_conversation(vault, 8)
+    sent = len(server.chat_requests())
+
+    result = vault.consolidate()
+
+    requests = server.chat_requests()[sent:]
+    judged = [r for r in requests if "contradiction judge" in system_of(r["body"])]
+    assert judged and model.calls["consolidate"] == 1
+    assert result.llm_requests == len(requests) == 1 + len(judged)
+    assert result.judge_requests == len(judged)
+    assert 0 < result.judge_prompt_tokens < result.prompt_tokens
+
+    vault.session("chat-2", source="telegram", contact="telegram:42").record(
+        "user", "My name is Grace."
+    )
+    monkeypatch.setenv("MDMEM_LLM_BASE_URL", server.base_url)
+    monkeypatch.setenv("MDMEM_LLM_MODEL", "local-test")
+    monkeypatch.setenv("MDMEM_CONSOLIDATION_AUTO", "false")
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "consolidate"])
+    assert out.exit_code == 0, out.output
+    line = r"LLM: \d+ requests, .* tokens \(judge: \d+ requests, \d+ prompt tokens\)"
+    assert re.search(line, out.output)
+
+
+def test_the_api_key_never_reaches_git_files_or_logs(
+    tmp_path: Path,
+    server: ScriptedOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    canary = "sk-mdmem-CANARY-4b8e1f0a9d27c6"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    with caplog.at_level(logging.DEBUG):
+        vault = llm_vault(tmp_path, server)
+        vault.remember("The user's name is Bob.")
+        record_conversation(vault, 10)
+        result = vault.consolidate()
+        vault.reflect("What is the user's name?")
+    assert result.episodes and not result.episodes[0].extractive
+    # The key was in use: the server saw it on every request.
+    assert all(r["headers"]["authorization"] == f"Bearer {canary}" for r in server.requests)
+    log_p = git(vault.root, "log", "-p", "--all", "--format=%H%n%an %ae%n%B")
+    assert canary not in log_p and canary not in caplog.text
+    for place in (vault.root, vault.state_dir):
+        for path in place.rglob("*"):
+            if path.is_file():
+                assert canary.encode() not in path.read_bytes(), path

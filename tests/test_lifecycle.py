@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import mdmem.cli_lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.cli import main
-from mdmem.lifecycle import REDACTED, contexts_of, share_context
+from mdmem.lifecycle import REDACTED, _vector_of, contexts_of, nearest, share_context
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from mdmem.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
 from tests.llm_fakes import FakeModel, data_blocks, llm_vault, system_of
@@ -170,6 +170,30 @@ def test_judge_only_sees_candidates_within_the_distance_cutoff(
     vault.remember("alpha beta gamma")
     vault.remember("delta epsilon zeta")
     assert seen == []  # a cutoff of distance 0 admits only identical vectors
+
+
+def test_judge_gets_at_most_judge_candidates_of_those_in_range(
+    tmp_path: Path, server: ScriptedOpenAIServer
+) -> None:
+    # Similarity off, so every neighbour stays active and only the judge looks at them.
+    off = {"same_context_threshold": 2.0, "other_context_threshold": 2.0}
+    vault = llm_vault(tmp_path, server, consolidation=off)
+    cities = ["Lisbon", "Porto", "Madrid", "Paris", "Berlin", "Vienna", "Prague"]
+    old = [vault.remember(f"The team offsite this spring is in {c}.") for c in cities]
+    new = vault.remember("The team offsite this spring is in Rome.")
+
+    block = vault.block(new.id)
+    vec = _vector_of(vault, block)
+    assert vec is not None
+    cutoff = 1.0 - vault.settings.consolidation.judge_distance
+    in_range = [c for c in nearest(vault, block, vec, 10) if c.cosine >= cutoff]
+    assert {c.block.id for c in in_range} == {m.id for m in old}  # all 7 are in range
+    last = server.chat_requests()[-1]["body"]
+    assert "contradiction judge" in system_of(last)
+    sent = data_blocks(last)["candidates"].splitlines()
+    assert len(sent) == vault.settings.consolidation.judge_candidates == 5
+    # The five nearest, best first.
+    assert [line.split(": ", 1)[0] for line in sent] == [c.block.id for c in in_range[:5]]
 
 
 # -- manual and bulk resolution ----------------------------------------------------------

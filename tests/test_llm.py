@@ -6,10 +6,12 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mdmem import Vault
 from mdmem.errors import LLMError, LLMNotConfiguredError, LLMResponseError
 from mdmem.llm import DATA_INSTRUCTIONS, LLMClient, LLMConfig, Usage, data_block, extract_json
 from mdmem.testing import Reply, ScriptedOpenAIServer
@@ -373,3 +375,50 @@ def test_chat_json_rejects_array_reply_then_repairs(server: ScriptedOpenAIServer
     assert make_client(server).chat_json(ASK) == {"a": 1}
     assert len(server.chat_requests()) == 2
     assert "JSON list, not an object" in last_messages(server)[-1]["content"]
+
+
+# -- the vault's configured client ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("llm", "env", "missing"),
+    [
+        ({"base_url": "http://127.0.0.1:9/v1"}, {}, "[llm] model"),
+        ({}, {"OPENAI_API_KEY": "sk-canary-warn-123456"}, "[llm] model"),
+        ({"model": "gpt-x"}, {}, "[llm] base_url"),
+    ],
+)
+def test_incomplete_llm_settings_warn_once_naming_the_missing_one(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    llm: dict[str, str],
+    env: dict[str, str],
+    missing: str,
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    vault = Vault.init(tmp_path / "v", agent="a", llm=llm)
+    with caplog.at_level(logging.WARNING, logger="mdmem"):
+        assert vault.llm_client() is None
+        assert vault.llm_client() is None
+        vault.remember("The staging database resets every night.")
+    warnings = [r.getMessage() for r in caplog.records if "no LLM configured" in r.getMessage()]
+    assert len(warnings) == 1 and missing in warnings[0] and "offline" in warnings[0]
+    assert "sk-canary" not in caplog.text
+
+
+def test_no_llm_settings_or_an_embedder_key_stay_quiet(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    server: ScriptedOpenAIServer,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="mdmem"):
+        assert Vault.init(tmp_path / "a", agent="a").llm_client() is None
+        # The OpenAI embedder's key is not a wish for an LLM.
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-embedder-only")
+        embedder = {"provider": "openai", "base_url": server.base_url, "model": "e", "dim": 8}
+        vault = Vault.init(tmp_path / "b", agent="a", embedder=embedder)
+        assert vault.llm_client() is None
+    assert "no LLM configured" not in caplog.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -74,6 +75,31 @@ def test_same_event_id_is_dropped(vault: Vault) -> None:
     assert not other.record("user", "whatever", event_id="upd-77").was_new
     # Another source may reuse the number.
     assert vault.session("s3", source="whatsapp").record("user", "hi", event_id="upd-77").was_new
+
+
+def test_an_old_event_id_in_another_session_file_is_dropped(vault: Vault) -> None:
+    day_ago = datetime.now(UTC) - timedelta(days=1)
+    first = vault.session("s-old", source="telegram").record(
+        "user", "hello from yesterday", event_id="upd-12", when=day_ago
+    )
+    # Age the file past the window too, as if written yesterday.
+    path = vault.root / first.path
+    stamp = day_ago.timestamp()
+    os.utime(path, (stamp, stamp))
+    vault.refresh()
+    before = commits(vault.root)
+    again = vault.session("s-new", source="telegram").record(
+        "user", "hello from yesterday", event_id="upd-12"
+    )
+    assert not again.was_new and again.id == first.id
+    assert commits(vault.root) == before
+    # The index follows edits: once the old entry is gone, the id is free again.
+    vault.forget(first.id)
+    assert (
+        vault.session("s-new", source="telegram")
+        .record("user", "hello again", event_id="upd-12")
+        .was_new
+    )
 
 
 def test_same_content_within_five_minutes_is_dropped(vault: Vault) -> None:
