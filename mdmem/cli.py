@@ -2,8 +2,8 @@
 
 Each command parses its options, calls one library method and prints the
 result (``--json`` for scripts, with the API's field names). Library errors
-become one line on stderr and a non-zero exit; never a traceback, unless
-``MDMEM_DEBUG=1`` asks for one.
+and usage errors become one line on stderr and a non-zero exit; never a
+traceback or click's usage block, unless ``MDMEM_DEBUG=1`` asks for them.
 """
 
 from __future__ import annotations
@@ -15,17 +15,19 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from .errors import MdmemError
 from .models import KINDS, Memory, to_jsonable
+from .recall import cite_context
 from .vault import Vault, find_vault_root
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_ERROR = 1
+EXIT_USAGE = 2  # click's (and argparse's) code for a bad command line
 EXIT_INTERNAL = 2
 
 
@@ -73,11 +75,30 @@ def _memory_line(verb: str, memory: Memory) -> None:
 
 
 class _Group(click.Group):
-    """Turns library errors into one line and an exit code."""
+    """Turns library and usage errors into one line and an exit code."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        # The group's own options (`mdmem --bogus`) are parsed here, before invoke.
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # plain `mdmem`: the help text is the answer, not an error
+        except click.UsageError as exc:
+            _usage_error(exc)
         except MdmemError as exc:
             if os.environ.get("MDMEM_DEBUG"):
                 raise
@@ -104,12 +125,22 @@ class _Group(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """One line instead of click's usage block, pointing at the command's help."""
+    if os.environ.get("MDMEM_DEBUG"):
+        raise exc
+    where = exc.ctx.command_path if exc.ctx is not None else "mdmem"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    click.echo(f"error: {message} (see {where} --help)", err=True)
+    raise click.exceptions.Exit(EXIT_USAGE)
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, name="mdmem")
 @click.option(
     "--vault",
     "vault_path",
@@ -454,10 +485,24 @@ def recall(obj: _Context, query: str, as_json: bool, **filters: Any) -> None:
 @click.argument("query")
 @click.option("--max-chars", type=int, default=6000, show_default=True)
 @_recall_options
+@json_option
 @click.pass_obj
-def context(obj: _Context, query: str, max_chars: int, **filters: Any) -> None:
+def context(obj: _Context, query: str, max_chars: int, as_json: bool, **filters: Any) -> None:
     """A "## Recalled Memory" block for a prompt, citing path#^id."""
-    click.echo(obj.vault().context(query, max_chars=max_chars, **_filters(**filters)), nl=False)
+    # vault.context() in two steps, so --json can list the ids the block cites.
+    result = obj.vault().recall(query, **_filters(**filters))
+    block, cited = cite_context(result, max_chars)
+    _emit(
+        {
+            "query": query,
+            "context": block,
+            "ids": [hit.id for hit in cited],
+            "citations": [hit.citation for hit in cited],
+            "degraded": result.degraded,
+        },
+        as_json,
+        lambda: click.echo(block, nl=False),
+    )
 
 
 @main.command()

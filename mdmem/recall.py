@@ -44,7 +44,7 @@ class Indexes(Protocol):
     def missing_vectors(self) -> set[str]: ...
 
 
-__all__ = ["MODES", "RecallQuery", "render_context", "run_recall", "to_datetime"]
+__all__ = ["MODES", "RecallQuery", "cite_context", "render_context", "run_recall", "to_datetime"]
 
 MODES = ("hybrid", "keyword", "vector")
 
@@ -382,12 +382,20 @@ def render_context(
     recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
 ) -> str:
     """A prompt block of recalled memories within ``max_chars``, each cited ``path#^id``."""
+    return cite_context(recall, max_chars, title=title)[0]
+
+
+def cite_context(
+    recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
+) -> tuple[str, list[Hit]]:
+    """:func:`render_context` and the hits the block cites (those that fit), best first."""
     if max_chars < len(title) + 20:
         raise InvalidInputError(f"max_chars must be at least {len(title) + 20}")
     lines = [title, ""]
     used = len(title) + 2
     if not recall.items:
-        return f"{title}\n\n(no relevant memories)\n"
+        return f"{title}\n\n(no relevant memories)\n", []
+    cited: list[Hit] = []
     for hit in recall.items:
         meta = f" ({hit.citation}; {hit.kind}; {hit.created:%Y-%m-%d})"
         text = " ".join(hit.text.split())
@@ -398,5 +406,6 @@ def render_context(
             text = text[: room - 1].rstrip() + "…"
         line = f"- {text}{meta}"
         lines.append(line)
+        cited.append(hit)
         used += len(line) + 1
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", cited

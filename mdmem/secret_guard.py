@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .errors import SecretRefusedError
 
-__all__ = ["Finding", "guard", "scan"]
+__all__ = ["Finding", "guard", "refuse_in_metadata", "scan"]
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
@@ -22,11 +22,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("Stripe key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
     ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    # ``::`` is a Dataview inline field: ``[password:: hunter2]`` assigns too.
     (
         "password assignment",
         re.compile(
             r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token"
-            r"|auth[_-]?token|client[_-]?secret)\b[\"']?\s*(?:[:=]|\bis\b)\s*[\"']?"
+            r"|auth[_-]?token|client[_-]?secret)\b[\"']?\s*(?:::?|=|\bis\b)\s*[\"']?"
             r"(?P<value>[^\s\"',;]{6,})"
         ),
     ),
@@ -79,3 +80,19 @@ def guard(text: str, mode: str = "refuse") -> str:
         last = finding.end
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+def refuse_in_metadata(text: str, what: str) -> None:
+    """Raise SecretRefusedError if ``text`` (tags, fields, a heading, a path...) holds a secret.
+
+    Unlike :func:`guard` there is no mode: redaction is meant for a memory's
+    text, and a redacted tag, field or file name would be a broken one that
+    still says a secret was there, so metadata is refused whatever the setting.
+    """
+    findings = scan(text)
+    if findings:
+        kinds = ", ".join(sorted({f.kind for f in findings}))
+        raise SecretRefusedError(
+            f"refused: {what} contain what looks like a secret ({kinds}); "
+            "redaction applies to the memory text only, so remove it"
+        )

@@ -46,7 +46,7 @@ from .ids import IdIssuer, normalize_id
 from .indexer import Indexer, IndexStats
 from .models import KINDS, Block, Memory, Recall
 from .recall import RecallQuery, render_context, run_recall
-from .secret_guard import guard
+from .secret_guard import guard, refuse_in_metadata
 from .sync import SyncResult
 from .textfile import (
     SkipFile,
@@ -436,6 +436,8 @@ class Vault:
         Clones elsewhere still hold it.
         """
         memory_id = normalize_id(memory_id)
+        if reason:
+            refuse_in_metadata(reason, "the reason (it goes into the commit message)")
         if purge:
             from .gitnative import purge as purge_history
 
@@ -523,6 +525,8 @@ class Vault:
     @contextmanager
     def batch(self, subject: str | None = "batch import") -> Iterator[Vault]:
         """Group many writes into one commit (and one file write per file)."""
+        if subject:
+            refuse_in_metadata(subject, "the batch subject (it goes into the commit message)")
         with self._writing():
             if self._batch is not None:
                 yield self  # nested: the outer batch commits
@@ -950,6 +954,11 @@ class Vault:
         op: str,
         topic: str | None = None,
     ) -> Memory:
+        _refuse_secret_metadata(
+            rel,
+            blk.render_list_item(_MASK, "m-0", tags=tags, fields=extra),
+            [f"## Topic: {topic}"] if topic is not None else [],
+        )
         digest = blk.content_hash(body)
         with self._writing():
             self._refresh_scope_file(rel)
@@ -988,6 +997,7 @@ class Vault:
         op: str,
         title: str,
     ) -> Memory:
+        _refuse_secret_metadata(rel, blk.render_entry(heading, _MASK, "m-0", tags=tags), [title])
         with self._writing():
             memory_id = self._ids.issue()
             lines = blk.render_entry(heading, body, memory_id, tags=tags)
@@ -1609,6 +1619,9 @@ class Vault:
         tags: Iterable[str] = (),
     ) -> str:
         """Append a ``## heading`` entry with inline fields; ``header`` starts a new file."""
+        _refuse_secret_metadata(
+            rel, blk.render_entry(heading, _MASK, "m-0", tags=tags, fields=fields), header
+        )
         memory_id = self._ids.issue()
         lines = blk.render_entry(heading, body, memory_id, tags=tags, fields=fields)
         self._apply(
@@ -1723,6 +1736,26 @@ def _zone(name: str) -> tzinfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"unknown timezone {name!r}") from None
+
+
+# Stands in for the text when the metadata is checked on its own: the text has
+# its own guard (which may redact), and scanning text and metadata together
+# would refuse ordinary text that happens to end in "password is" before a tag.
+_MASK = "…"
+
+
+def _refuse_secret_metadata(rel: str, rendered: list[str], extra: list[str]) -> None:
+    """Refuse a secret anywhere around the text, as it would be written.
+
+    ``rendered`` is the block rendered around :data:`_MASK`, so tags, inline
+    fields and headings (a log category, a learning topic) are checked in
+    their final form; ``rel`` carries the scope and session id, ``extra`` a
+    file header or section heading that the write may add.
+    """
+    refuse_in_metadata(
+        "\n".join([rel, *rendered, *extra]),
+        "the tags, fields, topic, category, scope or names of this memory",
+    )
 
 
 def _check_kind(kind: str) -> str:

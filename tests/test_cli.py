@@ -91,21 +91,69 @@ def test_vault_discovery_env_and_walk_up(
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
-        (["get", "m-01jd3k5x7q0000"], "no memory"),
-        (["get", "not-an-id"], "not a memory id"),
-        (["remember", "password = hunter2hunter2"], "secret"),
-        (["remember", "x", "--scope", "Bad Scope"], "invalid scope"),
+        (["get", "m-01jd3k5x7q0000"], "no memory", 1),
+        (["get", "not-an-id"], "not a memory id", 1),
+        (["remember", "password = hunter2hunter2"], "secret", 1),
+        (["remember", "x", "-t", "sk-proj-abcdefghijklmnopqrstuvwxyz0123"], "secret", 1),
+        (["remember", "x", "--scope", "Bad Scope"], "invalid scope", 1),
+        # Usage errors: click's multi-line usage block becomes one line, exit 2.
+        (["get"], "Missing argument 'MEMORY_ID' (see mdmem get --help)", 2),
+        (["remember", "x", "--kind", "bogus"], "'bogus' is not one of", 2),
+        (["recall", "x", "-k", "many"], "'many' is not a valid integer", 2),
+        (["remember", "x", "--no-such-option"], "No such option", 2),
+        (["no-such-command"], "No such command 'no-such-command' (see mdmem --help)", 2),
+        (["--bogus", "status"], "No such option '--bogus'", 2),
+        (["review", "--merge", "--reject"], "not both (see mdmem review --help)", 2),
     ],
 )
 def test_errors_are_one_line(
-    runner: CliRunner, vault_dir: Path, args: list[str], message: str
+    runner: CliRunner, vault_dir: Path, args: list[str], message: str, code: int
 ) -> None:
     result = runner.invoke(main, ["--vault", str(vault_dir), *args])
-    assert result.exit_code == 1
+    assert result.exit_code == code, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error: ") and message in lines[0]
+    assert "Usage:" not in result.output and "Traceback" not in result.output
+
+
+def test_help_still_works(runner: CliRunner) -> None:
+    for args in (["--help"], ["get", "--help"], []):
+        result = runner.invoke(main, args)
+        assert result.output.startswith("Usage: mdmem"), args
+        assert "error:" not in result.output
+    assert runner.invoke(main, ["get", "--help"]).exit_code == 0
+
+
+def test_context_json(runner: CliRunner, vault_dir: Path) -> None:
+    m = run(runner, vault_dir, "remember", "The user prefers metric units", "--kind", "preference")
+    out = run(runner, vault_dir, "context", "metric units", "--max-chars", "400")
+    assert set(out) == {"query", "context", "ids", "citations", "degraded"}
+    assert out["query"] == "metric units" and out["ids"][0] == m["id"]
+    assert out["citations"][0] == f"USER.md#^{m['id']}" and out["citations"][0] in out["context"]
+    assert out["context"].startswith("## Recalled Memory\n") and len(out["context"]) <= 400
+    plain = runner.invoke(main, ["--vault", str(vault_dir), "context", "metric units"])
+    assert (
+        plain.exit_code == 0
+        and plain.output == run(runner, vault_dir, "context", "metric units")["context"]
+    )
+    empty = run(runner, vault_dir, "context", "quantum chromodynamics lattice")
+    assert empty["ids"] == [] and empty["context"].endswith("(no relevant memories)\n")
+
+
+def test_agent_option_is_the_commit_author(runner: CliRunner, vault_dir: Path) -> None:
+    result = runner.invoke(main, ["--vault", str(vault_dir), "--agent", "orc-7", "remember", "x"])
+    assert result.exit_code == 0, result.output
+    author = subprocess.run(
+        ["git", "log", "-1", "--format=%an|%ae|%s"],
+        cwd=vault_dir,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert author == "orc-7|orc-7@agents.mdmem|remember fact: x"
 
 
 def test_no_vault_is_one_line(

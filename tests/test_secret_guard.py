@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from mdmem.errors import SecretRefusedError
-from mdmem.secret_guard import guard, scan
+from mdmem.secret_guard import guard, refuse_in_metadata, scan
 
 SECRETS = [
     ("sk-proj-abcdefghijklmnopqrstuvwxyz0123", "OpenAI API key"),
@@ -13,6 +13,7 @@ SECRETS = [
     ("-----BEGIN OPENSSH PRIVATE KEY-----", "private key"),
     ("password: correcthorsebattery", "password assignment"),
     ("API_KEY=abcdef123456", "password assignment"),
+    ("[password:: correcthorsebattery]", "password assignment"),  # a Dataview field
     ("postgres://admin:s3cretpw@db.internal/app", "URL credentials"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnop", "JWT"),
 ]
@@ -47,3 +48,9 @@ def test_ordinary_text_passes(text: str) -> None:
 
 def test_off_mode_passes_everything() -> None:
     assert guard("password = hunter2hunter2", "off") == "password = hunter2hunter2"
+
+
+def test_metadata_is_refused_whatever_the_mode() -> None:
+    refuse_in_metadata("#deploy [source:: wiki]", "the tags")
+    with pytest.raises(SecretRefusedError, match="the tags contain what looks like a secret"):
+        refuse_in_metadata("#sk-proj-abcdefghijklmnopqrstuvwxyz0123", "the tags")

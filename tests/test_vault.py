@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,10 +138,14 @@ def test_remember_is_idempotent_per_scope(vault: Vault) -> None:
 
 
 def test_log_appends_to_todays_daily_file(vault: Vault) -> None:
+    before = datetime.now().astimezone()
     entry = vault.log("Searched the docs.\n- found one\n- found two", category="Research")
-    assert entry.path.startswith("daily/") and entry.kind == "log"
-    text = read(vault, entry.path)
-    assert "## " in text and " · Research" in text
+    after = datetime.now().astimezone()
+    assert entry.path in {f"daily/{t:%Y-%m-%d}.md" for t in (before, after)}
+    assert entry.kind == "log"
+    lines = read(vault, entry.path).splitlines()
+    assert lines[0] == f"# Daily log {entry.path[6:16]}"
+    assert lines[entry.line - 1] in {f"## {t:%H:%M} · Research" for t in (before, after)}
     assert vault.get(entry.id).text == "Searched the docs.\n- found one\n- found two"
     second = vault.log("More.", category="Research")
     assert vault.get(second.id).line > vault.get(entry.id).line_end
@@ -183,6 +191,19 @@ def test_supersede_and_resolve(vault: Vault) -> None:
     resolved = vault.resolve(new.id)
     assert resolved.status == "resolved"
     assert vault.resolve(new.id, status="active").status == "active"
+
+
+def test_supersede_and_resolve_set_updated(vault: Vault) -> None:
+    days = {datetime.now(UTC).date()}
+    old = vault.remember("Deploys happen on Tuesdays")
+    assert vault.block(old.id).updated is None
+    new = vault.supersede(old.id, "Deploys happen on Thursdays")
+    vault.resolve(new.id)
+    days.add(datetime.now(UTC).date())
+    for memory_id in (old.id, new.id):
+        updated = vault.block(memory_id).updated
+        assert updated is not None and updated.date() in days
+    assert f"[updated:: {updated.date().isoformat()}]" in read(vault, "MEMORY.md")
 
 
 def test_every_write_is_one_commit_with_trailers(vault: Vault) -> None:
@@ -264,6 +285,87 @@ def test_secrets_can_be_redacted(vault: Vault) -> None:
     assert "hunter2" not in git(vault.root, "log", "-p")
 
 
+_KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
+_PASSWORD = "hunter2hunter2"
+
+# Where a secret can hide around a memory's text; each writer gets the
+# secrets mode, so redaction is shown not to let metadata through.
+_METADATA_WRITES: dict[str, Callable[[Vault, str], object]] = {
+    "tag": lambda v, mode: v.remember("deploy notes", tags=[_KEY], secrets=mode),
+    "field value": lambda v, mode: v.remember(
+        "deploy notes", fields=[("note", f"password={_PASSWORD}")], secrets=mode
+    ),
+    "field key": lambda v, mode: v.remember(
+        "deploy notes", fields=[("password", _PASSWORD)], secrets=mode
+    ),
+    "topic": lambda v, mode: v.learn(f"password = {_PASSWORD}", "rotate it", secrets=mode),
+    "category": lambda v, mode: v.log("rotated", category=_KEY, secrets=mode),
+    "log tag": lambda v, mode: v.log("rotated", tags=[_KEY], secrets=mode),
+    "journal tag": lambda v, mode: v.journal("reflecting", tags=[_KEY], secrets=mode),
+    "scope": lambda v, mode: v.remember("deploy notes", scope=f"user:{_KEY}", secrets=mode),
+    "session id": lambda v, mode: v.session(_KEY).record("user", "hi", secrets=mode),
+    "session contact": lambda v, mode: v.session("s1", contact=f"password={_PASSWORD}").record(
+        "user", "hi", secrets=mode
+    ),
+    "event id": lambda v, mode: v.session("s1").record("user", "hi", _KEY, secrets=mode),
+    "tool name": lambda v, mode: v.session("s1").record_tool_output(
+        _KEY, "x" * 50_000, secrets=mode
+    ),
+    "forget reason": lambda v, mode: v.forget(
+        v.remember("to forget").id, reason=f"password={_PASSWORD}"
+    ),
+}
+
+
+def _secret_anywhere(vault: Vault) -> list[str]:
+    """Files, file names and git history (every version) that mention the secret."""
+    found = []
+    for path in vault.root.rglob("*"):
+        if ".git" in path.relative_to(vault.root).parts:
+            continue
+        name = path.relative_to(vault.root).as_posix()
+        data = path.read_bytes() if path.is_file() else b""
+        if _KEY in name or _KEY.encode() in data or _PASSWORD.encode() in data:
+            found.append(name)
+    history = git(vault.root, "log", "-p", "--all", "--format=%B")
+    if _KEY in history or _PASSWORD in history:
+        found.append("git log -p")
+    return found
+
+
+@pytest.mark.parametrize("mode", ["refuse", "redact"])
+@pytest.mark.parametrize("where", list(_METADATA_WRITES))
+def test_secrets_in_metadata_are_always_refused(vault: Vault, where: str, mode: str) -> None:
+    if where == "forget reason":
+        vault.remember("to forget")  # its own commit, before the refused one
+    before = commits(vault)
+    with pytest.raises(SecretRefusedError, match="redaction applies to the memory text only"):
+        _METADATA_WRITES[where](vault, mode)
+    assert commits(vault) == before
+    assert _secret_anywhere(vault) == []
+    assert git(vault.root, "status", "--porcelain") == ""
+    assert vault.recall(_KEY).items == [] and vault.recall(_PASSWORD).items == []
+
+
+def test_session_turns_and_tool_outputs_go_through_the_guard(vault: Vault) -> None:
+    s = vault.session("s1")
+    with pytest.raises(SecretRefusedError):
+        s.record("user", f"my key is {_KEY}")
+    with pytest.raises(SecretRefusedError):
+        s.record_tool_output("env", f"OPENAI={_KEY}\n" + "x" * 50_000)
+    assert len(commits(vault)) == 1
+    # Redacted, a large output is clean in its session preview and in the full copy.
+    m = s.record_tool_output("env", f"OPENAI={_KEY}\n" + "x" * 50_000, secrets="redact")
+    assert vault.block(m.id).field("tout")
+    assert _secret_anywhere(vault) == []
+
+
+def test_ordinary_text_around_metadata_is_not_a_secret(vault: Vault) -> None:
+    # The text is checked on its own: "password is" followed by a tag is no secret.
+    m = vault.remember("The password is", tags=["security"], fields=[("source", "wiki")])
+    assert m.was_new and m.tags == ("security",)
+
+
 @pytest.mark.parametrize("bad", ["", "   ", "a\x00b", "x" * 20_001])
 def test_bad_text_is_rejected(vault: Vault, bad: str) -> None:
     with pytest.raises(InvalidInputError):
@@ -290,6 +392,26 @@ def test_symlink_out_of_the_vault_is_refused(vault: Vault, tmp_path: Path) -> No
     with pytest.raises(PathOutsideVaultError):
         vault.remember("should not escape", scope="user:eve")
     assert outside.read_text() == "# Outside\n"
+
+
+@pytest.mark.parametrize("target_exists", [True, False])
+def test_file_symlink_out_of_the_vault_is_refused(
+    vault: Vault, tmp_path: Path, target_exists: bool
+) -> None:
+    outside = tmp_path / "x.md"
+    if target_exists:
+        outside.write_text("# Outside\n")
+    world = vault.root / "WORLD.md"
+    world.unlink()
+    world.symlink_to(outside)
+    with pytest.raises(PathOutsideVaultError, match=r"WORLD\.md"):
+        vault.remember("The staging server is down", kind="world")
+    assert world.is_symlink()
+    if target_exists:
+        assert outside.read_text() == "# Outside\n"
+    else:
+        assert not outside.exists()
+    assert "staging server" not in git(vault.root, "log", "-p", "--all")
 
 
 def test_malformed_files_are_skipped_not_fatal(
@@ -368,6 +490,42 @@ def test_repository_hooks_never_run(vault: Vault) -> None:
     post.chmod(0o755)
     vault.remember("no hooks please")
     assert not marker.exists()
+
+
+def test_git_calls_disable_fsmonitor_and_fsync_committed(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from git.cmd import Git
+
+    marker = vault.root.parent / "fsmonitor-ran"
+    hook = vault.root.parent / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    git(vault.root, "config", "core.fsmonitor", str(hook))
+    git(vault.root, "status")
+    assert marker.exists()  # the control: plain git runs the repository's fsmonitor
+    marker.unlink()
+
+    commands: list[list[str]] = []
+    real_execute = Git.execute
+
+    def spy(self: Git, command: Any, *args: Any, **kwargs: Any) -> Any:
+        commands.append(list(command))
+        return real_execute(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(Git, "execute", spy)
+    (vault.root / "notes.md").write_text("# Notes\n")  # a human edit, committed first
+    m = vault.remember("fsmonitor stays off")
+    vault.history(m.id)
+    vault.status()
+    assert commands and any("commit" in c for c in commands)
+    for command in commands:
+        pairs = set(itertools.pairwise(command))
+        assert ("-c", "core.fsmonitor=false") in pairs, command
+        assert ("-c", "core.fsync=committed") in pairs, command
+    assert not marker.exists()
+    assert vault.git.run("config", "core.fsync") == "committed"
+    assert vault.git.run("config", "core.fsmonitor") == "false"
 
 
 def test_no_git_children_are_left_running(vault: Vault) -> None:
