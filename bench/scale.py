@@ -12,7 +12,9 @@ compare); queries reuse a memory's content words in another order. Reported:
 * in a vault of --files files (one memory each), the time for the next
   recall to reflect a one-file edit, against a full rebuild (`reindex --full`)
   of that vault, as a ratio;
-* peak RSS of the process.
+* memory: the RSS of a fresh process that opens each vault and runs the
+  same recalls (what an agent serving that vault holds), and the peak RSS
+  of this benchmark process (which also built every vault in one batch).
 
 Targets (issue 3): recall p50 <= 20 ms at 10k and <= 60 ms at 100k; an edit
 reflected in <= 150 ms and >= 100x faster than a full rebuild; keyword-only
@@ -25,6 +27,7 @@ import argparse
 import os
 import random
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -72,6 +75,31 @@ def sentence(rng: random.Random) -> tuple[str, str]:
 
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def serving_rss_mb(root: Path, provider: str, queries: list[str]) -> float:
+    """Peak RSS of a fresh process that opens ``root`` and recalls ``queries``."""
+    env = dict(os.environ, MDMEM_EMBEDDER_PROVIDER=provider)
+    done = subprocess.run(
+        [sys.executable, __file__, "--serve", str(root)],
+        input="\n".join(queries),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def serve(root: str) -> None:
+    """The child of serving_rss_mb: open, recall every stdin line, print peak RSS."""
+    from mdmem import Vault
+
+    vault = Vault.open(root, agent="bench")
+    for query in sys.stdin.read().splitlines():
+        vault.recall(query, k=5)
+    vault.close()
+    print(rss_mb())
 
 
 def build(
@@ -163,8 +191,15 @@ def main() -> None:
         action="store_true",
         help="build each size keyword-only, then embed it in one reindex (fast for 100k)",
     )
+    parser.add_argument(
+        "--ingest-runs", type=int, default=3, help="keyword-only ingest runs (median reported)"
+    )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
     sizes = [int(s) for s in args.sizes.split(",") if s]
     base = scratch_dir("mdmem-bench-scale-")
     import faiss
@@ -172,8 +207,14 @@ def main() -> None:
     faiss.omp_set_num_threads(1)
 
     results: dict[str, object] = {"sizes": {}}
-    _, kw_rate, _ = build(base, "kw-only", max(sizes[0], 10_000), "none")
+    kw_rates = []
+    for run in range(max(1, args.ingest_runs)):
+        kw_vault, rate, _ = build(base, f"kw-only-{run}", max(sizes[0], 10_000), "none")
+        kw_vault.close()  # type: ignore[attr-defined]
+        kw_rates.append(rate)
+    kw_rate = median(kw_rates)
     results["ingest_keyword_only_per_s"] = kw_rate
+    results["ingest_keyword_only_runs"] = kw_rates
     rows = []
     for n in sizes:
         vault, rate, queries = build(base, f"v{n}", n, args.embedder, embed_after=args.embed_after)
@@ -184,11 +225,19 @@ def main() -> None:
             "recall_p95_ms": percentile(times, 95),
             "rss_mb": rss_mb(),
         }
+        vault.close()  # type: ignore[attr-defined]
+        entry["serving_rss_mb"] = serving_rss_mb(base / f"v{n}", args.embedder, queries[:50])
         results["sizes"][str(n)] = entry  # type: ignore[index]
         rows.append(
-            [f"{n:,}", rate, entry["recall_p50_ms"], entry["recall_p95_ms"], entry["rss_mb"]]
+            [
+                f"{n:,}",
+                rate,
+                entry["recall_p50_ms"],
+                entry["recall_p95_ms"],
+                entry["serving_rss_mb"],
+                entry["rss_mb"],
+            ]
         )
-        vault.close()  # type: ignore[attr-defined]
     fresh = edit_freshness(base, args.files, args.embedder)
     results["edit"] = {**fresh, "ratio": fresh["full_rebuild_s"] * 1000 / fresh["edit_ms"]}
     results["peak_rss_mb"] = rss_mb()
@@ -198,7 +247,14 @@ def main() -> None:
     how = ", embedded after a keyword-only ingest" if args.embed_after else ""
     print_table(
         f"recall and ingest ({args.embedder} embedder{how}, warm, {args.queries} queries, k=5)",
-        ["memories", "ingest /s", "recall p50 ms", "recall p95 ms", "peak RSS MB"],
+        [
+            "memories",
+            "ingest /s",
+            "recall p50 ms",
+            "recall p95 ms",
+            "serving RSS MB",
+            "bench peak RSS MB",
+        ],
         rows,
     )
     edit = results["edit"]
@@ -206,11 +262,20 @@ def main() -> None:
         f"freshness in a {args.files:,}-file vault",
         ["measure", "value", "target"],
         [
-            ["keyword-only ingest (memories/s)", kw_rate, ">= 2,000"],
+            [
+                f"keyword-only ingest (memories/s, median of {len(kw_rates)})",
+                kw_rate,
+                ">= 2,000",
+            ],
             ["next recall after a one-file edit (ms)", edit["edit_ms"], "<= 150"],  # type: ignore[index]
             ["full rebuild (s)", edit["full_rebuild_s"], ""],  # type: ignore[index]
             ["full rebuild / edit", edit["ratio"], ">= 100"],  # type: ignore[index]
-            ["peak RSS (MB)", results["peak_rss_mb"], "<= 600 at 100k"],
+            [
+                f"serving RSS at {sizes[-1]:,} (MB)",
+                results["sizes"][str(sizes[-1])]["serving_rss_mb"],  # type: ignore[index]
+                "<= 600 at 100k",
+            ],
+            ["bench process peak RSS (MB)", results["peak_rss_mb"], ""],
         ],
     )
 

@@ -383,33 +383,39 @@ class MiniLM:
             # Without control over BLAS threads, parallel batches would
             # oversubscribe the cores; let BLAS do the threading.
             n_workers = 0
-        with _BLAS_PIN.pinned(n_workers > 0):
-            if not bucketed:
+        if not bucketed:
+            with _BLAS_PIN.pinned(n_workers > 0):
                 size = max_batch or 32
                 for start in range(0, n, size):
                     out[start : start + size] = self.encode_padded(ids[start : start + size])
-                return out
-            total = sum(len(seq) for seq in ids)
-            if n_workers > 1:
-                # Several batches per worker so a slow one (a busy core) does
-                # not leave the others idle at the end; not so small that the
-                # GEMMs lose efficiency.
-                per_batch = -(-total // (4 * n_workers))
-                token_budget = max(min(token_budget, per_batch), _MIN_PARALLEL_BUDGET)
-            batches = _plan_batches(ids, token_budget, max_batch)
-            if n_workers <= 1 or len(batches) == 1:
+            return out
+        total = sum(len(seq) for seq in ids)
+        if n_workers > 1:
+            # Several batches per worker so a slow one (a busy core) does
+            # not leave the others idle at the end; not so small that the
+            # GEMMs lose efficiency.
+            per_batch = -(-total // (4 * n_workers))
+            token_budget = max(min(token_budget, per_batch), _MIN_PARALLEL_BUDGET)
+        batches = _plan_batches(ids, token_budget, max_batch)
+        if n_workers <= 1 or len(batches) == 1:
+            # One batch at a time (a recall's query): BLAS may use every core
+            # for it, which takes a query from ~10 to ~6 ms on two cores.
+            with _BLAS_PIN.pinned(n_workers == 1):
                 for batch in batches:
                     out[batch] = self.encode_packed([ids[i] for i in batch])
-                return out
-            with ThreadPoolExecutor(
+            return out
+        with (
+            _BLAS_PIN.pinned(True),
+            ThreadPoolExecutor(
                 max_workers=min(n_workers, len(batches)), thread_name_prefix="mdmem-minilm"
-            ) as pool:
-                futures = [
-                    (batch, pool.submit(self.encode_packed, [ids[i] for i in batch]))
-                    for batch in batches
-                ]
-                for batch, future in futures:
-                    out[batch] = future.result()
+            ) as pool,
+        ):
+            futures = [
+                (batch, pool.submit(self.encode_packed, [ids[i] for i in batch]))
+                for batch in batches
+            ]
+            for batch, future in futures:
+                out[batch] = future.result()
         return out
 
     def encode_padded(self, seqs: Sequence[Sequence[int]]) -> F32:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import DimensionMismatchError, EmbedderError, IndexError_
-from .keyword_index import KeywordIndex
+from .keyword_index import BulkStream, KeywordIndex
 from .manifest import Manifest
 from .models import Block
 
@@ -104,6 +104,22 @@ class IndexStats:
     embedder: str
     missing_vectors: int
     generation: int
+
+
+class AppendStream:
+    """The keyword stream of one batch, fed with the blocks it appends."""
+
+    def __init__(self, stream: BulkStream) -> None:
+        self._stream = stream
+
+    def feed(self, blocks: Iterable[Block]) -> None:
+        self._stream.feed(b for b in blocks if indexable(b))
+
+    def finish(self, blocks: Sequence[Block]) -> bool:
+        return self._stream.finish(blocks)
+
+    def cancel(self) -> None:
+        self._stream.cancel()
 
 
 class Indexer:
@@ -249,17 +265,32 @@ class Indexer:
                 self.manifest.replace_file(path, self._file_row(path), state.parsed.blocks)
             self._write(upserts, deletes, to_embed)
 
-    def add_appended(self, path: str, blocks: Sequence[Block]) -> None:
-        """Index blocks appended to ``path`` (its other blocks are unchanged)."""
+    def open_stream(self) -> AppendStream | None:
+        """Keyword-index a large batch's appended blocks while it is built (see
+        :meth:`KeywordIndex.open_stream`); None when that is not possible."""
+        stream = self.keyword.open_stream()
+        return AppendStream(stream) if stream is not None else None
+
+    def add_appended(
+        self, path: str, blocks: Sequence[Block], stream: AppendStream | None = None
+    ) -> None:
+        """Index blocks appended to ``path`` (its other blocks are unchanged).
+
+        ``stream``: the keyword documents were already fed there.
+        """
         with self._lock:
             state = self.catalog.files.get(path)
             if state is None:
+                if stream is not None:
+                    stream.cancel()
                 return
             fresh = [b for b in blocks if indexable(b)]
             start = len(state.parsed.blocks) - len(blocks)
             self.manifest.append_blocks(path, self._file_row(path), list(blocks), start)
+            streamed = stream is not None and stream.finish(fresh)
             if fresh:
-                self.keyword.add_new(fresh)
+                if not streamed:
+                    self.keyword.add_new(fresh)
                 self._embed(fresh)
                 self._bump_generation()
             self.checkpoint()

@@ -89,7 +89,35 @@ def _whoosh() -> Any:
         import whoosh
     except ImportError as e:  # pragma: no cover - a core dependency
         raise IndexError_("the keyword index needs Whoosh: pip install whoosh-reloaded") from e
+    _cache_missing_length_columns()
     return whoosh
+
+
+def _cache_missing_length_columns() -> None:
+    """Make Whoosh remember that a segment has no length column for a field.
+
+    Writing a segment looks up each posting's field length; for fields
+    without lengths (ids, kinds, scopes, dates) Whoosh's per-segment reader
+    caches nothing and asks the file system again, one ``stat`` per posting:
+    about a tenth of the indexing time. A finished segment's files never
+    change, so "no such column" can be cached like a column is.
+    """
+    try:
+        from whoosh.codec.whoosh3 import W3PerDocReader
+    except ImportError:  # pragma: no cover - another Whoosh layout: keep its own
+        return
+    original = getattr(W3PerDocReader, "_cached_reader", None)
+    if original is None or getattr(original, "_mdmem", False):
+        return
+
+    def cached_reader(self: Any, fieldname: str, column: Any) -> Any:
+        readers = self._readers
+        if fieldname not in readers:
+            readers[fieldname] = original(self, fieldname, column)
+        return readers[fieldname]
+
+    cached_reader._mdmem = True  # type: ignore[attr-defined]
+    W3PerDocReader._cached_reader = cached_reader
 
 
 def _text_analyzer() -> Any:
@@ -183,16 +211,19 @@ def _scope_term(scope: str) -> str:
 
 def _doc(block: Block) -> dict[str, Any]:
     tags = _tag_terms(block.tags)
+    # Every file is .md, so the suffix is no evidence; an empty heading is
+    # left out rather than indexed (each field costs Whoosh per document).
     doc: dict[str, Any] = {
         "id": block.id,
         "text": _norm_text(block.text),
-        "heading": _norm_text(block.heading),
-        "path": _WORD_SPLIT.sub(" ", block.path),
+        "path": _WORD_SPLIT.sub(" ", block.path.removesuffix(".md")),
         "kind": block.kind,
         "scope": _scope_term(block.scope),
         "status": block.status,
         "created": _naive_utc(block.created),
     }
+    if block.heading:
+        doc["heading"] = _norm_text(block.heading)
     if tags:
         doc["tags"] = ",".join(tags)
         doc["tagtext"] = _WORD_SPLIT.sub(" ", " ".join(_norm_tag(t) for t in block.tags))
@@ -273,6 +304,7 @@ class KeywordIndex:
         # Our own copy for query analysis: Index.schema re-reads the TOC file.
         self._schema: Any = _schema()
         self._fast: FastScorer | None = FastScorer()
+        self._stream: BulkStream | None = None
         self._ix: Any = self._open_or_create()
 
     # -- opening -----------------------------------------------------------
@@ -352,6 +384,12 @@ class KeywordIndex:
     def _writer(self, **kwargs: Any) -> Any:
         from whoosh.index import LockError
 
+        stream = self._stream
+        if stream is not None and stream.active:
+            # Any other write needs Whoosh's lock, which the stream holds: give
+            # the streamed documents up (they are indexed at the end instead).
+            log.info("keyword write during a streamed import; the import is indexed at its end")
+            stream.cancel()
         try:
             return self._ix.writer(timeout=self.lock_timeout, delay=0.05, **kwargs)
         except LockError as e:
@@ -498,6 +536,12 @@ class KeywordIndex:
                 progress(len(docs))
             return len(docs)
         self._invalidate()
+        self._put_back_lost(docs, before, known)
+        if progress is not None:
+            progress(len(docs))
+        return len(docs)
+
+    def _put_back_lost(self, docs: list[dict[str, Any]], before: int, known: set[str]) -> None:
         unique_new = {d["id"] for d in docs} - known
         if len(self) != before + len(unique_new):
             # A sub-writer that died leaves its segment out of the commit
@@ -506,9 +550,29 @@ class KeywordIndex:
             missing = [d for d in docs if d["id"] not in present]
             log.warning("multiprocess keyword indexing lost %d documents; re-adding", len(missing))
             self._write_docs(missing, replace=True)
-        if progress is not None:
-            progress(len(docs))
-        return len(docs)
+
+    def open_stream(self) -> BulkStream | None:
+        """A multiprocess writer to feed fresh blocks while a batch is built.
+
+        Whoosh's sub-writers then index on the other cores while the caller
+        is still parsing and rendering, instead of after it. None where that
+        cannot help (one core) or the writer cannot start; the caller then
+        indexes at the end as usual.
+        """
+        procs = min(int(_BULK_WRITER_ARGS["procs"]), os.cpu_count() or 1)
+        if procs < 2:
+            return None
+        with self._lock:
+            if self._stream is not None and self._stream.active:
+                return None
+            try:
+                before = len(self)
+                writer = self._writer(**dict(_BULK_WRITER_ARGS, procs=procs))
+            except Exception as e:
+                log.info("keyword stream unavailable (%r); indexing at the end", e)
+                return None
+            self._stream = BulkStream(self, writer, before)
+            return self._stream
 
     def _write_docs(self, docs: list[dict[str, Any]], *, replace: bool) -> None:
         def fill(writer: Any) -> None:
@@ -728,6 +792,8 @@ class KeywordIndex:
 
     def close(self) -> None:
         with self._lock:
+            if self._stream is not None:
+                self._stream.cancel()
             self._invalidate()
             with contextlib.suppress(Exception):
                 self._ix.close()
@@ -737,3 +803,75 @@ class KeywordIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class BulkStream:
+    """Fresh documents fed to a multiprocess writer before their batch ends.
+
+    Only a fingerprint of each fed document is kept. :meth:`finish` commits
+    when the batch's final blocks match what was fed (ids never fed are
+    added then); if any differs, or a fed block is gone, nothing is
+    committed and it returns False so the caller indexes the final blocks
+    the ordinary way. Holds the index's write lock until finished or
+    cancelled.
+    """
+
+    def __init__(self, index: KeywordIndex, writer: Any, before: int) -> None:
+        self._index = index
+        self._writer: Any = writer
+        self._before = before
+        self._fed: dict[str, int] = {}
+
+    @property
+    def active(self) -> bool:
+        return self._writer is not None
+
+    def feed(self, blocks: Iterable[Block]) -> None:
+        if self._writer is None:
+            return
+        try:
+            for block in blocks:
+                doc = _doc(block)
+                self._fed[block.id] = _fingerprint(doc)
+                self._writer.add_document(**doc)
+        except Exception as e:
+            log.warning("keyword stream failed (%r); indexing at the end", e)
+            self.cancel()
+
+    def finish(self, blocks: Sequence[Block]) -> bool:
+        """Commit if ``blocks`` (the batch's fresh blocks) agree with what was fed."""
+        index = self._index
+        with index._lock:
+            writer, self._writer = self._writer, None
+            if writer is None:
+                return False
+            index._stream = None
+            docs = [_doc(b) for b in blocks]
+            final = {d["id"]: _fingerprint(d) for d in docs}
+            if any(final.get(i) != f for i, f in self._fed.items()):
+                index._abort(writer)
+                return False
+            try:
+                for doc in docs:
+                    if doc["id"] not in self._fed:
+                        writer.add_document(**doc)
+                writer.commit()
+            except Exception as e:
+                log.warning("keyword stream commit failed (%r); indexing again", e)
+                index._abort(writer)
+                index._invalidate()
+                return False
+            index._invalidate()
+            index._put_back_lost(docs, self._before, set())
+            return True
+
+    def cancel(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            KeywordIndex._abort(writer)
+            if self._index._stream is self:
+                self._index._stream = None
+
+
+def _fingerprint(doc: dict[str, Any]) -> int:
+    return hash(tuple(sorted((k, str(v)) for k, v in doc.items())))

@@ -43,7 +43,7 @@ from .errors import (
 from .gitnative import Changes, LineAuthor, Provenance, parsed_at
 from .gitstore import CommitInfo, GitStore, Identity, format_message
 from .ids import IdIssuer, normalize_id
-from .indexer import Indexer, IndexStats
+from .indexer import AppendStream, Indexer, IndexStats
 from .models import KINDS, Block, Memory, Recall
 from .recall import RecallQuery, render_context, run_recall
 from .secret_guard import guard, refuse_in_metadata
@@ -77,6 +77,9 @@ log = logging.getLogger("mdmem")
 
 MAX_MEMORY_CHARS = 20_000
 _CAS_ATTEMPTS = 100
+# Below this many appended blocks the keyword index is written at the flush:
+# forking Whoosh's sub-writers costs more than it saves.
+_STREAM_AFTER = 2_000
 _CONTENDED_AFTER = 5
 _CAREFUL_WAIT = 0.02
 _APPEND_MERGES = 3  # re-stagings per swap when someone keeps appending to the file
@@ -175,6 +178,10 @@ class _Batch:
     subjects: list[str] = field(default_factory=list)
     trailers: list[tuple[str, str]] = field(default_factory=list)
     ops: int = 0
+    # A large import into one file is keyword-indexed while it is built.
+    stream: AppendStream | None = None
+    stream_path: str | None = None
+    streamed: int = 0  # how many of that file's appended blocks were fed
 
 
 class Vault:
@@ -536,7 +543,11 @@ class Vault:
                 yield self
             finally:
                 batch, self._batch = self._batch, None
-                self._flush(batch, subject)
+                try:
+                    self._flush(batch, subject)
+                finally:
+                    if batch.stream is not None:
+                        batch.stream.cancel()  # a no-op once the flush used it
 
     # ------------------------------------------------------------ queries --
 
@@ -1129,6 +1140,7 @@ class Vault:
                 parsed.blocks.extend(new_blocks)
                 self.catalog.add_blocks(rel, new_blocks, (0, 0, 0))
                 pending.appended.extend(new_blocks)
+                self._stream_appended(rel, pending)
                 return parsed
         pending.only_appends = False
         try:
@@ -1218,12 +1230,29 @@ class Vault:
         else:
             self._index_written(batch, written)
 
+    def _stream_appended(self, rel: str, pending: _Pending) -> None:
+        """Feed a large batch's appended blocks to the keyword stream as they come."""
+        batch = self._batch
+        if batch is None or len(pending.appended) < _STREAM_AFTER:
+            return
+        if batch.stream_path is None:
+            batch.stream_path = rel
+            batch.stream = self.indexer.open_stream()
+        if batch.stream is None or rel != batch.stream_path:
+            return
+        batch.stream.feed(pending.appended[batch.streamed :])
+        batch.streamed = len(pending.appended)
+
     def _index_written(self, batch: _Batch, written: list[str]) -> None:
-        for rel in written:
+        # The streamed file first: any other keyword write would cancel it.
+        for rel in sorted(written, key=lambda r: r != batch.stream_path):
             pending = batch.pending[rel]
+            stream = batch.stream if rel == batch.stream_path else None
             if pending.only_appends and rel in self.catalog.files:
-                self.indexer.add_appended(rel, pending.appended)
+                self.indexer.add_appended(rel, pending.appended, stream)
             else:
+                if stream is not None:
+                    stream.cancel()
                 self.indexer.apply([rel], [])
 
     def _edited_by_others_lately(self, rel: str, full: Path) -> bool:

@@ -508,3 +508,51 @@ def test_error_in_callers_blocks_propagates_and_commits_nothing(
     assert ix.search("generated") == []
     ix.upsert([block("g-ok", "generated after the failure")])  # lock released
     assert ids(ix.search("generated")) == ["g-ok"]
+
+
+def _no_sub_writers_left() -> bool:
+    import multiprocessing
+
+    return not multiprocessing.active_children()
+
+
+def test_stream_commits_what_was_fed_and_what_was_not(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "kw")
+    index.add_many([block("m-0", "an older kestrel note")])
+    stream = index.open_stream()
+    if stream is None:
+        pytest.skip("one core: no multiprocess stream")
+    fed = [block(f"m-{i}", f"kestrel sighting number {i}") for i in range(1, 300)]
+    stream.feed(fed)
+    late = [block(f"m-{i}", f"kestrel sighting number {i}") for i in range(300, 320)]
+    assert stream.finish(fed + late)
+    assert not stream.active and _no_sub_writers_left()
+    assert len(index) == 320
+    assert set(ids(index.search("kestrel", limit=400))) == {f"m-{i}" for i in range(320)}
+
+
+def test_stream_gives_up_when_a_fed_block_changed_or_vanished(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "kw")
+    stream = index.open_stream()
+    if stream is None:
+        pytest.skip("one core: no multiprocess stream")
+    others = [block(f"m-{i}", f"a grebe, number {i}") for i in range(3, 300)]  # sub-writers run
+    stream.feed([block("m-1", "heron by the lake"), block("m-2", "heron in the reeds"), *others])
+    # m-1's text changed after it was fed, m-2 is gone: nothing may be committed.
+    assert not stream.finish([block("m-1", "heron by the river"), *others])
+    assert len(index) == 0 and _no_sub_writers_left()
+    index.add_new([block("m-1", "heron by the river")])  # the caller's ordinary path
+    assert ids(index.search("heron river")) == ["m-1"]
+
+
+def test_another_write_cancels_the_stream_instead_of_waiting_for_its_lock(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "kw", lock_timeout=1)
+    stream = index.open_stream()
+    if stream is None:
+        pytest.skip("one core: no multiprocess stream")
+    stream.feed([block(f"m-{i}", "osprey over the bay") for i in range(3, 300)])
+    index.upsert([block("m-2", "osprey nest on the mast")])
+    assert not stream.active and _no_sub_writers_left()
+    assert not stream.finish([block(f"m-{i}", "osprey over the bay") for i in range(3, 300)])
+    assert ids(index.search("osprey")) == ["m-2"]
+    index.close()

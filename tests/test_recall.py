@@ -260,3 +260,55 @@ def test_cli_recall_context_reindex(seeded: Vault) -> None:
     assert ctx.output.startswith("## Recalled Memory")
     re = runner.invoke(main, ["--vault", str(seeded.root), "reindex", "--full", "--json"])
     assert json.loads(re.output)["keyword_docs"] > 0
+
+
+def test_a_large_batch_is_keyword_indexed_while_it_is_built(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mdmem.vault as vault_module
+
+    monkeypatch.setattr(vault_module, "_STREAM_AFTER", 50)
+    with vault.batch("import"):
+        made = [vault.remember(f"Plover count {i} at the estuary") for i in range(400)]
+        vault.log("Walked the dunes.", category="Field")  # another file in the same batch
+    found = vault.recall("plover estuary", k=20, mode="keyword")
+    assert len(found.items) == 20
+    assert vault.doctor().ok, vault.doctor().problems
+    assert ids(vault.recall("plover count 399", k=1, mode="keyword")) == [made[-1].id]
+    assert ids(vault.recall("dunes", k=1, mode="keyword"))
+
+
+def test_a_streamed_batch_that_edits_its_own_memories_is_indexed_correctly(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing
+
+    import mdmem.vault as vault_module
+
+    monkeypatch.setattr(vault_module, "_STREAM_AFTER", 50)
+    with vault.batch("import"):
+        made = [vault.remember(f"Avocet count {i} on the mudflat") for i in range(300)]
+        vault.forget(made[10].id)  # not an append: the stream is given up
+        vault.resolve(made[20].id)
+    assert not multiprocessing.active_children()
+    assert made[10].id not in ids(vault.recall("avocet count 10", k=50, mode="keyword"))
+    assert made[20].id not in ids(vault.recall("avocet count 20", k=50, mode="keyword"))
+    assert made[30].id == ids(vault.recall("avocet count 30", k=1, mode="keyword"))[0]
+    assert vault.doctor().ok, vault.doctor().problems
+
+
+def test_an_error_inside_a_streamed_batch_leaves_no_sub_writer(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing
+
+    import mdmem.vault as vault_module
+
+    monkeypatch.setattr(vault_module, "_STREAM_AFTER", 50)
+    with pytest.raises(RuntimeError), vault.batch("import"):
+        for i in range(300):
+            vault.remember(f"Curlew call {i}")
+        raise RuntimeError("the importer broke")
+    assert not multiprocessing.active_children()
+    # What was written before the error is on disk and indexed.
+    assert len(vault.recall("curlew call", k=20, mode="keyword").items) == 20
