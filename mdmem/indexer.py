@@ -238,15 +238,22 @@ class Indexer:
     # ------------------------------------------------------------ updates --
 
     def apply(self, changed: Iterable[str], removed: Iterable[str]) -> None:
-        """Re-index whole files: diff their new blocks against the manifest."""
+        """Re-index whole files: diff their new blocks against the manifest.
+
+        The manifest is updated only after both indexes took the change: if
+        a write fails (another process holds the keyword index's lock), the
+        manifest still describes what the indexes hold, and the next try
+        diffs against it again.
+        """
         with self._lock:
             upserts: list[Block] = []
             deletes: list[str] = []
             to_embed: list[Block] = []
+            records: list[tuple[str, Any, list[Block]]] = []
             for path in removed:
                 old_ids = [b.id for b in self.manifest.blocks(path)]
                 deletes.extend(old_ids)
-                self.manifest.replace_file(path, None, [])
+                records.append((path, None, []))
             for path in changed:
                 state = self.catalog.files.get(path)
                 if state is None:
@@ -262,8 +269,10 @@ class Indexer:
                     text_changed = before is None or before.content_hash != block.content_hash
                     if text_changed or block.id in self.missing_vectors:
                         to_embed.append(block)
-                self.manifest.replace_file(path, self._file_row(path), state.parsed.blocks)
+                records.append((path, self._file_row(path), list(state.parsed.blocks)))
             self._write(upserts, deletes, to_embed)
+            for path, row, blocks in records:
+                self.manifest.replace_file(path, row, blocks)
 
     def open_stream(self) -> AppendStream | None:
         """Keyword-index a large batch's appended blocks while it is built (see
@@ -286,13 +295,14 @@ class Indexer:
                 return
             fresh = [b for b in blocks if indexable(b)]
             start = len(state.parsed.blocks) - len(blocks)
-            self.manifest.append_blocks(path, self._file_row(path), list(blocks), start)
             streamed = stream is not None and stream.finish(fresh)
             if fresh:
                 if not streamed:
                     self.keyword.add_new(fresh)
                 self._embed(fresh)
                 self._bump_generation()
+            # After the indexes, as in apply(): a failed write leaves no claim.
+            self.manifest.append_blocks(path, self._file_row(path), list(blocks), start)
             self.checkpoint()
 
     def _file_row(self, path: str) -> tuple[int, int, int, str, dict[str, Any], int]:

@@ -143,10 +143,11 @@ def _text_analyzer() -> Any:
 def _date_field(datetime_field: Any) -> Any:
     # Whoosh tiers a date into 8 terms (8-bit steps) for range queries, which
     # made dates a third of all postings and of the ingest cost. Two tiers
-    # (exact, and ~71-minute buckets) keep a year-long range to a few thousand
-    # bucket terms; and the date filter only runs in Whoosh when recall's own
-    # post-filter leaves too few hits. (An attribute, not a subclass: the
-    # schema is pickled into the index.)
+    # (the minute, and ~71-minute buckets) keep a year-long range to a few
+    # thousand bucket terms. Dates are indexed to the minute (_minute): an
+    # exact timestamp is a term of its own for every block, and unique terms
+    # are what Whoosh writes slowest (a fifth of the indexing time). (An
+    # attribute, not a subclass: the schema is pickled into the index.)
     field = datetime_field()
     field.shift_step = 32
     return field
@@ -185,6 +186,11 @@ def _naive_utc(dt: datetime) -> datetime:
     return dt
 
 
+def _minute(dt: datetime) -> datetime:
+    """The UTC minute of ``dt``: the precision dates are indexed and filtered at."""
+    return _naive_utc(dt).replace(second=0, microsecond=0)
+
+
 def _norm_tag(tag: str) -> str:
     return tag.strip().lstrip("#").casefold()
 
@@ -220,7 +226,7 @@ def _doc(block: Block) -> dict[str, Any]:
         "kind": block.kind,
         "scope": _scope_term(block.scope),
         "status": block.status,
-        "created": _naive_utc(block.created),
+        "created": _minute(block.created),
     }
     if block.heading:
         doc["heading"] = _norm_text(block.heading)
@@ -228,7 +234,7 @@ def _doc(block: Block) -> dict[str, Any]:
         doc["tags"] = ",".join(tags)
         doc["tagtext"] = _WORD_SPLIT.sub(" ", " ".join(_norm_tag(t) for t in block.tags))
     if block.updated is not None:
-        doc["updated"] = _naive_utc(block.updated)
+        doc["updated"] = _minute(block.updated)
     return doc
 
 
@@ -705,7 +711,10 @@ class KeywordIndex:
         "every scope"). A block passes when its kind is in ``kinds``, it has
         one of ``tags`` (or a descendant: ``project`` matches
         ``project/alpha``), its scope is in ``scopes`` (``""`` is the vault
-        root), its status is in ``statuses`` and ``since <= created <= until``.
+        root), its status is in ``statuses`` and ``since <= created <= until``
+        compared to the minute (a block created in the same minute as
+        ``since`` passes even if a few seconds earlier; recall, which needs
+        exact bounds, checks them again).
         """
         from whoosh import query as q
 
@@ -731,8 +740,8 @@ class KeywordIndex:
             clauses.append(
                 q.DateRange(
                     "created",
-                    _naive_utc(since) if since is not None else None,
-                    _naive_utc(until) if until is not None else None,
+                    _minute(since) if since is not None else None,
+                    _minute(until) if until is not None else None,
                 )
             )
         flt = q.And(clauses) if clauses else None

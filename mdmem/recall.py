@@ -290,6 +290,7 @@ def _keyword_candidates(
     kept = [(i, s) for i, s in raw if (b := block_of(i)) is not None and q.admits(b)]
     if len(kept) >= pool or len(raw) < pool * 2:
         return kept[:pool]
+    # Whoosh compares dates to the minute; run_recall checks exact bounds.
     return indexer.keyword.search(
         q.query,
         limit=pool,

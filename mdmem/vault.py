@@ -201,6 +201,8 @@ class Vault:
         self.git = GitStore(self.root)
         self.catalog = Catalog(self.root, live=True)
         self._ids = IdIssuer(self.state_dir)
+        # Files whose indexing waited in vain for another writer's lock.
+        self._index_backlog: set[str] = set()
         self._file_lock = FileLock(str(self.state_dir / "vault.lock"))
         self._mutex = threading.RLock()
         self._batch: _Batch | None = None
@@ -571,8 +573,18 @@ class Vault:
                 return []
             self._follow_head()
             delta = self.catalog.scan()
-            if delta:
-                self._on_files_changed(delta.changed, delta.removed)
+            todo = dict.fromkeys([*delta.changed, *delta.removed, *self._index_backlog])
+            if todo:
+                changed = [p for p in todo if p in self.catalog.files]
+                removed = [p for p in todo if p not in self.catalog.files]
+                try:
+                    self._on_files_changed(changed, removed)
+                    self._index_backlog.clear()
+                except LockTimeoutError as e:
+                    # Another process is writing the index (a large import):
+                    # answer from the index as it is, and index these next time.
+                    log.warning("%s; recall uses the index as it is for now", e)
+                    self._index_backlog.update(todo)
             return [*delta.changed, *delta.removed]
 
     def history(self, memory_id: str) -> list[Version]:

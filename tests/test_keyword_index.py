@@ -181,10 +181,10 @@ def test_repeated_filters_stay_correct(ix: KeywordIndex) -> None:
         assert set(ids(ix.search(q, scopes=[""]))) == {"m-1"}
 
 
-def test_date_ranges_match_a_brute_force_filter(tmp_path: Path) -> None:
-    # Dates are indexed in two tiers (exact and ~71-minute buckets): ranges
-    # whose ends fall inside a bucket, across buckets and across years must
-    # select exactly the blocks a plain comparison selects.
+def test_date_ranges_match_a_brute_force_filter_to_the_minute(tmp_path: Path) -> None:
+    # Dates are indexed to the minute in two tiers (the minute and ~71-minute
+    # buckets): ranges whose ends fall inside a bucket, across buckets and
+    # across years select exactly what a comparison of minutes selects.
     rng = random.Random(5)
     spans = [timedelta(seconds=1), timedelta(minutes=7), timedelta(hours=5), timedelta(days=400)]
     created = {
@@ -193,12 +193,20 @@ def test_date_ranges_match_a_brute_force_filter(tmp_path: Path) -> None:
     index = KeywordIndex(tmp_path / "kw")
     index.add_many([block(bid, "sunflower field", created=when) for bid, when in created.items()])
     moments = sorted(created.values())
+
+    def minute(when: datetime) -> datetime:
+        return when.replace(second=0, microsecond=0)
+
     for _ in range(60):
         since, until = sorted(rng.sample(moments, 2))
-        since -= timedelta(microseconds=rng.choice([0, 1]))
-        expected = {bid for bid, when in created.items() if since <= when <= until}
+        since -= timedelta(seconds=rng.choice([0, 1, 59]))
+        expected = {
+            bid for bid, when in created.items() if minute(since) <= minute(when) <= minute(until)
+        }
         got = set(ids(index.search("sunflower", limit=400, since=since, until=until)))
         assert got == expected
+        exact = {bid for bid, when in created.items() if since <= when <= until}
+        assert exact <= got
 
 
 def test_date_range_filter(ix: KeywordIndex) -> None:

@@ -312,3 +312,34 @@ def test_an_error_inside_a_streamed_batch_leaves_no_sub_writer(
     assert not multiprocessing.active_children()
     # What was written before the error is on disk and indexed.
     assert len(vault.recall("curlew call", k=20, mode="keyword").items) == 20
+
+
+def test_recall_answers_while_another_writer_holds_the_keyword_index(vault: Vault) -> None:
+    from mdmem.keyword_index import KeywordIndex
+
+    gannets = vault.remember("Gannets dive for mackerel off the cliffs.")
+    vault.indexer.keyword.lock_timeout = 0.2
+    other = KeywordIndex(vault.indexer.keyword.directory)
+    held = other._writer()  # as a large import in another process would
+    try:
+        (vault.root / "notes.md").write_text("# Notes\n\nPuffins nest in burrows.\n")
+        assert ids(vault.recall("gannets mackerel", mode="keyword")) == [gannets.id]
+        assert not vault.recall("puffins burrows", mode="keyword").items
+    finally:
+        held.cancel()
+        other.close()
+    # The file that could not be indexed then is indexed by the next recall.
+    assert vault.recall("puffins burrows", mode="keyword").items
+    assert [p for p in vault.doctor().problems if p.check != "git"] == []  # notes.md: uncommitted
+
+
+def test_since_is_exact_to_the_second_when_whoosh_filters_by_the_minute(vault: Vault) -> None:
+    start = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+    with vault.batch("import"):
+        for i in range(80):  # enough that recall asks Whoosh's own date filter
+            vault.remember(f"Wren song number {i}", created=start + timedelta(seconds=i / 4))
+        late = vault.remember("Wren song at the end", created=start + timedelta(seconds=40))
+    since = start + timedelta(seconds=30)  # the same minute as every other wren
+    assert ids(vault.recall("wren song", since=since, k=5, mode="keyword")) == [late.id]
+    early = vault.recall("wren song", until=since, k=100, mode="keyword")
+    assert late.id not in ids(early) and len(early.items) == 80
