@@ -461,6 +461,43 @@ def item_block(parsed: ParsedFile, lines: list[str], first: int) -> Block:
     return _memory_block(parsed.path, span, raw, scope, kind, tags, datetime.now(UTC))
 
 
+def rewritten_block(
+    parsed: ParsedFile, old: Block, old_lines: list[str], new_lines: list[str]
+) -> Block | None:
+    """``old`` after its lines were rewritten in place, line for line.
+
+    For a field change (``with_fields``) this replaces a parse of the whole
+    file (seconds for a 10k-memory file) with the block's own lines. It
+    first rebuilds ``old`` from ``old_lines`` the same way: only if that
+    reproduces ``old`` exactly is the rebuild trusted for the new lines.
+    None means "parse the file" (other block styles, changed shape).
+    """
+    if not old.is_memory or len(old_lines) != len(new_lines):
+        return None
+    if len(old_lines) != old.line_end - old.line_start + 1:
+        return None
+    first = _strip_eol(old_lines[0])
+    if _ATX_TEXT.match(first):
+        style = "entry"
+    elif _LIST_MARKER.match(first):
+        style = "item"
+    else:
+        return None
+    scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
+    span = _Span(old.line_start - 1, old.line_end, old.id, style, old.heading)
+
+    def rebuild(lines: list[str]) -> Block | None:
+        raw = [_strip_eol(line) for line in lines]
+        match = _TRAILING_ID.search(raw[-1]) if raw else None
+        if match is None or match.group(1) != old.id:
+            return None
+        return _memory_block(parsed.path, span, raw, scope, kind, tags, old.created)
+
+    if rebuild(old_lines) != old:
+        return None
+    return rebuild(new_lines)
+
+
 def _valid_scope(value: str | None) -> bool:
     return bool(value) and bool(_SCOPE.match(str(value)))
 

@@ -237,22 +237,38 @@ class Catalog:
         if state is None:
             return
         for block in state.parsed.blocks:
-            if self._by_id.get(block.id) == path:
-                del self._by_id[block.id]
-                self._blocks.pop(block.id, None)
-            if block.is_memory:
-                self._count_people(block, -1)
-            ids = self._by_hash.get((block.scope, block.content_hash))
-            if ids is not None and block.id in ids:
-                ids.remove(block.id)
-                if not ids:
-                    del self._by_hash[(block.scope, block.content_hash)]
-            key = _event_key(block)
-            if key is not None:
-                events = self._by_event.get(key, set())
-                events.discard(block.id)
-                if not events:
-                    self._by_event.pop(key, None)
+            self._unindex(path, block)
+
+    def _unindex(self, path: str, block: Block) -> None:
+        if self._by_id.get(block.id) == path:
+            del self._by_id[block.id]
+            self._blocks.pop(block.id, None)
+        if block.is_memory:
+            self._count_people(block, -1)
+        ids = self._by_hash.get((block.scope, block.content_hash))
+        if ids is not None and block.id in ids:
+            ids.remove(block.id)
+            if not ids:
+                del self._by_hash[(block.scope, block.content_hash)]
+        key = _event_key(block)
+        if key is not None:
+            events = self._by_event.get(key, set())
+            events.discard(block.id)
+            if not events:
+                self._by_event.pop(key, None)
+
+    def replace_block(self, path: str, block: Block, sig: Signature) -> None:
+        """Record one block rewritten in place (same lines, no reparse)."""
+        state = self.files[path]
+        state.signature = sig
+        blocks = state.parsed.blocks
+        for i, old in enumerate(blocks):
+            if old.id == block.id:
+                self._unindex(path, old)
+                blocks[i] = block
+                self._index(path, block)
+                return
+        raise KeyError(block.id)
 
     # ----------------------------------------------------------- reading --
 

@@ -281,11 +281,17 @@ class Indexer:
         return AppendStream(stream) if stream is not None else None
 
     def add_appended(
-        self, path: str, blocks: Sequence[Block], stream: AppendStream | None = None
+        self,
+        path: str,
+        blocks: Sequence[Block],
+        stream: AppendStream | None = None,
+        *,
+        rewritten: Sequence[tuple[Block, Block]] = (),
     ) -> None:
-        """Index blocks appended to ``path`` (its other blocks are unchanged).
+        """Index blocks appended to ``path`` and blocks rewritten in place
+        (``(before, after)`` pairs); its other blocks are unchanged.
 
-        ``stream``: the keyword documents were already fed there.
+        ``stream``: the appended blocks' keyword documents were already fed there.
         """
         with self._lock:
             state = self.catalog.files.get(path)
@@ -296,13 +302,26 @@ class Indexer:
             fresh = [b for b in blocks if indexable(b)]
             start = len(state.parsed.blocks) - len(blocks)
             streamed = stream is not None and stream.finish(fresh)
-            if fresh:
-                if not streamed:
-                    self.keyword.add_new(fresh)
-                self._embed(fresh)
+            if fresh and not streamed:
+                self.keyword.add_new(fresh)
+            changed = [after for _, after in rewritten if indexable(after)]
+            if changed:
+                self.keyword.upsert(changed)
+            to_embed = fresh + [
+                after
+                for before, after in rewritten
+                if indexable(after) and before.content_hash != after.content_hash
+            ]
+            if to_embed:
+                self._embed(to_embed)
+            if fresh or changed:
                 self._bump_generation()
             # After the indexes, as in apply(): a failed write leaves no claim.
-            self.manifest.append_blocks(path, self._file_row(path), list(blocks), start)
+            numbered = [(start + i, b) for i, b in enumerate(blocks)]
+            if rewritten:
+                position = {b.id: i for i, b in enumerate(state.parsed.blocks)}
+                numbered += [(position[after.id], after) for _, after in rewritten]
+            self.manifest.put_blocks(path, self._file_row(path), numbered)
             self.checkpoint()
 
     def _file_row(self, path: str) -> tuple[int, int, int, str, dict[str, Any], int]:

@@ -150,12 +150,16 @@ class Manifest:
 
     def append_blocks(self, path: str, row: FileRow, blocks: list[Block], start_ord: int) -> None:
         """Record blocks appended to a file whose other blocks are unchanged."""
+        self.put_blocks(path, row, [(start_ord + i, b) for i, b in enumerate(blocks)])
+
+    def put_blocks(self, path: str, row: FileRow, numbered: list[tuple[int, Block]]) -> None:
+        """Record some blocks of a file, each at its position; the others are unchanged."""
         with self._lock, self._tx():
             self._put_file(path, row)
             self._db.executemany(
                 f"INSERT OR REPLACE INTO blocks ({_BLOCK_COLUMNS}) VALUES"
                 " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [_row(b, start_ord + i) for i, b in enumerate(blocks)],
+                [_row(b, ordinal) for ordinal, b in numbered],
             )
 
     def _put_file(self, path: str, row: FileRow) -> None:

@@ -157,6 +157,8 @@ class _Edit:
     appended_at: int | None = None
     ids: list[str] = field(default_factory=list)
     item: bool = False  # the appended lines are one list item we rendered
+    # One block rewritten line for line (a field change), as it now parses.
+    rewritten: Block | None = None
 
 
 Editor = Callable[[TextFile, "blk.ParsedFile | None"], _Edit]
@@ -169,7 +171,9 @@ class _Pending:
     parsed: blk.ParsedFile | None
     edits: list[Editor] = field(default_factory=list)
     appended: list[Block] = field(default_factory=list)  # blocks the edits appended
-    only_appends: bool = True  # False: the indexes must diff the whole file
+    # Blocks rewritten in place: id -> (as first read, as now).
+    rewritten: dict[str, tuple[Block, Block]] = field(default_factory=dict)
+    only_appends: bool = True  # appends and in-place rewrites; False: diff the file
 
 
 @dataclass
@@ -1047,8 +1051,11 @@ class Vault:
         def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> _Edit:
             current = _require(parsed, memory_id)
             new_lines = blk.with_fields(current, tf, updates)
-            tf.replace_lines(current.line_start - 1, current.line_end, new_lines)
-            return _Edit()
+            start, end = current.line_start - 1, current.line_end
+            assert parsed is not None
+            rebuilt = blk.rewritten_block(parsed, current, tf.lines[start:end], new_lines)
+            tf.replace_lines(start, end, new_lines)
+            return _Edit(rewritten=rebuilt)
 
         self._apply(
             block.path,
@@ -1154,6 +1161,20 @@ class Vault:
                 pending.appended.extend(new_blocks)
                 self._stream_appended(rel, pending)
                 return parsed
+        if result.rewritten is not None and parsed is not None and rel in self.catalog.files:
+            new = result.rewritten
+            for i, before in enumerate(parsed.blocks):
+                if before.id == new.id:
+                    parsed.file = pending.tf
+                    parsed.blocks[i] = new
+                    self.catalog.replace_block(rel, new, (0, 0, 0))
+                    appended = [b.id for b in pending.appended]
+                    if new.id in appended:  # written in this batch: index it as it ends
+                        pending.appended[appended.index(new.id)] = new
+                    else:
+                        first_seen = pending.rewritten.get(new.id, (before, new))[0]
+                        pending.rewritten[new.id] = (first_seen, new)
+                    return parsed
         pending.only_appends = False
         try:
             fresh = blk.parse(rel, pending.tf)
@@ -1261,7 +1282,9 @@ class Vault:
             pending = batch.pending[rel]
             stream = batch.stream if rel == batch.stream_path else None
             if pending.only_appends and rel in self.catalog.files:
-                self.indexer.add_appended(rel, pending.appended, stream)
+                self.indexer.add_appended(
+                    rel, pending.appended, stream, rewritten=list(pending.rewritten.values())
+                )
             else:
                 if stream is not None:
                     stream.cancel()

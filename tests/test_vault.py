@@ -562,3 +562,62 @@ def test_human_identity_comes_from_git_config(vault: Vault) -> None:
     (vault.root / "notes.md").write_text("# Notes\n")
     reopened.remember("x")
     assert "Grace Hopper|grace@example.org|edit: notes.md" in commits(reopened)[1]
+
+
+def _catalog_matches_a_fresh_parse(vault: Vault, rel: str) -> None:
+    from mdmem import blocks as blk
+    from mdmem.textfile import decode
+
+    fresh = blk.parse(rel, decode((vault.root / rel).read_bytes())).blocks
+    held = vault.catalog.files[rel].parsed.blocks
+    assert [(b.id, b.status, b.fields, b.text, b.line_start, b.line_end) for b in held] == [
+        (b.id, b.status, b.fields, b.text, b.line_start, b.line_end) for b in fresh
+    ]
+
+
+def test_a_field_change_rewrites_one_block_without_reparsing_the_file(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A crafted file: CRLF, a BOM, frontmatter tags, a task item, a multi-line
+    # item, an item under a later heading, and a daily-log entry.
+    (vault.root / "MEMORY.md").write_bytes(
+        "\ufeff---\r\ntags: [team]\r\n---\r\n# Memory\r\n\r\n"
+        "- [ ] Ship the report #work ^m-0000000001aaaa\r\n"
+        "- Bob owns billing\r\n  and the invoice export ^m-0000000002aaaa\r\n\r\n"
+        "## Later\r\n\r\n* Carol moved to Oslo [scope:: user:carol] ^m-0000000003aaaa\r\n".encode()
+    )
+    vault.commit_human_edits()
+    logged = vault.log("Compared two queues.", category="Research")
+    vault.refresh()
+    from mdmem import blocks as blk
+
+    parses = []
+    real_parse = blk.parse
+    monkeypatch.setattr(blk, "parse", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
+    for memory_id in ("m-0000000001aaaa", "m-0000000002aaaa", "m-0000000003aaaa", logged.id):
+        vault.resolve(memory_id)
+    vault.supersede("m-0000000002aaaa", "Dana owns billing now")
+    assert parses == []  # every field change took the one-block path
+    for rel in ("MEMORY.md", logged.path):
+        _catalog_matches_a_fresh_parse(vault, rel)
+    raw = (vault.root / "MEMORY.md").read_bytes()
+    assert (
+        raw.startswith("\ufeff".encode())
+        and b"\r\n" in raw
+        and b"\n" not in raw.replace(b"\r\n", b"")
+    )
+    assert not vault.recall("Carol Oslo", mode="keyword").items  # resolved: not recalled
+    assert vault.recall("Carol Oslo", mode="keyword", include_inactive=True).items
+    assert vault.doctor().ok, vault.doctor().problems
+
+
+def test_a_memory_remembered_and_resolved_in_one_batch_is_indexed_as_it_ends(
+    vault: Vault,
+) -> None:
+    with vault.batch("import"):
+        kept = vault.remember("Herons nest in the old oak.")
+        gone = vault.remember("Herons nest in the old pine.")
+        vault.resolve(gone.id)
+    assert [h.id for h in vault.recall("herons nest", mode="keyword").items] == [kept.id]
+    _catalog_matches_a_fresh_parse(vault, "MEMORY.md")
+    assert vault.doctor().ok, vault.doctor().problems
