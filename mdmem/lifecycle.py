@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
@@ -165,8 +165,34 @@ def _vector_of(vault: Vault, block: Block) -> np.ndarray | None:
     return vec / norm if norm else None
 
 
-def nearest(vault: Vault, block: Block, vec: np.ndarray, k: int) -> list[Candidate]:
-    """The ``k`` most similar eligible memories (same kind and scope, active), best first."""
+_PRIME_CHUNK = 1024
+
+
+def prime_vectors(vault: Vault, blocks: list[Block]) -> None:
+    """Embed new memories together, into the cache :func:`_vector_of` reads.
+
+    Auto-resolving a batch's memories one by one then finds each vector
+    there: one batched pass instead of one model call per memory (about 5x
+    faster with MiniLM), and the indexing at the flush finds them too.
+    """
+    embedder = vault.indexer.embedder
+    if embedder is None:
+        return
+    cache = vault.indexer.cache
+    for start in range(0, len(blocks), _PRIME_CHUNK):
+        chunk = blocks[start : start + _PRIME_CHUNK]
+        have = cache.get_many(embedder.name, [b.content_hash for b in chunk])
+        todo = {b.content_hash: embed_text(b) for b in chunk if b.content_hash not in have}
+        if todo:
+            vectors = embedder.embed(list(todo.values()))
+            cache.put_many(embedder.name, dict(zip(todo, vectors, strict=True)))
+
+
+def nearest(
+    vault: Vault, block: Block, vec: np.ndarray, k: int, exclude: Collection[str] = ()
+) -> list[Candidate]:
+    """The ``k`` most similar eligible memories (same kind and scope, active,
+    not in ``exclude``), best first."""
     vectors = vault.indexer.vectors
     if vectors is None or len(vectors) == 0 or k <= 0:
         return []
@@ -175,11 +201,15 @@ def nearest(vault: Vault, block: Block, vec: np.ndarray, k: int) -> list[Candida
     picked: list[tuple[Block, float]] = []
     for block_id, score in raw:
         other = vault.catalog.block(block_id)
-        if other is not None and _eligible(block, other):
+        if other is not None and _eligible(block, other) and block_id not in exclude:
             picked.append((other, score))
     if len(picked) < k and len(raw) >= _OVERFETCH:
         # Over-fetching found too few of this kind: ask again among exactly those.
-        allowed = [b.id for b in vault.catalog.blocks(memories_only=True) if _eligible(block, b)]
+        allowed = [
+            b.id
+            for b in vault.catalog.blocks(memories_only=True)
+            if _eligible(block, b) and b.id not in exclude
+        ]
         picked = []
         for block_id, score in vectors.search(query, k, allowed=allowed):
             other = vault.catalog.block(block_id)
@@ -234,9 +264,17 @@ def judge(llm: LLMClient, new_text: str, candidates: list[Candidate]) -> list[st
 
 
 def auto_resolve(
-    vault: Vault, memory: Memory, *, fresh_batch: bool, llm: LLMClient | None
+    vault: Vault,
+    memory: Memory,
+    *,
+    fresh_batch: bool,
+    llm: LLMClient | None,
+    exclude: Collection[str] = (),
 ) -> Memory:
-    """Retire memories the new one replaces; runs inside the batch of its ``remember``."""
+    """Retire memories the new one replaces; runs inside the batch of its ``remember``.
+
+    ``exclude``: ids never to retire (the other memories of the same batch).
+    """
     if not memory.was_new or memory.kind in EXEMPT_KINDS:
         return memory
     cfg = vault.settings.consolidation
@@ -248,7 +286,7 @@ def auto_resolve(
     if vec is None:
         return memory
     k = max(SIMILAR_K, cfg.judge_candidates if llm is not None else 0)
-    candidates = nearest(vault, block, vec, k)
+    candidates = nearest(vault, block, vec, k, exclude)
     retired: dict[str, str] = {}  # id -> why
     if similarity_on:
         for cand in candidates[:SIMILAR_K]:

@@ -14,7 +14,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -182,6 +182,9 @@ class _Batch:
     subjects: list[str] = field(default_factory=list)
     trailers: list[tuple[str, str]] = field(default_factory=list)
     ops: int = 0
+    # vault.batch() auto-resolves its new memories at its end, embedded together.
+    defer_resolve: bool = False
+    to_resolve: list[str] = field(default_factory=list)
     # A large import into one file is keyword-indexed while it is built.
     stream: AppendStream | None = None
     stream_path: str | None = None
@@ -330,6 +333,7 @@ class Vault:
         if created is not None:
             extra.append(("created", _iso(created)))
         # Auto-resolve (issue 4) retires what the new memory replaces in the same commit.
+        outer = self._batch
         with self.batch(subject=None):
             assert self._batch is not None
             fresh_batch = self._batch.ops == 0
@@ -342,6 +346,10 @@ class Vault:
                 kind=kind,
                 op="remember",
             )
+            if outer is not None and outer.defer_resolve:
+                if memory.was_new and self.indexer.embedder is not None:
+                    outer.to_resolve.append(memory.id)
+                return memory
             return self._auto_resolve(memory, fresh_batch=fresh_batch)
 
     def log(
@@ -537,23 +545,33 @@ class Vault:
 
     @contextmanager
     def batch(self, subject: str | None = "batch import") -> Iterator[Vault]:
-        """Group many writes into one commit (and one file write per file)."""
+        """Group many writes into one commit (and one file write per file).
+
+        Auto-resolve (retiring what a new memory replaces) runs at the end of
+        the batch, over its new memories in order and embedded together, so
+        a ``Memory`` that ``remember`` returns inside a batch has an empty
+        ``superseded``; the commit lists what was retired.
+        """
         if subject:
             refuse_in_metadata(subject, "the batch subject (it goes into the commit message)")
         with self._writing():
             if self._batch is not None:
                 yield self  # nested: the outer batch commits
                 return
-            self._batch = _Batch()
+            self._batch = _Batch(defer_resolve=True)
             try:
                 yield self
             finally:
-                batch, self._batch = self._batch, None
+                batch = self._batch
                 try:
-                    self._flush(batch, subject)
+                    self._resolve_deferred(batch.to_resolve)
                 finally:
-                    if batch.stream is not None:
-                        batch.stream.cancel()  # a no-op once the flush used it
+                    self._batch = None
+                    try:
+                        self._flush(batch, subject)
+                    finally:
+                        if batch.stream is not None:
+                            batch.stream.cancel()  # a no-op once the flush used it
 
     # ------------------------------------------------------------ queries --
 
@@ -1613,11 +1631,34 @@ class Vault:
     def _note_hits(self, hits: Iterable[Hit]) -> None:
         self.usefulness.record_hits(h.id for h in hits)
 
-    def _auto_resolve(self, memory: Memory, *, fresh_batch: bool) -> Memory:
+    def _resolve_deferred(self, memory_ids: list[str]) -> None:
+        """Auto-resolve a batch's new memories against what the vault held before it.
+
+        The memories of one batch never retire each other (an import of
+        similar notes keeps them all), as when each was resolved on its own.
+        """
+        from .lifecycle import prime_vectors
+
+        live = [b for i in memory_ids if (b := self.catalog.block(i)) and b.status == "active"]
+        if not live:
+            return
+        batch_ids = frozenset(memory_ids)
+        try:
+            prime_vectors(self, live)
+            for block in live:
+                memory = Memory.from_block(block, was_new=True)
+                self._auto_resolve(memory, fresh_batch=False, exclude=batch_ids)
+        except MdmemError as e:
+            # The memories themselves are written either way.
+            log.warning("auto-resolve after the batch stopped: %s", e)
+
+    def _auto_resolve(
+        self, memory: Memory, *, fresh_batch: bool, exclude: Collection[str] = ()
+    ) -> Memory:
         from .lifecycle import auto_resolve
 
         llm = self._judge_llm[0] if self._judge_llm is not None else self.llm_client()
-        return auto_resolve(self, memory, fresh_batch=fresh_batch, llm=llm)
+        return auto_resolve(self, memory, fresh_batch=fresh_batch, llm=llm, exclude=exclude)
 
     @contextmanager
     def _judge_with(self, llm: LLMClient | None) -> Iterator[None]:

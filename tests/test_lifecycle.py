@@ -38,6 +38,29 @@ def minilm(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- auto-resolve by similarity (offline) --------------------------------------------------
 
 
+def test_a_batch_auto_resolves_its_memories_at_its_end_embedded_together(
+    minilm: None, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = vault.remember(TUESDAY, kind="decision")
+    model = vault.indexer.embedder
+    assert model is not None
+    calls: list[int] = []
+    real_embed = model.embed
+    monkeypatch.setattr(model, "embed", lambda texts: calls.append(len(texts)) or real_embed(texts))
+    with vault.batch("import"):
+        new = vault.remember(THURSDAY, kind="decision")
+        others = [vault.remember(f"The office plant number {i} needs water.") for i in range(6)]
+        assert new.superseded == ()  # decided at the end of the batch
+        assert vault.block(old.id).status == "active"
+    assert calls[0] == 7  # the batch's memories in one call, not one call each
+    block = vault.block(old.id)
+    assert block.status == "superseded" and block.field("by") == f"^{new.id}"
+    message = git(vault.root, "log", "-1", "--format=%B")
+    assert f"Supersedes: {old.id}" in message and "import" in message
+    assert len(git(vault.root, "log", "--format=%h").split()) == 3  # init, old, the batch
+    assert all(vault.block(m.id).status == "active" for m in others)
+
+
 def test_offline_near_duplicate_of_same_kind_supersedes_the_old_one(
     minilm: None, vault: Vault
 ) -> None:
