@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import threading
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -91,6 +92,40 @@ def _whoosh() -> Any:
         raise IndexError_("the keyword index needs Whoosh: pip install whoosh-reloaded") from e
     _cache_missing_length_columns()
     return whoosh
+
+
+_SUB_WRITERS_STARTING = 0  # >0 while our own code may fork Whoosh sub-writers
+_PARENT_PID = 0
+
+
+def _die_with_parent_in_child() -> None:
+    if _SUB_WRITERS_STARTING <= 0:
+        return
+    # A Whoosh sub-writer waits on its job queue forever: if the process that
+    # feeds it is killed, it would be left behind. The kernel kills it too.
+    with contextlib.suppress(Exception):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != _PARENT_PID:  # the parent died before prctl took effect
+            os._exit(1)
+
+
+if sys.platform.startswith("linux") and hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_die_with_parent_in_child)
+
+
+@contextlib.contextmanager
+def _sub_writers_die_with_us() -> Iterator[None]:
+    """Around Whoosh calls that may fork sub-writers (multiprocess writer)."""
+    global _SUB_WRITERS_STARTING, _PARENT_PID
+    _PARENT_PID = os.getpid()
+    _SUB_WRITERS_STARTING += 1
+    try:
+        yield
+    finally:
+        _SUB_WRITERS_STARTING -= 1
 
 
 def _cache_missing_length_columns() -> None:
@@ -516,8 +551,9 @@ class KeywordIndex:
                 writer = self._writer(**dict(_BULK_WRITER_ARGS, procs=procs))
             else:
                 writer = self._writer(limitmb=int(_BULK_WRITER_ARGS["limitmb"]))
-            feed(writer)
-            writer.commit()
+            with _sub_writers_die_with_us():
+                feed(writer)
+                writer.commit()
         except (KeyboardInterrupt, SystemExit):
             self._abort(writer)
             raise
@@ -839,10 +875,11 @@ class BulkStream:
         if self._writer is None:
             return
         try:
-            for block in blocks:
-                doc = _doc(block)
-                self._fed[block.id] = _fingerprint(doc)
-                self._writer.add_document(**doc)
+            with _sub_writers_die_with_us():
+                for block in blocks:
+                    doc = _doc(block)
+                    self._fed[block.id] = _fingerprint(doc)
+                    self._writer.add_document(**doc)
         except Exception as e:
             log.warning("keyword stream failed (%r); indexing at the end", e)
             self.cancel()
@@ -861,10 +898,11 @@ class BulkStream:
                 index._abort(writer)
                 return False
             try:
-                for doc in docs:
-                    if doc["id"] not in self._fed:
-                        writer.add_document(**doc)
-                writer.commit()
+                with _sub_writers_die_with_us():
+                    for doc in docs:
+                        if doc["id"] not in self._fed:
+                            writer.add_document(**doc)
+                    writer.commit()
             except Exception as e:
                 log.warning("keyword stream commit failed (%r); indexing again", e)
                 index._abort(writer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -564,3 +565,51 @@ def test_another_write_cancels_the_stream_instead_of_waiting_for_its_lock(tmp_pa
     assert not stream.finish([block(f"m-{i}", "osprey over the bay") for i in range(3, 300)])
     assert ids(index.search("osprey")) == ["m-2"]
     index.close()
+
+
+_STREAMING_WRITER = """
+import multiprocessing, sys, time
+import mdmem.vault as vault_module
+from mdmem import Vault
+vault_module._STREAM_AFTER = 50
+vault = Vault.init(sys.argv[1], agent="killed")
+with vault.batch("import"):
+    for i in range(400):
+        vault.remember(f"Lapwing sighting {i}")
+    print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_sub_writers_die_with_a_killed_writer(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    env = dict(os.environ, MDMEM_EMBEDDER_PROVIDER="none")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STREAMING_WRITER, str(tmp_path / "vault")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    sub_writers = [int(pid) for pid in proc.stdout.readline().split()]
+    assert sub_writers, "the batch did not stream"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    def running(pid: int) -> bool:  # a zombie waiting to be reaped is not running
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(running(p) for p in sub_writers):
+        time.sleep(0.05)
+    left = [p for p in sub_writers if running(p)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
