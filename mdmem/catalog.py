@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .blocks import ParsedFile, parse
+from .blocks import ParsedFile, parse, position_of
 from .changefeed import ChangeFeed
 from .conversation import name_tokens, people_of
 from .manifest import Manifest
@@ -262,13 +262,12 @@ class Catalog:
         state = self.files[path]
         state.signature = sig
         blocks = state.parsed.blocks
-        for i, old in enumerate(blocks):
-            if old.id == block.id:
-                self._unindex(path, old)
-                blocks[i] = block
-                self._index(path, block)
-                return
-        raise KeyError(block.id)
+        i = position_of(blocks, block)
+        if i is None:
+            raise KeyError(block.id)
+        self._unindex(path, blocks[i])
+        blocks[i] = block
+        self._index(path, block)
 
     # ----------------------------------------------------------- reading --
 

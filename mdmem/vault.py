@@ -1181,18 +1181,20 @@ class Vault:
                 return parsed
         if result.rewritten is not None and parsed is not None and rel in self.catalog.files:
             new = result.rewritten
-            for i, before in enumerate(parsed.blocks):
-                if before.id == new.id:
-                    parsed.file = pending.tf
-                    parsed.blocks[i] = new
-                    self.catalog.replace_block(rel, new, (0, 0, 0))
-                    appended = [b.id for b in pending.appended]
-                    if new.id in appended:  # written in this batch: index it as it ends
-                        pending.appended[appended.index(new.id)] = new
-                    else:
-                        first_seen = pending.rewritten.get(new.id, (before, new))[0]
-                        pending.rewritten[new.id] = (first_seen, new)
-                    return parsed
+            i = blk.position_of(parsed.blocks, new)
+            if i is not None:
+                before = parsed.blocks[i]
+                parsed.file = pending.tf
+                parsed.blocks[i] = new
+                self.catalog.replace_block(rel, new, (0, 0, 0))
+                # Appended blocks are the file's last ones (rewrites keep positions).
+                j = i - (len(parsed.blocks) - len(pending.appended))
+                if j >= 0 and pending.appended[j].id == new.id:
+                    pending.appended[j] = new  # written in this batch: index it as it ends
+                else:
+                    first_seen = pending.rewritten.get(new.id, (before, new))[0]
+                    pending.rewritten[new.id] = (first_seen, new)
+                return parsed
         pending.only_appends = False
         try:
             fresh = blk.parse(rel, pending.tf)
