@@ -136,16 +136,20 @@ def _sessions_of(block: Block) -> set[str]:
 # ---------------------------------------------------------------- candidates ----
 
 
-def _eligible(new: Block, other: Block) -> bool:
-    return (
-        other.id != new.id
-        and other.is_memory
-        and other.status == "active"
-        and other.kind == new.kind
+def _eligible(new: Block, other: Block, new_sessions: set[str] | None = None) -> bool:
+    # Cheap attribute checks first: the fallback in nearest() runs this over
+    # every memory in the vault.
+    if not (
+        other.kind == new.kind
         and other.scope == new.scope
+        and other.status == "active"
+        and other.is_memory
+        and other.id != new.id
         and other.kind not in EXEMPT_KINDS
-        and not (_sessions_of(new) & _sessions_of(other))
-    )
+    ):
+        return False
+    sessions = _sessions_of(new) if new_sessions is None else new_sessions
+    return not (sessions and sessions & _sessions_of(other))
 
 
 def _vector_of(vault: Vault, block: Block) -> np.ndarray | None:
@@ -198,17 +202,18 @@ def nearest(
         return []
     query = vec.reshape(1, -1)
     raw = vectors.search(query, _OVERFETCH)
+    sessions = _sessions_of(block)
     picked: list[tuple[Block, float]] = []
     for block_id, score in raw:
         other = vault.catalog.block(block_id)
-        if other is not None and _eligible(block, other) and block_id not in exclude:
+        if other is not None and _eligible(block, other, sessions) and block_id not in exclude:
             picked.append((other, score))
     if len(picked) < k and len(raw) >= _OVERFETCH:
         # Over-fetching found too few of this kind: ask again among exactly those.
         allowed = [
             b.id
             for b in vault.catalog.blocks(memories_only=True)
-            if _eligible(block, b) and b.id not in exclude
+            if _eligible(block, b, sessions) and b.id not in exclude
         ]
         picked = []
         for block_id, score in vectors.search(query, k, allowed=allowed):

@@ -348,6 +348,11 @@ class Vault:
             )
             if outer is not None and outer.defer_resolve:
                 if memory.was_new and self.indexer.embedder is not None:
+                    if not outer.to_resolve:
+                        # Load the vector index now: loading it at the end would
+                        # reconcile the batch's own memories into it, and they
+                        # would crowd out the candidates auto-resolve looks for.
+                        self.indexer.vectors  # noqa: B018
                     outer.to_resolve.append(memory.id)
                 return memory
             return self._auto_resolve(memory, fresh_batch=fresh_batch)
