@@ -239,9 +239,6 @@ def main() -> None:
         return
     sizes = [int(s) for s in args.sizes.split(",") if s]
     base = scratch_dir("mdmem-bench-scale-")
-    import faiss
-
-    faiss.omp_set_num_threads(1)
 
     results: dict[str, object] = {"sizes": {}}
     kw_rates, whoosh_rates = [], []
