@@ -414,3 +414,22 @@ def test_a_full_reindex_picks_the_index_kind_again(
     reopened = Vault.open(tmp_path / "v")
     assert reopened.indexer.vectors is not None and reopened.indexer.vectors.is_hnsw
     reopened.close()
+
+
+def test_a_search_runs_on_one_omp_thread_and_restores_the_setting(tmp_path: Path) -> None:
+    import faiss
+
+    seen: list[int] = []
+    index = VectorIndex(tmp_path / "vec", dim=4, model="m")
+    index.upsert(["m-a", "m-b"], np.eye(4, dtype=np.float32)[:2])
+    real_search = index._index.search
+    faiss.omp_set_num_threads(2)
+    before = faiss.omp_get_max_threads()  # 1 where FAISS was built without OpenMP
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(faiss.omp_get_max_threads())
+        return real_search(*args, **kwargs)
+
+    index._index.search = spy
+    assert [b for b, _ in index.search(np.eye(4, dtype=np.float32)[:1], 1)] == ["m-a"]
+    assert seen == [1] and faiss.omp_get_max_threads() == before
