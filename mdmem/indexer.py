@@ -356,26 +356,43 @@ class Indexer:
             return
         for start in range(0, len(blocks), _EMBED_BATCH):
             chunk = blocks[start : start + _EMBED_BATCH]
-            texts = [embed_text(b) for b in chunk]
             keys = [_embed_key(b) for b in chunk]
-            cached = self.cache.get_many(embedder.name, keys)
-            todo = [i for i, k in enumerate(keys) if k not in cached]
-            if todo:
-                try:
-                    fresh = embedder.embed([texts[i] for i in todo])
-                except EmbedderError as exc:
-                    log.warning("embedding failed (%s); those blocks are keyword-only", exc)
-                    self.missing_vectors.update(b.id for b in chunk)
-                    continue
-                new_items = {keys[i]: fresh[j] for j, i in enumerate(todo)}
-                self.cache.put_many(embedder.name, new_items)
-                cached.update(new_items)
+            try:
+                cached = self._cached_embeddings(embedder, chunk, keys)
+            except EmbedderError as exc:
+                log.warning("embedding failed (%s); those blocks are keyword-only", exc)
+                self.missing_vectors.update(b.id for b in chunk)
+                continue
             matrix = np.stack([cached[k] for k in keys]).astype(np.float32)
             vectors.upsert([b.id for b in chunk], matrix)
             self.missing_vectors.difference_update(b.id for b in chunk)
             self._unsaved += len(chunk)
             if progress is not None:
                 progress(len(chunk))
+
+    def _cached_embeddings(
+        self, embedder: Embedder, chunk: Sequence[Block], keys: list[str]
+    ) -> dict[str, np.ndarray]:
+        """Vectors of ``chunk`` by cache key: from the cache, the rest embedded
+        in one call and cached. Raises EmbedderError."""
+        cached = self.cache.get_many(embedder.name, keys)
+        todo = {k: embed_text(b) for b, k in zip(chunk, keys, strict=True) if k not in cached}
+        if todo:
+            fresh = embedder.embed(list(todo.values()))
+            new_items = dict(zip(todo, fresh, strict=True))
+            self.cache.put_many(embedder.name, new_items)
+            cached.update(new_items)
+        return cached
+
+    def warm_cache(self, blocks: Sequence[Block]) -> None:
+        """Embed ``blocks`` into the embedding cache only (batched; raises
+        EmbedderError): later one-by-one lookups, and the indexing, find them."""
+        embedder = self.embedder
+        if embedder is None:
+            return
+        for start in range(0, len(blocks), _EMBED_BATCH):
+            chunk = blocks[start : start + _EMBED_BATCH]
+            self._cached_embeddings(embedder, chunk, [_embed_key(b) for b in chunk])
 
     def checkpoint(self, *, force: bool = False) -> None:
         """Save FAISS if enough changed (or ``force``); atomic, see VectorIndex.save."""

@@ -169,29 +169,6 @@ def _vector_of(vault: Vault, block: Block) -> np.ndarray | None:
     return vec / norm if norm else None
 
 
-_PRIME_CHUNK = 1024
-
-
-def prime_vectors(vault: Vault, blocks: list[Block]) -> None:
-    """Embed new memories together, into the cache :func:`_vector_of` reads.
-
-    Auto-resolving a batch's memories one by one then finds each vector
-    there: one batched pass instead of one model call per memory (about 5x
-    faster with MiniLM), and the indexing at the flush finds them too.
-    """
-    embedder = vault.indexer.embedder
-    if embedder is None:
-        return
-    cache = vault.indexer.cache
-    for start in range(0, len(blocks), _PRIME_CHUNK):
-        chunk = blocks[start : start + _PRIME_CHUNK]
-        have = cache.get_many(embedder.name, [b.content_hash for b in chunk])
-        todo = {b.content_hash: embed_text(b) for b in chunk if b.content_hash not in have}
-        if todo:
-            vectors = embedder.embed(list(todo.values()))
-            cache.put_many(embedder.name, dict(zip(todo, vectors, strict=True)))
-
-
 def nearest(
     vault: Vault, block: Block, vec: np.ndarray, k: int, exclude: Collection[str] = ()
 ) -> list[Candidate]:

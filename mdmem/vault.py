@@ -1644,14 +1644,13 @@ class Vault:
         The memories of one batch never retire each other (an import of
         similar notes keeps them all), as when each was resolved on its own.
         """
-        from .lifecycle import prime_vectors
-
         live = [b for i in memory_ids if (b := self.catalog.block(i)) and b.status == "active"]
         if not live:
             return
         batch_ids = frozenset(memory_ids)
         try:
-            prime_vectors(self, live)
+            # One batched pass; auto-resolve then finds each vector in the cache.
+            self.indexer.warm_cache(live)
             for block in live:
                 memory = Memory.from_block(block, was_new=True)
                 self._auto_resolve(memory, fresh_batch=False, exclude=batch_ids)
