@@ -142,9 +142,10 @@ def whoosh_alone(directory: Path, n: int) -> float:
 
     from whoosh import index
 
-    from mdmem.keyword_index import _BULK_WRITER_ARGS, _cache_missing_length_columns, _schema
+    from mdmem.keyword_index import _BULK_WRITER_ARGS, _schema
+    from mdmem.whoosh_tuning import cache_missing_length_columns, inlining_codec
 
-    _cache_missing_length_columns()  # Whoosh as mdmem runs it
+    cache_missing_length_columns()  # Whoosh as mdmem runs it
     rng = random.Random(n)
     created = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
     docs = [
@@ -162,7 +163,7 @@ def whoosh_alone(directory: Path, n: int) -> float:
     directory.mkdir(parents=True)
     ix = index.create_in(str(directory), _schema(), indexname="MAIN")
     start = time.perf_counter()
-    writer = ix.writer(**_BULK_WRITER_ARGS)
+    writer = ix.writer(codec=inlining_codec(), **_BULK_WRITER_ARGS)
     for doc in docs:
         writer.add_document(**doc)
     writer.commit()

@@ -52,6 +52,9 @@ FRONTMATTER_MAX_BYTES = 64 * 1024
 _MAX_YAML_ALIASES = 64
 
 _TRAILING_ID = re.compile(rf"(?:^|\s)\^({ID_PATTERN})\s*$")
+_TRAILING_ID_SUB = re.compile(rf"(^|\s)\^{ID_PATTERN}\s*$")
+_ID_REF = re.compile(rf"\^{ID_PATTERN}")
+_SPACE_RUN = re.compile(r"[ \t]{2,}")
 _FIELD = re.compile(r"[\[(]([A-Za-z][\w-]*)::[ \t]*([^\])\n]*?)[ \t]*[\])]")
 _TAG = re.compile(r"(?<![\w&/#\]\)`])#([A-Za-z_][\w/-]*)")
 _LIST_MARKER = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])(\s+\[[ xX]\])?(\s+|$)")
@@ -139,7 +142,7 @@ def normalize_text(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     text = _FIELD.sub(" ", text)
     text = _TAG.sub(" ", text)
-    text = re.sub(rf"\^{ID_PATTERN}", " ", text)
+    text = _ID_REF.sub(" ", text)
     text = " ".join(text.casefold().split())
     return text.strip(" .!;,")
 
@@ -390,6 +393,7 @@ def _memory_block(
     file_kind: str,
     file_tags: list[str],
     fallback: datetime,
+    hashed: tuple[str, str] | None = None,
 ) -> Block:
     body_lines = raw[1:] if span.style == "entry" else raw
     text, fields = _clean(body_lines, span.style)
@@ -414,7 +418,7 @@ def _memory_block(
         status=status,
         created=created,
         updated=parse_datetime(field_map.get("updated")),
-        content_hash=content_hash(text),
+        content_hash=hashed[1] if hashed is not None and hashed[0] == text else content_hash(text),
         fields=tuple(fields),
         is_memory=True,
     )
@@ -433,11 +437,15 @@ def _file_context(path: str, meta: dict[str, Any]) -> tuple[str, str, list[str]]
     return scope, str(kind), frontmatter_tags(meta)
 
 
-def item_block(parsed: ParsedFile, lines: list[str], first: int) -> Block:
+def item_block(
+    parsed: ParsedFile, lines: list[str], first: int, *, hashed: tuple[str, str] | None = None
+) -> Block:
     """The Block of a list item just appended at 0-based line ``first``.
 
     Equivalent to reparsing the file (the appended lines are exactly one item
     after the file's other blocks), without the cost of a markdown parse.
+    ``hashed``: a (text, content hash) pair already computed, used if the
+    item's text is that text.
     """
     raw = [_strip_eol(line) for line in lines]
     while raw and not raw[-1].strip():
@@ -459,7 +467,7 @@ def item_block(parsed: ParsedFile, lines: list[str], first: int) -> Block:
                 heading = found.group(1).strip()
     scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
     span = _Span(first, first + len(raw), match.group(1), "item", heading)
-    return _memory_block(parsed.path, span, raw, scope, kind, tags, datetime.now(UTC))
+    return _memory_block(parsed.path, span, raw, scope, kind, tags, datetime.now(UTC), hashed)
 
 
 def position_of(blocks: list[Block], block: Block) -> int | None:
@@ -556,7 +564,7 @@ def _clean(lines: list[str], style: str) -> tuple[str, list[tuple[str, str]]]:
         for key, value in _FIELD.findall(line):
             fields.append((key.lower(), value.strip()))
         line = _FIELD.sub("", line)
-        line = re.sub(rf"(^|\s)\^{ID_PATTERN}\s*$", "", line)
+        line = _TRAILING_ID_SUB.sub("", line)
         if style == "entry" and line.startswith("\\#"):
             line = line[1:]
         out.append(line.rstrip())
@@ -565,7 +573,7 @@ def _clean(lines: list[str], style: str) -> tuple[str, list[tuple[str, str]]]:
     while out and not out[0].strip():
         out.pop(0)
     text = "\n".join(out)
-    text = re.sub(r"[ \t]{2,}", " ", text) if style != "entry" else text
+    text = _SPACE_RUN.sub(" ", text) if style != "entry" else text
     return text.strip(), fields
 
 

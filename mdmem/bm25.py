@@ -111,7 +111,17 @@ class FastScorer:
             matcher = matcher.child
         id_parts: list[np.ndarray] = []
         tf_parts: list[np.ndarray] = []
-        while matcher.is_active():
+        if not hasattr(matcher, "_read_ids"):
+            # A posting list inlined into its term entry (whoosh_tuning): a
+            # list matcher over a document or two, read one posting at a time.
+            ids_, tfs_ = [], []
+            while matcher.is_active():
+                ids_.append(matcher.id())
+                tfs_.append(matcher.weight())
+                matcher.next()
+            id_parts.append(np.asarray(ids_, dtype=np.int64))
+            tf_parts.append(np.asarray(tfs_, dtype=np.float32))
+        while hasattr(matcher, "_read_ids") and matcher.is_active():
             matcher._read_ids()
             matcher._read_weights()
             id_parts.append(np.asarray(matcher._ids, dtype=np.int64))

@@ -90,7 +90,9 @@ def _whoosh() -> Any:
         import whoosh
     except ImportError as e:  # pragma: no cover - a core dependency
         raise IndexError_("the keyword index needs Whoosh: pip install whoosh-reloaded") from e
-    _cache_missing_length_columns()
+    from mdmem.whoosh_tuning import cache_missing_length_columns
+
+    cache_missing_length_columns()
     return whoosh
 
 
@@ -128,53 +130,6 @@ def _sub_writers_die_with_us() -> Iterator[None]:
         _SUB_WRITERS_STARTING -= 1
 
 
-def _cache_missing_length_columns() -> None:
-    """Make Whoosh remember that a segment has no length column for a field.
-
-    Writing a segment looks up each posting's field length; for fields
-    without lengths (ids, kinds, scopes, dates) Whoosh's per-segment reader
-    caches nothing and asks the file system again, one ``stat`` per posting:
-    about a tenth of the indexing time. A finished segment's files never
-    change, so "no such column" can be cached like a column is.
-    """
-    try:
-        from whoosh.codec.whoosh3 import W3PerDocReader
-    except ImportError:  # pragma: no cover - another Whoosh layout: keep its own
-        return
-    original = getattr(W3PerDocReader, "_cached_reader", None)
-    if original is None or getattr(original, "_mdmem", False):
-        return
-
-    def cached_reader(self: Any, fieldname: str, column: Any) -> Any:
-        readers = self._readers
-        if fieldname not in readers:
-            readers[fieldname] = original(self, fieldname, column)
-        return readers[fieldname]
-
-    cached_reader._mdmem = True  # type: ignore[attr-defined]
-    W3PerDocReader._cached_reader = cached_reader
-
-
-def _text_analyzer() -> Any:
-    from whoosh.analysis import (
-        CharsetFilter,
-        LowercaseFilter,
-        RegexTokenizer,
-        StemFilter,
-        StopFilter,
-    )
-    from whoosh.support.charset import accent_map
-
-    # StemmingAnalyzer plus accent folding, so "café" finds "cafe".
-    return (
-        RegexTokenizer()
-        | LowercaseFilter()
-        | CharsetFilter(accent_map)
-        | StopFilter()
-        | StemFilter()
-    )
-
-
 def _date_field(datetime_field: Any) -> Any:
     # Whoosh tiers a date into 8 terms (8-bit steps) for range queries, which
     # made dates a third of all postings and of the ingest cost. Two tiers
@@ -191,7 +146,9 @@ def _date_field(datetime_field: Any) -> Any:
 def _schema() -> Any:
     from whoosh.fields import DATETIME, ID, KEYWORD, TEXT, Schema
 
-    analyzer = _text_analyzer()
+    from mdmem.whoosh_tuning import FoldingStemAnalyzer
+
+    analyzer = FoldingStemAnalyzer()
     return Schema(
         id=ID(stored=True, unique=True),
         text=TEXT(analyzer=analyzer, phrase=False),
@@ -333,7 +290,8 @@ class KeywordIndex:
     ``lock_timeout`` seconds. Searches are thread-safe.
     """
 
-    SCHEMA_VERSION: int = 2
+    # 3: the analyzer is whoosh_tuning.FoldingStemAnalyzer (pickled into the index).
+    SCHEMA_VERSION: int = 3
 
     def __init__(self, directory: Path, *, lock_timeout: float = 5.0) -> None:
         _whoosh()
@@ -431,6 +389,11 @@ class KeywordIndex:
             # the streamed documents up (they are indexed at the end instead).
             log.info("keyword write during a streamed import; the import is indexed at its end")
             stream.cancel()
+        from mdmem.whoosh_tuning import inlining_codec
+
+        codec = inlining_codec()
+        if codec is not None:
+            kwargs.setdefault("codec", codec)
         try:
             return self._ix.writer(timeout=self.lock_timeout, delay=0.05, **kwargs)
         except LockError as e:
@@ -583,13 +546,21 @@ class KeywordIndex:
             progress(len(docs))
         return len(docs)
 
-    def _put_back_lost(self, docs: list[dict[str, Any]], before: int, known: set[str]) -> None:
-        unique_new = {d["id"] for d in docs} - known
-        if len(self) != before + len(unique_new):
+    def _put_back_lost(
+        self, added: Sequence[dict[str, Any]] | Sequence[Block], before: int, known: set[str]
+    ) -> None:
+        """Re-add what a multiprocess commit lost (``added``: documents or blocks)."""
+
+        def id_of(item: dict[str, Any] | Block) -> str:
+            return item.id if isinstance(item, Block) else str(item["id"])
+
+        if len(self) != before + len({id_of(a) for a in added} - known):
             # A sub-writer that died leaves its segment out of the commit
             # without an error; put back whatever is missing.
             present = self.ids()
-            missing = [d for d in docs if d["id"] not in present]
+            missing = [
+                _doc(a) if isinstance(a, Block) else a for a in added if id_of(a) not in present
+            ]
             log.warning("multiprocess keyword indexing lost %d documents; re-adding", len(missing))
             self._write_docs(missing, replace=True)
 
@@ -853,19 +824,20 @@ class KeywordIndex:
 class BulkStream:
     """Fresh documents fed to a multiprocess writer before their batch ends.
 
-    Only a fingerprint of each fed document is kept. :meth:`finish` commits
-    when the batch's final blocks match what was fed (ids never fed are
-    added then); if any differs, or a fed block is gone, nothing is
-    committed and it returns False so the caller indexes the final blocks
-    the ordinary way. Holds the index's write lock until finished or
-    cancelled.
+    :meth:`finish` commits when the batch's final blocks match what was fed
+    (blocks never fed are added then); if any differs in what is indexed, or
+    a fed block is gone, nothing is committed and it returns False so the
+    caller indexes the final blocks the ordinary way. Holds the index's
+    write lock until finished or cancelled.
     """
 
     def __init__(self, index: KeywordIndex, writer: Any, before: int) -> None:
         self._index = index
         self._writer: Any = writer
         self._before = before
-        self._fed: dict[str, int] = {}
+        # The fed blocks themselves: a final block that is the same object
+        # needs no comparison (blocks are immutable).
+        self._fed: dict[str, Block] = {}
 
     @property
     def active(self) -> bool:
@@ -877,9 +849,8 @@ class BulkStream:
         try:
             with _sub_writers_die_with_us():
                 for block in blocks:
-                    doc = _doc(block)
-                    self._fed[block.id] = _fingerprint(doc)
-                    self._writer.add_document(**doc)
+                    self._fed[block.id] = block
+                    self._writer.add_document(**_doc(block))
         except Exception as e:
             log.warning("keyword stream failed (%r); indexing at the end", e)
             self.cancel()
@@ -892,16 +863,18 @@ class BulkStream:
             if writer is None:
                 return False
             index._stream = None
-            docs = [_doc(b) for b in blocks]
-            final = {d["id"]: _fingerprint(d) for d in docs}
-            if any(final.get(i) != f for i, f in self._fed.items()):
-                index._abort(writer)
-                return False
+            fed = self._fed
+            final = {b.id: b for b in blocks}
+            for block_id, block in fed.items():
+                now = final.get(block_id)
+                if now is not block and (now is None or _doc(now) != _doc(block)):
+                    index._abort(writer)
+                    return False
             try:
                 with _sub_writers_die_with_us():
-                    for doc in docs:
-                        if doc["id"] not in self._fed:
-                            writer.add_document(**doc)
+                    for block in blocks:
+                        if block.id not in fed:
+                            writer.add_document(**_doc(block))
                     writer.commit()
             except Exception as e:
                 log.warning("keyword stream commit failed (%r); indexing again", e)
@@ -909,7 +882,7 @@ class BulkStream:
                 index._invalidate()
                 return False
             index._invalidate()
-            index._put_back_lost(docs, self._before, set())
+            index._put_back_lost(blocks, self._before, set())
             return True
 
     def cancel(self) -> None:
@@ -918,7 +891,3 @@ class BulkStream:
             KeywordIndex._abort(writer)
             if self._index._stream is self:
                 self._index._stream = None
-
-
-def _fingerprint(doc: dict[str, Any]) -> int:
-    return hash(tuple(sorted((k, str(v)) for k, v in doc.items())))

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,8 @@ _CAS_ATTEMPTS = 100
 # Below this many appended blocks the keyword index is written at the flush:
 # forking Whoosh's sub-writers costs more than it saves.
 _STREAM_AFTER = 2_000
+# Blocks are fed in chunks (Whoosh hands its sub-writers 100 documents a job).
+_STREAM_CHUNK = 100
 _CONTENDED_AFTER = 5
 _CAREFUL_WAIT = 0.02
 _APPEND_MERGES = 3  # re-stagings per swap when someone keeps appending to the file
@@ -88,6 +91,14 @@ _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of s
 _TAG_OK = re.compile(r"^[A-Za-z_][\w/-]{0,63}$")
 _CATEGORY_OK = re.compile(r"^[\w][\w .&/-]{0,39}$")
 _ROUTES = {"preference": "USER.md", "world": "WORLD.md"}
+
+
+@lru_cache(maxsize=1024)
+def _memory_file(scope: str, kind: str) -> str:
+    """The file a ``remember`` of ``kind`` in ``scope`` goes to."""
+    return str(blk.scope_dir(scope) / _ROUTES.get(kind, "MEMORY.md"))
+
+
 _FILE_TITLES = {
     "MEMORY.md": "# Memory",
     "USER.md": "# User",
@@ -159,6 +170,8 @@ class _Edit:
     item: bool = False  # the appended lines are one list item we rendered
     # One block rewritten line for line (a field change), as it now parses.
     rewritten: Block | None = None
+    # (text, its content hash) when the caller hashed the item's text already.
+    hashed: tuple[str, str] | None = None
 
 
 Editor = Callable[[TextFile, "blk.ParsedFile | None"], _Edit]
@@ -326,7 +339,7 @@ class Vault:
         body = self._clean_input(text, secrets)
         if kind in ("learning",):
             pass  # learning memories without a topic still go to MEMORY.md
-        rel = str(blk.scope_dir(scope) / _ROUTES.get(kind, "MEMORY.md"))
+        rel = _memory_file(scope, kind)
         extra = _check_fields(fields)
         if kind != blk.default_kind_for(rel):
             extra.insert(0, ("kind", kind))
@@ -1023,7 +1036,9 @@ class Vault:
                     tf.append_lines([_FILE_TITLES.get(PurePosixPath(rel).name, "# Memory"), ""])
                 if topic is not None:
                     return _insert_under_topic(tf, parsed, topic, lines)
-                return _append_item(tf, lines)
+                appended = _append_item(tf, lines)
+                appended.hashed = (body, digest)
+                return appended
 
             self._apply(
                 rel,
@@ -1164,7 +1179,9 @@ class Vault:
                 lines=pending.tf.lines[first:], bom=False, newline=pending.tf.newline
             )
             if result.item:
-                new_blocks = [blk.item_block(parsed, pending.tf.lines[first:], first)]
+                new_blocks = [
+                    blk.item_block(parsed, pending.tf.lines[first:], first, hashed=result.hashed)
+                ]
             else:
                 file_tags = blk.frontmatter_tags(parsed.frontmatter)
                 new_blocks = [
@@ -1298,6 +1315,8 @@ class Vault:
             batch.stream = self.indexer.open_stream()
         if batch.stream is None or rel != batch.stream_path:
             return
+        if len(pending.appended) - batch.streamed < _STREAM_CHUNK:
+            return  # the rest goes in at the flush
         batch.stream.feed(pending.appended[batch.streamed :])
         batch.streamed = len(pending.appended)
 
@@ -1852,7 +1871,8 @@ def _zone(name: str) -> tzinfo | None:
 # Stands in for the text when the metadata is checked on its own: the text has
 # its own guard (which may redact), and scanning text and metadata together
 # would refuse ordinary text that happens to end in "password is" before a tag.
-_MASK = "…"
+# ASCII, so that metadata without any secret-like piece skips the patterns.
+_MASK = "x"
 
 
 def _refuse_secret_metadata(rel: str, rendered: list[str], extra: list[str]) -> None:
@@ -1977,10 +1997,14 @@ def _entry_appender(header: list[str], lines: list[str], memory_id: str) -> Edit
     return edit
 
 
+_LIST_ITEM_START = re.compile(r"^\s*([-*+]|\d+[.)])\s")
+_ID_AT_END = re.compile(r"\^(m-[0-9a-z]+)\s*$")
+
+
 def _append_item(tf: TextFile, lines: list[str]) -> _Edit:
     _close_open_fence(tf)
     last = next((line for line in reversed(tf.lines) if line.strip()), "")
-    is_item = bool(re.match(r"^\s*([-*+]|\d+[.)])\s", last))
+    is_item = bool(_LIST_ITEM_START.match(last))
     # Keep consecutive memories in one tight list; start a list after a blank line.
     first = tf.append_lines(lines, blank_before=not is_item)
     tf.fence_clean = len(tf.lines)
@@ -1988,7 +2012,7 @@ def _append_item(tf: TextFile, lines: list[str]) -> _Edit:
 
 
 def _id_of(lines: list[str]) -> str:
-    match = re.search(r"\^(m-[0-9a-z]+)\s*$", lines[-1])
+    match = _ID_AT_END.search(lines[-1])
     assert match is not None
     return match.group(1)
 

@@ -30,6 +30,9 @@ WORDS = [
 
 def _block(i: int, rng: random.Random) -> Block:
     text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14)))
+    if i % 5 == 0:
+        # A word of one block: its posting list is inlined in the term entry.
+        text += f" unique{i}"
     return Block(
         id=f"m-{i:012d}",
         path="MEMORY.md" if i % 3 else f"notes/n{i}.md",
@@ -58,6 +61,7 @@ def test_fast_scores_equal_whoosh(tmp_path: Path, seed: int) -> None:
     index.upsert([_block(i, rng) for i in range(700, 900)])  # a third
     for _ in range(25):
         query = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+        query += f" unique{rng.randrange(0, 900, 5)}"
         fast = index.search(query, limit=30, statuses=None)
         assert index._fast is not None, "fast path fell back"
         scorer, index._fast = index._fast, None

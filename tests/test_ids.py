@@ -42,6 +42,40 @@ def test_ids_are_time_sortable_and_decode(tmp_path: Path) -> None:
     assert all(is_memory_id(i) for i in ids)
 
 
+def test_issuers_sharing_a_counter_never_collide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two issuers (as two processes would) in the same milliseconds: each
+    reserves spare sequence numbers, and neither hands out the other's."""
+    clock = [1_800_000_000_000]  # ms; read half-way through the millisecond
+    monkeypatch.setattr("mdmem.ids.time.time", lambda: (clock[0] + 0.5) / 1000)
+    a, b = IdIssuer(tmp_path), IdIssuer(tmp_path)
+    issued: dict[str, list[str]] = {"a": [], "b": []}
+    for step in range(600):
+        if step % 50 == 0:
+            clock[0] += 1
+        name, issuer = ("a", a) if step % 3 else ("b", b)
+        issued[name].append(issuer.issue())
+    everything = issued["a"] + issued["b"]
+    assert len(set(everything)) == len(everything)
+    assert issued["a"] == sorted(issued["a"]) and issued["b"] == sorted(issued["b"])
+    # No id's time part runs ahead of (or lags) the clock it was issued at.
+    times = {id_time(i) for i in everything}
+    assert len(times) == 12
+
+
+def test_spare_numbers_are_not_used_once_the_clock_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1_800_000_000_000]
+    monkeypatch.setattr("mdmem.ids.time.time", lambda: (clock[0] + 0.5) / 1000)
+    issuer = IdIssuer(tmp_path)
+    first = issuer.issue()
+    clock[0] += 5000
+    later = issuer.issue()
+    assert (id_time(later) - id_time(first)).total_seconds() == pytest.approx(5.0)  # type: ignore[operator]
+
+
 @pytest.mark.parametrize(
     "text", ["m-01jd3k5x7q0000", "^m-01jd3k5x7q0000", "USER.md#^m-01jd3k5x7q0000"]
 )
