@@ -331,15 +331,14 @@ class Indexer:
         return (mtime_ns, size, ino, "", parsed.frontmatter, parsed.frontmatter_lines)
 
     def _write(self, upserts: list[Block], deletes: list[str], to_embed: list[Block]) -> None:
+        if upserts or deletes:
+            self.keyword.change(upserts=upserts, deletes=deletes)
         if deletes:
-            self.keyword.delete(deletes)
             vectors = self._vectors
             if vectors is not None:
                 vectors.delete(deletes)
                 self._unsaved += len(deletes)
             self.missing_vectors.difference_update(deletes)
-        if upserts:
-            self.keyword.upsert(upserts)
         if to_embed:
             self._embed(to_embed)
         if upserts or deletes or to_embed:
@@ -426,11 +425,8 @@ class Indexer:
         have = self.keyword.ids()
         extra = have - wanted.keys()
         missing = [b for i, b in wanted.items() if i not in have]
-        if extra:
-            self.keyword.delete(extra)
-        if missing:
-            self.keyword.upsert(missing)
         if extra or missing:
+            self.keyword.change(upserts=missing, deletes=extra)
             log.info("keyword index repaired: %d added, %d removed", len(missing), len(extra))
 
     def _reconcile_vectors(self) -> None:

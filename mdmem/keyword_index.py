@@ -431,7 +431,7 @@ class KeywordIndex:
             if isinstance(e, (InvalidInputError, KeyboardInterrupt, SystemExit)):
                 raise
             raise IndexError_(f"writing keyword index at {self.directory} failed: {e!r}") from e
-        self._invalidate()
+        self._filter_cache.clear()  # the searcher reopens what changed when next used
 
     def add_many(
         self,
@@ -597,21 +597,21 @@ class KeywordIndex:
 
     def upsert(self, blocks: Iterable[Block]) -> None:
         """Add or replace ``blocks`` (matched on id) in one commit."""
-        with self._lock:
-
-            def fill(writer: Any) -> None:
-                for block in _guarded(blocks):
-                    writer.update_document(**_doc(block))
-
-            self._commit(self._writer(), fill)
+        self.change(upserts=blocks, deletes=())
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove the documents with these block ids (unknown ids are ignored)."""
+        self.change(upserts=(), deletes=ids)
+
+    def change(self, *, upserts: Iterable[Block], deletes: Iterable[str]) -> None:
+        """Remove ``deletes`` and add or replace ``upserts``, in one commit."""
         with self._lock:
 
             def fill(writer: Any) -> None:
-                for block_id in ids:
+                for block_id in deletes:
                     writer.delete_by_term("id", block_id)
+                for block in _guarded(upserts):
+                    writer.update_document(**_doc(block))
 
             self._commit(self._writer(), fill)
 
@@ -625,8 +625,9 @@ class KeywordIndex:
             self._searcher = None
 
     def _get_searcher(self) -> Any:
-        # Reuse one searcher and refresh it, which is a cheap TOC check; this
-        # also picks up commits made by other processes.
+        # Reuse one searcher while the index is unchanged (a cheap TOC check,
+        # which also sees commits by other processes), and after a commit
+        # reopen only the segments that changed.
         old = self._searcher
         if old is None:
             from whoosh import scoring
@@ -634,8 +635,8 @@ class KeywordIndex:
             from .bm25 import K1, B
 
             self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=B, K1=K1))
-        else:
-            self._searcher = old.refresh()
+        elif self._ix.latest_generation() != old.reader().generation():
+            self._searcher = _reopened(self._ix, old)
         if self._searcher is not old:
             self._filter_cache.clear()
         return self._searcher
@@ -819,6 +820,55 @@ class KeywordIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _reopened(ix: Any, old: Any) -> Any:
+    """A searcher over the index's latest commit that keeps ``old``'s readers
+    of segments that did not change.
+
+    Not ``Searcher.refresh()``: this Whoosh's reader reuse adds the old
+    reader's segments to the new commit's, so segments merged away by the
+    commit come back, with their deleted documents (and every other one
+    twice). A segment's reader is kept only if the segment is still there
+    with the same deletions (a segment's deletions only ever grow).
+    """
+    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+
+    try:
+        toc = ix._read_toc()
+        open_now = {}
+        for reader, _ in old.reader().leaf_readers():
+            segment = reader.segment()
+            if segment is not None:
+                open_now[segment.segment_id()] = (segment.deleted_count(), reader)
+        readers = []
+        for segment in toc.segments:
+            kept = open_now.pop(segment.segment_id(), None)
+            if kept is not None and kept[0] == segment.deleted_count():
+                readers.append(kept[1])
+            else:
+                if kept is not None:
+                    open_now[segment.segment_id()] = kept  # closed below
+                readers.append(
+                    SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
+                )
+    except Exception as e:
+        log.info("reopening keyword segments failed (%r); opening all of them", e)
+        with contextlib.suppress(Exception):
+            old.close()
+        return ix.searcher(weighting=old.weighting)
+    for _, reader in open_now.values():
+        with contextlib.suppress(Exception):
+            reader.close()
+    if not readers:
+        reader = EmptyReader(toc.schema)
+    elif len(readers) == 1:
+        reader = readers[0]
+    else:
+        reader = MultiReader(readers, generation=toc.generation)
+    from whoosh.searching import Searcher
+
+    return Searcher(reader, weighting=old.weighting, fromindex=ix)
 
 
 class BulkStream:

@@ -369,6 +369,37 @@ def test_sees_commits_from_another_instance(tmp_path: Path) -> None:
         assert ids(reader.search("kayak")) == ["x-1"]
 
 
+def test_another_instances_merge_does_not_resurrect_documents(tmp_path: Path) -> None:
+    """Another process merges segments and deletes documents while this one
+    holds a searcher: the next search sees exactly the new commit (Whoosh's
+    own Searcher.refresh would bring the merged-away segments back)."""
+    d = tmp_path / "kw"
+    with KeywordIndex(d) as reader, KeywordIndex(d) as writer:
+        for i in range(4):  # four commits, four segments
+            writer.upsert([block(f"x-{i}", f"kayak trip number {i}")])
+        assert sorted(ids(reader.search("kayak", limit=20))) == ["x-0", "x-1", "x-2", "x-3"]
+        writer.delete(["x-0"])
+        with writer._ix.writer() as w:  # merge every segment into one
+            w.optimize = True
+        assert sorted(ids(reader.search("kayak", limit=20))) == ["x-1", "x-2", "x-3"]
+        assert len(reader) == 3
+
+
+def test_a_commit_reopens_only_the_segments_it_changed(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "kw")
+    index.add_many([block(f"a-{i}", f"alpha number {i}") for i in range(50)])
+    index.search("alpha")
+    before = {r.segment().segment_id(): r for r, _ in index._searcher.reader().leaf_readers()}
+    index.upsert([block("b-1", "beta arrives")])  # a new small segment
+    assert ids(index.search("beta")) == ["b-1"]
+    after = {r.segment().segment_id(): r for r, _ in index._searcher.reader().leaf_readers()}
+    assert len(after) == len(before) + 1
+    assert all(after[segid] is reader for segid, reader in before.items())
+    index.delete(["a-3"])  # a deletion in the first segment: its reader is reopened
+    assert "a-3" not in ids(index.search("alpha", limit=100))
+    assert len(ids(index.search("alpha", limit=100))) == 49
+
+
 def test_version_mismatch_raises(tmp_path: Path) -> None:
     d = tmp_path / "kw"
     KeywordIndex(d).close()
