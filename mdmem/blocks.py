@@ -174,7 +174,7 @@ def _strip_eol(line: str) -> str:
 
 
 def _tags_in(text: str) -> list[str]:
-    return [t.lower() for t in _TAG.findall(text)]
+    return [t.lower() for t in _TAG.findall(text)] if "#" in text else []
 
 
 def frontmatter_tags(meta: dict[str, Any]) -> list[str]:
@@ -561,10 +561,12 @@ def _clean(lines: list[str], style: str) -> tuple[str, list[tuple[str, str]]]:
                 line = line[indent:]
         elif style == "item" and line[:indent].strip() == "":
             line = line[indent:]
-        for key, value in _FIELD.findall(line):
-            fields.append((key.lower(), value.strip()))
-        line = _FIELD.sub("", line)
-        line = _TRAILING_ID_SUB.sub("", line)
+        if "::" in line:  # every inline field has one
+            for key, value in _FIELD.findall(line):
+                fields.append((key.lower(), value.strip()))
+            line = _FIELD.sub("", line)
+        if "^" in line:
+            line = _TRAILING_ID_SUB.sub("", line)
         if style == "entry" and line.startswith("\\#"):
             line = line[1:]
         out.append(line.rstrip())
@@ -573,7 +575,8 @@ def _clean(lines: list[str], style: str) -> tuple[str, list[tuple[str, str]]]:
     while out and not out[0].strip():
         out.pop(0)
     text = "\n".join(out)
-    text = _SPACE_RUN.sub(" ", text) if style != "entry" else text
+    if style != "entry" and ("  " in text or "\t" in text):
+        text = _SPACE_RUN.sub(" ", text)
     return text.strip(), fields
 
 

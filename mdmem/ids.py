@@ -54,10 +54,38 @@ def _decode(text: str) -> int:
     return int(text.translate(_TO_INT_DIGITS), 32)
 
 
+class _RandomTails:
+    """Random id tails from the OS, fetched 4 KiB at a time (a system call
+    per id was a tenth of a bulk import's id cost). Refetched after a fork,
+    so parent and child never share tails."""
+
+    def __init__(self) -> None:
+        self._forked()
+        if hasattr(os, "register_at_fork"):
+            # A fork while another thread held the lock must not leave it held.
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = b""
+        self._at = 0
+        self._pid = 0
+
+    def take(self) -> str:
+        with self._lock:
+            if self._at + _RANDOM_CHARS > len(self._pool) or self._pid != os.getpid():
+                self._pool, self._at, self._pid = secrets.token_bytes(4096), 0, os.getpid()
+            chunk = self._pool[self._at : self._at + _RANDOM_CHARS]
+            self._at += _RANDOM_CHARS
+        # 256 is a multiple of 32, so each byte's low five bits are uniform.
+        return "".join(_ALPHABET[b & 31] for b in chunk)
+
+
+_TAILS = _RandomTails()
+
+
 def new_id_text(ms: int, seq: int = 0) -> str:
-    # 256 is a multiple of 32, so each byte's low five bits are uniform.
-    tail = "".join(_ALPHABET[b & 31] for b in secrets.token_bytes(_RANDOM_CHARS))
-    return f"m-{_encode(ms, _TIME_CHARS)}{_encode(seq, _SEQ_CHARS)}{tail}"
+    return f"m-{_encode(ms, _TIME_CHARS)}{_encode(seq, _SEQ_CHARS)}{_TAILS.take()}"
 
 
 def is_memory_id(text: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -87,3 +88,22 @@ def test_normalize_id(text: str) -> None:
 def test_normalize_rejects(text: str) -> None:
     with pytest.raises(InvalidInputError):
         normalize_id(text)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_draws_its_own_random_tails() -> None:
+    from mdmem.ids import _TAILS
+
+    _TAILS.take()  # the parent's pool is filled before the fork
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write_end, "".join(_TAILS.take() for _ in range(64)).encode())
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    child = os.read(read_end, 4096).decode()
+    os.close(read_end)
+    parent = "".join(_TAILS.take() for _ in range(64))
+    assert len(child) == len(parent) == 128
+    assert child != parent
