@@ -25,7 +25,8 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,6 +138,10 @@ class Indexer:
         self._last_save = time.monotonic()
         self._generation_seen = -1
         self.missing_vectors: set[str] = set()
+        # A recall's query text, embedded in the same call as the blocks its
+        # refresh embeds (one forward pass instead of two), and its vector.
+        self._query_ahead: str | None = None
+        self._query_vector: tuple[str, str, np.ndarray] | None = None
         self.keyword = self._open_keyword()
 
     # ------------------------------------------------------------ opening --
@@ -377,11 +382,39 @@ class Indexer:
         cached = self.cache.get_many(embedder.name, keys)
         todo = {k: embed_text(b) for b, k in zip(chunk, keys, strict=True) if k not in cached}
         if todo:
-            fresh = embedder.embed(list(todo.values()))
+            query = self._query_ahead
+            texts = [*todo.values(), *([query] if query is not None else [])]
+            fresh = embedder.embed(texts)
+            if query is not None:
+                self._query_ahead = None
+                self._query_vector = (embedder.name, query, fresh[-1])
+                fresh = fresh[:-1]
             new_items = dict(zip(todo, fresh, strict=True))
             self.cache.put_many(embedder.name, new_items)
             cached.update(new_items)
         return cached
+
+    @contextmanager
+    def query_ahead(self, text: str) -> Iterator[None]:
+        """Inside, blocks that need embedding are embedded together with the
+        query ``text``, whose vector :meth:`embed_query` then returns without
+        another model call (a recall right after an edit pays one pass)."""
+        self._query_ahead = text
+        try:
+            yield
+        finally:
+            self._query_ahead = None
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's vector: the one embedded ahead (see :meth:`query_ahead`)
+        if it is this text's, else from the embedder. Raises EmbedderError."""
+        embedder = self.embedder
+        if embedder is None:
+            raise EmbedderError(self._embedder_error or "no embedder")
+        ahead, self._query_vector = self._query_vector, None
+        if ahead is not None and ahead[:2] == (embedder.name, text):
+            return ahead[2]
+        return embedder.embed_query(text)
 
     def warm_cache(self, blocks: Sequence[Block]) -> None:
         """Embed ``blocks`` into the embedding cache only (batched; raises

@@ -26,7 +26,7 @@ from .models import KINDS, Block, Hit, Recall
 
 if TYPE_CHECKING:
     from .config import RecallSettings
-    from .embedders import Embedder
+    from .embedders import F32, Embedder
     from .keyword_index import KeywordIndex
     from .vector_index import VectorIndex
 
@@ -157,11 +157,14 @@ def run_recall(
     trust_of: Callable[[str], float | None] | None = None,
     human_of: Callable[[Block], bool] | None = None,
     threads: Threads | None = None,
+    embed_query: Callable[[str], F32] | None = None,
 ) -> Recall:
     """The ranking pipeline over already-fresh indexes.
 
     ``threads`` (the vault's conversation order and known people) enables
     the people and thread signals of :mod:`mdmem.conversation`.
+    ``embed_query``: how the query's vector is made, if not by the indexes'
+    embedder (the live indexer may have embedded it already).
     """
     started = time.perf_counter()
     now = now or datetime.now(UTC)
@@ -181,8 +184,8 @@ def run_recall(
             degraded = vectors is None or embedder is None or bool(keyword)
         else:
             degraded = bool(indexer.missing_vectors)
-            people = threads.people() if threads is not None else ()
-            query_vec = embedder.embed_query(strip_people(q.query, people))
+            text = vector_query_text(q.query, threads)
+            query_vec = (embed_query or embedder.embed_query)(text)
             vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
 
     if settings.fusion == "blend":
@@ -271,6 +274,12 @@ def run_recall(
         reranked=False,
         took_ms=(time.perf_counter() - started) * 1000,
     )
+
+
+def vector_query_text(query: str, threads: Threads | None) -> str:
+    """The text embedded for ``query``: without the names of people, who in
+    a small embedding model outweigh the topic."""
+    return strip_people(query, threads.people() if threads is not None else ())
 
 
 def _keyword_candidates(

@@ -46,7 +46,7 @@ from .gitstore import CommitInfo, GitStore, Identity, format_message
 from .ids import IdIssuer, normalize_id
 from .indexer import AppendStream, Indexer, IndexStats
 from .models import KINDS, Block, Memory, Recall
-from .recall import RecallQuery, render_context, run_recall
+from .recall import RecallQuery, render_context, run_recall, vector_query_text
 from .secret_guard import guard, refuse_in_metadata
 from .sync import SyncResult
 from .textfile import (
@@ -830,7 +830,12 @@ class Vault:
 
             result = recall_as_of(self, q, as_of)
             return replace(result, took_ms=(time.perf_counter() - started) * 1000)
-        self.refresh()
+        if q.mode == "keyword":
+            self.refresh()
+        else:
+            # Blocks the refresh embeds (an edit) share one model call with the query.
+            with self.indexer.query_ahead(vector_query_text(q.query, self._threads)):
+                self.refresh()
         self.indexer.catch_up()
         result = run_recall(
             q,
@@ -840,6 +845,7 @@ class Vault:
             trust_of=self._trust_of,
             human_of=self._written_by_human if self.settings.recall.human_weight > 0 else None,
             threads=self._threads,
+            embed_query=self.indexer.embed_query,
         )
         self._note_hits(result.items)  # usefulness signals (issue 4)
         return Recall(

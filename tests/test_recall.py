@@ -144,6 +144,41 @@ def test_moving_a_block_never_re_embeds(vault: Vault, monkeypatch: pytest.Monkey
     assert not [t for t in embedded if "Kiwis" in t]
 
 
+def test_a_recall_after_an_edit_embeds_the_edit_and_the_query_in_one_call(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = vault.remember("Kiwis are flightless birds")
+    vault.remember("Penguins swim in cold water")
+    calls: list[list[str]] = []
+    real = HashEmbedder.embed
+
+    def counting(self: HashEmbedder, texts: list[str]) -> object:
+        calls.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(HashEmbedder, "embed", counting)
+    memory_md = vault.root / "MEMORY.md"
+    memory_md.write_text(memory_md.read_text().replace("flightless", "nocturnal"))
+    after_edit = vault.recall("nocturnal birds")
+    assert len(calls) == 1
+    assert len(calls[0]) == 2
+    assert "nocturnal" in calls[0][0]
+    assert calls[0][1] == "nocturnal birds"
+    # Nothing changed since: the query alone is embedded, and scores match.
+    calls.clear()
+    again = vault.recall("nocturnal birds")
+    assert calls == [["nocturnal birds"]]
+    assert after_edit.items[0].id == again.items[0].id == m.id
+    assert [h.scores for h in after_edit.items] == [h.scores for h in again.items]
+    # Keyword-only recall embeds the edit on its own, and no query.
+    memory_md.write_text(memory_md.read_text().replace("cold", "icy"))
+    calls.clear()
+    vault.recall("icy water", mode="keyword")
+    assert len(calls) == 1
+    assert len(calls[0]) == 1
+    assert "icy" in calls[0][0]
+
+
 def test_context_block_is_cited_and_within_budget(seeded: Vault) -> None:
     block = seeded.context("units and deploys", max_chars=400)
     assert block.startswith("## Recalled Memory\n") and len(block) <= 400
