@@ -382,13 +382,20 @@ class Indexer:
         cached = self.cache.get_many(embedder.name, keys)
         todo = {k: embed_text(b) for b, k in zip(chunk, keys, strict=True) if k not in cached}
         if todo:
-            query = self._query_ahead
-            texts = [*todo.values(), *([query] if query is not None else [])]
-            fresh = embedder.embed(texts)
-            if query is not None:
-                self._query_ahead = None
-                self._query_vector = (embedder.name, query, fresh[-1])
-                fresh = fresh[:-1]
+            query, self._query_ahead = self._query_ahead, None
+            texts = list(todo.values())
+            if query is None:
+                fresh = embedder.embed(texts)
+            else:
+                try:
+                    fresh = embedder.embed([*texts, query])
+                except EmbedderError:
+                    # The query may be what a remote model refused: the
+                    # blocks go alone, and recall embeds the query itself.
+                    fresh = embedder.embed(texts)
+                else:
+                    self._query_vector = (embedder.name, query, fresh[-1])
+                    fresh = fresh[:-1]
             new_items = dict(zip(todo, fresh, strict=True))
             self.cache.put_many(embedder.name, new_items)
             cached.update(new_items)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from mdmem import InvalidInputError, Vault
 from mdmem.cli import main
 from mdmem.embedders import HashEmbedder
+from mdmem.errors import EmbedderError
 
 
 @pytest.fixture
@@ -177,6 +178,28 @@ def test_a_recall_after_an_edit_embeds_the_edit_and_the_query_in_one_call(
     assert len(calls) == 1
     assert len(calls[0]) == 1
     assert "icy" in calls[0][0]
+
+
+def test_a_refused_shared_call_still_embeds_the_edit(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote model that refuses the call holding the query: the edited
+    blocks are embedded on their own, and the query after them."""
+    m = vault.remember("Kiwis are flightless birds")
+    real = HashEmbedder.embed
+
+    def one_at_a_time(self: HashEmbedder, texts: list[str]) -> object:
+        if len(texts) > 1:
+            raise EmbedderError("batch too large")
+        return real(self, texts)
+
+    monkeypatch.setattr(HashEmbedder, "embed", one_at_a_time)
+    memory_md = vault.root / "MEMORY.md"
+    memory_md.write_text(memory_md.read_text().replace("flightless", "nocturnal"))
+    result = vault.recall("nocturnal birds", mode="vector")
+    assert [h.id for h in result.items] == [m.id]
+    assert not result.degraded
+    assert vault.indexer.missing_vectors == set()
 
 
 def test_context_block_is_cited_and_within_budget(seeded: Vault) -> None:
