@@ -120,11 +120,7 @@ def sgemm_gflops(model: Any, tokens: int = 4096, seconds: float = 2.0) -> float:
     layer = model.layers[0]
     x = rng.standard_normal((tokens, layer.w_qkv.shape[0]), dtype=np.float32)
     inter = rng.standard_normal((tokens, layer.w_i.shape[1]), dtype=np.float32)
-    flops = (
-        2.0
-        * tokens
-        * sum(w.shape[0] * w.shape[1] for w in (layer.w_qkv, layer.w_o, layer.w_i, layer.w_out))
-    )
+    flops = tokens * dense_flops_per_token(model) / len(model.layers)
     best = float("inf")
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:

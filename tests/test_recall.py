@@ -202,6 +202,12 @@ def test_a_refused_shared_call_still_embeds_the_edit(
     assert vault.indexer.missing_vectors == set()
 
 
+def test_embed_query_without_an_embedder_says_why(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "v", embedder={"provider": "none"})
+    with pytest.raises(EmbedderError, match="switched off"):
+        vault.indexer.embed_query("anything")
+
+
 def test_context_block_is_cited_and_within_budget(seeded: Vault) -> None:
     block = seeded.context("units and deploys", max_chars=400)
     assert block.startswith("## Recalled Memory\n") and len(block) <= 400
