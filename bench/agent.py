@@ -73,7 +73,7 @@ def mcp_times(vault_root: Path, queries: list[str], count: int) -> dict[str, lis
     }
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mdmem.cli_serve", "serve", "--vault", str(vault_root)],
+        args=["-m", "mdmem.cli.serve", "serve", "--vault", str(vault_root)],
         env=env,
     )
     out: dict[str, list[float]] = {"recall": [], "context": []}
@@ -106,8 +106,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from mdmem.hooks import MemoryHooks
-    from mdmem.tools import Toolset
+    from mdmem.agent.hooks import MemoryHooks
+    from mdmem.agent.tools import Toolset
 
     base = scratch_dir("mdmem-bench-agent-")
     vault, queries, seed_s = seed(base, args.memories, args.embedder)

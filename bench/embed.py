@@ -88,8 +88,8 @@ def cold_load() -> dict[str, float]:
     code = (
         "import time, json\n"
         "import numpy, tokenizers, safetensors.numpy\n"
-        "from mdmem import _minilm\n"
-        "t = time.perf_counter(); m = _minilm.load_minilm(); t1 = time.perf_counter()\n"
+        "from mdmem.index import minilm\n"
+        "t = time.perf_counter(); m = minilm.load_minilm(); t1 = time.perf_counter()\n"
         "m.embed(['warm up the first query']); t2 = time.perf_counter()\n"
         "print(json.dumps({'load_s': t1 - t, 'first_vector_s': t2 - t}))\n"
     )
@@ -138,18 +138,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
 
-    from mdmem import _minilm
+    from mdmem.index import minilm
 
     result: dict[str, Any] = {
         "machine": {
             "cpus": os.cpu_count(),
             "loadavg_start": os.getloadavg()[0],
-            "workers": _minilm.default_workers(),
+            "workers": minilm.default_workers(),
         }
     }
     result["cold"] = cold_load()
 
-    model = _minilm.load_minilm()
+    model = minilm.load_minilm()
     mixed = mixed_sentences(args.n)
     typical = typical_sentences(args.n)
     result["corpus"] = {

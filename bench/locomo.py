@@ -30,7 +30,7 @@ host recording who said each turn, as ``vault.session`` does):
 ``--text-style`` how a turn is written (``reply`` adds the question it
 answers); ``--speaker`` how the speaker is recorded: ``field`` (default,
 ``[speaker:: Caroline]``, which makes the turns a conversation for
-recall's people and thread signals, see mdmem.conversation), ``tag``
+recall's people and thread signals, see mdmem.recall.conversation), ``tag``
 (``#caroline``) or ``none``; ``--query-style`` how the question is turned
 into a recall query (``keywords`` drops question words). ``--no-threads``
 sets the thread weights to 0 (the ablation of that signal).

@@ -142,8 +142,8 @@ def whoosh_alone(directory: Path, n: int) -> float:
 
     from whoosh import index
 
-    from mdmem.keyword_index import _BULK_WRITER_ARGS, _schema
-    from mdmem.whoosh_tuning import cache_missing_length_columns, inlining_codec
+    from mdmem.index.keyword import _BULK_WRITER_ARGS, _schema
+    from mdmem.index.whoosh_compat import cache_missing_length_columns, inlining_codec
 
     cache_missing_length_columns()  # Whoosh as mdmem runs it
     rng = random.Random(n)

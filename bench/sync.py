@@ -31,8 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mdmem import Vault
-from mdmem.gitnative import purge
-from mdmem.sync import sync
+from mdmem.git.history import purge
+from mdmem.git.sync import sync
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from mdmem import Vault
-from mdmem.hooks import MemoryHooks
+from mdmem.agent.hooks import MemoryHooks
+from mdmem.agent.tools import Toolset
 from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
-from mdmem.tools import Toolset
 
 SYSTEM = (
     "You are a helpful assistant with long-term memory. Use the `remember` tool to store "

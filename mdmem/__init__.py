@@ -5,7 +5,7 @@
 >>> vault.remember("The user prefers metric units.", kind="preference")  # doctest: +SKIP
 """
 
-from .errors import (
+from mdmem.errors import (
     ConfigError,
     ConflictError,
     DimensionMismatchError,
@@ -26,8 +26,8 @@ from .errors import (
     VaultFileError,
     VaultNotFoundError,
 )
-from .models import KINDS, STATUSES, Block, Hit, Memory, Recall
-from .vault import Vault, VaultStatus, Version
+from mdmem.models import KINDS, STATUSES, Block, Hit, Memory, Recall
+from mdmem.vault import Vault, VaultStatus, Version
 
 __version__ = "0.1.0"
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from mdmem.errors import ConfigError
 
 __all__ = [
     "ConsolidationSettings",
@@ -77,7 +77,7 @@ class RecallSettings:
     trust_weight: float = 0.0
     human_weight: float = 0.0
     # Conversation turns inherit relevance: the reply to a matching question,
-    # and the same speaker's next turn (mdmem.conversation); 0 turns it off.
+    # and the same speaker's next turn (mdmem.recall.conversation); 0 turns it off.
     thread_reply_weight: float = 0.3
     thread_continuation_weight: float = 0.1
     rerank: bool = False

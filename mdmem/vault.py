@@ -26,12 +26,8 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock
 from filelock import Timeout as FileLockTimeout
 
-from . import blocks as blk
-from .catalog import Catalog, signature_of
-from .config import Settings, load_settings, state_dir_for
-from .conversation import FileOrder
-from .doctor import DoctorReport, run_doctor
-from .errors import (
+from mdmem.config import Settings, load_settings, state_dir_for
+from mdmem.errors import (
     ConflictError,
     InvalidInputError,
     LockTimeoutError,
@@ -41,15 +37,20 @@ from .errors import (
     VaultFileError,
     VaultNotFoundError,
 )
-from .gitnative import Changes, LineAuthor, Provenance, parsed_at
-from .gitstore import CommitInfo, GitStore, Identity, format_message
-from .ids import IdIssuer, normalize_id
-from .indexer import AppendStream, Indexer, IndexStats
-from .models import KINDS, Block, Memory, Recall
-from .recall import RecallQuery, render_context, run_recall, vector_query_text
-from .secret_guard import guard, refuse_in_metadata
-from .sync import SyncResult
-from .textfile import (
+from mdmem.git.history import Changes, LineAuthor, Provenance, parsed_at
+from mdmem.git.sync import SyncResult
+from mdmem.index.indexer import AppendStream, Indexer, IndexStats
+from mdmem.maintenance.doctor import DoctorReport, run_doctor
+from mdmem.maintenance.watch import Watcher
+from mdmem.models import KINDS, Block, Memory, Recall
+from mdmem.recall.conversation import FileOrder
+from mdmem.recall.search import RecallQuery, render_context, run_recall, vector_query_text
+from mdmem.store import blocks as blk
+from mdmem.store.catalog import Catalog, signature_of
+from mdmem.store.gitstore import CommitInfo, GitStore, Identity, format_message
+from mdmem.store.ids import IdIssuer, normalize_id
+from mdmem.store.secret_guard import guard, refuse_in_metadata
+from mdmem.store.textfile import (
     SkipFile,
     TextFile,
     atomic_write,
@@ -60,17 +61,16 @@ from .textfile import (
     safe_path,
     write_temp,
 )
-from .watch import Watcher
 
 if TYPE_CHECKING:  # issue 4: consolidation & lifecycle types
-    from .consolidate import ConsolidationResult
-    from .lifecycle import RetentionReport
-    from .llm import LLMClient, LLMConfig
-    from .models import Hit
-    from .reflect import FlushResult, Reflection
-    from .review import Review, ReviewDecision, UndoResult
-    from .sessions import Session
-    from .usefulness import Usefulness, UsefulnessStore
+    from mdmem.git.review import Review, ReviewDecision, UndoResult
+    from mdmem.memory.consolidate import ConsolidationResult
+    from mdmem.memory.lifecycle import RetentionReport
+    from mdmem.memory.llm import LLMClient, LLMConfig
+    from mdmem.memory.reflect import FlushResult, Reflection
+    from mdmem.memory.sessions import Session
+    from mdmem.models import Hit
+    from mdmem.recall.usefulness import Usefulness, UsefulnessStore
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
@@ -471,14 +471,14 @@ class Vault:
         """Remove a memory's block from its file; git history keeps it.
 
         ``purge=True`` (with ``confirm=True``) also rewrites every commit so
-        the text is gone from history: see :func:`mdmem.gitnative.purge`.
+        the text is gone from history: see :func:`mdmem.git.history.purge`.
         Clones elsewhere still hold it.
         """
         memory_id = normalize_id(memory_id)
         if reason:
             refuse_in_metadata(reason, "the reason (it goes into the commit message)")
         if purge:
-            from .gitnative import purge as purge_history
+            from mdmem.git.history import purge as purge_history
 
             block = self._block(memory_id)
             purge_history(self, memory_id, confirm=confirm)
@@ -704,7 +704,7 @@ class Vault:
         )
 
     def _open_reviews(self) -> list[str]:
-        from .review import open_branches
+        from mdmem.git.review import open_branches
 
         return open_branches(self)
 
@@ -730,7 +730,7 @@ class Vault:
 
     def diff(self, since: str | date | datetime) -> Changes:
         """What was remembered, superseded, resolved, forgotten and edited by humans since."""
-        from .gitnative import changes
+        from mdmem.git.history import changes
 
         return changes(self, since)
 
@@ -738,13 +738,13 @@ class Vault:
         self, path: str, line_start: int, line_end: int, rev: str = "HEAD"
     ) -> list[LineAuthor]:
         """Who wrote each line (agent or human), from ``git blame``, cached per file version."""
-        from .gitnative import blame
+        from mdmem.git.history import blame
 
         return blame(self, path, line_start, line_end, rev)
 
     def provenance(self, memory_id: str) -> Provenance:
         """Authors of one memory's current lines and whether a human wrote any."""
-        from .gitnative import provenance
+        from mdmem.git.history import provenance
 
         return provenance(self, memory_id)
 
@@ -752,7 +752,7 @@ class Vault:
         self, remote: str = "origin", *, push: bool = True, force_push: bool = False
     ) -> SyncResult:
         """Commit human edits, pull --rebase (block-aware merge), push, re-index what changed."""
-        from .sync import sync
+        from mdmem.git.sync import sync
 
         return sync(self, remote, push=push, force_push=force_push)
 
@@ -770,7 +770,7 @@ class Vault:
         # time-travel snapshots hold old trees, and SQLite keeps deleted
         # pages in its WAL until a truncating checkpoint.
         shutil.rmtree(self.state_dir / "asof", ignore_errors=True)
-        from . import timetravel
+        from mdmem.git import timetravel
 
         timetravel.forget_snapshots(self)
         self.indexer.manifest.scrub()
@@ -826,7 +826,7 @@ class Vault:
         )
         started = time.perf_counter()
         if as_of is not None:
-            from .timetravel import recall_as_of
+            from mdmem.git.timetravel import recall_as_of
 
             result = recall_as_of(self, q, as_of)
             return replace(result, took_ms=(time.perf_counter() - started) * 1000)
@@ -857,8 +857,8 @@ class Vault:
         )
 
     def prompt_context(self, task: str, contact: str | None = None, **budgets: Any) -> Any:
-        """Sections for a prompt (recent, episodes, top-k, file tails, thread); see mdmem.prompt."""
-        from . import prompt
+        """Sections for a prompt (recent, episodes, top-k, file tails, thread); see agent.prompt."""
+        from mdmem.agent import prompt
 
         return prompt.prompt_context(self, task, contact, **budgets)
 
@@ -1476,7 +1476,7 @@ class Vault:
         self._orphans = keep
 
     # ---- consolidation & lifecycle (issue 4) ----
-    # Thin doors to mdmem.sessions / consolidate / lifecycle / reflect /
+    # Thin doors to mdmem.memory.sessions / consolidate / lifecycle / reflect /
     # usefulness, plus the few write primitives those modules need.
 
     def session(
@@ -1488,13 +1488,13 @@ class Vault:
         scope: str | None = None,
     ) -> Session:
         """Short-term memory of one conversation: ``.record()``, ``.record_tool_output()``."""
-        from .sessions import Session
+        from mdmem.memory.sessions import Session
 
         return Session(self, session_id, source=source, contact=contact, scope=scope)
 
     def read_tool_output(self, key: str, *, scope: str | None = None) -> str:
         """The full text of a large tool output recorded under ``key`` (``tout_…``)."""
-        from .sessions import read_tool_output
+        from mdmem.memory.sessions import read_tool_output
 
         return read_tool_output(self, key, scope=scope)
 
@@ -1517,7 +1517,7 @@ class Vault:
         to merge or reject, leaving the working tree alone (default: the
         ``[consolidation] review`` setting); ``.branch`` names it.
         """
-        from .consolidate import consolidate
+        from mdmem.memory.consolidate import consolidate
 
         client = llm if llm is not None else self.llm_client()
         return consolidate(
@@ -1532,31 +1532,31 @@ class Vault:
 
     def reviews(self) -> list[Review]:
         """Consolidations waiting on review branches, oldest first, with counts."""
-        from .review import reviews
+        from mdmem.git.review import reviews
 
         return reviews(self)
 
     def review(self, branch: str | None = None) -> Review:
         """One review (default: the only open one): counts and ``git diff base...branch``."""
-        from .review import review
+        from mdmem.git.review import review
 
         return review(self, branch)
 
     def merge_review(self, branch: str | None = None) -> ReviewDecision:
         """Merge a review into the current branch (block-aware); ConflictError changes nothing."""
-        from .review import merge
+        from mdmem.git.review import merge
 
         return merge(self, branch)
 
     def reject_review(self, branch: str | None = None) -> ReviewDecision:
         """Delete a review branch; its session entries are pending again."""
-        from .review import reject
+        from mdmem.git.review import reject
 
         return reject(self, branch)
 
     def undo(self, commit: str) -> UndoResult:
         """Revert one commit (a consolidation, a review merge...) as a new ``Op: revert`` commit."""
-        from .review import undo
+        from mdmem.git.review import undo
 
         return undo(self, commit)
 
@@ -1569,7 +1569,7 @@ class Vault:
         session: str | None = None,
     ) -> FlushResult:
         """Store durable facts from messages about to be compacted away."""
-        from .reflect import flush
+        from mdmem.memory.reflect import flush
 
         client = llm if llm is not None else self.llm_client()
         return flush(self, messages, llm=client, scope=scope, session=session)
@@ -1578,7 +1578,7 @@ class Vault:
         self, query: str, *, k: int = 8, llm: LLMClient | None = None, **filters: Any
     ) -> Reflection:
         """An answer synthesised across recalled memories, citing ``path#^id``."""
-        from .reflect import reflect
+        from mdmem.memory.reflect import reflect
 
         client = llm if llm is not None else self.llm_client()
         return reflect(self, query, llm=client, k=k, **filters)
@@ -1594,20 +1594,20 @@ class Vault:
 
     def anonymize_retired(self, days: int | None = None, *, apply: bool = False) -> RetentionReport:
         """Retired memories older than ``days``: listed, or with ``apply`` redacted."""
-        from .lifecycle import anonymize_retired
+        from mdmem.memory.lifecycle import anonymize_retired
 
         return anonymize_retired(self, days, apply=apply)
 
     def resolve_session(self, session_id: str, *, scope: str | None = None) -> list[Memory]:
         """Resolve every active memory of a session (its entries and facts), one commit."""
-        from .lifecycle import resolve_session
+        from mdmem.memory.lifecycle import resolve_session
 
         return resolve_session(self, session_id, scope=scope)
 
     def llm_client(self) -> LLMClient | None:
         """The configured LLM (``[llm]`` + OPENAI_* environment), or None."""
         if self._llm_checked is None:
-            from .llm import LLMClient, LLMConfig
+            from mdmem.memory.llm import LLMClient, LLMConfig
 
             cfg = self.settings.llm
             config = LLMConfig(
@@ -1650,7 +1650,7 @@ class Vault:
     @property
     def usefulness(self) -> UsefulnessStore:
         if self._usefulness is None:
-            from .usefulness import UsefulnessStore
+            from mdmem.recall.usefulness import UsefulnessStore
 
             with self._mutex:  # parallel recalls (prompt_context) must share one store
                 if self._usefulness is None:
@@ -1686,7 +1686,7 @@ class Vault:
     def _auto_resolve(
         self, memory: Memory, *, fresh_batch: bool, exclude: Collection[str] = ()
     ) -> Memory:
-        from .lifecycle import auto_resolve
+        from mdmem.memory.lifecycle import auto_resolve
 
         llm = self._judge_llm[0] if self._judge_llm is not None else self.llm_client()
         return auto_resolve(self, memory, fresh_batch=fresh_batch, llm=llm, exclude=exclude)
@@ -1866,7 +1866,7 @@ def _zone(name: str) -> tzinfo | None:
         return None
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-    from .errors import ConfigError
+    from mdmem.errors import ConfigError
 
     try:
         return ZoneInfo(name)

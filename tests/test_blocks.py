@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mdmem import blocks as blk
 from mdmem.errors import InvalidInputError
-from mdmem.textfile import SkipFile, TextFile, decode
+from mdmem.store import blocks as blk
+from mdmem.store.textfile import SkipFile, TextFile, decode
 
 GOLDEN = Path(__file__).parent / "golden" / "blocks"
 CASES = sorted(p for p in GOLDEN.rglob("*.md"))

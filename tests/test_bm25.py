@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mdmem.keyword_index import KeywordIndex
+from mdmem.index.keyword import KeywordIndex
 from mdmem.models import Block
 
 WORDS = [

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mdmem import changefeed
-from mdmem.catalog import Catalog
+from mdmem.store import changefeed
+from mdmem.store.catalog import Catalog
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux")
 

@@ -170,7 +170,7 @@ def test_real_process_prints_no_traceback(vault_dir: Path, tmp_path: Path) -> No
         [
             sys.executable,
             "-m",
-            "mdmem.cli",
+            "mdmem",
             "--vault",
             str(vault_dir),
             "forget",

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mdmem.compaction import (
+from mdmem.agent.compaction import (
     SUMMARY_MARKER,
     CompactionResult,
     compact,
@@ -20,7 +20,7 @@ from mdmem.compaction import (
     is_summary_message,
 )
 from mdmem.errors import LLMError
-from mdmem.llm import LLMClient, LLMConfig
+from mdmem.memory.llm import LLMClient, LLMConfig
 from mdmem.testing import ScriptedOpenAIServer
 
 Msg = dict[str, Any]
@@ -221,7 +221,7 @@ def test_flush_failure_is_logged_not_fatal(caplog: pytest.LogCaptureFixture) -> 
     def bad_flush(older: list[Msg]) -> None:
         raise OSError("vault is read-only")
 
-    caplog.set_level(logging.WARNING, logger="mdmem.compaction")
+    caplog.set_level(logging.WARNING, logger="mdmem.agent.compaction")
     res = compact(conversation_40(), Recorder().summarize, flush=bad_flush)
     assert res.compacted and not res.fell_back
     assert "vault is read-only" in caplog.text
@@ -426,7 +426,7 @@ def test_summarize_false_trims_without_asking_the_llm(
 
 
 def test_bare_compact_without_a_configured_llm_trims(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="mdmem.compaction")
+    caplog.set_level(logging.INFO, logger="mdmem.agent.compaction")
     res = compact(conversation_40())
     assert res.compacted and res.fell_back and res.summary is None
     assert "no LLM configured" in caplog.text

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
-from mdmem.blocks import parse
-from mdmem.textfile import decode
+from mdmem.store.blocks import parse
+from mdmem.store.textfile import decode
 
 from .conftest import git
 

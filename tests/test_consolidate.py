@@ -11,11 +11,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import mdmem.cli_lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
+import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.cli import main
-from mdmem.consolidate import pending_entries
 from mdmem.errors import LLMError, LLMResponseError
+from mdmem.memory.consolidate import pending_entries
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 

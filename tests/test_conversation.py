@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mdmem import Vault
-from mdmem.conversation import (
+from mdmem.models import Block
+from mdmem.recall.conversation import (
     FileOrder,
     name_tokens,
     people_of,
@@ -15,7 +16,6 @@ from mdmem.conversation import (
     thread_bonus,
     voice_of,
 )
-from mdmem.models import Block
 
 T0 = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
 

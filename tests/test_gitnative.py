@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli_gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
+import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConflictError, InvalidInputError, MemoryNotFoundError, Vault
-from mdmem import gitnative as gn
 from mdmem.cli import main
-from mdmem.sync import sync
+from mdmem.git import history as gn
+from mdmem.git.sync import sync
 
 from .conftest import HUMAN_ENV, git
 

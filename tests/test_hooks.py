@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from mdmem import Vault
-from mdmem.compaction import SUMMARY_MARKER, is_summary_message
-from mdmem.hooks import MemoryHooks, _parse_facts, compact_with_vault
-from mdmem.llm import LLMClient, LLMConfig
+from mdmem.agent.compaction import SUMMARY_MARKER, is_summary_message
+from mdmem.agent.hooks import MemoryHooks, _parse_facts, compact_with_vault
+from mdmem.memory.llm import LLMClient, LLMConfig
 from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
 from tests.test_compaction import assert_tool_integrity, conversation_40
 

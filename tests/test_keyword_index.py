@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mdmem.errors import IndexError_, LockTimeoutError
-from mdmem.keyword_index import KeywordIndex
+from mdmem.index.keyword import KeywordIndex
 from mdmem.models import Block
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -496,7 +496,7 @@ def test_bulk_uses_multiprocess_writer_without_fallback(
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: the bulk writer runs single-process by design")
     with (
-        caplog.at_level("WARNING", logger="mdmem.keyword_index"),
+        caplog.at_level("WARNING", logger="mdmem.index.keyword"),
         KeywordIndex(tmp_path / "kw") as ix,
     ):
         assert ix.add_many((block(f"b-{i}", f"bulk {i}") for i in range(600)), bulk=True) == 600
@@ -516,7 +516,7 @@ def test_bulk_falls_back_when_processes_cannot_start(
     seen: list[int] = []
     gen = (block(f"f-{i}", f"fallback doc {i}") for i in range(700))
     with (
-        caplog.at_level("WARNING", logger="mdmem.keyword_index"),
+        caplog.at_level("WARNING", logger="mdmem.index.keyword"),
         KeywordIndex(tmp_path / "kw") as ix,
     ):
         assert ix.add_many(gen, bulk=True, progress=seen.append) == 700

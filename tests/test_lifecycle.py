@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli_lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
+import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.cli import main
-from mdmem.lifecycle import REDACTED, _vector_of, contexts_of, nearest, share_context
+from mdmem.memory.lifecycle import REDACTED, _vector_of, contexts_of, nearest, share_context
+from mdmem.recall.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
 from mdmem.testing import Reply, ScriptedOpenAIServer
-from mdmem.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
 from tests.llm_fakes import FakeModel, data_blocks, llm_vault, system_of
 
 TUESDAY = "Production deploys happen on Tuesdays after the 10am standup."
@@ -330,7 +330,7 @@ def test_trust_weight_lets_feedback_reorder_recall(tmp_path: Path) -> None:
 
 
 def test_buffered_hits_survive_close_and_are_seen_by_another_store(tmp_path: Path) -> None:
-    from mdmem.usefulness import UsefulnessStore
+    from mdmem.recall.usefulness import UsefulnessStore
 
     first = UsefulnessStore(tmp_path / "u.sqlite")
     first.record_hits(["m-a", "m-b", "m-a"])  # one recall lists an id once

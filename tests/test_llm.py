@@ -13,7 +13,14 @@ import pytest
 
 from mdmem import Vault
 from mdmem.errors import LLMError, LLMNotConfiguredError, LLMResponseError
-from mdmem.llm import DATA_INSTRUCTIONS, LLMClient, LLMConfig, Usage, data_block, extract_json
+from mdmem.memory.llm import (
+    DATA_INSTRUCTIONS,
+    LLMClient,
+    LLMConfig,
+    Usage,
+    data_block,
+    extract_json,
+)
 from mdmem.testing import Reply, ScriptedOpenAIServer
 
 FAST_RETRY = {"retry-after-ms": "10"}

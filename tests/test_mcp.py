@@ -14,11 +14,11 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli_serve  # noqa: F401 - registers `serve` on the CLI group
+import mdmem.cli.serve  # noqa: F401 - registers `serve` on the CLI group
 from mdmem import InvalidInputError, ScopeDeniedError, Vault
+from mdmem.agent.mcp_server import MCP_TOOLS, _resolve_uri, core_resources
+from mdmem.agent.tools import Toolset
 from mdmem.cli import main
-from mdmem.mcp_server import MCP_TOOLS, _resolve_uri, core_resources
-from mdmem.tools import Toolset
 
 
 def _server_params(vault: Vault, *scope_args: str) -> Any:
@@ -29,7 +29,7 @@ def _server_params(vault: Vault, *scope_args: str) -> Any:
         "MDMEM_EMBEDDER_PROVIDER": "hash",
         "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
     }
-    args = ["-m", "mdmem.cli_serve", "serve", "--vault", str(vault.root)]
+    args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
     for scope in scope_args:
         args += ["--scope", scope]
     return StdioServerParameters(command=sys.executable, args=args, env=env)
@@ -162,7 +162,7 @@ def test_streamable_http_on_localhost(vault: Vault) -> None:
     vault.remember("The office wifi is called Nebula.")
     port = _free_port()
     env = {**os.environ, "MDMEM_EMBEDDER_PROVIDER": "hash"}
-    cmd = [sys.executable, "-m", "mdmem.cli_serve", "serve", "--vault", str(vault.root)]
+    cmd = [sys.executable, "-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
     proc = subprocess.Popen(
         [*cmd, "--http", "--port", str(port)],
         env=env,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mdmem import InvalidInputError, Vault
-from mdmem.prompt import PromptBudgets, prompt_context
+from mdmem.agent.prompt import PromptBudgets, prompt_context
 
 
 def _chat(vault: Vault, text: str, contact: str, role: str, minutes: int) -> str:

@@ -1,4 +1,4 @@
-"""Table tests of the pure ranking functions in mdmem.ranking."""
+"""Table tests of the pure ranking functions in mdmem.recall.ranking."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mdmem.errors import InvalidInputError
-from mdmem.ranking import (
+from mdmem.recall.ranking import (
     Candidate,
     final_score,
     fuse_blend,

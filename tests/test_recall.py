@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from mdmem import InvalidInputError, Vault
 from mdmem.cli import main
-from mdmem.embedders import HashEmbedder
 from mdmem.errors import EmbedderError
+from mdmem.index.embedders import HashEmbedder
 
 
 @pytest.fixture
@@ -380,7 +380,7 @@ def test_an_error_inside_a_streamed_batch_leaves_no_sub_writer(streamed: Vault) 
 
 
 def test_recall_answers_while_another_writer_holds_the_keyword_index(vault: Vault) -> None:
-    from mdmem.keyword_index import KeywordIndex
+    from mdmem.index.keyword import KeywordIndex
 
     gannets = vault.remember("Gannets dive for mackerel off the cliffs.")
     vault.indexer.keyword.lock_timeout = 0.2

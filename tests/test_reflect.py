@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli_lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
+import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
+from mdmem.agent.compaction import compact
 from mdmem.cli import main
-from mdmem.compaction import compact
-from mdmem.extractive import covered, explicit_facts, keywords, slugify, summarize
+from mdmem.memory.extractive import covered, explicit_facts, keywords, slugify, summarize
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 

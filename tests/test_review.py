@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli_lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
+import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConfigError, ConflictError, InvalidInputError, Memory, Vault
 from mdmem.cli import main
-from mdmem.consolidate import pending_entries
-from mdmem.review import BRANCH_PREFIX
+from mdmem.git.review import BRANCH_PREFIX
+from mdmem.memory.consolidate import pending_entries
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, llm_vault
 
@@ -220,7 +220,7 @@ def test_refs_under_reads_the_ref_files(vault: Vault) -> None:
 
 
 def test_a_branch_is_built_only_on_files_that_match_head(vault: Vault) -> None:
-    from mdmem.review import create_branch
+    from mdmem.git.review import create_branch
 
     memory_md = vault.root / "MEMORY.md"
     # A person's save that slipped in after the lock committed human edits is

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from mdmem.errors import SecretRefusedError
-from mdmem.secret_guard import _scan_patterns, guard, refuse_in_metadata, scan
+from mdmem.store.secret_guard import _scan_patterns, guard, refuse_in_metadata, scan
 
 SECRETS = [
     ("sk-proj-abcdefghijklmnopqrstuvwxyz0123", "OpenAI API key"),

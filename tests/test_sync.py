@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli_gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
+import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConfigError, GitError, Vault
-from mdmem.blocks import parse
 from mdmem.cli import main
-from mdmem.sync import merge_texts, sync
-from mdmem.textfile import decode
+from mdmem.git.sync import merge_texts, sync
+from mdmem.store.blocks import parse
+from mdmem.store.textfile import decode
 
 from .conftest import git
 
@@ -296,7 +296,7 @@ def test_a_push_race_is_retried(
     a, b = pair
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "c"))
     c = Vault.open(tmp_path / "c", agent="agent-c")
-    import mdmem.sync as sync_module
+    import mdmem.git.sync as sync_module
 
     real_fetch = sync_module._fetch
     calls = []

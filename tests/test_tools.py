@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mdmem import InvalidInputError, ScopeDeniedError, Vault
-from mdmem.tools import DEFAULT_TOOLS, MAX_CONTENT_CHARS, Toolset
+from mdmem.agent.tools import DEFAULT_TOOLS, MAX_CONTENT_CHARS, Toolset
 
 
 def _line(vault: Vault, path: str, line: int) -> str:

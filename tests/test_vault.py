@@ -22,7 +22,7 @@ from mdmem import (
     VaultFileError,
     VaultNotFoundError,
 )
-from mdmem.ids import is_memory_id
+from mdmem.store.ids import is_memory_id
 
 from .conftest import git
 
@@ -565,8 +565,8 @@ def test_human_identity_comes_from_git_config(vault: Vault) -> None:
 
 
 def _catalog_matches_a_fresh_parse(vault: Vault, rel: str) -> None:
-    from mdmem import blocks as blk
-    from mdmem.textfile import decode
+    from mdmem.store import blocks as blk
+    from mdmem.store.textfile import decode
 
     fresh = blk.parse(rel, decode((vault.root / rel).read_bytes())).blocks
     held = vault.catalog.files[rel].parsed.blocks
@@ -589,7 +589,7 @@ def test_a_field_change_rewrites_one_block_without_reparsing_the_file(
     vault.commit_human_edits()
     logged = vault.log("Compared two queues.", category="Research")
     vault.refresh()
-    from mdmem import blocks as blk
+    from mdmem.store import blocks as blk
 
     parses = []
     real_parse = blk.parse

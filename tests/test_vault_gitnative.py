@@ -1,4 +1,4 @@
-"""The Vault's git-native methods are thin views of mdmem.gitnative / mdmem.sync."""
+"""The Vault's git-native methods are thin views of mdmem.git.history / mdmem.git.sync."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError
-from mdmem.vector_index import INDEX_FILE, EmbeddingCache, VectorIndex
+from mdmem.index.vector import INDEX_FILE, EmbeddingCache, VectorIndex
 
 DIM = 32
 
@@ -399,7 +399,8 @@ def test_cache_corrupt_file_raises_index_error(tmp_path: Path) -> None:
 def test_a_full_reindex_picks_the_index_kind_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mdmem import Vault, vector_index
+    from mdmem import Vault
+    from mdmem.index import vector as vector_index
 
     vault = Vault.init(tmp_path / "v")  # embedder.hnsw = auto
     for i in range(12):

@@ -14,8 +14,12 @@ from whoosh import query as q
 from whoosh.analysis import CompositeAnalyzer
 from whoosh.formats import tokens
 
-from mdmem.keyword_index import _schema
-from mdmem.whoosh_tuning import FoldingStemAnalyzer, cache_missing_length_columns, inlining_codec
+from mdmem.index.keyword import _schema
+from mdmem.index.whoosh_compat import (
+    FoldingStemAnalyzer,
+    cache_missing_length_columns,
+    inlining_codec,
+)
 
 ASCII_PIECES = [
     *"*abcdefghijklmnopqrstuvwxyzABCDEFGHIJNPSTWY  .,-_'0123456789\t\n",

@@ -1,0 +1,242 @@
+"""The mdmem MCP server: a vault's memory for Claude Code, Cursor and other MCP clients.
+
+Built on the official ``mcp`` SDK (2.x, low-level ``Server``). The tools are
+the :class:`~mdmem.agent.tools.Toolset` (same JSON schemas, same validation, same
+scope rules): ``recall``, ``remember``, ``forget``, ``reflect``, ``get``,
+``history``, ``context``. The resources are the core files of each allowed
+scope — USER.md, MEMORY.md, LEARNING.md and today's daily log — as
+``mdmem://vault/<vault-relative path>`` (``mdmem://vault/daily/today`` always
+means today's log).
+
+The vault and the allowed scopes are fixed when the server starts (``mdmem
+serve --vault PATH --scope S``); nothing a client or model sends can change
+them. Transport: stdio by default; streamable HTTP bound to 127.0.0.1 only.
+On stdio, stdout is the protocol: logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from mdmem.agent.tools import Toolset, scope_label
+from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.store.blocks import scope_dir
+
+__all__ = ["MCP_TOOLS", "SERVER_NAME", "build_server", "core_resources", "run"]
+
+log = logging.getLogger("mdmem.mcp")
+
+SERVER_NAME = "mdmem"
+MCP_TOOLS: tuple[str, ...] = (
+    "recall",
+    "remember",
+    "forget",
+    "reflect",
+    "get",
+    "history",
+    "context",
+)
+URI_PREFIX = "mdmem://vault/"
+_CORE_FILES = ("USER.md", "MEMORY.md", "LEARNING.md")
+_DAILY = re.compile(r"^daily/(\d{4}-\d{2}-\d{2})\.md$")
+
+_INSTRUCTIONS = """Long-term memory for this user and project, kept as markdown files under git.
+Call `recall` before answering questions that may depend on earlier sessions; call `remember`
+to store durable facts, preferences and decisions (one statement per call). Results cite the
+file and line each memory lives in."""
+
+
+def _require_mcp() -> Any:
+    try:
+        import mcp.types as types
+        from mcp.server.lowlevel import Server
+    except ImportError:
+        raise InvalidInputError(
+            "the MCP server needs the mcp package (2.x): pip install 'mcp>=2'"
+        ) from None
+    return types, Server
+
+
+def _today(vault: Any) -> str:
+    tz_name = getattr(vault.settings, "timezone", "")
+    if tz_name:
+        from zoneinfo import ZoneInfo
+
+        return datetime.now(ZoneInfo(tz_name)).strftime("%Y-%m-%d")
+    return datetime.now().astimezone().strftime("%Y-%m-%d")
+
+
+def _resource_scopes(toolset: Toolset) -> list[str]:
+    # A host that allows everything gets the root's files; scoped files are
+    # listed for the scopes the host named.
+    return [""] if toolset.allowed is None else list(toolset.allowed)
+
+
+def core_resources(vault: Any, toolset: Toolset) -> list[dict[str, str]]:
+    """The resources a client may read: name, uri, relative path, description."""
+    today = _today(vault)
+    out: list[dict[str, str]] = []
+    for scope in _resource_scopes(toolset):
+        base = scope_dir(scope)
+        label = scope_label(scope)
+        for filename in (*_CORE_FILES, f"daily/{today}.md"):
+            rel = str(base / filename)
+            title = "today's daily log" if filename.startswith("daily/") else filename
+            out.append(
+                {
+                    "name": f"{label}/{filename}",
+                    "uri": URI_PREFIX + rel,
+                    "path": rel,
+                    "description": f"{title} ({label} scope)",
+                }
+            )
+    return out
+
+
+def _resolve_uri(vault: Any, toolset: Toolset, uri: str) -> str:
+    """The vault-relative path a resource URI names, if it is one we serve."""
+    if not uri.startswith(URI_PREFIX):
+        raise InvalidInputError(f"unknown resource {uri!r}; mdmem serves {URI_PREFIX}…")
+    rel = uri[len(URI_PREFIX) :].strip("/")
+    parts = rel.split("/")
+    scope = ""
+    inner = rel
+    if parts[0] == "scopes" and len(parts) >= 4:
+        scope = f"{parts[1]}:{parts[2]}"
+        inner = "/".join(parts[3:])
+    if inner in ("daily/today", "daily/today.md"):
+        inner = f"daily/{_today(vault)}.md"
+    if inner not in _CORE_FILES and not _DAILY.match(inner):
+        raise InvalidInputError(f"{uri!r} is not a core memory file")
+    if scope not in _resource_scopes(toolset):
+        from mdmem.errors import ScopeDeniedError
+
+        raise ScopeDeniedError(f"{uri!r} is outside the scopes this server allows")
+    return str(scope_dir(scope) / inner)
+
+
+def read_resource_text(vault: Any, toolset: Toolset, uri: str) -> str:
+    from mdmem.store.textfile import safe_path
+
+    rel = _resolve_uri(vault, toolset, uri)
+    path = safe_path(vault.root, rel)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def build_server(
+    vault: Any,
+    allowed_scopes: Iterable[str] | None = None,
+    default_scope: str | None = None,
+) -> Any:
+    """A low-level ``mcp`` Server exposing ``vault`` through a Toolset."""
+    import anyio
+
+    types, server_cls = _require_mcp()
+    toolset = Toolset(vault, allowed_scopes, default_scope, tools=MCP_TOOLS)
+    # One vault call at a time: the vault is thread-safe, but serialising keeps
+    # a burst of calls from queueing many threads on its lock.
+    limiter = anyio.CapacityLimiter(1)
+
+    tool_list = []
+    for name in MCP_TOOLS:
+        description, params = toolset.describe(name)  # names the allowed scopes
+        tool_list.append(types.Tool(name=name, description=description, input_schema=params))
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=tool_list)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        name = params.name
+        arguments = dict(params.arguments or {})
+        result = await anyio.to_thread.run_sync(
+            lambda: toolset.dispatch(name, arguments), limiter=limiter
+        )
+        is_error = "error" in result
+        if is_error:
+            log.info("tool %s refused: %s", name, result["error"].get("type"))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+            structured_content=result,
+            is_error=is_error,
+        )
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name=r["name"],
+                    uri=r["uri"],
+                    description=r["description"],
+                    mime_type="text/markdown",
+                )
+                for r in core_resources(vault, toolset)
+            ]
+        )
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        uri = str(params.uri)
+        try:
+            text = await anyio.to_thread.run_sync(
+                lambda: read_resource_text(vault, toolset, uri), limiter=limiter
+            )
+        except MdmemError as exc:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(code=-32002, message=str(exc)) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
+        )
+
+    return server_cls(
+        SERVER_NAME,
+        version=_version(),
+        instructions=_INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def _version() -> str:
+    from mdmem import __version__
+
+    return __version__
+
+
+def run(
+    vault: Any,
+    allowed_scopes: Sequence[str] | None = None,
+    default_scope: str | None = None,
+    *,
+    http: bool = False,
+    port: int = 8765,
+) -> None:
+    """Serve ``vault`` until the client disconnects (stdio) or Ctrl-C (HTTP)."""
+    import anyio
+
+    server = build_server(vault, allowed_scopes, default_scope)
+    if http:
+        import uvicorn
+
+        host = "127.0.0.1"  # never exposed beyond this machine
+        app = server.streamable_http_app(host=host)
+        log.warning("mdmem MCP server on http://%s:%d/mcp (vault %s)", host, port, vault.root)
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+        return
+
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)

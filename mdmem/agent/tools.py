@@ -1,0 +1,661 @@
+"""OpenAI-style function tools over a :class:`~mdmem.Vault` (after Martha and operator_use).
+
+A :class:`Toolset` gives a model a few verbs — ``recall``, ``remember``,
+``forget``, ``get``, ``reflect``, ``read_tool_output`` (plus ``history`` and
+``context`` for MCP clients) — as JSON-schema function definitions
+(:attr:`Toolset.schemas`) and one entry point, :meth:`Toolset.dispatch`, that
+validates the model's arguments and returns a JSON-serialisable dict. It never
+raises for anything the model sends: a bad call comes back as
+``{"error": {"type": ..., "message": ...}}`` the model can read and correct.
+
+Scopes are the host's decision, never the model's. The host passes
+``allowed_scopes`` (None: everything) and ``default_scope`` when it builds the
+tool set; a ``scope`` argument from the model can only pick within that set.
+The vault root scope is spelled ``"root"`` in tool arguments and results
+(``""`` is accepted as well); ``"any"`` means every allowed scope. Reading,
+writing, forgetting or fetching a memory outside the allowed set returns a
+``scope_denied`` error and no data.
+
+The MCP server (:mod:`mdmem.agent.mcp_server`) serves the same Toolset, so both
+front doors share one validation and one set of scope rules.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from mdmem.errors import (
+    ConflictError,
+    InvalidInputError,
+    LLMError,
+    LLMNotConfiguredError,
+    LockTimeoutError,
+    MdmemError,
+    MemoryNotFoundError,
+    ScopeDeniedError,
+    SecretRefusedError,
+)
+from mdmem.models import KINDS, Hit, Memory, to_jsonable
+from mdmem.recall.search import render_context
+from mdmem.store.blocks import ROOT_SCOPE, validate_scope
+
+__all__ = [
+    "ALL_TOOLS",
+    "DEFAULT_TOOLS",
+    "MAX_TOP_K",
+    "ROOT_SCOPE",
+    "Toolset",
+    "scope_label",
+]
+
+log = logging.getLogger("mdmem.agent.tools")
+
+ANY_SCOPE = "any"
+MAX_TOP_K = 20
+MAX_CONTENT_CHARS = 4000  # per recalled item; `get` returns the whole memory
+WRITABLE_KINDS = tuple(k for k in KINDS if k != "note")
+
+# What an agent loop sees by default; `history` and `context` are for MCP clients.
+DEFAULT_TOOLS: tuple[str, ...] = (
+    "recall",
+    "remember",
+    "forget",
+    "get",
+    "reflect",
+    "read_tool_output",
+)
+ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context")
+
+_SCOPE_HELP = (
+    'Scope to use, e.g. "user:alice" or "project:marketing"; "root" is the shared vault root. '
+    "Only scopes this assistant was given are accepted; omit it to use the default."
+)
+
+
+def scope_label(scope: str) -> str:
+    """The model-facing name of a scope: ``"root"`` for the vault root."""
+    return scope or ROOT_SCOPE
+
+
+def _params(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+# Argument names a tool accepted before, mapped to the schema's name. Callers
+# written against an older schema keep working; the schema shows only the new name.
+_ALIASES: dict[str, dict[str, str]] = {"read_tool_output": {"tool_output_key": "key"}}
+
+_MEMORY_ID = {
+    "type": "string",
+    "description": "A memory id as returned by recall or remember, e.g. m-01jd3k5x7q.",
+}
+
+_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    "recall": (
+        "Search long-term memory (facts, preferences, past conversations, tool outputs, "
+        "notes) by meaning and keywords. Use it before answering anything that may depend "
+        "on earlier sessions, and whenever the conversation was trimmed for length and you "
+        "need something from before. Returns the best matches with their source file, line "
+        "and score; an empty list means nothing relevant is stored.",
+        _params(
+            {
+                "query": {
+                    "type": "string",
+                    "description": "Natural-language search query; both keywords and "
+                    "meaning are matched.",
+                },
+                "top_k": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TOP_K,
+                    "default": 5,
+                    "description": f"How many items to return (1-{MAX_TOP_K}, default 5).",
+                },
+                "source_kinds": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(KINDS)},
+                    "description": 'Only these kinds of memory, e.g. ["fact", '
+                    '"preference"] or ["tool_output"]. Omit to search all kinds.',
+                },
+                "scope": {
+                    "type": "string",
+                    "description": 'Where to look: one allowed scope, or "any" (default) '
+                    "for every scope this assistant may read.",
+                },
+                "since": {
+                    "type": "string",
+                    "description": "Only memories created on or after this ISO date or "
+                    "date-time, e.g. 2025-01-31.",
+                },
+            },
+            ["query"],
+        ),
+    ),
+    "remember": (
+        "Store a durable memory for future sessions: a fact about the user or the world, a "
+        "preference, a decision, a lesson learned. Write one self-contained statement per "
+        "call. Storing the same content twice is harmless (was_new is false); a statement "
+        "that contradicts an older one replaces it.",
+        _params(
+            {
+                "content": {
+                    "type": "string",
+                    "description": "The memory, as one clear self-contained statement.",
+                },
+                "kind": {
+                    "type": "string",
+                    "enum": list(WRITABLE_KINDS),
+                    "default": "fact",
+                    "description": "What sort of memory this is (default fact; preference "
+                    "for the user's likes and settings).",
+                },
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Optional short topic tags (letters, digits, _ - /), "
+                    'e.g. ["units", "ui"].',
+                },
+                "scope": {"type": "string", "description": _SCOPE_HELP},
+            },
+            ["content"],
+        ),
+    ),
+    "forget": (
+        "Delete a memory by id when it is wrong or the user asks you to forget it. The "
+        "audit trail keeps the old version; recall no longer returns it.",
+        _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "get": (
+        "Read one memory in full by id (recall shortens long items).",
+        _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "reflect": (
+        "Ask a question that needs an answer synthesised across many memories (e.g. "
+        '"what do we know about the user\'s travel habits?"). Slower than recall; returns '
+        "an answer with the memories it cites.",
+        _params(
+            {"query": {"type": "string", "description": "The question to answer from memory."}},
+            ["query"],
+        ),
+    ),
+    "read_tool_output": (
+        "Read the full payload of an earlier tool output that memory shows only as a "
+        "preview, by its key (the tool_output_key of a recalled item, e.g. tout_abc123).",
+        _params(
+            {
+                "key": {
+                    "type": "string",
+                    "description": "The key shown with the preview.",
+                }
+            },
+            ["key"],
+        ),
+    ),
+    "history": (
+        "Every version of one memory from the vault's git history, oldest first: who "
+        "wrote or changed it, when, and what it said.",
+        _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "context": (
+        'A ready-to-paste "## Recalled Memory" block for a prompt: the memories most '
+        "relevant to the query, each cited as path#^id, within max_chars.",
+        _params(
+            {
+                "query": {"type": "string", "description": "What the prompt is about."},
+                "max_chars": {
+                    "type": "integer",
+                    "minimum": 200,
+                    "maximum": 20000,
+                    "default": 6000,
+                    "description": "Size cap of the block in characters (default 6000).",
+                },
+                "top_k": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TOP_K,
+                    "default": 5,
+                    "description": "How many memories at most (default 5).",
+                },
+                "scope": {
+                    "type": "string",
+                    "description": 'One allowed scope, or "any" (default).',
+                },
+            },
+            ["query"],
+        ),
+    ),
+}
+
+
+class _ArgError(InvalidInputError):
+    """Arguments that do not match the tool's schema."""
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"type": kind, "message": message}}
+
+
+def _check_args(name: str, schema: Mapping[str, Any], raw: Any) -> dict[str, Any]:
+    """Validate ``raw`` against the (small) JSON schema subset the tools use."""
+    if raw is None or raw == "":
+        raw = {}
+    if isinstance(raw, (str, bytes)):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise _ArgError(f"arguments are not valid JSON: {exc}") from None
+    if not isinstance(raw, Mapping):
+        raise _ArgError("arguments must be a JSON object")
+    raw = _unalias(name, raw)
+    props: Mapping[str, Any] = schema["properties"]
+    unknown = sorted(set(raw) - set(props))
+    if unknown:
+        raise _ArgError(
+            f"unknown argument(s) for {name}: {', '.join(map(str, unknown))}; "
+            f"expected: {', '.join(props)}"
+        )
+    out: dict[str, Any] = {}
+    for key in schema.get("required", ()):
+        if raw.get(key) is None:
+            raise _ArgError(f"{name} needs the argument {key!r}")
+    for key, spec in props.items():
+        value = raw.get(key)
+        if value is None:
+            if "default" in spec:
+                out[key] = spec["default"]
+            continue
+        out[key] = _coerce(key, spec, value)
+    return out
+
+
+def _unalias(name: str, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``raw`` with old argument names renamed to the schema's."""
+    aliases = _ALIASES.get(name, {})
+    if not any(old in raw for old in aliases):
+        return raw
+    out = dict(raw)
+    for old, new in aliases.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if out.get(new) is None:
+            out[new] = value
+        elif value is not None and value != out[new]:
+            raise _ArgError(f"{name}: give {new!r} only ({old!r} is its old name)")
+    return out
+
+
+def _coerce(key: str, spec: Mapping[str, Any], value: Any) -> Any:
+    kind = spec.get("type")
+    if kind == "string":
+        if not isinstance(value, str):
+            raise _ArgError(f"{key!r} must be a string")
+        if not value.strip():
+            raise _ArgError(f"{key!r} must not be empty")
+        value = value.strip()
+    elif kind == "integer":
+        # Models sometimes quote numbers; "5" is meant as 5.
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _ArgError(f"{key!r} must be an integer")
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise _ArgError(f"{key!r} must be between {low} and {high}, got {value}")
+    elif kind == "array":
+        if isinstance(value, str):
+            value = [value]  # a lone string where a list was asked for
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _ArgError(f"{key!r} must be a list of strings")
+        value = [v.strip() for v in value if v.strip()]
+        allowed = spec.get("items", {}).get("enum")
+        if allowed is not None:
+            bad = [v for v in value if v not in allowed]
+            if bad:
+                raise _ArgError(f"{key!r} has unknown value(s) {bad}; one of: {', '.join(allowed)}")
+        return value
+    allowed = spec.get("enum")
+    if allowed is not None and value not in allowed:
+        raise _ArgError(f"{key!r} must be one of: {', '.join(map(str, allowed))}")
+    return value
+
+
+def _normalise_scope(scope: str) -> str:
+    text = scope.strip()
+    if text.lower() in (ROOT_SCOPE, "(root)", ""):
+        return ""
+    return validate_scope(text)
+
+
+def _truncate(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[: limit - 1].rstrip() + "…", True
+
+
+def _accepts(func: Callable[..., Any], param: str) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return param in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+class Toolset:
+    """Function tools over one vault, confined to the scopes the host allows.
+
+    ``allowed_scopes``: the scopes the model may read and write (``"root"`` or
+    ``""`` for the vault root); None allows every scope. ``default_scope``:
+    where ``remember`` writes when the model names no scope; it defaults to the
+    first allowed scope (the root when everything is allowed). ``tools``: the
+    names listed in :attr:`schemas` (default :data:`DEFAULT_TOOLS`).
+    """
+
+    def __init__(
+        self,
+        vault: Any,
+        allowed_scopes: Iterable[str] | str | None = None,
+        default_scope: str | None = None,
+        *,
+        tools: Iterable[str] | None = None,
+    ) -> None:
+        self.vault = vault
+        if isinstance(allowed_scopes, str):
+            allowed_scopes = [allowed_scopes]
+        self.allowed: tuple[str, ...] | None = (
+            None
+            if allowed_scopes is None
+            else tuple(dict.fromkeys(_normalise_scope(s) for s in allowed_scopes))
+        )
+        if self.allowed is not None and not self.allowed:
+            raise InvalidInputError("allowed_scopes is empty: the tools could reach nothing")
+        if default_scope is None:
+            self.default_scope = self.allowed[0] if self.allowed else ""
+        else:
+            self.default_scope = _normalise_scope(default_scope)
+            if self.allowed is not None and self.default_scope not in self.allowed:
+                raise ScopeDeniedError(
+                    f"default_scope {scope_label(self.default_scope)!r} is not in allowed_scopes"
+                )
+        names = tuple(tools) if tools is not None else DEFAULT_TOOLS
+        unknown = [n for n in names if n not in _SPECS]
+        if unknown:
+            raise InvalidInputError(f"unknown tool(s): {', '.join(unknown)}")
+        self.names = names
+        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "recall": self._recall,
+            "remember": self._remember,
+            "forget": self._forget,
+            "get": self._get,
+            "reflect": self._reflect,
+            "read_tool_output": self._read_tool_output,
+            "history": self._history,
+            "context": self._context,
+        }
+
+    # ------------------------------------------------------------- public --
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI function-tool definitions (``tools=`` of chat.completions)."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": self._describe(name),
+                    "parameters": json.loads(json.dumps(_SPECS[name][1])),
+                },
+            }
+            for name in self.names
+        ]
+
+    def describe(self, name: str) -> tuple[str, dict[str, Any]]:
+        """(description, JSON-schema parameters) of one tool; for other front doors."""
+        if name not in _SPECS:
+            raise InvalidInputError(f"unknown tool {name!r}")
+        return self._describe(name), json.loads(json.dumps(_SPECS[name][1]))
+
+    def dispatch(
+        self, name: str, arguments: Mapping[str, Any] | str | None = None
+    ) -> dict[str, Any]:
+        """Run one tool call; always returns a JSON-serialisable dict, never raises."""
+        if name not in self.names:
+            return _error(
+                "unknown_tool", f"no tool named {name!r}; available: {', '.join(self.names)}"
+            )
+        try:
+            args = _check_args(name, _SPECS[name][1], arguments)
+            result = self._handlers[name](args)
+            out: dict[str, Any] = to_jsonable(result)
+            return out
+        except _ArgError as exc:
+            return _error("invalid_arguments", str(exc))
+        except ScopeDeniedError as exc:
+            return _error("scope_denied", str(exc))
+        except MemoryNotFoundError as exc:
+            return _error("not_found", str(exc))
+        except SecretRefusedError as exc:
+            return _error("secret_refused", str(exc))
+        except InvalidInputError as exc:
+            return _error("invalid_arguments", str(exc))
+        except LLMNotConfiguredError as exc:
+            return _error("llm_not_configured", str(exc))
+        except LLMError as exc:
+            return _error("llm_error", str(exc))
+        except (ConflictError, LockTimeoutError) as exc:
+            return _error("busy", f"{exc}; try again")
+        except _NotSupportedError as exc:
+            return _error("not_supported", str(exc))
+        except MdmemError as exc:
+            return _error("error", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # the model must get an answer, not a crash
+            log.exception("tool %s failed", name)
+            return _error("internal_error", f"{type(exc).__name__}: {exc}")
+
+    # --------------------------------------------------------- scope rules --
+
+    def readable_scopes(self, requested: str | None) -> list[str] | None:
+        """The scopes a read may cover: None means every scope (host allowed all)."""
+        if requested is None or requested.strip().lower() == ANY_SCOPE:
+            return None if self.allowed is None else list(self.allowed)
+        scope = _normalise_scope(requested)
+        self._require(scope)
+        return [scope]
+
+    def writable_scope(self, requested: str | None) -> str:
+        if requested is None:
+            return self.default_scope
+        if requested.strip().lower() == ANY_SCOPE:
+            raise InvalidInputError('"any" is for searching; name one scope to write to')
+        scope = _normalise_scope(requested)
+        self._require(scope)
+        return scope
+
+    def _require(self, scope: str) -> None:
+        if self.allowed is not None and scope not in self.allowed:
+            raise ScopeDeniedError(
+                f"scope {scope_label(scope)!r} is not allowed here; allowed: "
+                + ", ".join(scope_label(s) for s in self.allowed)
+            )
+
+    def _owned(self, memory_id: str) -> Memory:
+        """The memory, if its scope is allowed; otherwise ScopeDeniedError, no data."""
+        memory: Memory = self.vault.get(memory_id)
+        if self.allowed is not None and memory.scope not in self.allowed:
+            raise ScopeDeniedError(
+                f"memory {memory.id} belongs to a scope this assistant may not access"
+            )
+        return memory
+
+    def _describe(self, name: str) -> str:
+        text = _SPECS[name][0]
+        if self.allowed is not None and name in ("recall", "remember", "context"):
+            text += " Allowed scopes: " + ", ".join(scope_label(s) for s in self.allowed) + "."
+        return text
+
+    # ------------------------------------------------------------- tools --
+
+    def _recall(self, args: dict[str, Any]) -> dict[str, Any]:
+        scopes = self.readable_scopes(args.get("scope"))
+        result = self.vault.recall(
+            args["query"],
+            k=args["top_k"],
+            kinds=args.get("source_kinds") or None,
+            scope=scopes,
+            since=args.get("since"),
+        )
+        items = [self._item(hit) for hit in result.items]
+        for item in items:
+            if item["source_kind"] == "tool_output":
+                # The preview is what recall shows; the key lets the model read it all.
+                key = self._tool_output_key(item["id"])
+                if key:
+                    item["tool_output_key"] = key
+        return {
+            "items": items,
+            "total": len(items),
+            "degraded": bool(result.degraded),
+            "reranked": bool(result.reranked),
+        }
+
+    def _tool_output_key(self, memory_id: str) -> str | None:
+        block_of = getattr(self.vault, "block", None)
+        if block_of is None:
+            return None
+        try:
+            key = block_of(memory_id).field("tout")
+        except MdmemError:
+            return None
+        return str(key) if key else None
+
+    @staticmethod
+    def _item(hit: Hit) -> dict[str, Any]:
+        content, cut = _truncate(hit.text, MAX_CONTENT_CHARS)
+        item: dict[str, Any] = {
+            "id": hit.id,
+            "source_kind": hit.kind,
+            "source_ref": hit.citation,
+            "content": content,
+            "event_time": hit.created.isoformat(),
+            "score": hit.score,
+            "path": hit.path,
+            "line": hit.line_start,
+            "line_end": hit.line_end,
+            "scope": scope_label(hit.scope),
+            "tags": list(hit.tags),
+        }
+        if cut:
+            item["truncated"] = True
+        return item
+
+    def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
+        scope = self.writable_scope(args.get("scope"))
+        memory: Memory = self.vault.remember(
+            args["content"], kind=args["kind"], tags=args.get("tags") or (), scope=scope
+        )
+        out: dict[str, Any] = {
+            "id": memory.id,
+            "was_new": memory.was_new,
+            "path": memory.path,
+            "line": memory.line,
+            "scope": scope_label(memory.scope),
+            "kind": memory.kind,
+        }
+        if memory.superseded:
+            out["superseded"] = list(memory.superseded)
+        return out
+
+    def _forget(self, args: dict[str, Any]) -> dict[str, Any]:
+        memory = self._owned(args["memory_id"])
+        self.vault.forget(memory.id, reason="forgotten through the memory tools")
+        return {"id": memory.id, "forgotten": True}
+
+    def _get(self, args: dict[str, Any]) -> dict[str, Any]:
+        return self._memory_dict(self._owned(args["memory_id"]))
+
+    @staticmethod
+    def _memory_dict(memory: Memory) -> dict[str, Any]:
+        anchor = f"^{memory.id}" if memory.id.startswith("m-") else ""
+        return {
+            "id": memory.id,
+            "source_kind": memory.kind,
+            "source_ref": f"{memory.path}#{anchor}" if anchor else memory.path,
+            "content": memory.text,
+            "event_time": memory.created.isoformat(),
+            "path": memory.path,
+            "line": memory.line,
+            "line_end": memory.line_end,
+            "scope": scope_label(memory.scope),
+            "status": memory.status,
+            "tags": list(memory.tags),
+        }
+
+    def _history(self, args: dict[str, Any]) -> dict[str, Any]:
+        memory_id = args["memory_id"]
+        try:
+            self._owned(memory_id)
+        except MemoryNotFoundError:
+            # A forgotten memory has no scope left to check; only hosts that
+            # allow every scope may read its past.
+            if self.allowed is not None:
+                raise
+        versions = self.vault.history(memory_id)
+        return {"id": memory_id, "versions": to_jsonable(versions)}
+
+    def _context(self, args: dict[str, Any]) -> dict[str, Any]:
+        scopes = self.readable_scopes(args.get("scope"))
+        result = self.vault.recall(args["query"], k=args["top_k"], scope=scopes)
+        return {"context": render_context(result, args["max_chars"]), "total": len(result.items)}
+
+    def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:
+        reflect = getattr(self.vault, "reflect", None)
+        if reflect is None:
+            raise _NotSupportedError("reflect is not available in this mdmem version")
+        kwargs: dict[str, Any] = {}
+        if self.allowed is not None:
+            if not _accepts(reflect, "scope"):
+                # Without a scope filter the answer could draw on other scopes.
+                raise _NotSupportedError("reflect cannot be confined to the allowed scopes")
+            kwargs["scope"] = list(self.allowed)
+        answer = reflect(args["query"], **kwargs)
+        citations = [str(c) for c in getattr(answer, "citations", ()) or ()]
+        return {
+            "answer": str(getattr(answer, "answer", answer)),
+            "citations": citations,
+            "synthesized": bool(getattr(answer, "synthesized", False)),
+        }
+
+    def _read_tool_output(self, args: dict[str, Any]) -> dict[str, Any]:
+        reader = getattr(self.vault, "read_tool_output", None)
+        if reader is None:
+            raise _NotSupportedError("read_tool_output is not available in this mdmem version")
+        key = args["key"]
+        if self.allowed is None:
+            return {"tool_output_key": key, "content": str(reader(key))}
+        if not _accepts(reader, "scope"):
+            raise _NotSupportedError("read_tool_output cannot be confined to the allowed scopes")
+        # The vault checks one scope at a time: the output must belong to one we allow.
+        for scope in self.allowed:
+            try:
+                return {"tool_output_key": key, "content": str(reader(key, scope=scope))}
+            except ScopeDeniedError:
+                continue
+        raise ScopeDeniedError(
+            f"tool output {key} belongs to a scope this assistant may not access"
+        )
+
+
+class _NotSupportedError(MdmemError):
+    """The vault lacks a capability a tool needs (or cannot confine it to the scopes)."""

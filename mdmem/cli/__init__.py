@@ -1,0 +1,10 @@
+"""The ``mdmem`` command line: a thin click layer over :class:`mdmem.Vault`.
+
+``context`` holds what every command shares (the group, the vault, output
+and one-line errors); each other module registers its commands on the group.
+"""
+
+from mdmem.cli import commands, gitnative, lifecycle, serve
+from mdmem.cli.context import main
+
+__all__ = ["commands", "gitnative", "lifecycle", "main", "serve"]

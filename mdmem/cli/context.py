@@ -1,0 +1,185 @@
+"""What every mdmem command shares: the vault context, output, errors and the ``mdmem`` group.
+
+Each command parses its options, calls one library method and prints the
+result (``--json`` for scripts, with the API's field names). Library errors
+and usage errors become one line on stderr and a non-zero exit; never a
+traceback or click's usage block, unless ``MDMEM_DEBUG=1`` asks for them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from mdmem.errors import MdmemError
+from mdmem.models import Memory, to_jsonable
+from mdmem.vault import Vault, find_vault_root
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2  # click's (and argparse's) code for a bad command line
+EXIT_INTERNAL = 2
+
+
+class Context:
+    def __init__(self, vault_path: str | None, agent: str | None, quiet: bool) -> None:
+        self.vault_path = vault_path
+        self.agent = agent
+        self.quiet = quiet
+        self._vault: Vault | None = None
+
+    def vault(self) -> Vault:
+        if self._vault is None:
+            path = self.vault_path or os.environ.get("MDMEM_VAULT")
+            root = Path(path) if path else find_vault_root()
+            self._vault = Vault.open(root, agent=self.agent)
+        return self._vault
+
+
+def emit(data: Any, as_json: bool, human: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(to_jsonable(data), ensure_ascii=False, indent=2))
+    else:
+        human()
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON (stable shape).")(func)
+
+
+def scope_option(func: F) -> F:
+    return click.option(
+        "--scope", default=None, help="Scope such as project:marketing or user:alice."
+    )(func)
+
+
+def read_text(text: str) -> str:
+    if text == "-":
+        return sys.stdin.read()
+    return text
+
+
+def memory_line(verb: str, memory: Memory) -> None:
+    status = "" if memory.was_new else " (already known)"
+    click.echo(f"{verb} {memory.id} → {memory.path}:{memory.line}{status}")
+
+
+class _Group(click.Group):
+    """Turns library and usage errors into one line and an exit code."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        # The group's own options (`mdmem --bogus`) are parsed here, before invoke.
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:
+            _usage_error(exc)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # plain `mdmem`: the help text is the answer, not an error
+        except click.UsageError as exc:
+            _usage_error(exc)
+        except MdmemError as exc:
+            if os.environ.get("MDMEM_DEBUG"):
+                raise
+            click.echo(f"error: {_one_line(exc)}", err=True)
+            ctx.exit(EXIT_ERROR)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+        except OSError as exc:
+            if os.environ.get("MDMEM_DEBUG"):
+                raise
+            click.echo(f"error: {_one_line(exc)}", err=True)
+            ctx.exit(EXIT_ERROR)
+        except Exception as exc:
+            if os.environ.get("MDMEM_DEBUG"):
+                raise
+            click.echo(
+                f"error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
+                "set MDMEM_DEBUG=1 for a traceback",
+                err=True,
+            )
+            ctx.exit(EXIT_INTERNAL)
+
+
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """One line instead of click's usage block, pointing at the command's help."""
+    if os.environ.get("MDMEM_DEBUG"):
+        raise exc
+    where = exc.ctx.command_path if exc.ctx is not None else "mdmem"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    click.echo(f"error: {message} (see {where} --help)", err=True)
+    raise click.exceptions.Exit(EXIT_USAGE)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+@click.group(cls=_Group, name="mdmem")
+@click.option(
+    "--vault",
+    "vault_path",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Vault folder (default: $MDMEM_VAULT, else the nearest folder with mdmem.toml).",
+)
+@click.option("--agent", default=None, help="Agent name: the git author of writes.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+@click.version_option(package_name="mdmem")
+@click.pass_context
+def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: bool) -> None:
+    """mdmem: agent memory in a markdown vault under git."""
+    logging.basicConfig(
+        level=logging.ERROR if quiet else logging.WARNING,
+        format="%(levelname)s: %(message)s",
+    )
+    ctx.obj = Context(vault_path, agent, quiet)
+
+
+@contextmanager
+def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
+    """One rich bar per phase (keyword, vectors...) on a terminal; silent otherwise."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda phase, done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as progress:
+        tasks: dict[str, Any] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(phase, total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        yield update

@@ -1,0 +1,80 @@
+"""``mdmem serve``: run the MCP server (registered on :data:`mdmem.cli.main`).
+
+Imported by :mod:`mdmem.cli`; ``python -m mdmem.cli.serve serve …``
+works on its own too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from mdmem.cli.context import Context, main
+from mdmem.vault import Vault, find_vault_root
+
+__all__ = ["serve"]
+
+
+@main.command()
+@click.option(
+    "--vault",
+    "vault_override",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Vault folder (same as the global --vault).",
+)
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="A scope the client may read and write (repeatable; 'root' is the vault root). "
+    "Default: every scope.",
+)
+@click.option(
+    "--default-scope",
+    default=None,
+    help="Where remember writes when no scope is given (default: the first --scope).",
+)
+@click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option("--port", type=int, default=8765, show_default=True, help="Port for --http.")
+@click.pass_obj
+def serve(
+    obj: Context,
+    vault_override: str | None,
+    scopes: tuple[str, ...],
+    default_scope: str | None,
+    http: bool,
+    port: int,
+) -> None:
+    """Run the MCP server over stdio (or --http on 127.0.0.1).
+
+    The vault and the allowed scopes are fixed here; clients cannot change them.
+    """
+    from mdmem.agent.mcp_server import run
+
+    # stdout is the protocol on stdio: everything else goes to stderr.
+    root_logger = logging.getLogger()
+    for handler in list(root_logger.handlers):
+        root_logger.removeHandler(handler)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.ERROR if obj.quiet else logging.WARNING,
+        format="mdmem: %(levelname)s: %(message)s",
+    )
+    path = vault_override or obj.vault_path or os.environ.get("MDMEM_VAULT")
+    root = Path(path) if path else find_vault_root()
+    vault = Vault.open(root, agent=obj.agent)
+    try:
+        run(vault, list(scopes) or None, default_scope, http=http, port=port)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        vault.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,257 @@
+"""Time travel: recall against the vault as it was at a date or commit.
+
+A throwaway index is built from that commit's tree (read in one `git
+cat-file --batch` call), kept on disk under ``<state>/asof/<sha>/`` and reused
+for later questions about the same commit. Vectors come from the embedding
+cache (keyed by content hash), so rebuilding an old snapshot rarely calls the
+embedder: only text that no longer exists anywhere needs embedding again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mdmem.errors import InvalidInputError
+from mdmem.index.indexer import _embed_key, embed_text, indexable
+from mdmem.index.keyword import KeywordIndex
+from mdmem.index.manifest import _block, _row
+from mdmem.models import Block, Recall
+from mdmem.recall.conversation import FileOrder, name_tokens, people_of
+from mdmem.recall.search import RecallQuery, run_recall
+from mdmem.store.blocks import parse
+from mdmem.store.textfile import SkipFile, decode
+
+if TYPE_CHECKING:
+    from mdmem.index.embedders import Embedder
+    from mdmem.index.vector import VectorIndex
+    from mdmem.vault import Vault
+
+__all__ = ["Snapshot", "recall_as_of", "resolve_commit"]
+
+log = logging.getLogger("mdmem")
+
+_KEEP_ON_DISK = 8
+_KEEP_IN_MEMORY = 3
+
+
+def resolve_commit(vault: Vault, as_of: str | date | datetime) -> str:
+    """A commit sha for a commit-ish, or the last commit at or before a date/time."""
+    moment: datetime | None = None
+    if isinstance(as_of, datetime):
+        moment = as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+    elif isinstance(as_of, date):
+        moment = datetime(as_of.year, as_of.month, as_of.day, 23, 59, 59, tzinfo=UTC)
+    elif isinstance(as_of, str) and as_of.strip():
+        text = as_of.strip()
+        status, out, _ = vault.git.execute("rev-parse", "--verify", "-q", f"{text}^{{commit}}")
+        if status == 0 and out.strip():
+            return out.strip()
+        from mdmem.recall.search import to_datetime
+
+        try:
+            moment = to_datetime(text, end=len(text) <= 10)
+        except InvalidInputError:
+            moment = None
+    if moment is None:
+        raise InvalidInputError(f"as_of must be a commit or a date/time, not {as_of!r}")
+    status, out, _ = vault.git.execute("rev-list", "-1", f"--before={moment.isoformat()}", "HEAD")
+    if status != 0 or not out.strip():
+        raise InvalidInputError(f"the vault has no commit at or before {moment.isoformat()}")
+    return out.strip()
+
+
+@dataclass
+class Snapshot:
+    """The vault at one commit: its blocks and throwaway indexes."""
+
+    sha: str
+    blocks: dict[str, Block]
+    keyword: KeywordIndex
+    vectors: VectorIndex | None
+    embedder: Embedder | None
+    missing_vectors: set[str] = field(default_factory=set)
+
+    @cached_property
+    def threads(self) -> FileOrder:
+        by_path: dict[str, list[Block]] = {}
+        names: list[str] = []
+        for block in self.blocks.values():
+            by_path.setdefault(block.path, []).append(block)
+            if block.is_memory:
+                names += people_of(block)
+        people = name_tokens(names)
+        return FileOrder(lambda path: by_path.get(path, []), lambda: people)
+
+    def close(self) -> None:
+        self.keyword.close()
+
+
+class _Snapshots:
+    """Per-vault cache: a few snapshots in memory, more on disk."""
+
+    def __init__(self) -> None:
+        self.memory: OrderedDict[str, Snapshot] = OrderedDict()
+        self.lock = threading.Lock()
+
+
+_caches: dict[int, _Snapshots] = {}
+
+
+def _cache(vault: Vault) -> _Snapshots:
+    return _caches.setdefault(id(vault), _Snapshots())
+
+
+def snapshot(vault: Vault, sha: str) -> Snapshot:
+    cache = _cache(vault)
+    with cache.lock:
+        if sha in cache.memory:
+            cache.memory.move_to_end(sha)
+            return cache.memory[sha]
+        snap = _load(vault, sha) or _build(vault, sha)
+        cache.memory[sha] = snap
+        while len(cache.memory) > _KEEP_IN_MEMORY:
+            _, old = cache.memory.popitem(last=False)
+            old.close()
+        return snap
+
+
+def forget_snapshots(vault: Vault) -> None:
+    """Drop the in-memory snapshots of this vault (after a purge)."""
+    cache = _caches.pop(id(vault), None)
+    if cache is not None:
+        for snap in cache.memory.values():
+            snap.close()
+
+
+def _root(vault: Vault) -> Path:
+    return vault.state_dir / "asof"
+
+
+def _read_tree(vault: Vault, sha: str) -> dict[str, bytes]:
+    listing = vault.git.run("ls-tree", "-r", "-z", "--name-only", sha, strip=False)
+    paths = [p for p in listing.split("\0") if p.endswith(".md")]
+    paths = [p for p in paths if not p.startswith(("templates/", ".obsidian/", ".trash/"))]
+    if not paths:
+        return {}
+    proc = subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", "cat-file", "--batch"],
+        cwd=vault.root,
+        input="".join(f"{sha}:{p}\n" for p in paths).encode(),
+        capture_output=True,
+        check=True,
+    )
+    out, pos, files = proc.stdout, 0, {}
+    for path in paths:
+        header_end = out.index(b"\n", pos)
+        header = out[pos:header_end].split()
+        pos = header_end + 1
+        if len(header) < 3 or header[1] != b"blob":
+            continue
+        size = int(header[2])
+        files[path] = out[pos : pos + size]
+        pos += size + 1
+    return files
+
+
+def _build(vault: Vault, sha: str) -> Snapshot:
+    directory = _root(vault) / sha
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    blocks: dict[str, Block] = {}
+    for path, raw in _read_tree(vault, sha).items():
+        try:
+            parsed = parse(path, decode(raw))
+        except SkipFile:
+            continue
+        for block in parsed.blocks:
+            if indexable(block):
+                blocks[block.id] = block
+    keyword = KeywordIndex.create(directory / "keyword")
+    keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
+    vectors, embedder, missing = _vectors_for(vault, directory, list(blocks.values()))
+    (directory / "blocks.json").write_text(
+        json.dumps([_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
+    )
+    (directory / "complete").write_text(sha)
+    _prune(vault, keep=sha)
+    return Snapshot(sha, blocks, keyword, vectors, embedder, missing)
+
+
+def _vectors_for(
+    vault: Vault, directory: Path, blocks: list[Block]
+) -> tuple[VectorIndex | None, Embedder | None, set[str]]:
+    embedder = vault.indexer.embedder
+    if embedder is None:
+        return None, None, {b.id for b in blocks}
+    import numpy as np
+
+    from mdmem.index.vector import VectorIndex
+
+    vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
+    cache = vault.indexer.cache
+    keys = [_embed_key(b) for b in blocks]
+    found = cache.get_many(embedder.name, keys)
+    todo = [i for i, k in enumerate(keys) if k not in found]
+    if todo:
+        fresh = embedder.embed([embed_text(blocks[i]) for i in todo])
+        items = {keys[i]: fresh[j] for j, i in enumerate(todo)}
+        cache.put_many(embedder.name, items)
+        found.update(items)
+    if blocks:
+        vectors.upsert(
+            [b.id for b in blocks], np.stack([found[k] for k in keys]).astype(np.float32)
+        )
+    vectors.save()
+    return vectors, embedder, set()
+
+
+def _load(vault: Vault, sha: str) -> Snapshot | None:
+    directory = _root(vault) / sha
+    if not (directory / "complete").exists():
+        return None
+    try:
+        rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))
+        blocks = {b.id: b for b in (_block(tuple(r)) for r in rows)}
+        keyword = KeywordIndex(directory / "keyword")
+        embedder = vault.indexer.embedder
+        vectors = None
+        if embedder is not None:
+            from mdmem.index.vector import VectorIndex
+
+            vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
+            if vectors.stale_model or len(vectors) != len(blocks):
+                return None
+    except Exception as exc:  # a damaged snapshot is rebuilt, never trusted
+        log.info("as-of snapshot %s unusable (%s); rebuilding", sha[:10], exc)
+        return None
+    (directory / "complete").touch()
+    return Snapshot(sha, blocks, keyword, vectors, embedder)
+
+
+def _prune(vault: Vault, keep: str) -> None:
+    root = _root(vault)
+    done = sorted(
+        (p for p in root.iterdir() if (p / "complete").exists()),
+        key=lambda p: (p / "complete").stat().st_mtime,
+    )
+    for old in done[:-_KEEP_ON_DISK]:
+        if old.name != keep:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def recall_as_of(vault: Vault, q: RecallQuery, as_of: Any) -> Recall:
+    sha = resolve_commit(vault, as_of)
+    snap = snapshot(vault, sha)
+    result = run_recall(q, snap, snap.blocks.get, vault.settings.recall, threads=snap.threads)
+    items = [replace(hit, commit=sha) for hit in result.items]
+    return replace(result, items=items)

@@ -1,0 +1,241 @@
+"""The manifest: what the indexes hold, in SQLite in the state directory.
+
+Per file: the stat signature (mtime_ns, size, inode), a content hash and the
+frontmatter; per block: everything recall needs to render a hit. It is the
+"indexed state": a file whose signature matches its manifest row is loaded
+from here at open instead of being parsed again, and the indexer diffs a
+changed file's new blocks against these rows to touch only what changed.
+
+Deleting it (or the whole state dir) loses nothing: the vault is re-parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mdmem.errors import IndexError_
+from mdmem.models import Block
+
+__all__ = ["SCHEMA_VERSION", "FileRow", "Manifest"]
+
+SCHEMA_VERSION = 2
+
+FileRow = tuple[int, int, int, str, dict[str, Any], int]  # mtime_ns, size, ino, sha, meta, fm_lines
+
+_BLOCK_COLUMNS = (
+    "id, path, ord, line_start, line_end, heading, text, kind, tags, scope, status,"
+    " created, updated, content_hash, fields, is_memory"
+)
+
+
+class Manifest:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                path, check_same_thread=False, isolation_level=None, timeout=30.0
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            # Deleted rows are zeroed, so a purged memory's text leaves the file.
+            self._db.execute("PRAGMA secure_delete=ON")
+            self._create()
+        except sqlite3.DatabaseError as exc:
+            raise IndexError_(f"manifest {path} is unusable ({exc})") from None
+
+    def _create(self) -> None:
+        db = self._db
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        version = self.get_meta("schema_version")
+        if version is not None and version != str(SCHEMA_VERSION):
+            db.execute("DROP TABLE IF EXISTS files")
+            db.execute("DROP TABLE IF EXISTS blocks")
+            db.execute("DELETE FROM meta")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER,"
+            " size INTEGER, ino INTEGER, sha TEXT, meta TEXT, fm_lines INTEGER)"
+        )
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS blocks (id TEXT PRIMARY KEY, path TEXT, ord INTEGER,"
+            " line_start INTEGER, line_end INTEGER, heading TEXT, text TEXT, kind TEXT,"
+            " tags TEXT, scope TEXT, status TEXT, created REAL, updated REAL,"
+            " content_hash TEXT, fields TEXT, is_memory INTEGER)"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS blocks_path ON blocks(path)")
+        self.set_meta("schema_version", str(SCHEMA_VERSION))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def clear(self) -> None:
+        with self._lock, self._tx():
+            self._db.execute("DELETE FROM files")
+            self._db.execute("DELETE FROM blocks")
+            self._db.execute("DELETE FROM meta WHERE key != 'schema_version'")
+
+    def scrub(self) -> None:
+        """Checkpoint and truncate the WAL: no deleted text lingers on disk."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
+
+    # ---------------------------------------------------------------- meta --
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self._lock:
+            if value is None:
+                self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self._db.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?)"
+                    " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    # --------------------------------------------------------------- files --
+
+    def files(self) -> dict[str, FileRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, mtime_ns, size, ino, sha, meta, fm_lines FROM files"
+            ).fetchall()
+        return {r[0]: (r[1], r[2], r[3], r[4], json.loads(r[5] or "{}"), r[6]) for r in rows}
+
+    def blocks_by_path(self) -> dict[str, list[Block]]:
+        out: dict[str, list[Block]] = {}
+        with self._lock:
+            cursor = self._db.execute(f"SELECT {_BLOCK_COLUMNS} FROM blocks ORDER BY path, ord")
+            for row in cursor:
+                out.setdefault(row[1], []).append(_block(row))
+        return out
+
+    def blocks(self, path: str) -> list[Block]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE path = ? ORDER BY ord", (path,)
+            ).fetchall()
+        return [_block(r) for r in rows]
+
+    def replace_file(
+        self,
+        path: str,
+        row: FileRow | None,
+        blocks: Iterable[Block],
+    ) -> None:
+        """Record a file's signature and its full block list (None: file gone)."""
+        with self._lock, self._tx():
+            self._db.execute("DELETE FROM blocks WHERE path = ?", (path,))
+            if row is None:
+                self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+                return
+            self._put_file(path, row)
+            self._db.executemany(
+                f"INSERT OR REPLACE INTO blocks ({_BLOCK_COLUMNS}) VALUES"
+                " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [_row(b, i) for i, b in enumerate(blocks)],
+            )
+
+    def append_blocks(self, path: str, row: FileRow, blocks: list[Block], start_ord: int) -> None:
+        """Record blocks appended to a file whose other blocks are unchanged."""
+        self.put_blocks(path, row, [(start_ord + i, b) for i, b in enumerate(blocks)])
+
+    def put_blocks(self, path: str, row: FileRow, numbered: list[tuple[int, Block]]) -> None:
+        """Record some blocks of a file, each at its position; the others are unchanged."""
+        with self._lock, self._tx():
+            self._put_file(path, row)
+            self._db.executemany(
+                f"INSERT OR REPLACE INTO blocks ({_BLOCK_COLUMNS}) VALUES"
+                " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [_row(b, ordinal) for ordinal, b in numbered],
+            )
+
+    def _put_file(self, path: str, row: FileRow) -> None:
+        mtime_ns, size, ino, sha, meta, fm_lines = row
+        self._db.execute(
+            "INSERT INTO files(path, mtime_ns, size, ino, sha, meta, fm_lines)"
+            " VALUES (?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET"
+            " mtime_ns=excluded.mtime_ns, size=excluded.size, ino=excluded.ino,"
+            " sha=excluded.sha, meta=excluded.meta, fm_lines=excluded.fm_lines",
+            (path, mtime_ns, size, ino, sha, json.dumps(meta, default=str), fm_lines),
+        )
+
+    def count_blocks(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM blocks").fetchone()[0])
+
+    def _tx(self) -> _Transaction:
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+
+
+def _row(b: Block, ordinal: int) -> tuple[Any, ...]:
+    return (
+        b.id,
+        b.path,
+        ordinal,
+        b.line_start,
+        b.line_end,
+        b.heading,
+        b.text,
+        b.kind,
+        json.dumps(list(b.tags)),
+        b.scope,
+        b.status,
+        _ts(b.created),
+        _ts(b.updated),
+        b.content_hash,
+        json.dumps([list(f) for f in b.fields]),
+        int(b.is_memory),
+    )
+
+
+def _block(r: tuple[Any, ...]) -> Block:
+    created = _dt(r[11]) or datetime.fromtimestamp(0, tz=UTC)
+    return Block(
+        id=r[0],
+        path=r[1],
+        line_start=r[3],
+        line_end=r[4],
+        heading=r[5],
+        text=r[6],
+        kind=r[7],
+        tags=tuple(json.loads(r[8])),
+        scope=r[9],
+        status=r[10],
+        created=created,
+        updated=_dt(r[12]),
+        content_hash=r[13],
+        fields=tuple((k, v) for k, v in json.loads(r[14])),
+        is_memory=bool(r[15]),
+    )

@@ -1,0 +1,153 @@
+"""`mdmem doctor`: check the files against both indexes, the manifest and git.
+
+Every check is read-only; ``fix=True`` repairs what can be repaired without
+any risk to the markdown: derived state is rebuilt, interrupted temp files
+and a stale git ``index.lock`` are removed. The vault's text is never edited.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mdmem.index.indexer import indexable
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
+
+__all__ = ["DoctorReport", "Problem", "run_doctor"]
+
+_STALE_LOCK_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: str
+    detail: str
+    fixable: bool
+
+
+@dataclass
+class DoctorReport:
+    problems: list[Problem] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not [p for p in self.problems if p.detail not in self.fixed]
+
+
+def run_doctor(vault: Vault, *, fix: bool = False) -> DoctorReport:
+    report = DoctorReport()
+    vault.refresh()
+    indexer = vault.indexer
+
+    report.checks.append("files parse")
+    for path, reason in sorted(vault.catalog.skipped.items()):
+        report.problems.append(Problem("files parse", f"{path}: {reason}", False))
+
+    report.checks.append("ids are unique")
+    seen: dict[str, str] = {}
+    for path, state in vault.catalog.files.items():
+        for block in state.parsed.memories():
+            if block.id in seen and seen[block.id] != path:
+                report.problems.append(
+                    Problem(
+                        "ids are unique", f"{block.id} is in {seen[block.id]} and {path}", False
+                    )
+                )
+            seen[block.id] = path
+
+    report.checks.append("manifest matches files")
+    rows = indexer.manifest.files()
+    for path, state in vault.catalog.files.items():
+        row = rows.get(path)
+        if row is None or tuple(row[:3]) != tuple(state.signature):
+            report.problems.append(Problem("manifest matches files", f"{path} not indexed", True))
+    for path in rows.keys() - vault.catalog.files.keys():
+        report.problems.append(Problem("manifest matches files", f"{path} indexed but gone", True))
+
+    wanted = {b.id for b in vault.catalog.blocks() if indexable(b)}
+    report.checks.append("keyword index")
+    have = indexer.keyword.ids()
+    if wanted - have:
+        report.problems.append(
+            Problem(
+                "keyword index",
+                f"{len(wanted - have)} block(s) missing from the keyword index",
+                True,
+            )
+        )
+    if have - wanted:
+        report.problems.append(
+            Problem(
+                "keyword index",
+                f"{len(have - wanted)} stale document(s) in the keyword index",
+                True,
+            )
+        )
+
+    report.checks.append("vector index")
+    vectors = indexer.vectors
+    if vectors is None:
+        problem = indexer.embedder_problem or "no embedder"
+        report.problems.append(Problem("vector index", f"vectors unavailable: {problem}", False))
+    else:
+        vec_ids = vectors.ids()
+        if wanted - vec_ids:
+            report.problems.append(
+                Problem("vector index", f"{len(wanted - vec_ids)} block(s) without a vector", True)
+            )
+        if vec_ids - wanted:
+            report.problems.append(
+                Problem("vector index", f"{len(vec_ids - wanted)} stale vector(s)", True)
+            )
+
+    report.checks.append("no interrupted writes")
+    temps = [p for p in vault.root.rglob(".*.mdmem-*.tmp") if ".git" not in p.parts]
+    for tmp in temps:
+        report.problems.append(
+            Problem(
+                "no interrupted writes",
+                f"{tmp.relative_to(vault.root)} left by a killed write",
+                True,
+            )
+        )
+
+    report.checks.append("git")
+    lock = vault.root / ".git" / "index.lock"
+    stale_lock = lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_SECONDS
+    if stale_lock:
+        report.problems.append(Problem("git", ".git/index.lock is stale", True))
+    fsck_code, _out, err = vault.git.execute("fsck", "--no-progress", "--no-dangling")
+    if fsck_code != 0:
+        first = next((line for line in err.splitlines() if line.strip()), "failed")
+        report.problems.append(Problem("git", f"git fsck: {first}", False))
+    dirty = vault.git.dirty_paths()
+    if dirty:
+        report.problems.append(Problem("git", f"uncommitted edits: {', '.join(dirty[:5])}", True))
+
+    if fix and report.problems:
+        _fix(vault, report, temps, stale_lock, bool(dirty))
+    return report
+
+
+def _fix(
+    vault: Vault, report: DoctorReport, temps: list[Path], stale_lock: bool, dirty: bool
+) -> None:
+    for tmp in temps:
+        os.unlink(tmp)
+    if stale_lock:
+        (vault.root / ".git" / "index.lock").unlink(missing_ok=True)
+    if dirty:
+        vault.commit_human_edits()
+    if any(
+        p.check in ("manifest matches files", "keyword index", "vector index")
+        for p in report.problems
+    ):
+        vault.reindex(full=True)
+    report.fixed = [p.detail for p in report.problems if p.fixable]

@@ -1,0 +1,427 @@
+"""The memory lifecycle: auto-resolve, the contradiction judge, bulk resolve, retention.
+
+**Auto-resolve (OAK).** When ``remember`` stores a new memory, the top
+:data:`SIMILAR_K` most similar *active* memories of the same kind and scope
+are compared with it by cosine similarity of their embeddings. A candidate at
+or above ``consolidation.same_context_threshold`` (0.85) when both share a
+context, or ``other_context_threshold`` (0.92) otherwise, is marked
+``[status:: superseded] [by:: ^new]`` in the same commit as the new memory
+(subject ``auto-supersede …``, trailers ``Supersedes: m-…`` and
+``Resolved-By``). Two memories share a context when they carry the same
+``[context:: …]`` field, mention the same file (``src/lib/constants.ts``; a
+bare ``constants.ts`` matches it by name), or sit under the same
+``## Topic: …`` heading of LEARNING.md.
+
+**Judge (Martha).** With an LLM configured, candidates within
+``consolidation.judge_distance`` (cosine distance, default 0.7: cosine ≥ 0.3),
+at most ``judge_candidates`` of them, are sent with their ids as delimited
+data; the model answers ``{"contradicted": ["m-…", …]}`` and exactly those
+candidates are retired (ids it invents are ignored). A judge failure is logged
+and the memory is stored anyway: the judge refines, it never blocks a write.
+
+**Exemptions.** ``session_summary`` memories and entry kinds (chat messages,
+tool outputs, logs, journal, episodes) are never auto-resolved, and neither
+are memories of the same session (``[session:: …]`` field). Setting both
+thresholds above 1 switches the similarity rule off.
+
+**Retention.** Retired (superseded or resolved) memories whose ``updated``
+date (else creation) is older than N days get their text replaced by
+``[REDACTED]``; the block, its id, fields and links stay, so supersede chains
+still resolve. Dry-run unless asked to apply; git history keeps the old text
+(rewriting history is a separate, deliberate act).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mdmem.errors import InvalidInputError, LLMError
+from mdmem.index.indexer import embed_text
+from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
+from mdmem.models import Block, Memory
+from mdmem.store import blocks as blk
+
+if TYPE_CHECKING:
+    from mdmem.memory.llm import LLMClient
+    from mdmem.store.textfile import TextFile
+    from mdmem.vault import Vault
+
+__all__ = [
+    "EXEMPT_KINDS",
+    "REDACTED",
+    "SIMILAR_K",
+    "Candidate",
+    "RetentionReport",
+    "anonymize_retired",
+    "auto_resolve",
+    "contexts_of",
+    "judge",
+    "resolve_session",
+    "retired_before",
+]
+
+log = logging.getLogger("mdmem")
+
+SIMILAR_K = 5
+REDACTED = "[REDACTED]"
+EXEMPT_KINDS = frozenset(
+    {"session_summary", "chat_message", "tool_output", "log", "journal", "episode", "note"}
+)
+_OVERFETCH = 50
+_FILE_EXT = (
+    "py|pyi|ts|tsx|js|jsx|mjs|cjs|rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala|sql|sh|"
+    "bash|zsh|ps1|md|mdx|rst|txt|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|lock|xml|html|css|"
+    "scss|vue|svelte|dockerfile|tf|proto|gradle|csv"
+)
+_PATH = re.compile(
+    rf"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:{_FILE_EXT}))(?![\w/-])", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    block: Block
+    cosine: float
+    same_context: bool
+
+
+# ----------------------------------------------------------------- contexts ----
+
+
+def contexts_of(block: Block) -> set[tuple[str, str]]:
+    """What a memory is *about* beyond its words: context field, files, LEARNING topic."""
+    found: set[tuple[str, str]] = set()
+    explicit = block.field("context")
+    if explicit:
+        found.add(("context", explicit.strip().lower()))
+        found.update(("file", p) for p in _paths(explicit))
+    found.update(("file", p) for p in _paths(block.text))
+    if block.heading.lower().startswith("topic:"):
+        found.add(("topic", " ".join(block.heading.lower().split())))
+    return found
+
+
+def _paths(text: str) -> set[str]:
+    return {m.group(1).lower().lstrip("./") for m in _PATH.finditer(text)}
+
+
+def share_context(a: Block, b: Block) -> bool:
+    ca, cb = contexts_of(a), contexts_of(b)
+    if ca & cb:
+        return True
+    files_a = {v for k, v in ca if k == "file"}
+    files_b = {v for k, v in cb if k == "file"}
+    for fa in files_a:
+        for fb in files_b:
+            # A bare name matches a path ending in it ("constants.ts" ~ "src/lib/constants.ts").
+            bare = "/" not in fa or "/" not in fb
+            if bare and PurePosixPath(fa).name == PurePosixPath(fb).name:
+                return True
+    return False
+
+
+def _sessions_of(block: Block) -> set[str]:
+    value = block.field("session")
+    return set(value.split()) if value else set()
+
+
+# ---------------------------------------------------------------- candidates ----
+
+
+def _eligible(new: Block, other: Block, new_sessions: set[str] | None = None) -> bool:
+    # Cheap attribute checks first: the fallback in nearest() runs this over
+    # every memory in the vault.
+    if not (
+        other.kind == new.kind
+        and other.scope == new.scope
+        and other.status == "active"
+        and other.is_memory
+        and other.id != new.id
+        and other.kind not in EXEMPT_KINDS
+    ):
+        return False
+    sessions = _sessions_of(new) if new_sessions is None else new_sessions
+    return not (sessions and sessions & _sessions_of(other))
+
+
+def _vector_of(vault: Vault, block: Block) -> np.ndarray | None:
+    """The new block's embedding, put in the cache so indexing does not embed it again."""
+    embedder = vault.indexer.embedder
+    if embedder is None:
+        return None
+    cache = vault.indexer.cache
+    key = block.content_hash
+    cached = cache.get_many(embedder.name, [key])
+    if key in cached:
+        vec = np.asarray(cached[key], dtype=np.float32)
+    else:
+        vec = np.asarray(embedder.embed([embed_text(block)])[0], dtype=np.float32)
+        cache.put_many(embedder.name, {key: vec})
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm else None
+
+
+def nearest(
+    vault: Vault, block: Block, vec: np.ndarray, k: int, exclude: Collection[str] = ()
+) -> list[Candidate]:
+    """The ``k`` most similar eligible memories (same kind and scope, active,
+    not in ``exclude``), best first."""
+    vectors = vault.indexer.vectors
+    if vectors is None or len(vectors) == 0 or k <= 0:
+        return []
+    query = vec.reshape(1, -1)
+    raw = vectors.search(query, _OVERFETCH)
+    sessions = _sessions_of(block)
+    picked: list[tuple[Block, float]] = []
+    for block_id, score in raw:
+        other = vault.catalog.block(block_id)
+        if other is not None and _eligible(block, other, sessions) and block_id not in exclude:
+            picked.append((other, score))
+    if len(picked) < k and len(raw) >= _OVERFETCH:
+        # Over-fetching found too few of this kind: ask again among exactly those.
+        allowed = [
+            b.id
+            for b in vault.catalog.blocks(memories_only=True)
+            if _eligible(block, b, sessions) and b.id not in exclude
+        ]
+        picked = []
+        for block_id, score in vectors.search(query, k, allowed=allowed):
+            other = vault.catalog.block(block_id)
+            if other is not None:
+                picked.append((other, score))
+    return [Candidate(b, float(s), share_context(block, b)) for b, s in picked[:k]]
+
+
+# --------------------------------------------------------------------- judge ----
+
+JUDGE_SYSTEM = (
+    "You are mdmem's contradiction judge. An AI agent is storing a NEW memory; below are "
+    "older CANDIDATE memories, each with its id. A candidate is contradicted when it cannot "
+    "be true at the same time as the new memory: an older value of the same attribute, a "
+    "reversed decision, a fact the new memory corrects. Related, overlapping or merely "
+    "similar memories are NOT contradicted.\n"
+    f"{DATA_INSTRUCTIONS}\n"
+    'Reply with one JSON object exactly of the form {"contradicted": ["<candidate id>", ...]} '
+    "listing the ids of contradicted candidates, or an empty list."
+)
+
+
+def judge(llm: LLMClient, new_text: str, candidates: list[Candidate]) -> list[str]:
+    """Ids among ``candidates`` the model says the new memory contradicts."""
+    if not candidates:
+        return []
+    listing = "\n".join(f"{c.block.id}: {' '.join(c.block.text.split())}" for c in candidates)
+    messages = [
+        {"role": "system", "content": JUDGE_SYSTEM},
+        {
+            "role": "user",
+            "content": data_block("new memory", new_text)
+            + "\n\n"
+            + data_block("candidates", listing),
+        },
+    ]
+
+    def check(data: dict[str, Any]) -> None:
+        if not all(isinstance(x, str) for x in data["contradicted"]):
+            raise ValueError("contradicted must list candidate ids (strings)")
+
+    reply = llm.chat_json(messages, required={"contradicted": list}, validate=check)
+    wanted = {c.block.id for c in candidates}
+    chosen = [i.strip().lstrip("^") for i in reply["contradicted"]]
+    ignored = [i for i in chosen if i not in wanted]
+    if ignored:
+        log.info("judge named ids that were not candidates (ignored): %s", ", ".join(ignored))
+    return [i for i in dict.fromkeys(chosen) if i in wanted]
+
+
+# --------------------------------------------------------------- auto-resolve ----
+
+
+def auto_resolve(
+    vault: Vault,
+    memory: Memory,
+    *,
+    fresh_batch: bool,
+    llm: LLMClient | None,
+    exclude: Collection[str] = (),
+) -> Memory:
+    """Retire memories the new one replaces; runs inside the batch of its ``remember``.
+
+    ``exclude``: ids never to retire (the other memories of the same batch).
+    """
+    if not memory.was_new or memory.kind in EXEMPT_KINDS:
+        return memory
+    cfg = vault.settings.consolidation
+    similarity_on = min(cfg.same_context_threshold, cfg.other_context_threshold) <= 1.0
+    if not similarity_on and llm is None:
+        return memory
+    block = vault.block(memory.id)
+    vec = _vector_of(vault, block)
+    if vec is None:
+        return memory
+    k = max(SIMILAR_K, cfg.judge_candidates if llm is not None else 0)
+    candidates = nearest(vault, block, vec, k, exclude)
+    retired: dict[str, str] = {}  # id -> why
+    if similarity_on:
+        for cand in candidates[:SIMILAR_K]:
+            limit = cfg.same_context_threshold if cand.same_context else cfg.other_context_threshold
+            if cand.cosine >= limit:
+                retired[cand.block.id] = f"similarity {cand.cosine:.2f}"
+    if llm is not None:
+        cutoff = 1.0 - cfg.judge_distance
+        to_judge = [
+            c
+            for c in candidates[: cfg.judge_candidates]
+            if c.cosine >= cutoff and c.block.id not in retired
+        ]
+        if to_judge:
+            try:
+                for block_id in judge(llm, block.text, to_judge):
+                    retired[block_id] = "judge"
+            except LLMError as exc:
+                log.warning("contradiction judge unavailable, similarity rule only: %s", exc)
+    if not retired:
+        return memory
+    today = datetime.now(UTC).date().isoformat()
+    for old_id, why in retired.items():
+        old = vault.block(old_id)
+        vault._set_fields(
+            old_id,
+            {"status": "superseded", "by": f"^{memory.id}", "updated": today},
+            op="auto-resolve",
+            subject=f"auto-supersede {old.kind}: {_first_line(old.text)}",
+            extra_trailers=[("Supersedes", old_id), ("Resolved-By", why)],
+        )
+    batch = vault._batch
+    if fresh_batch and batch is not None:
+        # This remember owns the commit: say what happened in its subject.
+        batch.subjects[:] = [f"auto-supersede {memory.kind}: {_first_line(memory.text)}"]
+        batch.trailers[:] = [
+            *vault._trailers(memory.id, memory.kind, memory.scope, "remember"),
+            *[("Supersedes", i) for i in retired],
+            *[("Resolved-By", f"{i} {why}") for i, why in retired.items()],
+        ]
+    log.info("%s supersedes %s", memory.id, ", ".join(retired))
+    return Memory.from_block(
+        vault.block(memory.id), was_new=True, superseded=(*memory.superseded, *retired)
+    )
+
+
+# -------------------------------------------------------------- bulk resolve ----
+
+
+def session_memories(vault: Vault, session_id: str, *, scope: str | None = None) -> list[Block]:
+    """Active memories of a session: its entries and memories carrying ``[session:: id]``."""
+    from mdmem.memory.sessions import session_id_of, validate_session_id
+
+    validate_session_id(session_id)
+    vault.refresh()
+    wanted_scope = None if scope is None else blk.validate_scope(scope)
+    out = []
+    for block in vault.catalog.blocks(memories_only=True):
+        if block.status != "active":
+            continue
+        if wanted_scope is not None and block.scope != wanted_scope:
+            continue
+        if session_id_of(block.path) == session_id or session_id in _sessions_of(block):
+            out.append(block)
+    return out
+
+
+def resolve_session(vault: Vault, session_id: str, *, scope: str | None = None) -> list[Memory]:
+    """Mark every active memory of a session resolved, in one commit."""
+    targets = session_memories(vault, session_id, scope=scope)
+    if not targets:
+        return []
+    today = datetime.now(UTC).date().isoformat()
+    subject = f"resolve session {session_id}: {len(targets)} memories"
+    with vault._transaction(subject):
+        vault._rewrite_blocks(
+            [b.id for b in targets],
+            lambda block, tf: blk.with_fields(block, tf, {"status": "resolved", "updated": today}),
+            subject=subject,
+            op="resolve-session",
+            trailers=[("Session", session_id)],
+        )
+    return [vault.get(b.id) for b in targets]
+
+
+# ------------------------------------------------------------------ retention ----
+
+
+@dataclass(frozen=True)
+class RetentionReport:
+    """What retention found (and, when ``applied``, anonymised)."""
+
+    days: int
+    cutoff: datetime
+    memories: list[Memory]
+    applied: bool
+    commit: str | None = None
+
+
+def retired_before(vault: Vault, cutoff: datetime) -> list[Block]:
+    """Retired memories last changed before ``cutoff`` that still carry text."""
+    vault.refresh()
+    out = []
+    for block in vault.catalog.blocks(memories_only=True):
+        if block.status not in ("superseded", "resolved") or block.text.strip() == REDACTED:
+            continue
+        moment = block.updated or block.created
+        if moment < cutoff:
+            out.append(block)
+    out.sort(key=lambda b: (b.path, b.line_start))
+    return out
+
+
+def _redact(today: str) -> Any:
+    def make(block: Block, tf: TextFile) -> list[str]:
+        fields = tuple((k, v) for k, v in block.fields if k != "redacted")
+        bare = blk.retag(block, tags=(), fields=(*fields, ("redacted", today)))
+        return blk.replace_text(bare, tf, REDACTED)
+
+    return make
+
+
+def anonymize_retired(
+    vault: Vault, days: int | None = None, *, apply: bool = False, now: datetime | None = None
+) -> RetentionReport:
+    """Replace the text of old retired memories with ``[REDACTED]`` (dry-run by default)."""
+    days = vault.settings.consolidation.retention_days if days is None else days
+    if not isinstance(days, int) or days < 0:
+        raise InvalidInputError("retention days must be a non-negative integer")
+    moment = now or datetime.now(UTC)
+    cutoff = moment - timedelta(days=days)
+    targets = retired_before(vault, cutoff)
+    memories = [Memory.from_block(b, was_new=False) for b in targets]
+    if not apply or not targets:
+        return RetentionReport(days, cutoff, memories, applied=False)
+    subject = f"retention: anonymise {len(targets)} retired memories older than {days} days"
+    with vault._transaction(subject):
+        vault._rewrite_blocks(
+            [b.id for b in targets],
+            _redact(moment.date().isoformat()),
+            subject=subject,
+            op="retention",
+            trailers=[("Retention-Days", str(days))],
+        )
+    return RetentionReport(days, cutoff, memories, applied=True, commit=vault.git.head())
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def ids_of(blocks: Iterable[Block]) -> list[str]:
+    return [b.id for b in blocks]

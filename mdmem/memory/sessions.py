@@ -1,0 +1,360 @@
+"""Short-term memory: session turns recorded as markdown entries.
+
+``vault.session(id, source=..., contact=...)`` writes each chat message and
+tool output as one entry of ``sessions/<id>.md`` (``scopes/<k>/<n>/sessions/``
+for a scope)::
+
+    ## 2026-01-15 14:23:05 · user
+    How do I deploy to production? [role:: user] [source:: telegram] [contact:: telegram:123] ^m-…
+
+Entries are ordinary memories (kind ``chat_message`` / ``tool_output``), so
+recall finds them (``kinds=["tool_output"]``) and consolidation later folds
+them into episodes and facts, marking them ``[consolidated:: ^m-…]``.
+
+A tool output longer than ``settings.tool_output_max_chars`` keeps only a
+preview and a key (``tout_…``) in the session; the full text goes verbatim to
+``tool-outputs/<key>.md`` at the vault root, in the same commit. That folder is
+excluded from indexing (catalog ``EXCLUDED_DIRS``): the preview is what recall
+matches, ``vault.read_tool_output(key)`` returns the whole payload, and a huge
+log never floods the indexes or gets embedded twice.
+
+Duplicates are dropped (OrcBot): the same source and event id at any age
+(looked up in the catalog's event index), or the same source, contact and
+content within :data:`DEDUPE_WINDOW` (read from this session's file and any
+session file written within the window).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+import yaml
+
+from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
+from mdmem.models import Block, Memory
+from mdmem.store import blocks as blk
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
+
+__all__ = [
+    "DEDUPE_WINDOW",
+    "ROLES",
+    "TOOL_OUTPUT_DIR",
+    "Session",
+    "read_tool_output",
+    "session_id_of",
+    "validate_session_id",
+]
+
+log = logging.getLogger("mdmem")
+
+ROLES = ("user", "assistant", "system", "tool")
+DEDUPE_WINDOW = timedelta(minutes=5)
+TOOL_OUTPUT_DIR = "tool-outputs"
+MAX_TOOL_OUTPUT_CHARS = 16_000_000
+_PREVIEW_CHARS = 1_000
+_PREVIEW_LINES = 20
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_TOOL = re.compile(r"^[A-Za-z0-9_][\w.:/-]{0,63}$")
+_KEY = re.compile(r"^tout_[0-9a-f]{20}$")
+_FIELD_BAD = re.compile(r"[\[\]()\n\r]")
+
+
+def validate_session_id(session_id: str) -> str:
+    """A safe file stem: letters, digits, ``. _ -``; no path separators, no ``..``."""
+    if (
+        not isinstance(session_id, str)
+        or not _SESSION_ID.match(session_id)
+        or ".." in session_id
+        or session_id.endswith((".md", "."))
+    ):
+        raise InvalidInputError(
+            f"invalid session id {session_id!r}: 1-128 letters, digits, '.', '_' or '-'"
+        )
+    return session_id
+
+
+def session_id_of(path: str) -> str | None:
+    """The session id of a session file path, or None for other files."""
+    _, inner = blk.scope_of_path(path)
+    parts = PurePosixPath(inner).parts
+    if len(parts) == 2 and parts[0] == "sessions" and parts[1].endswith(".md"):
+        return parts[1][:-3]
+    return None
+
+
+def _field_value(value: str | None, what: str, *, limit: int = 200) -> str | None:
+    """A value that can sit inside ``[key:: value]``; odd ones become a stable digest."""
+    if value is None:
+        return None
+    text = " ".join(str(value).split())
+    if not text:
+        return None
+    if _FIELD_BAD.search(text) or len(text) > limit:
+        if what != "event":
+            raise InvalidInputError(f"invalid {what} {value!r}: no brackets, parentheses, newlines")
+        text = "sha1-" + hashlib.sha1(str(value).encode("utf-8")).hexdigest()
+    return text
+
+
+def _fence(text: str) -> list[str]:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), fence]
+
+
+class Session:
+    """One conversation's short-term memory; see the module docstring."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        session_id: str,
+        *,
+        source: str | None = None,
+        contact: str | None = None,
+        scope: str | None = None,
+    ) -> None:
+        self.vault = vault
+        self.id = validate_session_id(session_id)
+        self.source = _field_value(source, "source", limit=64)
+        self.contact = _field_value(contact, "contact")
+        self.scope = blk.validate_scope(scope)
+        self.path = str(blk.scope_dir(self.scope) / "sessions" / f"{self.id}.md")
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r}, source={self.source!r}, contact={self.contact!r})"
+
+    # -- writes --------------------------------------------------------------
+
+    def record(
+        self,
+        role: str,
+        content: str,
+        event_id: str | None = None,
+        *,
+        when: datetime | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Record a message; a duplicate returns the earlier entry with ``was_new=False``."""
+        if role not in ROLES:
+            raise InvalidInputError(f"invalid role {role!r}; one of: {', '.join(ROLES)}")
+        body = self.vault._clean_input(content, secrets)
+        event = _field_value(event_id, "event")
+        fields = self._fields(role, when) + ([("event", event)] if event else [])
+        with self.vault._transaction(None):
+            dup = self._duplicate(body, event)
+            if dup is not None:
+                log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
+                return Memory.from_block(dup, was_new=False)
+            memory_id = self.vault._append_entry(
+                self.path,
+                self._heading(role, when),
+                body,
+                fields=fields,
+                scope=self.scope,
+                kind="chat_message",
+                header=self._header(),
+                subject=f"record {role}: {_first_line(body)}",
+                trailers=[("Session", self.id)],
+            )
+        memory = Memory.from_block(self.vault.block(memory_id), was_new=True)
+        self._after_write()
+        return memory
+
+    def record_tool_output(
+        self,
+        tool: str,
+        content: str,
+        *,
+        when: datetime | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Record a tool's output; past ``tool_output_max_chars`` only a preview stays here."""
+        if not isinstance(tool, str) or not _TOOL.match(tool):
+            raise InvalidInputError(f"invalid tool name {tool!r}")
+        if not isinstance(content, str):
+            raise InvalidInputError("tool output must be a string")
+        if len(content) > MAX_TOOL_OUTPUT_CHARS:
+            raise InvalidInputError(
+                f"tool output is {len(content):,} characters; the limit is "
+                f"{MAX_TOOL_OUTPUT_CHARS:,}"
+            )
+        if not content.strip():
+            raise InvalidInputError("tool output is empty")
+        from mdmem.store.secret_guard import guard
+
+        mode = secrets or self.vault.settings.secrets
+        content = guard(content, mode)
+        limit = max(200, self.vault.settings.tool_output_max_chars)
+        fields = [("kind", "tool_output"), *self._fields("tool", when), ("tool", tool)]
+        key: str | None = None
+        if len(content) > limit:
+            key = _tool_output_key(self.scope, content)
+            head = "\n".join(content.splitlines()[:_PREVIEW_LINES])
+            preview = head[: min(_PREVIEW_CHARS, limit)].rstrip()
+            rest = len(content) - len(preview)
+            body_lines = [
+                *_fence(preview),
+                "",
+                f"… {rest:,} more characters; full output: `{key}` (vault.read_tool_output)",
+            ]
+            fields += [("tout", key), ("chars", str(len(content)))]
+        else:
+            body_lines = _fence(content)
+        body = "\n".join(body_lines)
+        if len(body) > 2 * limit + 1000:  # pragma: no cover - guarded by the preview cut
+            raise InvalidInputError("tool output preview too large")
+        with self.vault._transaction(None):
+            if key is not None:
+                rel = f"{TOOL_OUTPUT_DIR}/{key}.md"
+                if not (self.vault.root / rel).exists():
+                    self.vault._stage_file(rel, self._tool_file(key, tool, content, when))
+            memory_id = self.vault._append_entry(
+                self.path,
+                self._heading(f"tool {tool}", when),
+                body,
+                fields=fields,
+                scope=self.scope,
+                kind="tool_output",
+                header=self._header(),
+                subject=f"record tool output {tool}: {len(content):,} chars",
+                trailers=[("Session", self.id)] + ([("Tool-Output", key)] if key else []),
+            )
+        memory = Memory.from_block(self.vault.block(memory_id), was_new=True)
+        self._after_write()
+        return memory
+
+    # -- reads ---------------------------------------------------------------
+
+    def entries(self) -> list[Memory]:
+        """Every entry of this session, in file order."""
+        self.vault.catalog.refresh(self.path)
+        state = self.vault.catalog.files.get(self.path)
+        if state is None:
+            return []
+        return [Memory.from_block(b, was_new=False) for b in state.parsed.blocks if b.is_memory]
+
+    # -- internals -----------------------------------------------------------
+
+    def _fields(self, role: str, when: datetime | None) -> list[tuple[str, str]]:
+        fields = [("role", role)]
+        if self.source:
+            fields.append(("source", self.source))
+        if self.contact:
+            fields.append(("contact", self.contact))
+        if when is not None:
+            moment = when if when.tzinfo else when.replace(tzinfo=UTC)
+            fields.append(("created", moment.isoformat(timespec="seconds")))
+        return fields
+
+    def _heading(self, label: str, when: datetime | None) -> str:
+        moment = self.vault._local(when)
+        return f"{moment:%Y-%m-%d %H:%M:%S} · {label}"
+
+    def _header(self) -> list[str]:
+        meta: dict[str, str] = {"session": self.id}
+        if self.source:
+            meta["source"] = self.source
+        if self.contact:
+            meta["contact"] = self.contact
+        meta["started"] = datetime.now(UTC).isoformat(timespec="seconds")
+        dumped = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).splitlines()
+        return ["---", *dumped, "---", f"# Session {self.id}"]
+
+    def _tool_file(self, key: str, tool: str, content: str, when: datetime | None) -> bytes:
+        meta: dict[str, object] = {
+            "key": key,
+            "tool": tool,
+            "session": self.id,
+            "chars": len(content),
+            "sha256": hashlib.sha256(content.encode("utf-8")).hexdigest(),
+            "created": (when or datetime.now(UTC)).isoformat(timespec="seconds"),
+        }
+        if self.scope:
+            meta["output_scope"] = self.scope
+        header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
+        return f"---\n{header}---\n{content}".encode()
+
+    def _duplicate(self, body: str, event: str | None) -> Block | None:
+        digest = blk.content_hash(body)
+        now = datetime.now(UTC)
+        self.vault.catalog.refresh(self.path)
+        if event is not None:
+            # An event id is unique at its source, however old: a platform
+            # redelivering a day-old message must not record it twice.
+            same = self.vault.catalog.with_event(self.source, event)
+            if same:
+                return same[0]
+        for block in self._recent_blocks(now):
+            if block.kind != "chat_message":
+                continue
+            if block.field("source") != self.source:
+                continue
+            if (
+                block.content_hash == digest
+                and block.field("contact") == self.contact
+                and abs(now - block.created) <= DEDUPE_WINDOW
+            ):
+                return block
+        return None
+
+    def _recent_blocks(self, now: datetime) -> list[Block]:
+        """This session's entries, plus those of session files written within the window."""
+        catalog = self.vault.catalog
+        cutoff_ns = int((now - DEDUPE_WINDOW).timestamp() * 1e9)
+        out: list[Block] = []
+        for path, state in list(catalog.files.items()):
+            other = path != self.path
+            if other and (session_id_of(path) is None or state.signature[0] < cutoff_ns):
+                continue
+            out.extend(b for b in state.parsed.blocks if b.is_memory)
+        return out
+
+    def _after_write(self) -> None:
+        from mdmem.memory.consolidate import maybe_auto_consolidate
+
+        maybe_auto_consolidate(self.vault)
+
+
+def _tool_output_key(scope: str, content: str) -> str:
+    digest = hashlib.sha256(f"{scope}\0{content}".encode()).hexdigest()
+    return f"tout_{digest[:20]}"
+
+
+def read_tool_output(vault: Vault, key: str, *, scope: str | None = None) -> str:
+    """The full text stored under ``key``; ``scope`` (a host restriction) must match."""
+    if not isinstance(key, str) or not _KEY.match(key.strip()):
+        raise InvalidInputError(f"invalid tool output key {key!r} (expected tout_ + 20 hex)")
+    key = key.strip()
+    from mdmem.store.textfile import safe_path
+
+    path = safe_path(vault.root, f"{TOOL_OUTPUT_DIR}/{key}.md")
+    try:
+        raw = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise MemoryNotFoundError(f"no tool output {key}") from None
+    if not raw.startswith("---\n"):
+        raise MemoryNotFoundError(f"{TOOL_OUTPUT_DIR}/{key}.md is not a tool output file")
+    end = raw.find("\n---\n", 3)
+    if end < 0:
+        raise MemoryNotFoundError(f"{TOOL_OUTPUT_DIR}/{key}.md has no header end")
+    meta = yaml.safe_load(raw[4 : end + 1]) or {}
+    if scope is not None:
+        wanted = blk.validate_scope(scope)
+        if str(meta.get("output_scope") or "") != wanted:
+            raise ScopeDeniedError(f"tool output {key} is outside scope {scope or '(root)'}")
+    return raw[end + 5 :]
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

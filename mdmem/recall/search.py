@@ -1,0 +1,421 @@
+"""Hybrid recall: keyword + vector candidates, fusion, adjustments, floor.
+
+query → Whoosh BM25F candidates and FAISS candidates (the query embedded once,
+without the names of known people) → fused (a calibrated blend by default, or
+RRF) → status/scope/kind/date filters and a floor, so an unrelated query
+returns nothing → conversation turns inherit part of the relevance of the
+question before them → tag boost (tags and people), recency blend (and trust,
+human weight when configured) → hits that carry file, line range and
+citation. See :mod:`mdmem.recall.ranking` and :mod:`mdmem.recall.conversation`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Protocol
+
+from mdmem.errors import InvalidInputError
+from mdmem.models import KINDS, Block, Hit, Recall
+from mdmem.recall import ranking
+from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
+from mdmem.store.blocks import parse_datetime, validate_scope
+
+if TYPE_CHECKING:
+    from mdmem.config import RecallSettings
+    from mdmem.index.embedders import F32, Embedder
+    from mdmem.index.keyword import KeywordIndex
+    from mdmem.index.vector import VectorIndex
+
+
+class Indexes(Protocol):
+    """What recall reads: the live Indexer, or a time-travel Snapshot."""
+
+    @property
+    def keyword(self) -> KeywordIndex: ...
+    @property
+    def vectors(self) -> VectorIndex | None: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+    @property
+    def missing_vectors(self) -> set[str]: ...
+
+
+__all__ = ["MODES", "RecallQuery", "cite_context", "render_context", "run_recall", "to_datetime"]
+
+MODES = ("hybrid", "keyword", "vector")
+
+
+def to_datetime(value: datetime | date | str | None, *, end: bool = False) -> datetime | None:
+    """A since/until bound; a bare date means the whole day."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    else:
+        parsed = parse_datetime(value)
+        if parsed is None:
+            raise InvalidInputError(f"not a date or datetime: {value!r}")
+        if len(str(value).strip()) > 10:
+            return parsed
+        moment = parsed
+    return moment.replace(hour=23, minute=59, second=59) if end else moment
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    query: str
+    k: int = 5
+    kinds: frozenset[str] | None = None
+    tags: frozenset[str] | None = None
+    scopes: frozenset[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_inactive: bool = False
+    mode: str = "hybrid"
+
+    @classmethod
+    def build(
+        cls,
+        query: str,
+        k: int,
+        kinds: Iterable[str] | str | None,
+        tags: Iterable[str] | str | None,
+        scope: Iterable[str] | str | None,
+        since: datetime | date | str | None,
+        until: datetime | date | str | None,
+        include_inactive: bool,
+        mode: str,
+    ) -> RecallQuery:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("recall needs a non-empty query")
+        if len(query) > 4_000:
+            raise InvalidInputError("recall query longer than 4,000 characters")
+        if not isinstance(k, int) or not 1 <= k <= 200:
+            raise InvalidInputError("k must be an integer from 1 to 200")
+        if mode not in MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")
+        kind_set = _as_set(kinds)
+        if kind_set is not None:
+            unknown = kind_set - set(KINDS)
+            if unknown:
+                raise InvalidInputError(f"unknown kind(s): {', '.join(sorted(unknown))}")
+        tag_set = _as_set(tags)
+        if tag_set is not None:
+            tag_set = frozenset(t.lstrip("#").lower() for t in tag_set)
+        scope_set = _as_set(scope)
+        if scope_set is not None:
+            scope_set = frozenset(validate_scope(s) for s in scope_set)
+        return cls(
+            query=query.strip(),
+            k=k,
+            kinds=kind_set,
+            tags=tag_set,
+            scopes=scope_set,
+            since=to_datetime(since),
+            until=to_datetime(until, end=True),
+            include_inactive=include_inactive,
+            mode=mode,
+        )
+
+    def admits(self, block: Block) -> bool:
+        if not self.include_inactive and block.status != "active":
+            return False
+        if self.kinds is not None and block.kind not in self.kinds:
+            return False
+        if self.scopes is not None and block.scope not in self.scopes:
+            return False
+        if self.tags is not None and not any(
+            t == want or t.startswith(want + "/") for t in block.tags for want in self.tags
+        ):
+            return False
+        if self.since is not None and block.created < self.since:
+            return False
+        return not (self.until is not None and block.created > self.until)
+
+
+def _as_set(value: Iterable[str] | str | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return frozenset([value])
+    return frozenset(value)
+
+
+def run_recall(
+    q: RecallQuery,
+    indexer: Indexes,
+    block_of: Callable[[str], Block | None],
+    settings: RecallSettings,
+    *,
+    now: datetime | None = None,
+    trust_of: Callable[[str], float | None] | None = None,
+    human_of: Callable[[Block], bool] | None = None,
+    threads: Threads | None = None,
+    embed_query: Callable[[str], F32] | None = None,
+) -> Recall:
+    """The ranking pipeline over already-fresh indexes.
+
+    ``threads`` (the vault's conversation order and known people) enables
+    the people and thread signals of :mod:`mdmem.recall.conversation`.
+    ``embed_query``: how the query's vector is made, if not by the indexes'
+    embedder (the live indexer may have embedded it already).
+    """
+    started = time.perf_counter()
+    now = now or datetime.now(UTC)
+    pool = max(settings.candidates, q.k * 4)
+    statuses: Collection[str] | None = None if q.include_inactive else ("active",)
+
+    keyword: list[tuple[str, float]] = []
+    if q.mode != "vector":
+        keyword = _keyword_candidates(q, indexer, pool, statuses, block_of)
+
+    vector: list[tuple[str, float]] = []
+    degraded = False
+    if q.mode != "keyword":
+        vectors = indexer.vectors
+        embedder = indexer.embedder
+        if vectors is None or embedder is None or len(vectors) == 0:
+            degraded = vectors is None or embedder is None or bool(keyword)
+        else:
+            degraded = bool(indexer.missing_vectors)
+            text = vector_query_text(q.query, threads)
+            query_vec = (embed_query or embedder.embed_query)(text)
+            vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
+
+    if settings.fusion == "blend":
+        fused = ranking.fuse_blend(
+            keyword, vector, weights=(settings.keyword_weight, settings.vector_weight)
+        )
+    else:
+        fused = ranking.fuse_rrf(keyword, vector)
+
+    min_vector = settings.min_vector if q.mode != "keyword" else None
+    admitted: list[tuple[ranking.Candidate, Block]] = []
+    for cand in fused:
+        block = block_of(cand.id)
+        if block is None or not q.admits(block):
+            continue
+        if ranking.passes_floor(cand, min_relevance=settings.min_relevance, min_vector=min_vector):
+            admitted.append((cand, block))
+    inherited: dict[str, float] = {}
+    if threads is not None:
+        # Only the strongest candidates pass relevance on: a share of a weak
+        # one cannot lift its reply into the top k, and each costs a lookup.
+        sources = heapq.nlargest(max(2 * q.k, 20), admitted, key=lambda a: a[0].relevance)
+        inherited = thread_bonus(
+            {cand.id: cand.relevance for cand, _ in sources},
+            block_of,
+            threads,
+            reply_weight=settings.thread_reply_weight,
+            continuation_weight=settings.thread_continuation_weight,
+        )
+        have = {cand.id for cand, _ in admitted}
+        missing = sorted(inherited.keys() - have)
+        below_floor = {cand.id: cand for cand in fused} if missing else {}
+        for turn_id in missing:
+            # A reply the indexes missed, or ranked under the floor: it is
+            # here for its question's sake.
+            turn = block_of(turn_id)
+            if turn is not None and q.admits(turn):
+                cand = below_floor.get(turn_id) or ranking.Candidate(
+                    turn_id, 0.0, None, None, None, None
+                )
+                admitted.append((cand, turn))
+    words = ranking.query_words(q.query)
+    ranked: list[_Scored] = []
+    for cand, block in admitted:
+        thread = inherited.get(cand.id, 0.0)
+        relevance = cand.relevance + thread
+        boost = ranking.tag_boost(words, (*block.tags, *people_of(block)), boost=settings.tag_boost)
+        recency_value = (
+            ranking.recency(block.created, now, half_life_days=settings.recency_half_life_days)
+            if settings.recency_weight > 0
+            else None
+        )
+        trust = trust_of(block.id) if trust_of is not None and settings.trust_weight > 0 else None
+        score = ranking.final_score(
+            relevance,
+            recency_value=recency_value,
+            recency_weight=settings.recency_weight,
+            boost=boost,
+            trust=trust,
+            trust_weight=settings.trust_weight,
+        )
+        human_bonus = 0.0
+        if human_of is not None and settings.human_weight > 0 and human_of(block):
+            human_bonus = settings.human_weight
+            score += human_bonus
+        ranked.append(
+            _Scored(
+                round(score, 6),
+                cand,
+                block,
+                relevance,
+                thread,
+                boost,
+                recency_value,
+                trust,
+                human_bonus,
+            )
+        )
+    ranked.sort(key=lambda r: (-r.score, r.block.id))
+    # Hits (and their score breakdowns) only for what is returned.
+    hits = [r.hit() for r in ranked[: q.k]]
+    return Recall(
+        query=q.query,
+        items=hits,
+        degraded=degraded,
+        reranked=False,
+        took_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def vector_query_text(query: str, threads: Threads | None) -> str:
+    """The text embedded for ``query``: without the names of people, who in
+    a small embedding model outweigh the topic."""
+    return strip_people(query, threads.people() if threads is not None else ())
+
+
+def _keyword_candidates(
+    q: RecallQuery,
+    indexer: Indexes,
+    pool: int,
+    statuses: Collection[str] | None,
+    block_of: Callable[[str], Block | None],
+) -> list[tuple[str, float]]:
+    """BM25F candidates that pass the filters.
+
+    Unfiltered first (Whoosh can then skip postings by block quality, several
+    times faster than its filtered path), filtered in Python; a selective
+    filter that leaves too few is asked again with Whoosh's own filter.
+    """
+    raw = indexer.keyword.search(q.query, limit=pool * 2, statuses=None)
+    kept = [(i, s) for i, s in raw if (b := block_of(i)) is not None and q.admits(b)]
+    if len(kept) >= pool or len(raw) < pool * 2:
+        return kept[:pool]
+    # Whoosh compares dates to the minute; run_recall checks exact bounds.
+    return indexer.keyword.search(
+        q.query,
+        limit=pool,
+        kinds=q.kinds,
+        tags=q.tags,
+        scopes=q.scopes,
+        statuses=statuses,
+        since=q.since,
+        until=q.until,
+    )
+
+
+def _vector_candidates(
+    q: RecallQuery,
+    vectors: object,
+    query_vec: object,
+    pool: int,
+    block_of: Callable[[str], Block | None],
+) -> list[tuple[str, float]]:
+    """Nearest blocks that pass the filters.
+
+    Over-fetch and filter in Python: cheap when most blocks pass (the usual
+    "active only" case). If filters leave too few, ask FAISS again with an
+    explicit allow-list, which is exact however selective the filter is.
+    """
+    from mdmem.index.vector import VectorIndex
+
+    assert isinstance(vectors, VectorIndex)
+    raw = vectors.search(query_vec, pool * 2)  # type: ignore[arg-type]
+    kept = [(i, s) for i, s in raw if (b := block_of(i)) is not None and q.admits(b)]
+    if len(kept) >= min(pool, len(raw)) // 2 or len(raw) < pool * 2:
+        return kept[:pool]
+    allowed = [i for i in vectors.ids() if (b := block_of(i)) is not None and q.admits(b)]
+    return vectors.search(query_vec, pool, allowed=allowed)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class _Scored:
+    score: float
+    cand: ranking.Candidate
+    block: Block
+    relevance: float
+    thread: float
+    boost: float
+    recency: float | None
+    trust: float | None
+    human: float
+
+    def hit(self) -> Hit:
+        cand = self.cand
+        scores = {"relevance": round(self.relevance, 6)}
+        if cand.keyword is not None:
+            scores["keyword"] = round(cand.keyword, 6)
+            scores["keyword_rank"] = float(cand.keyword_rank or 0)
+        if cand.vector is not None:
+            scores["vector"] = round(cand.vector, 6)
+            scores["vector_rank"] = float(cand.vector_rank or 0)
+        if self.recency is not None:
+            scores["recency"] = round(self.recency, 6)
+        if self.thread:
+            scores["thread"] = round(self.thread, 6)
+        if self.boost:
+            scores["tag_boost"] = self.boost
+        if self.trust is not None:
+            scores["trust"] = self.trust
+        if self.human:
+            scores["human"] = self.human
+        return _hit(self.block, self.score, scores)
+
+
+def _hit(block: Block, score: float, scores: dict[str, float]) -> Hit:
+    return Hit(
+        id=block.id,
+        path=block.path,
+        line_start=block.line_start,
+        line_end=block.line_end,
+        heading=block.heading,
+        text=block.text,
+        kind=block.kind,
+        tags=block.tags,
+        status=block.status,
+        created=block.created,
+        score=round(score, 6),
+        scores=scores,
+        scope=block.scope,
+    )
+
+
+def render_context(
+    recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
+) -> str:
+    """A prompt block of recalled memories within ``max_chars``, each cited ``path#^id``."""
+    return cite_context(recall, max_chars, title=title)[0]
+
+
+def cite_context(
+    recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
+) -> tuple[str, list[Hit]]:
+    """:func:`render_context` and the hits the block cites (those that fit), best first."""
+    if max_chars < len(title) + 20:
+        raise InvalidInputError(f"max_chars must be at least {len(title) + 20}")
+    lines = [title, ""]
+    used = len(title) + 2
+    if not recall.items:
+        return f"{title}\n\n(no relevant memories)\n", []
+    cited: list[Hit] = []
+    for hit in recall.items:
+        meta = f" ({hit.citation}; {hit.kind}; {hit.created:%Y-%m-%d})"
+        text = " ".join(hit.text.split())
+        room = max_chars - used - len(meta) - 3
+        if room < 20:
+            break
+        if len(text) > room:
+            text = text[: room - 1].rstrip() + "…"
+        line = f"- {text}{meta}"
+        lines.append(line)
+        cited.append(hit)
+        used += len(line) + 1
+    return "\n".join(lines) + "\n", cited

@@ -1,0 +1,174 @@
+"""Usefulness signals (operator_use's holographic store): hit counts and trust.
+
+Every recall hit adds one to the memory's hit count and nudges its trust up by
+:data:`HIT_NUDGE` (capped at 1.0; a memory starts at :data:`DEFAULT_TRUST`).
+Explicit feedback moves trust by :data:`FEEDBACK_STEP`, down or up. Ranking
+blends trust in when ``recall.trust_weight`` > 0 (see :mod:`mdmem.recall.ranking`).
+
+These numbers describe how the agent *used* its memory, not what it knows, so
+they live in the state directory (SQLite, WAL), never in the markdown: deleting
+the state directory resets them and loses no memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+import weakref
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_TRUST", "FEEDBACK_STEP", "HIT_NUDGE", "Usefulness", "UsefulnessStore"]
+
+log = logging.getLogger("mdmem")
+
+DEFAULT_TRUST = 0.5
+HIT_NUDGE = 0.02
+# One deliberate judgement outweighs five incidental recalls.
+FEEDBACK_STEP = 0.1
+# Hits are buffered: a SQLite commit per recall would add ~1 ms to a 4 ms
+# recall. Losing the last few seconds of hit counts in a crash is harmless.
+_FLUSH_HITS = 256
+_FLUSH_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Usefulness:
+    id: str
+    hits: int
+    trust: float
+    helpful: int
+    unhelpful: int
+
+
+class UsefulnessStore:
+    """Per-memory hits and trust in ``<state>/usefulness.sqlite``; thread- and process-safe."""
+
+    def __init__(self, path: Path, *, timeout: float = 10.0) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False)
+        self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS usefulness ("
+            " id TEXT PRIMARY KEY, hits INTEGER NOT NULL DEFAULT 0,"
+            " trust REAL NOT NULL, helpful INTEGER NOT NULL DEFAULT 0,"
+            " unhelpful INTEGER NOT NULL DEFAULT 0, updated REAL NOT NULL)"
+        )
+        self._db.commit()
+        self._cache: dict[str, float] = {}
+        self._version = -1
+        self._pending: Counter[str] = Counter()
+        self._last_flush = time.monotonic()
+        self._finalizer = weakref.finalize(self, _write_hits, self._db, self._lock, self._pending)
+
+    def close(self) -> None:
+        self.flush()
+        with self._lock:
+            self._db.close()
+        self._finalizer.detach()
+
+    def flush(self) -> None:
+        """Write buffered hits now."""
+        _write_hits(self._db, self._lock, self._pending)
+        self._last_flush = time.monotonic()
+
+    # -- reads -------------------------------------------------------------
+
+    def trust(self, memory_id: str) -> float:
+        """The memory's trust (DEFAULT_TRUST when never seen); served from a cache."""
+        with self._lock:
+            self._sync_cache()
+            return self._cache.get(memory_id, DEFAULT_TRUST)
+
+    def get(self, memory_id: str) -> Usefulness:
+        self.flush()
+        with self._lock:
+            row = self._db.execute(
+                "SELECT hits, trust, helpful, unhelpful FROM usefulness WHERE id = ?",
+                (memory_id,),
+            ).fetchone()
+        if row is None:
+            return Usefulness(memory_id, 0, DEFAULT_TRUST, 0, 0)
+        return Usefulness(memory_id, int(row[0]), float(row[1]), int(row[2]), int(row[3]))
+
+    def _sync_cache(self) -> None:
+        # data_version changes when another connection (process) commits, so
+        # the cache stays right without reading the table on every recall.
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._version:
+            self._cache = dict(self._db.execute("SELECT id, trust FROM usefulness").fetchall())
+            for memory_id, n in self._pending.items():  # not written yet
+                base = self._cache.get(memory_id, DEFAULT_TRUST)
+                self._cache[memory_id] = min(1.0, base + n * HIT_NUDGE)
+            self._version = version
+
+    # -- writes ------------------------------------------------------------
+
+    def record_hits(self, ids: Iterable[str]) -> None:
+        """One recall returned these memories: +1 hit and +HIT_NUDGE trust each (buffered)."""
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return
+        with self._lock:
+            self._pending.update(unique)
+            for i in unique:
+                self._cache[i] = min(1.0, self._cache.get(i, DEFAULT_TRUST) + HIT_NUDGE)
+            due = (
+                len(self._pending) >= _FLUSH_HITS
+                or time.monotonic() - self._last_flush > _FLUSH_SECONDS
+            )
+        if due:
+            self.flush()
+
+    def feedback(self, memory_id: str, helpful: bool) -> Usefulness:
+        """Move trust by ±FEEDBACK_STEP, clamped to [0, 1]; returns the new values."""
+        step = FEEDBACK_STEP if helpful else -FEEDBACK_STEP
+        self.flush()
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO usefulness (id, hits, trust, helpful, unhelpful, updated) "
+                "VALUES (?, 0, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                "trust = MAX(0.0, MIN(1.0, trust + ?)), helpful = helpful + ?, "
+                "unhelpful = unhelpful + ?, updated = excluded.updated",
+                (
+                    memory_id,
+                    max(0.0, min(1.0, DEFAULT_TRUST + step)),
+                    int(helpful),
+                    int(not helpful),
+                    time.time(),
+                    step,
+                    int(helpful),
+                    int(not helpful),
+                ),
+            )
+            self._db.commit()
+            self._version = -1  # reload the cache on the next read
+        return self.get(memory_id)
+
+
+def _write_hits(db: sqlite3.Connection, lock: threading.Lock, pending: Counter[str]) -> None:
+    with lock:
+        if not pending:
+            return
+        rows = [
+            (i, n, min(1.0, DEFAULT_TRUST + n * HIT_NUDGE), time.time(), n * HIT_NUDGE)
+            for i, n in pending.items()
+        ]
+        try:
+            db.executemany(
+                "INSERT INTO usefulness (id, hits, trust, updated) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET hits = hits + excluded.hits, "
+                "trust = MIN(1.0, trust + ?), updated = excluded.updated",
+                rows,
+            )
+            db.commit()
+        except sqlite3.Error as exc:  # a busy or closed database must not fail a recall
+            log.debug("usefulness: %d hits not recorded (%s)", len(rows), exc)
+        pending.clear()

@@ -1,0 +1,381 @@
+"""Git as the audit trail: commits with clear authors, trailers and no hooks.
+
+Every git call goes through :meth:`GitStore.run`, which adds the settings the
+design asks for: repository hooks and fsmonitor never run (a vault is user
+data, and a hook in it must not execute on an agent's write), objects and refs
+are fsynced (``core.fsync=committed``), and no pager, prompt or GPG signing
+can stall a write. Commands are one-shot processes through GitPython's
+``Git.execute``; no persistent ``cat-file`` helpers are left running, so a
+long-lived server does not leak git children.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from git.cmd import Git
+from git.exc import GitCommandError, GitCommandNotFound
+
+from mdmem.errors import GitError
+
+__all__ = ["AGENT_EMAIL_DOMAIN", "CommitInfo", "GitStore", "Identity"]
+
+AGENT_EMAIL_DOMAIN = "agents.mdmem"
+
+_SAFE_CONFIG = (
+    "-c", f"core.hooksPath={os.devnull}",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.fsync=committed",
+    "-c", "core.quotepath=off",
+    "-c", "commit.gpgsign=false",
+    "-c", "tag.gpgsign=false",
+    "-c", "core.pager=cat",
+    "-c", "color.ui=false",
+    "-c", "advice.detachedHead=false",
+    # Auto-gc would sometimes stall a write for seconds; GitStore runs a
+    # detached `gc --auto` itself every few hundred commits instead.
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+)  # fmt: skip
+_GC_EVERY = 256
+_LOCK_RETRIES = 40
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+
+    @classmethod
+    def agent(cls, name: str) -> Identity:
+        slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name) or "agent"
+        return cls(name, f"{slug}@{AGENT_EMAIL_DOMAIN}")
+
+    @property
+    def is_agent(self) -> bool:
+        return self.email.endswith("@" + AGENT_EMAIL_DOMAIN)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "GIT_AUTHOR_NAME": self.name,
+            "GIT_AUTHOR_EMAIL": self.email,
+            "GIT_COMMITTER_NAME": self.name,
+            "GIT_COMMITTER_EMAIL": self.email,
+        }
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    author: str
+    email: str
+    date: str  # ISO 8601 with offset
+    subject: str
+
+    @property
+    def is_agent(self) -> bool:
+        return self.email.endswith("@" + AGENT_EMAIL_DOMAIN)
+
+
+class GitStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._git = Git(str(root))
+        self._tracked: set[str] | None = None
+        self._commits = 0
+        self._env = {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "LC_ALL": "C",
+        }
+
+    # --------------------------------------------------------------- core --
+
+    def run(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        strip: bool = True,
+        ok_codes: Sequence[int] = (0,),
+        config: Sequence[str] = (),
+    ) -> str:
+        status, out, err = self.execute(*args, env=env, strip=strip, config=config)
+        if status not in ok_codes:
+            message = _first_line(str(err)) or _first_line(str(out)) or f"exit status {status}"
+            raise GitError(f"git {args[0]}: {message}")
+        return out
+
+    def execute(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        strip: bool = True,
+        config: Sequence[str] = (),
+    ) -> tuple[int, str, str]:
+        """Run git with the safe settings; (exit status, stdout, stderr)."""
+        extra: list[str] = []
+        for item in config:
+            extra += ["-c", item]
+        command = ["git", *_SAFE_CONFIG, *extra, *args]
+        merged = {**self._env, **(env or {})}
+        try:
+            for attempt in range(_LOCK_RETRIES):
+                status, out, err = self._git.execute(
+                    command,
+                    env=merged,
+                    with_extended_output=True,
+                    with_exceptions=False,
+                    strip_newline_in_stdout=strip,
+                )
+                # A git process orphaned by a killed writer may still hold
+                # index.lock for a moment: wait for it rather than fail.
+                if status == 0 or ".lock" not in str(err) or "File exists" not in str(err):
+                    break
+                time.sleep(min(0.02 * (attempt + 1), 0.2))
+        except GitCommandNotFound:
+            raise GitError("git is not installed or not on PATH") from None
+        except GitCommandError as exc:  # pragma: no cover - with_exceptions=False
+            raise GitError(_first_line(str(exc.stderr))) from None
+        return int(status), str(out), str(err)
+
+    @classmethod
+    def init(cls, root: Path) -> GitStore:
+        store = cls(root)
+        store.run("init", "-q", "-b", "main")
+        return store
+
+    def is_repo(self) -> bool:
+        return (self.root / ".git").exists()
+
+    # ------------------------------------------------------------ queries --
+
+    def head(self) -> str | None:
+        """HEAD's sha, read from the ref files (no process) when they are plain."""
+        git_dir = self.root / ".git"
+        try:
+            head = (git_dir / "HEAD").read_text().strip()
+            if not head.startswith("ref: "):
+                return head or None
+            ref = head[5:]
+            ref_file = git_dir / ref
+            if ref_file.is_file():
+                return ref_file.read_text().strip() or None
+            packed = git_dir / "packed-refs"
+            if packed.is_file():
+                for line in packed.read_text().splitlines():
+                    if line.endswith(" " + ref):
+                        return line.split(" ", 1)[0]
+            return None
+        except (OSError, NotADirectoryError):
+            pass
+        try:
+            return self.run("rev-parse", "--verify", "-q", "HEAD", ok_codes=(0, 1)) or None
+        except GitError:
+            return None
+
+    def _message_args(self, message: str) -> list[str]:
+        # Long messages (a batch's trailers) go through a file: argv is limited.
+        if len(message) < 16_000:
+            return ["-m", message]
+        path = self.root / ".git" / "MDMEM_COMMIT_MSG"
+        path.write_text(message, encoding="utf-8")
+        return ["-F", str(path)]
+
+    def tracked(self) -> set[str]:
+        if self._tracked is None:
+            out = self.run("ls-files", "-z", strip=False)
+            self._tracked = {p for p in out.split("\0") if p}
+        return self._tracked
+
+    def forget_tracked(self) -> None:
+        """Drop the cached list of tracked files (after checkouts, pulls, purges)."""
+        self._tracked = None
+
+    def dirty_paths(self) -> list[str]:
+        """Paths that differ from HEAD (modified, deleted, untracked, staged)."""
+        out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all", strip=False)
+        paths: list[str] = []
+        entries = out.split("\0")
+        i = 0
+        while i < len(entries):
+            entry = entries[i]
+            i += 1
+            if len(entry) < 4:
+                continue
+            code, path = entry[:2], entry[3:]
+            if "R" in code or "C" in code:
+                i += 1  # the rename source follows
+            paths.append(path)
+        return paths
+
+    def refs_under(self, prefix: str) -> dict[str, str] | None:
+        """Refs starting with ``prefix`` -> sha, read from the ref files (no process).
+
+        For checks made on every write. None when the layout needs git itself
+        to answer (a worktree, reftable): the caller then asks git.
+        """
+        git_dir = self.root / ".git"
+        if not git_dir.is_dir() or (git_dir / "reftable").exists():
+            return None
+        found: dict[str, str] = {}
+        try:
+            for line in (git_dir / "packed-refs").read_text(encoding="utf-8").splitlines():
+                sha, _sep, ref = line.partition(" ")
+                if ref.startswith(prefix) and not line.startswith(("#", "^")):
+                    found[ref] = sha
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        folder = git_dir / prefix.rsplit("/", 1)[0]
+        if folder.is_dir():
+            try:
+                for path in folder.rglob("*"):
+                    ref = path.relative_to(git_dir).as_posix()
+                    if ref.startswith(prefix) and path.is_file() and not ref.endswith(".lock"):
+                        found[ref] = path.read_text(encoding="utf-8").strip()  # loose wins
+            except OSError:
+                return None
+        return found
+
+    def operation_in_progress(self) -> str | None:
+        """ "merge", "rebase", "revert" or "cherry-pick" when one was left unfinished."""
+        git_dir = self.root / ".git"
+        for marker, name in (
+            ("MERGE_HEAD", "merge"),
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase"),
+            ("REVERT_HEAD", "revert"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+        ):
+            if (git_dir / marker).exists():
+                return name
+        return None
+
+    def config(self, key: str) -> str:
+        return self.run("config", "--get", key, ok_codes=(0, 1))
+
+    def human_identity(self, name: str = "", email: str = "") -> Identity:
+        name = name or self.config("user.name") or os.environ.get("GIT_AUTHOR_NAME", "")
+        email = email or self.config("user.email") or os.environ.get("GIT_AUTHOR_EMAIL", "")
+        if not name:
+            try:
+                name = getpass.getuser()
+            except (KeyError, OSError):
+                name = "human"
+        if not email:
+            email = f"{name}@localhost"
+        return Identity(name, email)
+
+    def last_commit(self) -> CommitInfo | None:
+        if self.head() is None:
+            return None
+        out = self.run("log", "-1", "--format=%H%x1f%an%x1f%ae%x1f%aI%x1f%s")
+        return _commit_info(out)
+
+    def log(self, *args: str) -> list[CommitInfo]:
+        out = self.run("log", "--format=%H%x1f%an%x1f%ae%x1f%aI%x1f%s", *args)
+        return [_commit_info(line) for line in out.splitlines() if line.strip()]
+
+    def show(self, rev: str, path: str) -> bytes | None:
+        """File content at a revision, or None where it did not exist."""
+        try:
+            out = self._git.execute(
+                ["git", *_SAFE_CONFIG, "show", f"{rev}:{path}"],
+                env={**self._env},
+                with_extended_output=True,
+                with_exceptions=False,
+                stdout_as_string=False,
+                strip_newline_in_stdout=False,
+            )
+        except GitCommandNotFound:
+            raise GitError("git is not installed or not on PATH") from None
+        status, data, _err = out
+        if status != 0:
+            return None
+        return bytes(data)
+
+    # ------------------------------------------------------------ commits --
+
+    def commit(
+        self,
+        message: str,
+        author: Identity,
+        paths: Iterable[str] | None = None,
+        *,
+        allow_empty: bool = False,
+    ) -> str | None:
+        """Commit ``paths`` (or every change) as ``author``; returns the sha or None.
+
+        With paths, only those paths' working-tree content is committed
+        (``git commit -- paths``), whatever else is staged: one process for
+        files git already tracks, which keeps a durable write near 30 ms.
+        """
+        env = author.env()
+        if paths is not None:
+            path_list = sorted(set(paths))
+            if not path_list:
+                return None
+            tracked = self.tracked()
+            new = [p for p in path_list if p not in tracked]
+            if new:
+                self.run("add", "-A", "--", *new)
+            args = ["commit", "-q", "--no-verify", *self._message_args(message)]
+            if allow_empty:
+                args.append("--allow-empty")
+            status, out, err = self.execute(*args, "--", *path_list, env=env)
+            if status != 0:
+                if status == 1 and not err.strip() and "commit" in out:
+                    return None  # nothing changed in those paths
+                raise GitError(f"git commit: {_first_line(err) or _first_line(out)}")
+            tracked.update(p for p in path_list if (self.root / p).exists())
+            tracked.difference_update(p for p in path_list if not (self.root / p).exists())
+        else:
+            self.run("add", "-A")
+            staged = self.run("diff", "--cached", "--name-only", "-z", strip=False)
+            if not staged.strip("\0") and not allow_empty:
+                return None
+            args = ["commit", "-q", "--no-verify", *self._message_args(message)]
+            if allow_empty:
+                args.append("--allow-empty")
+            self.run(*args, env=env)
+            self._tracked = None
+        self._commits += 1
+        if self._commits % _GC_EVERY == 0:
+            self.run("gc", "--auto", "--quiet", ok_codes=(0, 1, 128), config=["gc.auto=6700"])
+        return self.head()
+
+
+def _commit_info(line: str) -> CommitInfo:
+    parts = line.split("\x1f")
+    while len(parts) < 5:
+        parts.append("")
+    return CommitInfo(*parts[:5])
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line[:300]
+    return ""
+
+
+def format_message(subject: str, body: str = "", trailers: Iterable[tuple[str, str]] = ()) -> str:
+    """A commit message: one-line subject (<= 72 chars), optional body, trailers."""
+    subject = " ".join(subject.split())
+    if len(subject) > 72:
+        subject = subject[:71] + "…"
+    parts = [subject]
+    if body.strip():
+        parts.append(body.strip())
+    trailer_lines = [f"{key}: {' '.join(str(value).split())}" for key, value in trailers]
+    if trailer_lines:
+        parts.append("\n".join(trailer_lines))
+    return "\n\n".join(parts) + "\n"
