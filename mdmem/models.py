@@ -7,12 +7,15 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "FACT_KINDS",
     "KINDS",
     "STATUSES",
     "Block",
     "Hit",
     "Memory",
     "Recall",
+    "first_line",
+    "one_line",
     "to_jsonable",
 ]
 
@@ -37,6 +40,27 @@ KINDS: tuple[str, ...] = (
     "note",
 )
 STATUSES: tuple[str, ...] = ("active", "resolved", "superseded")
+# Durable knowledge (as opposed to logs, entries and episodes): what consolidation
+# and the compaction flush may extract, and what a review counts as facts.
+FACT_KINDS: frozenset[str] = frozenset(
+    {"fact", "preference", "decision", "learning", "world", "gotcha", "discovery"}
+)
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped (a commit subject, a title)."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` with its whitespace collapsed, cut to ``limit`` characters with "…"."""
+    flat = " ".join(str(text).split())
+    if limit is None or len(flat) <= limit:
+        return flat
+    return flat[: max(limit - 1, 0)].rstrip() + "…"
 
 
 @dataclass(frozen=True)

@@ -195,10 +195,11 @@ def test_human_appending_to_user_md_while_agent_remembers(vault: Vault) -> None:
 def test_append_during_the_write_is_merged_without_a_replay(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mdmem.vault as vault_module
+    import mdmem.store.swap as swap_module
+    from mdmem.store.writer import Writer
 
     user_md = vault.root / "USER.md"
-    real_write_temp = vault_module.write_temp
+    real_write_temp = swap_module.write_temp
     typed = []
 
     def human_types_meanwhile(path: Path, data: bytes, **kwargs: object) -> Path:
@@ -212,16 +213,16 @@ def test_append_during_the_write_is_merged_without_a_replay(
         return real_write_temp(path, data, **kwargs)  # type: ignore[arg-type]
 
     loads = []
-    real_load = Vault._load_pending
+    real_load = Writer.load_pending
 
-    def counting_load(self: Vault, *args: object, **kwargs: object) -> object:
+    def counting_load(self: Writer, *args: object, **kwargs: object) -> object:
         loads.append(args)
         return real_load(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Vault, "_load_pending", counting_load)
+    monkeypatch.setattr(Writer, "load_pending", counting_load)
     vault.remember("prefers light mode", kind="preference")
     plain_loads, loads[:] = len(loads), []
-    monkeypatch.setattr(vault_module, "write_temp", human_types_meanwhile)
+    monkeypatch.setattr(swap_module, "write_temp", human_types_meanwhile)
     memory = vault.remember("prefers dark mode", kind="preference")
     # One replay, after which the human's first line is committed as theirs;
     # the second is merged at the swap instead of replayed again.

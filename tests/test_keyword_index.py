@@ -600,9 +600,9 @@ def test_another_write_cancels_the_stream_instead_of_waiting_for_its_lock(tmp_pa
 
 _STREAMING_WRITER = """
 import multiprocessing, sys, time
-import mdmem.vault as vault_module
+import mdmem.store.writer as writer_module
 from mdmem import Vault
-vault_module._STREAM_AFTER = 50
+writer_module.STREAM_AFTER = 50
 vault = Vault.init(sys.argv[1], agent="killed")
 with vault.batch("import"):
     for i in range(400):

@@ -329,9 +329,9 @@ def test_cli_recall_context_reindex(seeded: Vault) -> None:
 @pytest.fixture
 def streamed(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> Vault:
     """A vault whose batches stream to the keyword index after 50 memories."""
-    import mdmem.vault as vault_module
+    import mdmem.store.writer as writer_module
 
-    monkeypatch.setattr(vault_module, "_STREAM_AFTER", 50)
+    monkeypatch.setattr(writer_module, "STREAM_AFTER", 50)
     return vault
 
 

@@ -458,19 +458,19 @@ def test_human_appending_while_agent_writes_loses_nothing(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The compare-and-swap: a human edit lands between our read and our replace."""
-    import mdmem.vault as vault_module
+    import mdmem.store.writer as writer_module
 
-    real_swap = vault_module.Vault._swap
+    real_swap = writer_module.swap
     calls = {"n": 0}
 
-    def racing_swap(self: Vault, full: Path, pending: object, **kwargs: bool) -> bool:
+    def racing_swap(full: Path, pending: object, *args: object, **kwargs: bool) -> bool:
         calls["n"] += 1
         if calls["n"] == 1:
             with open(vault.root / "USER.md", "a", encoding="utf-8") as fh:
                 fh.write("- typed by the human mid-write\n")
-        return real_swap(self, full, pending, **kwargs)  # type: ignore[arg-type]
+        return real_swap(full, pending, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(vault_module.Vault, "_swap", racing_swap)
+    monkeypatch.setattr(writer_module, "swap", racing_swap)
     m = vault.remember("The user prefers tea", kind="preference")
     text = read(vault, "USER.md")
     assert "typed by the human mid-write" in text and "The user prefers tea" in text

@@ -421,7 +421,6 @@ def doctor(obj: Context, fix: bool, as_json: bool) -> None:
 @click.pass_obj
 def watch(obj: Context, debounce: float, commit: bool) -> None:
     """Keep the indexes live while people edit the vault (Ctrl-C stops)."""
-    from mdmem.maintenance.watch import Watcher
 
     vault = obj.vault()
 
@@ -430,7 +429,7 @@ def watch(obj: Context, debounce: float, commit: bool) -> None:
             click.echo(f"re-indexed: {', '.join(changed)}")
 
     click.echo(f"watching {vault.root} (Ctrl-C to stop)", err=True)
-    watcher = Watcher(vault, debounce=debounce, commit=commit, on_refresh=report)
+    watcher = vault.watch(debounce=debounce, commit=commit, on_refresh=report, start=False)
     try:
         watcher.run_forever()
     except KeyboardInterrupt:

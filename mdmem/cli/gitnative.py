@@ -8,8 +8,7 @@ from __future__ import annotations
 import click
 
 from mdmem.cli.context import Context, emit, json_option, main
-from mdmem.git.history import Change, Changes, changes, provenance, purge
-from mdmem.git.sync import sync
+from mdmem.git.history import Change, Changes
 
 EXIT_CONFLICT = 3
 
@@ -69,7 +68,7 @@ def _print_changes(result: Changes) -> None:
 @click.pass_obj
 def changes_cmd(obj: Context, since: str, as_json: bool) -> None:
     """What changed in the vault since a date or commit (for the start of a session)."""
-    result = changes(obj.vault(), since)
+    result = obj.vault().diff(since)
     emit(result, as_json, lambda: _print_changes(result))
 
 
@@ -79,7 +78,7 @@ def changes_cmd(obj: Context, since: str, as_json: bool) -> None:
 @click.pass_obj
 def provenance_cmd(obj: Context, memory_id: str, as_json: bool) -> None:
     """Who wrote each line of a memory (git blame) and which commit created it."""
-    prov = provenance(obj.vault(), memory_id)
+    prov = obj.vault().provenance(memory_id)
 
     def human() -> None:
         origin = "human" if prov.written_by_human else "agent"
@@ -107,7 +106,7 @@ def provenance_cmd(obj: Context, memory_id: str, as_json: bool) -> None:
 @click.pass_obj
 def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json: bool) -> None:
     """Pull from and push to a git remote; conflicts leave the vault unchanged."""
-    result = sync(obj.vault(), remote, push=not no_push, force_push=force_push)
+    result = obj.vault().sync(remote, push=not no_push, force_push=force_push)
 
     def human() -> None:
         if not result.ok:
@@ -140,7 +139,7 @@ def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json
 @click.pass_obj
 def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
     """Forget a memory and erase its text from every commit (rewrites history)."""
-    result = purge(obj.vault(), memory_id, confirm=yes)
+    result = obj.vault().purge(memory_id, confirm=yes)
 
     def human() -> None:
         click.echo(

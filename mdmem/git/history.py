@@ -29,13 +29,15 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, TypeVar
 
 from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError
+from mdmem.git.versions import parsed_at
+from mdmem.git.versions import versions as history_of
 from mdmem.store import blocks as blk
 from mdmem.store.gitstore import _SAFE_CONFIG, AGENT_EMAIL_DOMAIN
 from mdmem.store.ids import ID_PATTERN, normalize_id
-from mdmem.store.textfile import SkipFile, decode, safe_path
+from mdmem.store.textfile import safe_path
 
 if TYPE_CHECKING:
-    from mdmem.vault import Vault
+    from mdmem.store.memories import MemoryStore as Vault
 
 __all__ = [
     "PURGED",
@@ -217,17 +219,6 @@ def _rev_parse(vault: Vault, rev: str) -> str | None:
     )
     out = out.strip()
     return out if _HEX40.match(out) else None
-
-
-def parsed_at(vault: Vault, rev: str, path: str) -> blk.ParsedFile | None:
-    """``path`` as it is at ``rev``, parsed; None where it is missing or not markdown."""
-    raw = vault.git.show(rev, path)
-    if raw is None:
-        return None
-    try:
-        return blk.parse(path, decode(raw))
-    except SkipFile:
-        return None
 
 
 def _log_patches(vault: Vault, base: str | None) -> list[_Commit]:
@@ -784,7 +775,7 @@ def purge(
         raise InvalidInputError("method must be 'filter-repo' or 'fast-export'")
     memory_id = normalize_id(memory_id)
     started = time.perf_counter()
-    with vault._writing():
+    with vault.writer.writing():
         texts: list[str] = []
         forgotten_now = False
         try:
@@ -792,7 +783,7 @@ def purge(
         except MemoryNotFoundError:
             pass
         try:
-            versions = vault.history(memory_id)
+            versions = history_of(vault, memory_id)
         except MemoryNotFoundError:
             versions = []
         texts += [v.text for v in versions if v.text]

@@ -44,7 +44,7 @@ from mdmem.store.catalog import EXCLUDED_DIRS
 from mdmem.store.gitstore import Identity, format_message
 
 if TYPE_CHECKING:
-    from mdmem.vault import Vault
+    from mdmem.store.memories import MemoryStore as Vault
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -197,7 +197,7 @@ def create_branch(
             cacheinfo += ["--cacheinfo", f"{modes.get(rel, '100644')},{sha},{rel}"]
         git.run("update-index", "--add", *cacheinfo, env=index_env)
         tree = git.run("write-tree", env=index_env).strip()
-        day = vault._local(None).date().isoformat()
+        day = vault.clock.today()
         ops = [t for t in trailers if t[0] == "Op"] or [("Op", "consolidate")]
         rest = [t for t in trailers if t[0] != "Op"]
         message_file = scratch / "message"
@@ -244,7 +244,7 @@ def _settle(vault: Vault, edits: list[tuple[str, bytes | None, bytes]], scratch:
         if not stale:
             return head
         if attempt == 0:
-            vault._commit_human_edits(stale)
+            vault.writer.commit_human_edits(stale)
     raise ConflictError(
         f"{', '.join(stale)} changed while the consolidation ran; nothing was written, run it again"
     )
@@ -430,7 +430,7 @@ def _trailers(log_output: str) -> list[tuple[str, str]]:
 def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
     """Merge an open review into the current branch (``--no-ff``), then drop the branch."""
     git = vault.git
-    with vault._writing():
+    with vault.writer.writing():
         _check_repo(vault)
         name, sha = _pick(vault, branch)
         current = _current_branch(vault)
@@ -481,8 +481,6 @@ def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[
     Deduplication at ``remember`` sees only the line it writes to: two open
     reviews, or a review and the main line, can each add the same fact.
     """
-    from mdmem.vault import _today
-
     pairs: dict[str, str] = {}
     for fact_id in fact_ids:
         block = vault.catalog.block(fact_id)
@@ -493,11 +491,11 @@ def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[
             pairs[copy.id] = same[0].id
     if not pairs:
         return []
-    with vault.batch(f"dedupe: {len(pairs)} facts repeated by {why}"):
+    with vault.batch(f"dedupe: {len(pairs)} facts repeated by {why}") as tx:
         for copy_id, kept_id in pairs.items():
-            vault._set_fields(
+            tx.set_fields(
                 copy_id,
-                {"status": "superseded", "by": f"^{kept_id}", "updated": _today()},
+                {"status": "superseded", "by": f"^{kept_id}", "updated": vault.clock.today()},
                 op="dedupe",
                 subject=f"dedupe: {copy_id} repeats {kept_id}",
                 extra_trailers=[("Supersedes", copy_id)],
@@ -508,7 +506,7 @@ def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[
 
 def reject(vault: Vault, branch: str | None = None) -> ReviewDecision:
     """Delete an open review branch; its entries are pending again (noted in the daily log)."""
-    with vault._writing():
+    with vault.writer.writing():
         _check_repo(vault)
         name, sha = _pick(vault, branch)
         found = _read(vault, name, sha, with_diff=False)
@@ -528,7 +526,7 @@ def reject(vault: Vault, branch: str | None = None) -> ReviewDecision:
 def undo(vault: Vault, commit: str) -> UndoResult:
     """Revert one commit of the current branch (a merge against its first parent)."""
     git = vault.git
-    with vault._writing():
+    with vault.writer.writing():
         _check_repo(vault)
         sha = _rev_parse(vault, commit)
         if sha is None:

@@ -39,7 +39,7 @@ from mdmem.store.gitstore import Identity
 from mdmem.store.textfile import atomic_write
 
 if TYPE_CHECKING:
-    from mdmem.vault import Vault
+    from mdmem.store.memories import MemoryStore as Vault
 
 __all__ = ["Conflict", "PathChange", "SyncResult", "merge_texts", "sync"]
 
@@ -107,7 +107,7 @@ def sync(
     # Checked before taking the lock too: taking it commits pending human edits,
     # which must not land on the detached HEAD of an interrupted rebase.
     _no_rebase_in_progress(vault)
-    with vault._writing():
+    with vault.writer.writing():
         if not git.config(f"remote.{remote}.url"):
             raise ConfigError(
                 f"no git remote {remote!r} in {vault.root}; add one with "
@@ -149,7 +149,7 @@ def sync(
                         break
                     continue
                 if remote_sha and not _is_ancestor(vault, remote_sha, "HEAD"):
-                    vault._commit_human_edits()
+                    vault.writer.commit_human_edits()
                     conflicts = _rebase(vault, remote_sha, old_head)
                     if conflicts:
                         return SyncResult(

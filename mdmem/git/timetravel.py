@@ -34,7 +34,7 @@ from mdmem.store.textfile import SkipFile, decode
 if TYPE_CHECKING:
     from mdmem.index.embedders import Embedder
     from mdmem.index.vector import VectorIndex
-    from mdmem.vault import Vault
+    from mdmem.store.memories import MemoryStore as Vault
 
 __all__ = ["Snapshot", "recall_as_of", "resolve_commit"]
 

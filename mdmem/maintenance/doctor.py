@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mdmem.index.indexer import indexable
 
 if TYPE_CHECKING:
-    from mdmem.vault import Vault
+    from mdmem.store.memories import MemoryStore as Vault
 
 __all__ = ["DoctorReport", "Problem", "run_doctor"]
 

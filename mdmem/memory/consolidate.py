@@ -5,7 +5,7 @@ Flow (OrcBot's short-term → episodic consolidation, written back as markdown):
 1. **Pending entries** are session entries (``chat_message``/``tool_output``)
    without a ``[consolidated:: …]`` field. Automatic runs start when more than
    ``consolidation.threshold`` (30) are pending and take the oldest
-   ``consolidation.batch`` (20); ``vault.consolidate()`` takes all of them.
+   ``consolidation.batch`` (20); ``store.consolidate()`` takes all of them.
 2. They are **grouped** by scope, contact and (local) day, and each group is cut
    into chunks of at most ``batch`` entries.
 3. Each chunk is **drafted** - by the LLM when one is configured, else by the
@@ -23,7 +23,7 @@ Flow (OrcBot's short-term → episodic consolidation, written back as markdown):
    drops more than ``max_drop_ratio`` (25%) of them is rejected, logged and
    left pending (``force=True`` accepts it).
 5. **Writing**, in ONE commit: facts and preferences through
-   ``vault.remember`` (so dedupe, auto-resolve and the judge apply) with
+   ``store.remember`` (so dedupe, auto-resolve and the judge apply) with
    ``[episode:: ^m-…]``, the episode note ``episodes/YYYY-MM-DD-<slug>.md``
    (frontmatter: source block links, time range, scope, contact, model,
    confidence, ``extractive``), one line in the daily log, and
@@ -42,7 +42,7 @@ import logging
 import re
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -56,12 +56,14 @@ from mdmem.git import review as rv
 from mdmem.memory import extractive
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import session_id_of
-from mdmem.models import Block, Memory
+from mdmem.models import FACT_KINDS, Block, Memory, one_line
 from mdmem.store import blocks as blk
+from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
+    from mdmem.memory.lifecycle import AutoResolver
     from mdmem.memory.llm import LLMClient
-    from mdmem.vault import Vault
+    from mdmem.store.memories import MemoryStore
 
 __all__ = [
     "ConsolidationResult",
@@ -76,7 +78,6 @@ __all__ = [
 log = logging.getLogger("mdmem")
 
 SESSION_KINDS = frozenset({"chat_message", "tool_output"})
-FACT_KINDS = frozenset({"fact", "preference", "learning", "world"})
 KNOWN_FACTS_LIMIT = 20
 ENTRY_CHARS = 1_500  # per entry in the prompt (OrcBot's memoryContentMaxLength)
 AUTO_BACKOFF_SECONDS = 300.0
@@ -199,13 +200,13 @@ class _VaultState:
     running: bool = False
 
 
-_STATE: weakref.WeakKeyDictionary[Vault, _VaultState] = weakref.WeakKeyDictionary()
+_STATE: weakref.WeakKeyDictionary[MemoryStore, _VaultState] = weakref.WeakKeyDictionary()
 
 
-def _state(vault: Vault) -> _VaultState:
-    state = _STATE.get(vault)
+def _state(store: MemoryStore) -> _VaultState:
+    state = _STATE.get(store)
     if state is None:
-        state = _STATE[vault] = _VaultState()
+        state = _STATE[store] = _VaultState()
     return state
 
 
@@ -218,17 +219,17 @@ def _is_pending(block: Block) -> bool:
     )
 
 
-def pending_entries(vault: Vault) -> list[Block]:
+def pending_entries(store: MemoryStore) -> list[Block]:
     """Unconsolidated session entries, oldest first (cached per file by stat).
 
     Entries an open review branch consolidates are left out: they wait for
     the review, and drafting them again would make two competing episodes.
     """
-    cache = _state(vault).files
-    held = rv.held(vault).entries
+    cache = _state(store).files
+    held = rv.held(store).entries
     out: list[Block] = []
     seen: set[str] = set()
-    for path, state in list(vault.catalog.files.items()):
+    for path, state in list(store.catalog.files.items()):
         if session_id_of(path) is None:
             continue
         seen.add(path)
@@ -240,7 +241,7 @@ def pending_entries(vault: Vault) -> list[Block]:
         else:
             ids = hit[2]
         for block_id in ids:
-            block = vault.catalog.block(block_id)
+            block = store.catalog.block(block_id)
             if block is not None and _is_pending(block) and block_id not in held:
                 out.append(block)
     for stale in set(cache) - seen:
@@ -249,21 +250,21 @@ def pending_entries(vault: Vault) -> list[Block]:
     return out
 
 
-def _contact_of(vault: Vault, block: Block) -> str:
+def _contact_of(store: MemoryStore, block: Block) -> str:
     value = block.field("contact")
     if value:
         return value
-    state = vault.catalog.files.get(block.path)
+    state = store.catalog.files.get(block.path)
     meta = state.parsed.frontmatter if state is not None else {}
     return str(meta.get("contact") or "")
 
 
-def plan(vault: Vault, entries: list[Block], chunk: int) -> list[Group]:
+def plan(store: MemoryStore, entries: list[Block], chunk: int) -> list[Group]:
     """Group by (scope, contact, local day) and cut each group into chunks."""
     groups: dict[tuple[str, str, str], list[Block]] = {}
     for block in entries:
-        day = vault._local(block.created).date().isoformat()
-        groups.setdefault((block.scope, _contact_of(vault, block), day), []).append(block)
+        day = store.clock.local(block.created).date().isoformat()
+        groups.setdefault((block.scope, _contact_of(store, block), day), []).append(block)
     out = []
     for (scope, contact, day), blocks in sorted(groups.items(), key=lambda kv: kv[1][0].created):
         for start in range(0, len(blocks), max(1, chunk)):
@@ -274,11 +275,11 @@ def plan(vault: Vault, entries: list[Block], chunk: int) -> list[Group]:
 # ------------------------------------------------------------------- inputs ----
 
 
-def known_facts(vault: Vault, scope: str, contact: str) -> list[Block]:
+def known_facts(store: MemoryStore, scope: str, contact: str) -> list[Block]:
     """Active facts an earlier consolidation extracted for this scope and contact."""
     found = [
         b
-        for b in vault.catalog.blocks(memories_only=True)
+        for b in store.catalog.blocks(memories_only=True)
         if b.status == "active"
         and b.scope == scope
         and b.kind in FACT_KINDS
@@ -289,10 +290,10 @@ def known_facts(vault: Vault, scope: str, contact: str) -> list[Block]:
     return found[-KNOWN_FACTS_LIMIT:]
 
 
-def open_items(vault: Vault, scope: str, contact: str) -> list[str]:
+def open_items(store: MemoryStore, scope: str, contact: str) -> list[str]:
     """The pending list of this contact's latest episode."""
     latest: tuple[str, list[str]] | None = None
-    for path, state in vault.catalog.files.items():
+    for path, state in store.catalog.files.items():
         file_scope, inner = blk.scope_of_path(path)
         if file_scope != scope or not inner.startswith("episodes/"):
             continue
@@ -313,8 +314,8 @@ def _role_of(block: Block) -> str:
     return block.field("role") or "user"
 
 
-def _entry_line(vault: Vault, block: Block) -> str:
-    moment = vault._local(block.created)
+def _entry_line(store: MemoryStore, block: Block) -> str:
+    moment = store.clock.local(block.created)
     if block.kind == "tool_output":
         label = f"tool {block.field('tool') or ''}".strip()
     else:
@@ -383,12 +384,12 @@ def _validate(data: dict[str, Any]) -> None:
 
 
 def draft_with_llm(
-    vault: Vault, llm: LLMClient, group: Group, known: list[Block], items: list[str]
+    store: MemoryStore, llm: LLMClient, group: Group, known: list[Block], items: list[str]
 ) -> Draft:
     who = group.contact or "the user"
     parts = [
         f"Conversation with {who} on {group.day} ({len(group.entries)} entries).",
-        data_block("entries", "\n".join(_entry_line(vault, b) for b in group.entries)),
+        data_block("entries", "\n".join(_entry_line(store, b) for b in group.entries)),
     ]
     if known:
         parts.append(data_block("known facts", "\n".join(f"- {b.text}" for b in known)))
@@ -454,7 +455,8 @@ def check_drops(draft: Draft, known: list[Block], items: list[str]) -> None:
 
 
 def consolidate(
-    vault: Vault,
+    store: MemoryStore,
+    resolver: AutoResolver,
     llm: LLMClient | None,
     *,
     dry_run: bool = False,
@@ -468,12 +470,12 @@ def consolidate(
     ``dry_run`` wins over ``review``: a dry run writes nothing, not even a branch.
     """
     review = review and not dry_run
-    if review and not vault.settings.git.enabled:
+    if review and not store.settings.git.enabled:
         raise ConfigError("review mode commits to a branch and needs git ([git] enabled = true)")
-    vault.refresh()
-    pending = pending_entries(vault)
+    store.refresh()
+    pending = pending_entries(store)
     todo = pending if entries is None else entries
-    cfg = vault.settings.consolidation
+    cfg = store.settings.consolidation
     result = ConsolidationResult(
         pending_before=len(pending),
         dry_run=dry_run,
@@ -486,12 +488,12 @@ def consolidate(
     drafts: list[Draft] = []
     # Every model call happens before the vault is touched: an error here
     # leaves nothing half-written.
-    for group in plan(vault, todo, cfg.batch):
-        known = known_facts(vault, group.scope, group.contact)
-        items = open_items(vault, group.scope, group.contact)
+    for group in plan(store, todo, cfg.batch):
+        known = known_facts(store, group.scope, group.contact)
+        items = open_items(store, group.scope, group.contact)
         if llm is not None:
             try:
-                draft = draft_with_llm(vault, llm, group, known, items)
+                draft = draft_with_llm(store, llm, group, known, items)
             except LLMError as exc:
                 raise type(exc)(f"consolidation stopped, nothing was written: {exc}") from None
         else:
@@ -520,13 +522,13 @@ def consolidate(
                 "; ".join(draft.dropped),
             )
             result.rejected.append(rejection)
-            _state(vault).rejected.add(frozenset(rejection.entries))
+            _state(store).rejected.add(frozenset(rejection.entries))
             continue
         drafts.append(draft)
     drafted = _usage(llm)
     if drafts:
         # Writing the facts calls the contradiction judge: count it too.
-        _write(vault, drafts, result, llm, dry_run=dry_run, review=review)
+        _write(store, resolver, drafts, result, llm, dry_run=dry_run, review=review)
     done = _usage(llm)
     result.llm_requests = done[0] - before[0]
     result.prompt_tokens = done[1] - before[1]
@@ -543,7 +545,8 @@ def _usage(llm: LLMClient | None) -> tuple[int, int, int]:
 
 
 def _write(
-    vault: Vault,
+    store: MemoryStore,
+    resolver: AutoResolver,
     drafts: list[Draft],
     result: ConsolidationResult,
     llm: LLMClient | None,
@@ -556,40 +559,38 @@ def _write(
     sources_done: list[str] = []
     # Review mode keeps the lock (which first commits human edits) until the
     # branch commit exists: the bytes collected below must still be HEAD's.
-    outer = vault._writing() if review else nullcontext()
+    outer = store.writer.writing() if review else nullcontext()
     with outer:
         with (
-            vault._judge_with(llm),
-            vault._transaction(subject, dry_run=dry_run or review) as changes,
+            resolver.judge_with(llm),
+            store.writer.transaction(subject, dry_run=dry_run or review) as tx,
         ):
-            held = rv.held(vault)
+            held = rv.held(store)
             taken: set[str] = set(held.episodes)
             for draft in drafts:
-                sources = [vault.catalog.block(b.id) for b in draft.group.entries]
+                sources = [store.catalog.block(b.id) for b in draft.group.entries]
                 if any(s is None or not _is_pending(s) or s.id in held.entries for s in sources):
                     # Another process consolidated (or removed, or sent for
                     # review) some of them meanwhile.
                     log.info("skipping a group whose entries changed since drafting")
                     continue
-                episode = _write_one(vault, draft, result, taken)
+                episode = _write_one(store, tx, draft, result, taken)
                 result.episodes.append(episode)
                 result.consolidated += episode.entries
                 result.dropped.extend(d for d in draft.dropped if d not in result.dropped)
                 sources_done.extend(b.id for b in draft.group.entries)
-            batch = vault._batch
-            if batch is not None and batch.ops:
-                result.superseded = [v for k, v in batch.trailers if k == "Supersedes"]
+            if tx.ops:
+                result.superseded = [v for k, v in tx.trailers if k == "Supersedes"]
                 message = _message(result, llm)
-                batch.subjects[:] = [message[0]]
-                batch.trailers[:] = message[1]
+                tx.set_message(*message)
         if review and message is not None:
             result.branch, result.commit = rv.create_branch(
-                vault, changes, message[0], message[1], sources_done
+                store, tx.changes, message[0], message[1], sources_done
             )
     if dry_run or review:
-        result.diff = render_diff(changes)
+        result.diff = render_diff(tx.changes)
     elif result.episodes:
-        result.commit = vault.git.head()
+        result.commit = store.git.head()
 
 
 def _message(
@@ -612,22 +613,17 @@ def _message(
         ("Extractive", "true" if llm is None else "false"),
         ("Reason", result.reason),
         *[("Supersedes", old) for old in result.superseded],
-        *[("Dropped", _short(d)) for d in result.dropped],
+        *[("Dropped", one_line(d, 300)) for d in result.dropped],
         ("Op", "consolidate"),
     ]
     return title, list(dict.fromkeys(trailers))
 
 
-def _short(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _write_one(
-    vault: Vault, draft: Draft, result: ConsolidationResult, taken: set[str]
+    store: MemoryStore, tx: Transaction, draft: Draft, result: ConsolidationResult, taken: set[str]
 ) -> EpisodeInfo:
     group = draft.group
-    episode_id = vault._new_id()
+    episode_id = store.writer.new_id()
     sessions = sorted({session_id_of(b.path) or "" for b in group.entries} - {""})
     base_fields: list[tuple[str, str]] = [("episode", f"^{episode_id}")]
     if group.contact:
@@ -638,9 +634,9 @@ def _write_one(
     for item in draft.facts:
         try:
             if item.kind == "learning" and item.topic:
-                memory = vault.learn(item.topic, item.text, scope=group.scope)
+                memory = store.learn(item.topic, item.text, scope=group.scope)
             else:
-                memory = vault.remember(
+                memory = store.remember(
                     item.text, kind=item.kind, scope=group.scope, fields=base_fields
                 )
         except InvalidInputError as exc:  # a secret, an empty or oversized line
@@ -649,15 +645,15 @@ def _write_one(
         fact_links.append((item, memory))
         if memory.was_new:
             result.facts.append(memory)
-    rel = _episode_path(vault, group, draft, taken)
-    lines = render_episode(vault, draft, episode_id, fact_links, sessions)
-    vault._new_file(
+    rel = _episode_path(store, group, draft, taken)
+    lines = render_episode(store, draft, episode_id, fact_links, sessions)
+    tx.create_file(
         rel,
         lines,
         subject=f"episode: {draft.summary[:60]}",
-        trailers=vault._trailers(episode_id, "episode", group.scope, "consolidate"),
+        trailers=memory_trailers(episode_id, "episode", group.scope, "consolidate"),
     )
-    vault._rewrite_blocks(
+    tx.rewrite_blocks(
         [b.id for b in group.entries],
         lambda block, tf: blk.with_fields(block, tf, {"consolidated": f"^{episode_id}"}),
         subject=f"consolidated {len(group.entries)} entries",
@@ -666,7 +662,7 @@ def _write_one(
     )
     link = f"[[{rel[:-3]}#^{episode_id}]]"
     who = f" with {group.contact}" if group.contact else ""
-    vault.log(
+    store.log(
         f"Consolidated {len(group.entries)} session entries{who} into {link}"
         f" ({'extractive' if draft.extractive else draft.model}): {_first_sentence(draft.summary)}",
         category="Consolidation",
@@ -699,13 +695,13 @@ def _title(draft: Draft) -> str:
     return " ".join(words).capitalize() if words else "Conversation"
 
 
-def _episode_path(vault: Vault, group: Group, draft: Draft, taken: set[str]) -> str:
+def _episode_path(store: MemoryStore, group: Group, draft: Draft, taken: set[str]) -> str:
     folder = blk.scope_dir(group.scope) / "episodes"
     slug = extractive.slugify(_title(draft), max_words=5)
     for n in range(1, 1000):
         name = f"{group.day}-{slug}{'' if n == 1 else f'-{n}'}.md"
         rel = str(folder / name)
-        if rel in taken or (vault.root / rel).exists() or rel in vault.catalog.files:
+        if rel in taken or (store.root / rel).exists() or rel in store.catalog.files:
             continue
         taken.add(rel)
         return rel
@@ -718,7 +714,7 @@ def _link(path: str, block_id: str, alias: str | None = None) -> str:
 
 
 def render_episode(
-    vault: Vault,
+    store: MemoryStore,
     draft: Draft,
     episode_id: str,
     facts: list[tuple[FactItem, Memory]],
@@ -760,7 +756,7 @@ def render_episode(
         lines.append("")
     lines += ["## Sources", ""]
     for block in group.entries:
-        moment = vault._local(block.created)
+        moment = store.clock.local(block.created)
         label = f"{moment:%H:%M:%S} {_role_of(block)}"
         if block.kind == "tool_output":
             label = f"{moment:%H:%M:%S} tool {block.field('tool') or ''}".rstrip()
@@ -787,19 +783,21 @@ def render_diff(changes: Iterable[tuple[str, bytes | None, bytes]]) -> str:
 # --------------------------------------------------------------------- auto ----
 
 
-def maybe_auto_consolidate(vault: Vault) -> ConsolidationResult | None:
+def maybe_auto_consolidate(
+    store: MemoryStore, run: Callable[[list[Block]], ConsolidationResult]
+) -> ConsolidationResult | None:
     """After a session write: consolidate the oldest batch once too many are pending.
 
     Failures are logged, never raised (the turn was recorded), and back off for
     a few minutes so a down LLM does not slow every turn.
     """
-    cfg = vault.settings.consolidation
+    cfg = store.settings.consolidation
     if not cfg.auto:
         return None
-    state = _state(vault)
+    state = _state(store)
     if state.running or time.monotonic() < state.backoff_until:
         return None
-    pending = pending_entries(vault)
+    pending = pending_entries(store)
     if len(pending) <= cfg.threshold:
         return None
     oldest = [b for b in pending if not any(b.id in r for r in state.rejected)][: cfg.batch]
@@ -807,7 +805,7 @@ def maybe_auto_consolidate(vault: Vault) -> ConsolidationResult | None:
         return None
     state.running = True
     try:
-        return vault.consolidate(entries=oldest, reason="threshold")
+        return run(oldest)
     except MdmemError as exc:
         state.backoff_until = time.monotonic() + AUTO_BACKOFF_SECONDS
         log.warning("automatic consolidation failed (retrying later): %s", exc)

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
@@ -43,21 +44,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdmem.errors import InvalidInputError, LLMError
+from mdmem.errors import InvalidInputError, LLMError, MdmemError
 from mdmem.index.indexer import embed_text
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
-from mdmem.models import Block, Memory
+from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
+from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
     from mdmem.memory.llm import LLMClient
+    from mdmem.store.memories import MemoryStore
     from mdmem.store.textfile import TextFile
-    from mdmem.vault import Vault
 
 __all__ = [
     "EXEMPT_KINDS",
     "REDACTED",
     "SIMILAR_K",
+    "AutoResolver",
     "Candidate",
     "RetentionReport",
     "anonymize_retired",
@@ -138,7 +141,7 @@ def _sessions_of(block: Block) -> set[str]:
 
 def _eligible(new: Block, other: Block, new_sessions: set[str] | None = None) -> bool:
     # Cheap attribute checks first: the fallback in nearest() runs this over
-    # every memory in the vault.
+    # every memory in the store.
     if not (
         other.kind == new.kind
         and other.scope == new.scope
@@ -152,12 +155,12 @@ def _eligible(new: Block, other: Block, new_sessions: set[str] | None = None) ->
     return not (sessions and sessions & _sessions_of(other))
 
 
-def _vector_of(vault: Vault, block: Block) -> np.ndarray | None:
+def _vector_of(store: MemoryStore, block: Block) -> np.ndarray | None:
     """The new block's embedding, put in the cache so indexing does not embed it again."""
-    embedder = vault.indexer.embedder
+    embedder = store.indexer.embedder
     if embedder is None:
         return None
-    cache = vault.indexer.cache
+    cache = store.indexer.cache
     key = block.content_hash
     cached = cache.get_many(embedder.name, [key])
     if key in cached:
@@ -170,11 +173,11 @@ def _vector_of(vault: Vault, block: Block) -> np.ndarray | None:
 
 
 def nearest(
-    vault: Vault, block: Block, vec: np.ndarray, k: int, exclude: Collection[str] = ()
+    store: MemoryStore, block: Block, vec: np.ndarray, k: int, exclude: Collection[str] = ()
 ) -> list[Candidate]:
     """The ``k`` most similar eligible memories (same kind and scope, active,
     not in ``exclude``), best first."""
-    vectors = vault.indexer.vectors
+    vectors = store.indexer.vectors
     if vectors is None or len(vectors) == 0 or k <= 0:
         return []
     query = vec.reshape(1, -1)
@@ -182,19 +185,19 @@ def nearest(
     sessions = _sessions_of(block)
     picked: list[tuple[Block, float]] = []
     for block_id, score in raw:
-        other = vault.catalog.block(block_id)
+        other = store.catalog.block(block_id)
         if other is not None and _eligible(block, other, sessions) and block_id not in exclude:
             picked.append((other, score))
     if len(picked) < k and len(raw) >= _OVERFETCH:
         # Over-fetching found too few of this kind: ask again among exactly those.
         allowed = [
             b.id
-            for b in vault.catalog.blocks(memories_only=True)
+            for b in store.catalog.blocks(memories_only=True)
             if _eligible(block, b, sessions) and b.id not in exclude
         ]
         picked = []
         for block_id, score in vectors.search(query, k, allowed=allowed):
-            other = vault.catalog.block(block_id)
+            other = store.catalog.block(block_id)
             if other is not None:
                 picked.append((other, score))
     return [Candidate(b, float(s), share_context(block, b)) for b, s in picked[:k]]
@@ -246,7 +249,7 @@ def judge(llm: LLMClient, new_text: str, candidates: list[Candidate]) -> list[st
 
 
 def auto_resolve(
-    vault: Vault,
+    store: MemoryStore,
     memory: Memory,
     *,
     fresh_batch: bool,
@@ -259,16 +262,16 @@ def auto_resolve(
     """
     if not memory.was_new or memory.kind in EXEMPT_KINDS:
         return memory
-    cfg = vault.settings.consolidation
+    cfg = store.settings.consolidation
     similarity_on = min(cfg.same_context_threshold, cfg.other_context_threshold) <= 1.0
     if not similarity_on and llm is None:
         return memory
-    block = vault.block(memory.id)
-    vec = _vector_of(vault, block)
+    block = store.block(memory.id)
+    vec = _vector_of(store, block)
     if vec is None:
         return memory
     k = max(SIMILAR_K, cfg.judge_candidates if llm is not None else 0)
-    candidates = nearest(vault, block, vec, k, exclude)
+    candidates = nearest(store, block, vec, k, exclude)
     retired: dict[str, str] = {}  # id -> why
     if similarity_on:
         for cand in candidates[:SIMILAR_K]:
@@ -290,43 +293,98 @@ def auto_resolve(
                 log.warning("contradiction judge unavailable, similarity rule only: %s", exc)
     if not retired:
         return memory
-    today = datetime.now(UTC).date().isoformat()
-    for old_id, why in retired.items():
-        old = vault.block(old_id)
-        vault._set_fields(
-            old_id,
-            {"status": "superseded", "by": f"^{memory.id}", "updated": today},
-            op="auto-resolve",
-            subject=f"auto-supersede {old.kind}: {_first_line(old.text)}",
-            extra_trailers=[("Supersedes", old_id), ("Resolved-By", why)],
-        )
-    batch = vault._batch
-    if fresh_batch and batch is not None:
-        # This remember owns the commit: say what happened in its subject.
-        batch.subjects[:] = [f"auto-supersede {memory.kind}: {_first_line(memory.text)}"]
-        batch.trailers[:] = [
-            *vault._trailers(memory.id, memory.kind, memory.scope, "remember"),
-            *[("Supersedes", i) for i in retired],
-            *[("Resolved-By", f"{i} {why}") for i, why in retired.items()],
-        ]
+    today = store.clock.today()
+    with store.writer.batch(subject=None) as tx:
+        for old_id, why in retired.items():
+            old = store.block(old_id)
+            tx.set_fields(
+                old_id,
+                {"status": "superseded", "by": f"^{memory.id}", "updated": today},
+                op="auto-resolve",
+                subject=f"auto-supersede {old.kind}: {first_line(old.text)}",
+                extra_trailers=[("Supersedes", old_id), ("Resolved-By", why)],
+            )
+        if fresh_batch:
+            # This remember owns the commit: say what happened in its subject.
+            tx.set_message(
+                f"auto-supersede {memory.kind}: {first_line(memory.text)}",
+                [
+                    *memory_trailers(memory.id, memory.kind, memory.scope, "remember"),
+                    *[("Supersedes", i) for i in retired],
+                    *[("Resolved-By", f"{i} {why}") for i, why in retired.items()],
+                ],
+            )
     log.info("%s supersedes %s", memory.id, ", ".join(retired))
     return Memory.from_block(
-        vault.block(memory.id), was_new=True, superseded=(*memory.superseded, *retired)
+        store.block(memory.id), was_new=True, superseded=(*memory.superseded, *retired)
     )
+
+
+class AutoResolver:
+    """Auto-resolve as the store's write hooks: after each ``remember`` and at a batch's end.
+
+    ``llm`` gives the configured contradiction judge (or None);
+    :meth:`judge_with` swaps in another model for a while (a consolidation's).
+    """
+
+    def __init__(self, store: MemoryStore, llm: Callable[[], LLMClient | None]) -> None:
+        self.store = store
+        self._configured = llm
+        self._override: tuple[LLMClient | None] | None = None
+
+    def __call__(self, memory: Memory, fresh_batch: bool) -> Memory:
+        return auto_resolve(self.store, memory, fresh_batch=fresh_batch, llm=self._llm())
+
+    def after_batch(self, memory_ids: list[str]) -> None:
+        """Auto-resolve a batch's new memories against what the vault held before it.
+
+        The memories of one batch never retire each other (an import of
+        similar notes keeps them all), as when each was resolved on its own.
+        """
+        catalog = self.store.catalog
+        live = [b for i in memory_ids if (b := catalog.block(i)) and b.status == "active"]
+        if not live:
+            return
+        batch_ids = frozenset(memory_ids)
+        try:
+            # One batched pass; auto-resolve then finds each vector in the cache.
+            self.store.indexer.warm_cache(live)
+            llm = self._llm()
+            for block in live:
+                memory = Memory.from_block(block, was_new=True)
+                auto_resolve(self.store, memory, fresh_batch=False, llm=llm, exclude=batch_ids)
+        except MdmemError as e:
+            # The memories themselves are written either way.
+            log.warning("auto-resolve after the batch stopped: %s", e)
+
+    @contextmanager
+    def judge_with(self, llm: LLMClient | None) -> Iterator[None]:
+        """Use ``llm`` (not the configured one) for the contradiction judge meanwhile."""
+        saved = self._override
+        self._override = (llm,) if llm is not None else saved
+        try:
+            yield
+        finally:
+            self._override = saved
+
+    def _llm(self) -> LLMClient | None:
+        return self._override[0] if self._override is not None else self._configured()
 
 
 # -------------------------------------------------------------- bulk resolve ----
 
 
-def session_memories(vault: Vault, session_id: str, *, scope: str | None = None) -> list[Block]:
+def session_memories(
+    store: MemoryStore, session_id: str, *, scope: str | None = None
+) -> list[Block]:
     """Active memories of a session: its entries and memories carrying ``[session:: id]``."""
     from mdmem.memory.sessions import session_id_of, validate_session_id
 
     validate_session_id(session_id)
-    vault.refresh()
+    store.refresh()
     wanted_scope = None if scope is None else blk.validate_scope(scope)
     out = []
-    for block in vault.catalog.blocks(memories_only=True):
+    for block in store.catalog.blocks(memories_only=True):
         if block.status != "active":
             continue
         if wanted_scope is not None and block.scope != wanted_scope:
@@ -336,22 +394,24 @@ def session_memories(vault: Vault, session_id: str, *, scope: str | None = None)
     return out
 
 
-def resolve_session(vault: Vault, session_id: str, *, scope: str | None = None) -> list[Memory]:
+def resolve_session(
+    store: MemoryStore, session_id: str, *, scope: str | None = None
+) -> list[Memory]:
     """Mark every active memory of a session resolved, in one commit."""
-    targets = session_memories(vault, session_id, scope=scope)
+    targets = session_memories(store, session_id, scope=scope)
     if not targets:
         return []
-    today = datetime.now(UTC).date().isoformat()
+    today = store.clock.today()
     subject = f"resolve session {session_id}: {len(targets)} memories"
-    with vault._transaction(subject):
-        vault._rewrite_blocks(
+    with store.writer.transaction(subject) as tx:
+        tx.rewrite_blocks(
             [b.id for b in targets],
             lambda block, tf: blk.with_fields(block, tf, {"status": "resolved", "updated": today}),
             subject=subject,
             op="resolve-session",
             trailers=[("Session", session_id)],
         )
-    return [vault.get(b.id) for b in targets]
+    return [store.get(b.id) for b in targets]
 
 
 # ------------------------------------------------------------------ retention ----
@@ -368,11 +428,11 @@ class RetentionReport:
     commit: str | None = None
 
 
-def retired_before(vault: Vault, cutoff: datetime) -> list[Block]:
+def retired_before(store: MemoryStore, cutoff: datetime) -> list[Block]:
     """Retired memories last changed before ``cutoff`` that still carry text."""
-    vault.refresh()
+    store.refresh()
     out = []
-    for block in vault.catalog.blocks(memories_only=True):
+    for block in store.catalog.blocks(memories_only=True):
         if block.status not in ("superseded", "resolved") or block.text.strip() == REDACTED:
             continue
         moment = block.updated or block.created
@@ -392,35 +452,28 @@ def _redact(today: str) -> Any:
 
 
 def anonymize_retired(
-    vault: Vault, days: int | None = None, *, apply: bool = False, now: datetime | None = None
+    store: MemoryStore, days: int | None = None, *, apply: bool = False, now: datetime | None = None
 ) -> RetentionReport:
     """Replace the text of old retired memories with ``[REDACTED]`` (dry-run by default)."""
-    days = vault.settings.consolidation.retention_days if days is None else days
+    days = store.settings.consolidation.retention_days if days is None else days
     if not isinstance(days, int) or days < 0:
         raise InvalidInputError("retention days must be a non-negative integer")
     moment = now or datetime.now(UTC)
     cutoff = moment - timedelta(days=days)
-    targets = retired_before(vault, cutoff)
+    targets = retired_before(store, cutoff)
     memories = [Memory.from_block(b, was_new=False) for b in targets]
     if not apply or not targets:
         return RetentionReport(days, cutoff, memories, applied=False)
     subject = f"retention: anonymise {len(targets)} retired memories older than {days} days"
-    with vault._transaction(subject):
-        vault._rewrite_blocks(
+    with store.writer.transaction(subject) as tx:
+        tx.rewrite_blocks(
             [b.id for b in targets],
             _redact(moment.date().isoformat()),
             subject=subject,
             op="retention",
             trailers=[("Retention-Days", str(days))],
         )
-    return RetentionReport(days, cutoff, memories, applied=True, commit=vault.git.head())
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    return RetentionReport(days, cutoff, memories, applied=True, commit=store.git.head())
 
 
 def ids_of(blocks: Iterable[Block]) -> list[str]:

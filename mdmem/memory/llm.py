@@ -23,16 +23,20 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mdmem.errors import LLMError, LLMNotConfiguredError, LLMResponseError
+
+if TYPE_CHECKING:
+    from mdmem.config import Settings
 
 __all__ = [
     "DATA_INSTRUCTIONS",
     "LLMClient",
     "LLMConfig",
     "Usage",
+    "client_from_settings",
     "data_block",
     "extract_json",
 ]
@@ -449,3 +453,43 @@ def _content_text(message: Mapping[str, Any]) -> str:
     if isinstance(content, list):
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
+
+
+def client_from_settings(settings: Settings) -> LLMClient | None:
+    """The configured LLM (``[llm]`` + OPENAI_* environment), or None.
+
+    Some LLM settings but not all means the user meant to use a model, and
+    running offline without a word would hide it: that logs a warning.
+    """
+    cfg = settings.llm
+    config = LLMConfig(
+        base_url=cfg.base_url or None,
+        model=cfg.model or None,
+        api_key=settings.llm_api_key(),
+        timeout=cfg.timeout,
+        max_retries=cfg.max_retries,
+    )
+    if config.configured:
+        return LLMClient(config)
+    missing = _missing_setting(settings, config)
+    if missing:
+        logging.getLogger("mdmem").warning("no LLM configured (%s); running offline", missing)
+    return None
+
+
+def _missing_setting(settings: Settings, config: LLMConfig) -> str | None:
+    """What an incomplete ``[llm]`` configuration lacks; None if nothing was set."""
+    key_is_embedders = (
+        settings.embedder.provider == "openai"
+        and settings.embedder.api_key_env == settings.llm.api_key_env
+    )
+    if config.model:
+        return (
+            f"[llm] model is {config.model!r} but neither [llm] base_url "
+            f"(OPENAI_BASE_URL) nor ${settings.llm.api_key_env} is set"
+        )
+    # An OpenAI key the embedder uses says nothing about wanting an LLM.
+    if config.base_url or (config.api_key and not key_is_embedders):
+        given = "[llm] base_url" if config.base_url else f"${settings.llm.api_key_env}"
+        return f"{given} is set but [llm] model (MDMEM_LLM_MODEL) is missing"
+    return None

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
 from mdmem.memory import extractive
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
+from mdmem.memory.sessions import validate_session_id
 from mdmem.models import Hit, Memory
 
 if TYPE_CHECKING:
+    from mdmem.memory.lifecycle import AutoResolver
     from mdmem.memory.llm import LLMClient
-    from mdmem.vault import Vault
+    from mdmem.models import Recall
+    from mdmem.store.memories import MemoryStore
 
 __all__ = ["FlushResult", "Reflection", "flush", "reflect"]
 
@@ -83,9 +86,15 @@ class FlushResult:
 
 
 def reflect(
-    vault: Vault, query: str, *, llm: LLMClient | None, k: int = 8, **filters: Any
+    recall_fn: Callable[..., Recall],
+    query: str,
+    *,
+    llm: LLMClient | None,
+    k: int = 8,
+    **filters: Any,
 ) -> Reflection:
-    recall = vault.recall(query, k=k, **filters)
+    """An answer synthesised from ``recall_fn(query, k=k, **filters)``, citing each memory."""
+    recall = recall_fn(query, k=k, **filters)
     hits = list(recall.items)
     if llm is None or not hits:
         why = (
@@ -162,7 +171,8 @@ def _conversation(messages: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def flush(
-    vault: Vault,
+    store: MemoryStore,
+    resolver: AutoResolver,
     messages: Iterable[dict[str, Any]],
     *,
     llm: LLMClient | None,
@@ -192,27 +202,23 @@ def flush(
         return FlushResult(used_llm=llm is not None)
     fields = [("origin", "flush")]
     if session:
-        from mdmem.memory.sessions import validate_session_id
-
         fields.append(("session", validate_session_id(session)))
     stored: list[Memory] = []
     subject = f"flush: {len(items)} facts before compaction"
-    with vault._judge_with(llm), vault._transaction(subject):
+    with resolver.judge_with(llm), store.writer.transaction(subject) as tx:
         for text, kind in items:
             clean = " ".join(text.split()).replace("::", ":")
             try:
-                stored.append(vault.remember(clean, kind=kind, scope=scope, fields=fields))
+                stored.append(store.remember(clean, kind=kind, scope=scope, fields=fields))
             except InvalidInputError as exc:
                 log.warning("flush skipped an item (%s): %s", exc, clean[:80])
-        batch = vault._batch
-        if batch is not None and batch.ops:
-            batch.subjects[:] = [subject]
-            kept = [t for t in batch.trailers if t[0] != "Op"]
-            batch.trailers[:] = [*dict.fromkeys(kept), ("Op", "flush")]
+        if tx.ops:
+            kept = [t for t in tx.trailers if t[0] != "Op"]
+            tx.set_message(subject, [*dict.fromkeys(kept), ("Op", "flush")])
     new = sum(1 for m in stored if m.was_new)
     return FlushResult(
         memories=stored,
         new=new,
         used_llm=llm is not None,
-        commit=vault.git.head() if new else None,
+        commit=store.git.head() if new else None,
     )

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -36,11 +37,13 @@ from typing import TYPE_CHECKING
 import yaml
 
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
-from mdmem.models import Block, Memory
+from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
+from mdmem.store.secret_guard import guard
+from mdmem.store.textfile import safe_path
 
 if TYPE_CHECKING:
-    from mdmem.vault import Vault
+    from mdmem.store.memories import MemoryStore
 
 __all__ = [
     "DEDUPE_WINDOW",
@@ -114,14 +117,17 @@ class Session:
 
     def __init__(
         self,
-        vault: Vault,
+        store: MemoryStore,
         session_id: str,
         *,
         source: str | None = None,
         contact: str | None = None,
         scope: str | None = None,
+        after_write: Callable[[], object] | None = None,
     ) -> None:
-        self.vault = vault
+        self.store = store
+        # Called after each recorded entry (the facade's automatic consolidation).
+        self.after_write = after_write
         self.id = validate_session_id(session_id)
         self.source = _field_value(source, "source", limit=64)
         self.contact = _field_value(contact, "contact")
@@ -145,15 +151,15 @@ class Session:
         """Record a message; a duplicate returns the earlier entry with ``was_new=False``."""
         if role not in ROLES:
             raise InvalidInputError(f"invalid role {role!r}; one of: {', '.join(ROLES)}")
-        body = self.vault._clean_input(content, secrets)
+        body = self.store.clean_text(content, secrets)
         event = _field_value(event_id, "event")
         fields = self._fields(role, when) + ([("event", event)] if event else [])
-        with self.vault._transaction(None):
+        with self.store.writer.transaction(None):
             dup = self._duplicate(body, event)
             if dup is not None:
                 log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
                 return Memory.from_block(dup, was_new=False)
-            memory_id = self.vault._append_entry(
+            memory_id = self.store.append_entry(
                 self.path,
                 self._heading(role, when),
                 body,
@@ -161,10 +167,10 @@ class Session:
                 scope=self.scope,
                 kind="chat_message",
                 header=self._header(),
-                subject=f"record {role}: {_first_line(body)}",
+                subject=f"record {role}: {first_line(body)}",
                 trailers=[("Session", self.id)],
             )
-        memory = Memory.from_block(self.vault.block(memory_id), was_new=True)
+        memory = Memory.from_block(self.store.block(memory_id), was_new=True)
         self._after_write()
         return memory
 
@@ -188,11 +194,9 @@ class Session:
             )
         if not content.strip():
             raise InvalidInputError("tool output is empty")
-        from mdmem.store.secret_guard import guard
-
-        mode = secrets or self.vault.settings.secrets
+        mode = secrets or self.store.settings.secrets
         content = guard(content, mode)
-        limit = max(200, self.vault.settings.tool_output_max_chars)
+        limit = max(200, self.store.settings.tool_output_max_chars)
         fields = [("kind", "tool_output"), *self._fields("tool", when), ("tool", tool)]
         key: str | None = None
         if len(content) > limit:
@@ -211,12 +215,12 @@ class Session:
         body = "\n".join(body_lines)
         if len(body) > 2 * limit + 1000:  # pragma: no cover - guarded by the preview cut
             raise InvalidInputError("tool output preview too large")
-        with self.vault._transaction(None):
+        with self.store.writer.transaction(None) as tx:
             if key is not None:
                 rel = f"{TOOL_OUTPUT_DIR}/{key}.md"
-                if not (self.vault.root / rel).exists():
-                    self.vault._stage_file(rel, self._tool_file(key, tool, content, when))
-            memory_id = self.vault._append_entry(
+                if not (self.store.root / rel).exists():
+                    tx.stage_raw_file(rel, self._tool_file(key, tool, content, when))
+            memory_id = self.store.append_entry(
                 self.path,
                 self._heading(f"tool {tool}", when),
                 body,
@@ -227,7 +231,7 @@ class Session:
                 subject=f"record tool output {tool}: {len(content):,} chars",
                 trailers=[("Session", self.id)] + ([("Tool-Output", key)] if key else []),
             )
-        memory = Memory.from_block(self.vault.block(memory_id), was_new=True)
+        memory = Memory.from_block(self.store.block(memory_id), was_new=True)
         self._after_write()
         return memory
 
@@ -235,8 +239,8 @@ class Session:
 
     def entries(self) -> list[Memory]:
         """Every entry of this session, in file order."""
-        self.vault.catalog.refresh(self.path)
-        state = self.vault.catalog.files.get(self.path)
+        self.store.catalog.refresh(self.path)
+        state = self.store.catalog.files.get(self.path)
         if state is None:
             return []
         return [Memory.from_block(b, was_new=False) for b in state.parsed.blocks if b.is_memory]
@@ -255,7 +259,7 @@ class Session:
         return fields
 
     def _heading(self, label: str, when: datetime | None) -> str:
-        moment = self.vault._local(when)
+        moment = self.store.clock.local(when)
         return f"{moment:%Y-%m-%d %H:%M:%S} · {label}"
 
     def _header(self) -> list[str]:
@@ -285,11 +289,11 @@ class Session:
     def _duplicate(self, body: str, event: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
-        self.vault.catalog.refresh(self.path)
+        self.store.catalog.refresh(self.path)
         if event is not None:
             # An event id is unique at its source, however old: a platform
             # redelivering a day-old message must not record it twice.
-            same = self.vault.catalog.with_event(self.source, event)
+            same = self.store.catalog.with_event(self.source, event)
             if same:
                 return same[0]
         for block in self._recent_blocks(now):
@@ -307,7 +311,7 @@ class Session:
 
     def _recent_blocks(self, now: datetime) -> list[Block]:
         """This session's entries, plus those of session files written within the window."""
-        catalog = self.vault.catalog
+        catalog = self.store.catalog
         cutoff_ns = int((now - DEDUPE_WINDOW).timestamp() * 1e9)
         out: list[Block] = []
         for path, state in list(catalog.files.items()):
@@ -318,9 +322,8 @@ class Session:
         return out
 
     def _after_write(self) -> None:
-        from mdmem.memory.consolidate import maybe_auto_consolidate
-
-        maybe_auto_consolidate(self.vault)
+        if self.after_write is not None:
+            self.after_write()
 
 
 def _tool_output_key(scope: str, content: str) -> str:
@@ -328,14 +331,12 @@ def _tool_output_key(scope: str, content: str) -> str:
     return f"tout_{digest[:20]}"
 
 
-def read_tool_output(vault: Vault, key: str, *, scope: str | None = None) -> str:
+def read_tool_output(store: MemoryStore, key: str, *, scope: str | None = None) -> str:
     """The full text stored under ``key``; ``scope`` (a host restriction) must match."""
     if not isinstance(key, str) or not _KEY.match(key.strip()):
         raise InvalidInputError(f"invalid tool output key {key!r} (expected tout_ + 20 hex)")
     key = key.strip()
-    from mdmem.store.textfile import safe_path
-
-    path = safe_path(vault.root, f"{TOOL_OUTPUT_DIR}/{key}.md")
+    path = safe_path(store.root, f"{TOOL_OUTPUT_DIR}/{key}.md")
     try:
         raw = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -353,8 +354,3 @@ def read_tool_output(vault: Vault, key: str, *, scope: str | None = None) -> str
     return raw[end + 5 :]
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""

@@ -239,6 +239,16 @@ class ParsedFile:
                 return block
         return None
 
+    def copy(self) -> ParsedFile:
+        """A copy whose block list can change without touching this one."""
+        return ParsedFile(
+            path=self.path,
+            file=self.file,
+            frontmatter=self.frontmatter,
+            frontmatter_lines=self.frontmatter_lines,
+            blocks=list(self.blocks),
+        )
+
 
 @dataclass
 class _Heading:

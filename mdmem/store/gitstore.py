@@ -197,6 +197,13 @@ class GitStore:
         """Drop the cached list of tracked files (after checkouts, pulls, purges)."""
         self._tracked = None
 
+    def changed_between(self, old: str, new: str) -> list[str]:
+        """Paths a ``git diff --name-status -M old..new`` names (renames: both); [] on error."""
+        status, out, _err = self.execute(
+            "diff", "--name-status", "-M", "-z", f"{old}..{new}", strip=False
+        )
+        return [f for f in out.split("\0") if f] if status == 0 else []
+
     def dirty_paths(self) -> list[str]:
         """Paths that differ from HEAD (modified, deleted, untracked, staged)."""
         out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all", strip=False)

@@ -1,0 +1,82 @@
+"""Recall over a live vault: refresh what changed on disk, search, remember what was shown.
+
+:class:`Recaller` composes the pure ranking pipeline (:func:`run_recall`)
+with the store it reads: edits saved since the last call are indexed first
+(sharing one model call with the query), and every hit feeds the
+usefulness signals kept in the state dir.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from mdmem.models import Block, Hit, Recall
+from mdmem.recall.conversation import FileOrder
+from mdmem.recall.search import RecallQuery, run_recall, vector_query_text
+from mdmem.recall.usefulness import UsefulnessStore
+from mdmem.store.memories import MemoryStore
+
+__all__ = ["Recaller"]
+
+
+class Recaller:
+    """Hybrid recall over one store; ``human_of`` tells whether a person wrote a block."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        human_of: Callable[[Block], bool] | None = None,
+    ) -> None:
+        self.store = store
+        self.human_of = human_of
+        self.threads = FileOrder(store.catalog.blocks_in, store.catalog.people)
+        self._usefulness: UsefulnessStore | None = None
+
+    @property
+    def usefulness(self) -> UsefulnessStore:
+        """Hit counts and trust per memory (state dir, not markdown), opened on first use."""
+        if self._usefulness is None:
+            with self.store.writer.mutex:  # parallel recalls (prompt_context) share one store
+                if self._usefulness is None:
+                    self._usefulness = UsefulnessStore(self.store.state_dir / "usefulness.sqlite")
+        return self._usefulness
+
+    def close(self) -> None:
+        if self._usefulness is not None:
+            self._usefulness.close()
+
+    def recall(self, q: RecallQuery) -> Recall:
+        """The memories most relevant to ``q``, best first; edits on disk are indexed first."""
+        started = time.perf_counter()
+        store = self.store
+        if q.mode == "keyword":
+            store.refresh()
+        else:
+            # Blocks the refresh embeds (an edit) share one model call with the query.
+            with store.indexer.query_ahead(vector_query_text(q.query, self.threads)):
+                store.refresh()
+        store.indexer.catch_up()
+        settings = store.settings.recall
+        result = run_recall(
+            q,
+            store.indexer,
+            store.catalog.block,
+            settings,
+            trust_of=self.usefulness.trust,
+            human_of=self.human_of if settings.human_weight > 0 else None,
+            threads=self.threads,
+            embed_query=store.indexer.embed_query,
+        )
+        self._note_hits(result.items)
+        return Recall(
+            query=result.query,
+            items=result.items,
+            degraded=result.degraded,
+            reranked=result.reranked,
+            took_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _note_hits(self, hits: Iterable[Hit]) -> None:
+        self.usefulness.record_hits(h.id for h in hits)

@@ -1,0 +1,424 @@
+"""The memory store: a vault's files, git, catalog, indexes and writer, and the write verbs.
+
+:class:`MemoryStore` is what the features above the store layer
+(consolidation, sessions, the git-native features, doctor) work with; the
+:class:`~mdmem.vault.Vault` facade composes it with recall and those
+features. Every verb here validates its input (:mod:`mdmem.store.inputs`)
+and writes through the one :class:`~mdmem.store.writer.Writer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import date, datetime
+from functools import lru_cache
+from pathlib import Path
+
+from mdmem.config import Settings, state_dir_for
+from mdmem.errors import InvalidInputError
+from mdmem.index.indexer import Indexer, IndexStats
+from mdmem.models import Block, Memory, first_line
+from mdmem.store import blocks as blk
+from mdmem.store.catalog import Catalog
+from mdmem.store.gitstore import GitStore
+from mdmem.store.ids import normalize_id
+from mdmem.store.inputs import (
+    MASK,
+    Clock,
+    check_category,
+    check_fields,
+    check_kind,
+    check_tags,
+    clean_text,
+    iso_date,
+    refuse_secret_metadata,
+)
+from mdmem.store.secret_guard import refuse_in_metadata
+from mdmem.store.writer import Trailers, Transaction, Writer, memory_trailers
+
+__all__ = ["AutoResolve", "MemoryStore", "memory_file"]
+
+_ROUTES = {"preference": "USER.md", "world": "WORLD.md"}
+
+# Retires what a new memory replaces: (memory, fresh_batch) -> the memory with
+# ``superseded`` filled. Handed in by the facade (it lives in mdmem.memory).
+AutoResolve = Callable[[Memory, bool], Memory]
+
+
+@lru_cache(maxsize=1024)
+def memory_file(scope: str, kind: str) -> str:
+    """The file a ``remember`` of ``kind`` in ``scope`` goes to."""
+    return str(blk.scope_dir(scope) / _ROUTES.get(kind, "MEMORY.md"))
+
+
+class MemoryStore:
+    """Markdown files under git, plus the derived catalog and indexes, written by one writer."""
+
+    def __init__(self, root: Path, settings: Settings, *, agent: str) -> None:
+        self.root = root
+        self.settings = settings
+        self.agent = agent
+        self.state_dir = state_dir_for(root, settings)
+        self.clock = Clock(settings.timezone)
+        self.git = GitStore(root)
+        self.catalog = Catalog(root, live=True)
+        self.indexer = Indexer(self.state_dir, settings, self.catalog)
+        self.writer = Writer(
+            root, settings, self.state_dir, self.git, self.catalog, self.indexer, self.agent
+        )
+        self.auto_resolve: AutoResolve | None = None
+        self.writer.follow_head()
+        self.indexer.boot()
+
+    def close(self) -> None:
+        self.writer.close()
+        self.indexer.close()
+        self.catalog.close()
+
+    # -- reads ---------------------------------------------------------------
+
+    def block(self, memory_id: str) -> Block:
+        """The parsed block of a memory, with its inline fields."""
+        return self.writer.block(memory_id)
+
+    def get(self, memory_id: str) -> Memory:
+        return Memory.from_block(self.writer.block(memory_id), was_new=False)
+
+    def refresh(self) -> list[str]:
+        """Notice files changed on disk and index them; returns the changed paths."""
+        return self.writer.refresh()
+
+    def memories(self, *, include_inactive: bool = True) -> list[Memory]:
+        self.refresh()
+        return [
+            Memory.from_block(b, was_new=False)
+            for b in self.catalog.blocks(memories_only=True)
+            if include_inactive or b.status == "active"
+        ]
+
+    def reindex(
+        self, full: bool = False, *, progress: Callable[[str, int, int], None] | None = None
+    ) -> IndexStats:
+        """Bring the indexes up to date (incremental), or rebuild both from scratch."""
+        with self.writer.mutex:
+            if full:
+                self.indexer.rebuild(progress)
+            else:
+                self.refresh()
+                self.indexer.catch_up()
+                self.indexer.checkpoint(force=True)
+            return self.indexer.stats()
+
+    # -- writes --------------------------------------------------------------
+
+    @contextmanager
+    def batch(self, subject: str | None = "batch import") -> Iterator[Transaction]:
+        """Group many writes into one commit (see :meth:`Writer.batch`)."""
+        if subject:
+            refuse_in_metadata(subject, "the batch subject (it goes into the commit message)")
+        with self.writer.batch(subject) as tx:
+            yield tx
+
+    def clean_text(self, text: object, secrets: str | None = None) -> str:
+        """Memory text as it will be stored (stripped, checked, secrets guarded)."""
+        return clean_text(text, secrets or self.settings.secrets)
+
+    def remember(
+        self,
+        text: str,
+        kind: str = "fact",
+        tags: Iterable[str] = (),
+        scope: str | None = None,
+        *,
+        created: datetime | date | str | None = None,
+        fields: Iterable[tuple[str, str]] = (),
+        secrets: str | None = None,
+    ) -> Memory:
+        """Store one memory; the same normalised text in the same scope is stored once."""
+        kind = check_kind(kind)
+        scope = blk.validate_scope(scope)
+        tag_list = check_tags(tags)
+        body = self.clean_text(text, secrets)
+        # A learning without a topic goes to MEMORY.md like any other fact.
+        rel = memory_file(scope, kind)
+        extra = check_fields(fields)
+        if kind != blk.default_kind_for(rel):
+            extra.insert(0, ("kind", kind))
+        if created is not None:
+            extra.append(("created", iso_date(created)))
+        # Auto-resolve retires what the new memory replaces in the same commit.
+        outer = self.writer.current
+        with self.writer.batch(subject=None) as tx:
+            fresh_batch = tx.ops == 0
+            memory = self._store_item(
+                tx, rel, body, tag_list, extra, scope=scope, kind=kind, op="remember"
+            )
+            if outer is not None and outer.defers_resolve:
+                if memory.was_new and self.indexer.embedder is not None:
+                    if not outer.to_resolve():
+                        # Load the vector index now: loading it at the end would
+                        # reconcile the batch's own memories into it, and they
+                        # would crowd out the candidates auto-resolve looks for.
+                        self.indexer.vectors  # noqa: B018
+                    outer.resolve_later(memory.id)
+                return memory
+            if self.auto_resolve is None:
+                return memory
+            return self.auto_resolve(memory, fresh_batch)
+
+    def log(
+        self,
+        text: str,
+        category: str = "Note",
+        *,
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        when: datetime | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Append an entry ``## HH:MM · Category`` to today's daily log."""
+        scope = blk.validate_scope(scope)
+        category = check_category(category)
+        body = self.clean_text(text, secrets)
+        moment = self.clock.local(when)
+        rel = str(blk.scope_dir(scope) / "daily" / f"{moment:%Y-%m-%d}.md")
+        return self._store_entry(
+            rel,
+            f"{moment:%H:%M} · {category}",
+            body,
+            check_tags(tags),
+            scope=scope,
+            kind="log",
+            op="log",
+            title=f"# Daily log {moment:%Y-%m-%d}",
+        )
+
+    def journal(
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        when: datetime | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Add a dated self-reflection to JOURNAL.md."""
+        scope = blk.validate_scope(scope)
+        body = self.clean_text(text, secrets)
+        moment = self.clock.local(when)
+        return self._store_entry(
+            str(blk.scope_dir(scope) / "JOURNAL.md"),
+            f"{moment:%Y-%m-%d %H:%M}",
+            body,
+            check_tags(tags),
+            scope=scope,
+            kind="journal",
+            op="journal",
+            title="# Journal",
+        )
+
+    def learn(
+        self,
+        topic: str,
+        text: str,
+        *,
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        secrets: str | None = None,
+    ) -> Memory:
+        """Add an insight under ``## Topic: <topic>`` in LEARNING.md (section made if missing)."""
+        scope = blk.validate_scope(scope)
+        topic = " ".join(str(topic).split())
+        if not topic or len(topic) > 120 or topic.startswith("#"):
+            raise InvalidInputError(f"invalid topic {topic!r}")
+        body = self.clean_text(text, secrets)
+        rel = str(blk.scope_dir(scope) / "LEARNING.md")
+        with self.writer.batch(subject=None) as tx:
+            return self._store_item(
+                tx,
+                rel,
+                body,
+                check_tags(tags),
+                [],
+                scope=scope,
+                kind="learning",
+                op="learn",
+                topic=topic,
+            )
+
+    def append_entry(
+        self,
+        rel: str,
+        heading: str,
+        body: str,
+        *,
+        fields: list[tuple[str, str]],
+        scope: str,
+        kind: str,
+        header: list[str],
+        subject: str,
+        trailers: Trailers,
+        tags: Iterable[str] = (),
+        op: str = "record",
+    ) -> str:
+        """Append a ``## heading`` entry with inline fields (``header`` starts a new file).
+
+        ``body`` must already be clean (:meth:`clean_text`); returns the new id.
+        """
+        refuse_secret_metadata(
+            rel, blk.render_entry(heading, MASK, "m-0", tags=tags, fields=fields), header
+        )
+        with self.writer.batch(subject=None) as tx:
+            memory_id = self.writer.new_id()
+            lines = blk.render_entry(heading, body, memory_id, tags=tags, fields=fields)
+            tx.add_entry(
+                rel,
+                lines,
+                memory_id,
+                header=header,
+                subject=subject,
+                trailers=memory_trailers(memory_id, kind, scope, op) + trailers,
+            )
+        return memory_id
+
+    def forget(self, memory_id: str, *, reason: str | None = None) -> Memory:
+        """Remove a memory's block from its file; git history keeps it."""
+        memory_id = normalize_id(memory_id)
+        if reason:
+            refuse_in_metadata(reason, "the reason (it goes into the commit message)")
+        with self.writer.batch(subject=None) as tx:
+            block = self.writer.block(memory_id)
+            tx.remove_block(
+                memory_id,
+                subject=f"forget {block.kind}: {first_line(block.text)}",
+                trailers=memory_trailers(block.id, block.kind, block.scope, "forget")
+                + ([("Reason", reason)] if reason else []),
+            )
+        return Memory.from_block(block, was_new=False)
+
+    def supersede(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        kind: str | None = None,
+        tags: Iterable[str] | None = None,
+        secrets: str | None = None,
+    ) -> Memory:
+        """Store ``text`` as the successor of ``memory_id`` and retire the old memory."""
+        memory_id = normalize_id(memory_id)
+        with self.writer.batch(subject=None) as tx:
+            old = self.writer.block(memory_id)
+            new = self.remember(
+                text,
+                kind=kind or old.kind,
+                tags=old.tags if tags is None else tags,
+                scope=old.scope,
+                secrets=secrets,
+            )
+            if new.id == old.id:
+                return new
+            tx.set_fields(
+                old.id,
+                {"status": "superseded", "by": f"^{new.id}", "updated": self.clock.today()},
+                op="supersede",
+                subject=f"supersede {old.kind}: {first_line(old.text)}",
+            )
+            tx.set_message(
+                f"supersede {old.kind}: {first_line(text)}",
+                [
+                    *memory_trailers(new.id, new.kind, new.scope, "supersede"),
+                    ("Supersedes", old.id),
+                ],
+            )
+        return Memory.from_block(self.block(new.id), was_new=new.was_new, superseded=(old.id,))
+
+    def resolve(self, memory_id: str, *, status: str = "resolved") -> Memory:
+        """Mark a memory resolved (or another status); it leaves default recall."""
+        memory_id = normalize_id(memory_id)
+        if status not in ("resolved", "superseded", "active"):
+            raise InvalidInputError(f"invalid status {status!r}")
+        with self.writer.batch(subject=None) as tx:
+            block = self.writer.block(memory_id)
+            today = self.clock.today()
+            updates: dict[str, str | None] = {"status": status, "updated": today}
+            if status == "active":
+                updates = {"status": None, "by": None, "updated": today}
+            verb = "resolve" if status != "active" else "reactivate"
+            tx.set_fields(
+                memory_id,
+                updates,
+                op=verb,
+                subject=f"{verb} {block.kind}: {first_line(block.text)}",
+            )
+        return self.get(memory_id)
+
+    def commit_human_edits(self) -> str | None:
+        """Commit files a person changed, authored as the human; returns the sha."""
+        with self.writer.writing():
+            return self.writer.commit_human_edits()
+
+    # -- internals -----------------------------------------------------------
+
+    def _store_item(
+        self,
+        tx: Transaction,
+        rel: str,
+        body: str,
+        tags: list[str],
+        extra: list[tuple[str, str]],
+        *,
+        scope: str,
+        kind: str,
+        op: str,
+        topic: str | None = None,
+    ) -> Memory:
+        refuse_secret_metadata(
+            rel,
+            blk.render_list_item(MASK, "m-0", tags=tags, fields=extra),
+            [f"## Topic: {topic}"] if topic is not None else [],
+        )
+        digest = blk.content_hash(body)
+        self.writer.refresh_file(rel)
+        existing = self.catalog.find_active(scope, digest)
+        if existing is not None and (topic is None or existing.path == rel):
+            return Memory.from_block(existing, was_new=False)
+        memory_id = self.writer.new_id()
+        tx.add_item(
+            rel,
+            blk.render_list_item(body, memory_id, tags=tags, fields=extra),
+            subject=f"{op} {kind}: {first_line(body)}",
+            trailers=memory_trailers(memory_id, kind, scope, op)
+            + ([("Topic", topic)] if topic else []),
+            topic=topic,
+            hashed=(body, digest),
+        )
+        return Memory.from_block(self.writer.block(memory_id), was_new=True)
+
+    def _store_entry(
+        self,
+        rel: str,
+        heading: str,
+        body: str,
+        tags: list[str],
+        *,
+        scope: str,
+        kind: str,
+        op: str,
+        title: str,
+    ) -> Memory:
+        memory_id = self.append_entry(
+            rel,
+            heading,
+            body,
+            fields=[],
+            scope=scope,
+            kind=kind,
+            header=[title],
+            subject=f"{op}: {first_line(body)}",
+            trailers=[],
+            tags=tags,
+            op=op,
+        )
+        return Memory.from_block(self.writer.block(memory_id), was_new=True)

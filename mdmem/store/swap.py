@@ -1,0 +1,185 @@
+"""Compare-and-swap of one file against a person editing it at the same time.
+
+The writer stages its new bytes, checks that the file still holds what it
+read, and renames over it. A user-space compare-and-swap can't stop an
+editor from writing a moment after the check, so the replaced inode is
+watched for a while (:class:`Orphans`) and bytes that land there are carried
+over to the new file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+from mdmem.store.editors import Pending
+from mdmem.store.textfile import atomic_write, discard_temp, fsync_file, install_temp, write_temp
+
+__all__ = ["Orphans", "after_their_appends", "swap"]
+
+log = logging.getLogger("mdmem")
+
+_CAREFUL_WAIT = 0.02
+_APPEND_MERGES = 3  # re-stagings per swap when someone keeps appending to the file
+_ORPHAN_WATCH = 5.0  # seconds a replaced inode is watched for late writes
+
+
+class Orphans:
+    """Replaced files still open elsewhere: bytes written to them are carried over."""
+
+    def __init__(self) -> None:
+        self._watched: list[tuple[int, int, Path, float]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._watched)
+
+    def watch(self, fd: int, size: int, full: Path) -> None:
+        """Keep ``fd`` (the replaced inode of ``full``, ``size`` bytes) for a while."""
+        self._watched.append((fd, size, full, time.monotonic() + _ORPHAN_WATCH))
+
+    def expire_all(self) -> None:
+        """Make every watch end at the next :meth:`rescue` (on close)."""
+        self._watched = [(fd, n, p, 0.0) for fd, n, p, _ in self._watched]
+
+    def rescue(self) -> None:
+        """Bytes written to a file we had already replaced are appended to the new one.
+
+        A process that opened the file just before our rename may write a
+        moment after it; those bytes land in the unlinked old inode. Every
+        later write (and close) looks there first, so they are not lost.
+        """
+        keep = []
+        for fd, expected, full, deadline in self._watched:
+            try:
+                size = os.fstat(fd).st_size
+                if size > expected:
+                    extra = os.pread(fd, size - expected, expected)
+                    current = full.read_bytes() if full.exists() else b""
+                    if current and not current.endswith(b"\n"):
+                        current += b"\n"
+                    atomic_write(full, current + extra)
+                    log.info("recovered %d bytes written to a replaced %s", len(extra), full.name)
+                    expected = size
+            except OSError:
+                pass
+            if time.monotonic() < deadline:
+                keep.append((fd, expected, full, deadline))
+            else:
+                os.close(fd)
+        self._watched = keep
+
+
+def swap(
+    full: Path,
+    pending: Pending,
+    orphans: Orphans,
+    *,
+    contended: bool = False,
+    careful: bool = False,
+    merge_appends: bool = False,
+) -> bool:
+    """Replace the file if it still holds what we read; False if it changed.
+
+    With ``merge_appends``, lines someone appended meanwhile are kept and
+    ours go after them, when both sides only appended. The first retry does
+    not use it, so that a person's edit is committed as theirs.
+
+    The new content is staged and fsynced first, so the compare and the
+    rename are microseconds apart: the window in which a human's save could
+    slip between them is as small as a user-space CAS can make it.
+    """
+    # Under contention (an editor saving faster than we can fsync) the fsync
+    # moves after the rename, shrinking the read-to-rename window to
+    # microseconds; the write is still atomic, and durable on return.
+    ours = pending.tf.to_bytes()
+    expected = pending.original
+    synced = not contended
+    tmp = write_temp(full, ours, fsync=synced)
+    old_fd = None
+    try:
+        for _ in range(_APPEND_MERGES + 1):
+            try:
+                old_fd = os.open(full, os.O_RDONLY)
+                current: bytes | None = _read_fd(old_fd)
+            except FileNotFoundError:
+                current = None
+            if current == expected:
+                break
+            merged = (
+                after_their_appends(expected, ours, current, pending.only_appends)
+                if merge_appends
+                else None
+            )
+            discard_temp(tmp)
+            if merged is None:
+                return False
+            # Both sides only appended: our lines go after theirs, with no
+            # replay, so a fast typist cannot starve the write.
+            if old_fd is not None:
+                os.close(old_fd)
+                old_fd = None
+            expected, ours, synced = current, merged, False
+            tmp = write_temp(full, ours, fsync=False)
+        else:
+            discard_temp(tmp)
+            return False
+        install_temp(tmp, full)
+        if not synced:
+            fsync_file(full)
+        if careful:
+            # An editor that opened the file just before the rename may write
+            # a moment later; give it that moment before checking the old
+            # inode, so its bytes are not left in an unlinked file.
+            time.sleep(_CAREFUL_WAIT)
+        if old_fd is not None and os.fstat(old_fd).st_size != len(current or b""):
+            # An editor appended to the old inode after our check: its bytes
+            # are in a file that is no longer linked. Put them back.
+            theirs = _read_fd(old_fd)
+            # Bytes appended to the new file meanwhile are kept too.
+            try:
+                now_new = full.read_bytes()
+            except FileNotFoundError:
+                now_new = ours
+            if current is not None and theirs.startswith(current) and now_new.startswith(ours):
+                # They only appended: keep our edit and put their lines after
+                # it. Replaying instead could starve the write, as a fast
+                # typist appends inside every wait window.
+                atomic_write(full, now_new + theirs[len(current) :])
+                return True
+            if now_new.startswith(ours):
+                theirs += now_new[len(ours) :]
+            atomic_write(full, theirs)
+            pending.original = theirs
+            return False
+        if old_fd is not None and careful:
+            # Keep watching the replaced inode for a moment: an editor holding
+            # it open may still append there.
+            orphans.watch(old_fd, len(current or b""), full)
+            old_fd = None
+        return True
+    finally:
+        if old_fd is not None:
+            os.close(old_fd)
+
+
+def after_their_appends(
+    original: bytes | None, ours: bytes, current: bytes | None, only_appends: bool
+) -> bytes | None:
+    """``current`` plus the lines we appended to ``original``; None unless both only appended."""
+    if not only_appends or original is None or current is None:
+        return None
+    if not (original.endswith(b"\n") and current.endswith(b"\n")):
+        return None
+    if not (current.startswith(original) and ours.startswith(original)):
+        return None
+    return current + ours[len(original) :]
+
+
+def _read_fd(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)

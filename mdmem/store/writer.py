@@ -1,0 +1,724 @@
+"""The one write path: every change to a vault file and every commit goes through here.
+
+A write runs under the vault lock (a thread mutex plus a file lock shared by
+processes). Before it, what a person changed meanwhile is committed as that
+person. The write itself is a :class:`Transaction`: its edits are applied to
+an in-memory copy of each file they touch, and the transaction's end writes
+each file with a compare-and-swap against a concurrent editor
+(:mod:`mdmem.store.swap`), makes one git commit authored by the agent, with
+trailers, and updates both indexes, so the change is searchable on return.
+
+Use :meth:`Writer.batch` (one commit for many writes, keeping what was done
+before an error) or :meth:`Writer.transaction` (all or nothing, or a dry
+run). Inside one, the transaction's methods add list items and entries,
+rewrite blocks, set inline fields, remove blocks and create files, and
+:meth:`Transaction.set_message` names the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock
+from filelock import Timeout as FileLockTimeout
+
+from mdmem.config import Settings
+from mdmem.errors import (
+    ConflictError,
+    InvalidInputError,
+    LockTimeoutError,
+    MemoryNotFoundError,
+    VaultFileError,
+)
+from mdmem.index.indexer import AppendStream, Indexer
+from mdmem.models import Block
+from mdmem.store import blocks as blk
+from mdmem.store.catalog import Catalog, signature_of
+from mdmem.store.editors import (
+    Edit,
+    Editor,
+    Pending,
+    block_remover,
+    blocks_rewriter,
+    entry_appender,
+    field_setter,
+    file_creator,
+    item_appender,
+    raw_replacer,
+)
+from mdmem.store.gitstore import GitStore, Identity, format_message
+from mdmem.store.ids import IdIssuer, normalize_id
+from mdmem.store.swap import Orphans, swap
+from mdmem.store.textfile import SkipFile, TextFile, decode, safe_path
+
+__all__ = ["Change", "Transaction", "Writer", "memory_trailers"]
+
+log = logging.getLogger("mdmem")
+
+Trailers = list[tuple[str, str]]
+# (path, bytes before or None for a new file, bytes after): what a dry run would write.
+Change = tuple[str, bytes | None, bytes]
+
+_CAS_ATTEMPTS = 100
+_CONTENDED_AFTER = 5
+# Below this many appended blocks the keyword index is written at the flush:
+# forking Whoosh's sub-writers costs more than it saves.
+STREAM_AFTER = 2_000
+# Blocks are fed in chunks (Whoosh hands its sub-writers 100 documents a job).
+_STREAM_CHUNK = 100
+_MAX_ID_TRAILERS = 100
+_SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
+_EDITOR_ACTIVE_FOR = 10.0  # seconds a foreign edit keeps the writer careful
+
+
+def memory_trailers(memory_id: str, kind: str, scope: str, op: str) -> Trailers:
+    """The trailers that make a commit findable by memory, kind, scope and operation."""
+    return [
+        ("Memory-Id", memory_id),
+        ("Kind", kind),
+        ("Scope", scope or blk.ROOT_SCOPE),
+        ("Op", op),
+    ]
+
+
+class Transaction:
+    """The edits of one commit: apply them with the methods below, inside
+    :meth:`Writer.batch` or :meth:`Writer.transaction`.
+
+    Each method takes the commit subject and trailers of that one write; a
+    commit of several writes is titled from them, or by :meth:`set_message`.
+    """
+
+    def __init__(self, writer: Writer, *, defer_resolve: bool = False) -> None:
+        self._writer = writer
+        self.pending: dict[str, Pending] = {}
+        self._subjects: list[str] = []
+        self._trailers: Trailers = []
+        self._ops = 0
+        # A batch() auto-resolves its new memories at its end, embedded together.
+        self.defers_resolve = defer_resolve
+        self._to_resolve: list[str] = []
+        # A large import into one file is keyword-indexed while it is built.
+        self._stream: AppendStream | None = None
+        self._stream_path: str | None = None
+        self._streamed = 0  # how many of that file's appended blocks were fed
+        self.changes: list[Change] = []  # filled at the end of a dry run
+
+    # -- what the commit says ------------------------------------------------
+
+    @property
+    def ops(self) -> int:
+        """How many writes the transaction holds so far."""
+        return self._ops
+
+    @property
+    def trailers(self) -> Trailers:
+        """The trailers collected so far (a copy)."""
+        return list(self._trailers)
+
+    def set_message(self, subject: str, trailers: Iterable[tuple[str, str]]) -> None:
+        """Replace the commit's subject and trailers (one commit, one meaning)."""
+        self._subjects = [subject]
+        self._trailers = list(trailers)
+
+    def resolve_later(self, memory_id: str) -> None:
+        """Auto-resolve ``memory_id`` when the batch ends, with the batch's other memories."""
+        self._to_resolve.append(memory_id)
+
+    # -- edits ---------------------------------------------------------------
+
+    def add_item(
+        self,
+        rel: str,
+        lines: list[str],
+        *,
+        subject: str,
+        trailers: Trailers,
+        topic: str | None = None,
+        hashed: tuple[str, str] | None = None,
+    ) -> None:
+        """Append a rendered list item to ``rel`` (under ``## Topic: topic`` if given)."""
+        self.apply(rel, item_appender(rel, lines, topic=topic, hashed=hashed), subject, trailers)
+
+    def add_entry(
+        self,
+        rel: str,
+        lines: list[str],
+        memory_id: str,
+        *,
+        header: list[str],
+        subject: str,
+        trailers: Trailers,
+    ) -> None:
+        """Append a rendered entry section; ``header`` starts the file if it is new."""
+        self.apply(rel, entry_appender(header, lines, memory_id), subject, trailers)
+
+    def set_fields(
+        self,
+        memory_id: str,
+        updates: dict[str, str | None],
+        *,
+        op: str,
+        subject: str,
+        extra_trailers: Trailers | None = None,
+    ) -> None:
+        """Set (or with None remove) inline fields of one block."""
+        block = self._writer.block(memory_id)
+        self.apply(
+            block.path,
+            field_setter(block.id, updates),
+            subject,
+            memory_trailers(block.id, block.kind, block.scope, op) + (extra_trailers or []),
+        )
+
+    def remove_block(self, memory_id: str, *, subject: str, trailers: Trailers) -> Block:
+        """Remove one block from its file; returns it as it was."""
+        block = self._writer.block(memory_id)
+        self.apply(block.path, block_remover(block.id), subject, trailers)
+        return block
+
+    def rewrite_blocks(
+        self,
+        memory_ids: Iterable[str],
+        make: Callable[[Block, TextFile], list[str]],
+        *,
+        subject: str,
+        op: str,
+        trailers: Trailers,
+    ) -> None:
+        """Replace many blocks' lines with ``make(block, file)``: one edit per file."""
+        by_path: dict[str, list[str]] = {}
+        for memory_id in memory_ids:
+            block = self._writer.block(memory_id)
+            by_path.setdefault(block.path, []).append(block.id)
+        for rel, ids in by_path.items():
+            self.apply(
+                rel,
+                blocks_rewriter(ids, make),
+                subject,
+                [("Op", op), *trailers, *(("Memory-Id", i) for i in ids[:20])],
+            )
+
+    def create_file(self, rel: str, lines: list[str], *, subject: str, trailers: Trailers) -> None:
+        """Create a markdown file (indexed like any other); it must not exist yet."""
+        self.apply(rel, file_creator(rel, lines), subject, trailers)
+
+    def stage_raw_file(self, rel: str, data: bytes) -> None:
+        """Add a raw, non-indexed file (a full tool output) to this commit.
+
+        It bypasses the parser on purpose: the catalog never walks its folder,
+        and a parse would put a multi-megabyte payload into the indexes.
+        """
+        full = safe_path(self._writer.root, rel)
+        try:
+            original: bytes | None = full.read_bytes()
+        except FileNotFoundError:
+            original = None
+        text = data.decode("utf-8")
+        tf = TextFile(lines=[text])
+        self.pending[rel] = Pending(
+            original=original, tf=tf, parsed=None, edits=[raw_replacer(text)]
+        )
+        self._ops += 1  # no subject of its own: the entry that points at it names the commit
+
+    def apply(self, rel: str, edit: Editor, subject: str, trailers: Trailers) -> None:
+        """Apply any editor (see :mod:`mdmem.store.editors`) to one file."""
+        writer = self._writer
+        pending = self.pending.get(rel)
+        if pending is None:
+            # Checked once per file and transaction (resolving is a syscall
+            # per folder); the flush checks the path again before it writes.
+            pending = writer.load_pending(rel, safe_path(writer.root, rel))
+            self.pending[rel] = pending
+        result = edit(pending.tf, pending.parsed)
+        pending.edits.append(edit)
+        pending.parsed = writer.reparse(rel, pending, result, self)
+        self._subjects.append(subject)
+        self._trailers.extend(trailers)
+        self._ops += 1
+
+    # -- the end -------------------------------------------------------------
+
+    def stream_appended(self, rel: str, pending: Pending, indexer: Indexer) -> None:
+        """Feed a large batch's appended blocks to the keyword stream as they come."""
+        if len(pending.appended) < STREAM_AFTER:
+            return
+        if self._stream_path is None:
+            self._stream_path = rel
+            self._stream = indexer.open_stream()
+        if self._stream is None or rel != self._stream_path:
+            return
+        if len(pending.appended) - self._streamed < _STREAM_CHUNK:
+            return  # the rest goes in at the flush
+        self._stream.feed(pending.appended[self._streamed :])
+        self._streamed = len(pending.appended)
+
+    def message(self, subject: str | None) -> tuple[str, Trailers]:
+        """The commit's title and trailers."""
+        subjects, trailers = self._subjects, self._trailers
+        if len(subjects) == 1:
+            title = subjects[0]
+        elif subject is None:
+            title = f"{subjects[0]} (+{len(subjects) - 1} more)"
+        else:
+            title = f"{subject}: {self._ops} writes"
+        if len(subjects) > 1:
+            ops = {v for k, v in trailers if k == "Op"}
+            trailers = [t for t in trailers if t[0] != "Op"] + [
+                ("Op", "batch" if len(ops) != 1 else next(iter(ops)))
+            ]
+            trailers = list(dict.fromkeys(trailers))
+            ids = [t for t in trailers if t[0] == "Memory-Id"]
+            if len(ids) > _MAX_ID_TRAILERS:
+                # history() finds a memory by its id in the diff; the trailers
+                # are a convenience, so a huge import lists a few.
+                trailers = [t for t in trailers if t[0] != "Memory-Id"]
+                trailers = ids[:_MAX_ID_TRAILERS] + trailers + [("Memories", str(len(ids)))]
+        return title, trailers
+
+    def index_written(self, written: list[str], indexer: Indexer, catalog: Catalog) -> None:
+        # The streamed file first: any other keyword write would cancel it.
+        for rel in sorted(written, key=lambda r: r != self._stream_path):
+            pending = self.pending[rel]
+            stream = self._stream if rel == self._stream_path else None
+            if pending.only_appends and rel in catalog.files:
+                indexer.add_appended(
+                    rel, pending.appended, stream, rewritten=list(pending.rewritten.values())
+                )
+            else:
+                if stream is not None:
+                    stream.cancel()
+                indexer.apply([rel], [])
+
+    def cancel_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()  # a no-op once the flush used it
+
+    def to_resolve(self) -> list[str]:
+        return list(self._to_resolve)
+
+
+class Writer:
+    """Locking, compare-and-swap file writes, commits and index updates for one vault."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        state_dir: Path,
+        git: GitStore,
+        catalog: Catalog,
+        indexer: Indexer,
+        agent: str,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.git = git
+        self.catalog = catalog
+        self.indexer = indexer
+        self.agent = agent
+        self.lock_path = state_dir / "vault.lock"
+        # One thread of this process at a time; recalls share it too.
+        self.mutex = threading.RLock()
+        # Called at a batch's end with its new memory ids (auto-resolve).
+        self.after_batch: Callable[[list[str]], None] | None = None
+        self._ids = IdIssuer(state_dir)
+        self._file_lock = FileLock(str(self.lock_path))
+        self._current: Transaction | None = None
+        self._human: Identity | None = None
+        self._known_clean = False
+        self._written_sigs: dict[str, tuple[int, int, int]] = {}
+        self._foreign_edit_at: dict[str, float] = {}
+        self._orphans = Orphans()
+        # Files whose indexing waited in vain for another writer's lock.
+        self._index_backlog: set[str] = set()
+        self._indexed_head: str | None = None
+
+    # -- public --------------------------------------------------------------
+
+    @property
+    def current(self) -> Transaction | None:
+        """The open transaction of this vault, if any."""
+        return self._current
+
+    def new_id(self) -> str:
+        """A fresh memory id (unique in the vault, sortable by time)."""
+        return self._ids.issue()
+
+    def close(self) -> None:
+        """Carry over what editors wrote to replaced files, then stop watching them."""
+        while self._orphans:
+            with self.lock():
+                self._orphans.expire_all()
+                self._orphans.rescue()
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """The vault lock: one thread of one process writes at a time."""
+        with self._locked(sync=False):
+            yield
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The vault lock, after committing what a person changed meanwhile."""
+        with self._locked(sync=True):
+            yield
+
+    @contextmanager
+    def batch(self, subject: str | None = "batch import") -> Iterator[Transaction]:
+        """Many writes, one commit (and one file write per file); nests into an open one.
+
+        What was applied before an error is kept. Auto-resolve of the batch's
+        new memories runs at its end (see :attr:`after_batch`).
+        """
+        with self.writing():
+            if self._current is not None:
+                yield self._current  # nested: the outer transaction commits
+                return
+            tx = self._current = Transaction(self, defer_resolve=True)
+            try:
+                yield tx
+            finally:
+                try:
+                    if self.after_batch is not None and tx.to_resolve():
+                        self.after_batch(tx.to_resolve())
+                finally:
+                    self._current = None
+                    try:
+                        self.flush(tx, subject)
+                    finally:
+                        tx.cancel_stream()
+
+    @contextmanager
+    def transaction(self, subject: str | None, *, dry_run: bool = False) -> Iterator[Transaction]:
+        """All or nothing: one commit if the body returns, no write if it raises.
+
+        With ``dry_run`` nothing is written either, and ``tx.changes`` lists
+        (path, old bytes or None, new bytes) for a diff.
+        """
+        with self.mutex:
+            if self._current is not None:
+                raise InvalidInputError("this cannot run inside vault.batch()")
+            with self._locked(sync=not dry_run):
+                tx = self._current = Transaction(self)
+                ok = False
+                try:
+                    yield tx
+                    ok = True
+                finally:
+                    self._current = None
+                    if ok and not dry_run:
+                        self.flush(tx, subject)
+                    else:
+                        if ok:
+                            tx.changes.extend(
+                                (rel, p.original, p.tf.to_bytes()) for rel, p in tx.pending.items()
+                            )
+                        for rel in tx.pending:
+                            # Drop the pending parse: the catalog reads the disk again.
+                            if rel in self.catalog.files:
+                                self.catalog.refresh(rel)
+
+    def block(self, memory_id: str) -> Block:
+        """The current block of a memory (re-read if its file changed), or MemoryNotFoundError."""
+        memory_id = normalize_id(memory_id)
+        with self.mutex:
+            path = self.catalog.path_of(memory_id)
+            tx = self._current
+            if path is not None and (tx is None or path not in tx.pending):
+                self.catalog.refresh(path)
+            block = self.catalog.block(memory_id)
+            if block is None:
+                self.refresh()
+                block = self.catalog.block(memory_id)
+        if block is None:
+            raise MemoryNotFoundError(f"no memory {memory_id}")
+        return block
+
+    def refresh_file(self, rel: str) -> None:
+        """Re-read one file unless the open transaction holds it."""
+        tx = self._current
+        if tx is not None and rel in tx.pending:
+            return
+        self.catalog.refresh(rel)
+
+    def refresh(self) -> list[str]:
+        """Notice files changed on disk and index them; returns the changed paths.
+
+        When HEAD moved since the last index (a pull, checkout or branch
+        switch), the files ``git diff --name-status -M`` names are re-read even
+        if their stat looks unchanged.
+        """
+        with self.mutex:
+            if self._current is not None:
+                return []
+            self.follow_head()
+            delta = self.catalog.scan()
+            todo = dict.fromkeys([*delta.changed, *delta.removed, *self._index_backlog])
+            if todo:
+                changed = [p for p in todo if p in self.catalog.files]
+                removed = [p for p in todo if p not in self.catalog.files]
+                try:
+                    self.indexer.apply(changed, removed)
+                    self._index_backlog.clear()
+                except LockTimeoutError as e:
+                    # Another process is writing the index (a large import):
+                    # answer from the index as it is, and index these next time.
+                    log.warning("%s; recall uses the index as it is for now", e)
+                    self._index_backlog.update(todo)
+            return [*delta.changed, *delta.removed]
+
+    def follow_head(self) -> None:
+        """Re-read the files a commit made elsewhere (pull, checkout) changed."""
+        head = self.git.head()
+        if head is None or head == self._indexed_head:
+            return
+        indexed = self._indexed_head or self.indexer.manifest.get_meta("indexed_commit")
+        if indexed and indexed != head:
+            for name in self.git.changed_between(indexed, head):
+                if name.endswith(".md"):
+                    self.catalog.invalidate(name)
+            self.git.forget_tracked()
+        self._indexed_head = head
+        self.indexer.manifest.set_meta("indexed_commit", head)
+
+    def commit_human_edits(self, paths: list[str] | None = None) -> str | None:
+        """Commit files a person changed, authored as the human; returns the sha."""
+        with self.lock():
+            return self._commit_human_edits(paths)
+
+    # -- the lock ------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self, *, sync: bool) -> Iterator[None]:
+        with self.mutex:
+            if self._current is not None:
+                yield
+                return
+            try:
+                self._file_lock.acquire(timeout=self.settings.git.lock_timeout)
+            except FileLockTimeout:
+                raise LockTimeoutError(
+                    f"another process holds the vault lock ({self.lock_path})"
+                ) from None
+            try:
+                if self._orphans:
+                    self._orphans.rescue()
+                if sync:
+                    self._sync_before_write()
+                yield
+            finally:
+                self._file_lock.release()
+
+    def _sync_before_write(self) -> None:
+        """Commit what a person changed since our last write, as that person.
+
+        Small vaults are checked with a stat scan (microseconds per file) and
+        git is asked only when something changed; large ones ask git directly.
+        The first write after opening always asks git.
+        """
+        if len(self.catalog.files) <= _SCAN_LIMIT:
+            delta = self.catalog.scan()
+            if delta:
+                self.indexer.apply(delta.changed, delta.removed)
+            if delta or not self._known_clean:
+                self._commit_human_edits()
+        else:
+            self._commit_human_edits()
+        self._known_clean = True
+
+    def _human_identity(self) -> Identity:
+        if self._human is None:
+            self._human = self.git.human_identity(
+                self.settings.git.human_name, self.settings.git.human_email
+            )
+        return self._human
+
+    def _commit_human_edits(self, paths: list[str] | None = None) -> str | None:
+        if not self.settings.git.enabled:
+            return None
+        dirty = self.git.dirty_paths() if paths is None else paths
+        if not dirty:
+            return None
+        shown = ", ".join(sorted(dirty)[:5]) + (
+            f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
+        )
+        message = format_message(f"edit: {shown}", trailers=[("Op", "edit")])
+        return self.git.commit(message, self._human_identity(), paths=dirty)
+
+    # -- applying edits --------------------------------------------------------
+
+    def load_pending(self, rel: str, full: Path) -> Pending:
+        """A file's bytes and parse, as the start of a transaction's copy of it."""
+        try:
+            raw: bytes | None = full.read_bytes()
+        except FileNotFoundError:
+            raw = None
+        if raw is None:
+            return Pending(original=None, tf=TextFile.empty(), parsed=None)
+        state = self.catalog.files.get(rel)
+        try:
+            sig = signature_of(full.stat())
+        except FileNotFoundError:
+            sig = (0, 0, 0)
+        try:
+            # The cached parse is used only if it is byte-for-byte what is on
+            # disk: a stat taken just after our own write may already include
+            # a human's append, so a matching signature alone is not proof.
+            cached = state.parsed if state is not None and state.signature == sig else None
+            if cached is not None and cached.file is None:  # blocks came from the manifest
+                cached.file = decode(raw)
+            if cached is not None and cached.file is not None and cached.file.to_bytes() == raw:
+                parsed = cached
+            else:
+                parsed = self.catalog.load(rel, raw, sig)
+        except SkipFile as reason:
+            raise VaultFileError(f"{rel} cannot be parsed ({reason}); fix or move it") from None
+        # The catalog keeps the parse of what is on disk; pending work gets its own copy.
+        parsed = parsed.copy()
+        assert parsed.file is not None
+        tf = parsed.file = parsed.file.copy()
+        return Pending(original=raw, tf=tf, parsed=parsed)
+
+    def reparse(self, rel: str, pending: Pending, result: Edit, tx: Transaction) -> blk.ParsedFile:
+        """Bring the pending parse and the catalog up to date with the pending text.
+
+        An append is parsed on its own (the file's other blocks are unchanged),
+        which keeps a write O(new lines) instead of O(file); anything else is a
+        full reparse. The catalog always gets its own ParsedFile object.
+        """
+        parsed = pending.parsed
+        if result.appended_at is not None and parsed is not None and result.ids:
+            first = result.appended_at
+            snippet = TextFile(
+                lines=pending.tf.lines[first:], bom=False, newline=pending.tf.newline
+            )
+            if result.item:
+                new_blocks = [
+                    blk.item_block(parsed, pending.tf.lines[first:], first, hashed=result.hashed)
+                ]
+            else:
+                file_tags = blk.frontmatter_tags(parsed.frontmatter)
+                new_blocks = [
+                    blk.retag(
+                        b,
+                        line_start=b.line_start + first,
+                        line_end=b.line_end + first,
+                        tags=tuple(dict.fromkeys([*b.tags, *file_tags])),
+                    )
+                    for b in blk.parse(rel, snippet).blocks
+                    if b.id in result.ids
+                ]
+            if {b.id for b in new_blocks} == set(result.ids) and rel in self.catalog.files:
+                parsed.file = pending.tf
+                parsed.blocks.extend(new_blocks)
+                self.catalog.add_blocks(rel, new_blocks, (0, 0, 0))
+                pending.appended.extend(new_blocks)
+                tx.stream_appended(rel, pending, self.indexer)
+                return parsed
+        if result.rewritten is not None and parsed is not None and rel in self.catalog.files:
+            new = result.rewritten
+            i = blk.position_of(parsed.blocks, new)
+            if i is not None:
+                before = parsed.blocks[i]
+                parsed.file = pending.tf
+                parsed.blocks[i] = new
+                self.catalog.replace_block(rel, new, (0, 0, 0))
+                # Appended blocks are the file's last ones (rewrites keep positions).
+                j = i - (len(parsed.blocks) - len(pending.appended))
+                if j >= 0 and pending.appended[j].id == new.id:
+                    pending.appended[j] = new  # written in this batch: index it as it ends
+                else:
+                    first_seen = pending.rewritten.get(new.id, (before, new))[0]
+                    pending.rewritten[new.id] = (first_seen, new)
+                return parsed
+        pending.only_appends = False
+        try:
+            fresh = blk.parse(rel, pending.tf)
+        except SkipFile as reason:
+            raise VaultFileError(f"{rel} would not parse after the edit ({reason})") from None
+        self.catalog.put(rel, fresh.copy(), (0, 0, 0))
+        return fresh
+
+    def flush(self, tx: Transaction, subject: str | None) -> None:
+        """Write every pending file (compare-and-swap) and make one commit."""
+        if not tx.pending:
+            return
+        written: list[str] = []
+        for rel, pending in tx.pending.items():
+            full = safe_path(self.root, rel)
+            careful = self._edited_by_others_lately(rel, full)
+            for attempt in range(_CAS_ATTEMPTS):
+                if swap(
+                    full,
+                    pending,
+                    self._orphans,
+                    contended=attempt >= _CONTENDED_AFTER,
+                    careful=careful or attempt > 0,
+                    merge_appends=attempt > 0,
+                ):
+                    break
+                # Someone changed the file since we read it: keep their change
+                # (committed as theirs the first time), then replay our edits
+                # on top of it. Later rounds skip the commit so a fast typist
+                # cannot starve the write.
+                log.info("%s changed during the write; replaying on top of it", rel)
+                if attempt == 0:
+                    self._commit_human_edits([rel])
+                else:
+                    time.sleep(0.001 * min(attempt, 20))
+                fresh = self.load_pending(rel, full)
+                fresh.edits = pending.edits
+                fresh.only_appends = pending.only_appends
+                for edit in pending.edits:
+                    result = edit(fresh.tf, fresh.parsed)
+                    fresh.parsed = self.reparse(rel, fresh, result, tx)
+                pending = fresh
+                tx.pending[rel] = fresh
+            else:
+                raise ConflictError(f"{rel} keeps changing under mdmem; try again")
+            written.append(rel)
+            try:
+                st = full.stat()
+                sig = signature_of(st)
+                self._written_sigs[rel] = sig
+                self.catalog.touch(rel, sig, pending.tf)
+                if st.st_size != len(pending.tf.to_bytes()):
+                    # Someone appended right after our rename: re-read it on the next scan.
+                    self.catalog.invalidate(rel)
+            except OSError:
+                self.catalog.refresh(rel)
+        if self.settings.git.enabled and tx.ops:
+            title, trailers = tx.message(subject)
+            message = format_message(title, trailers=trailers)
+            # The commit is a git process we mostly wait on, and indexing is
+            # our own CPU work: overlap them (a durable write's two halves).
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                committed = pool.submit(
+                    self.git.commit, message, Identity.agent(self.agent), paths=written
+                )
+                tx.index_written(written, self.indexer, self.catalog)
+                committed.result()
+        else:
+            tx.index_written(written, self.indexer, self.catalog)
+
+    def _edited_by_others_lately(self, rel: str, full: Path) -> bool:
+        """True when someone else wrote the file in the last seconds (an editor is active)."""
+        try:
+            st = full.stat()
+        except FileNotFoundError:
+            return False
+        now = time.monotonic()
+        if self._written_sigs.get(rel) != signature_of(st) and (
+            time.time_ns() - st.st_mtime_ns < 5_000_000_000
+        ):
+            self._foreign_edit_at[rel] = now
+        # Stay careful for a while after any foreign edit: an editor that
+        # saves repeatedly may have the file open right as we rename.
+        return now - self._foreign_edit_at.get(rel, -1e9) < _EDITOR_ACTIVE_FOR
