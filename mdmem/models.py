@@ -7,12 +7,14 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "FACT_KINDS",
     "KINDS",
     "STATUSES",
     "Block",
     "Hit",
     "Memory",
     "Recall",
+    "first_line",
     "to_jsonable",
 ]
 
@@ -37,6 +39,8 @@ KINDS: tuple[str, ...] = (
     "note",
 )
 STATUSES: tuple[str, ...] = ("active", "resolved", "superseded")
+# The kinds a consolidation distils from sessions (and a review counts as added).
+FACT_KINDS: frozenset[str] = frozenset({"fact", "preference", "learning", "world"})
 
 
 @dataclass(frozen=True)
@@ -172,3 +176,12 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     return value
+
+
+def first_line(text: str, limit: int | None = None) -> str:
+    """The first non-blank line of ``text``, stripped ("" if none); cut to ``limit`` characters."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line if limit is None else line[:limit]
+    return ""

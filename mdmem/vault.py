@@ -37,7 +37,9 @@ from mdmem.errors import (
     VaultFileError,
     VaultNotFoundError,
 )
-from mdmem.git.history import Changes, LineAuthor, Provenance, parsed_at
+from mdmem.git.history import Changes
+from mdmem.git.provenance import LineAuthor, Provenance
+from mdmem.git.revisions import parsed_at
 from mdmem.git.sync import SyncResult
 from mdmem.index.indexer import AppendStream, Indexer, IndexStats
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
@@ -471,14 +473,14 @@ class Vault:
         """Remove a memory's block from its file; git history keeps it.
 
         ``purge=True`` (with ``confirm=True``) also rewrites every commit so
-        the text is gone from history: see :func:`mdmem.git.history.purge`.
+        the text is gone from history: see :func:`mdmem.git.purge.purge`.
         Clones elsewhere still hold it.
         """
         memory_id = normalize_id(memory_id)
         if reason:
             refuse_in_metadata(reason, "the reason (it goes into the commit message)")
         if purge:
-            from mdmem.git.history import purge as purge_history
+            from mdmem.git.purge import purge as purge_history
 
             block = self._block(memory_id)
             purge_history(self, memory_id, confirm=confirm)
@@ -738,13 +740,13 @@ class Vault:
         self, path: str, line_start: int, line_end: int, rev: str = "HEAD"
     ) -> list[LineAuthor]:
         """Who wrote each line (agent or human), from ``git blame``, cached per file version."""
-        from mdmem.git.history import blame
+        from mdmem.git.provenance import blame
 
         return blame(self, path, line_start, line_end, rev)
 
     def provenance(self, memory_id: str) -> Provenance:
         """Authors of one memory's current lines and whether a human wrote any."""
-        from mdmem.git.history import provenance
+        from mdmem.git.provenance import provenance
 
         return provenance(self, memory_id)
 
@@ -1546,7 +1548,7 @@ class Vault:
         """Merge a review into the current branch (block-aware); ConflictError changes nothing."""
         from mdmem.git.review import merge
 
-        return merge(self, branch)
+        return merge(self, branch, today=_today())
 
     def reject_review(self, branch: str | None = None) -> ReviewDecision:
         """Delete a review branch; its session entries are pending again."""

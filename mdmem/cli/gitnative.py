@@ -8,7 +8,9 @@ from __future__ import annotations
 import click
 
 from mdmem.cli.context import Context, emit, json_option, main
-from mdmem.git.history import Change, Changes, changes, provenance, purge
+from mdmem.git.history import Change, Changes, changes
+from mdmem.git.provenance import provenance
+from mdmem.git.purge import purge
 from mdmem.git.sync import sync
 
 EXIT_CONFLICT = 3

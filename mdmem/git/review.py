@@ -17,7 +17,7 @@ episode notes avoid the paths it adds.
   superseded and dropped, parsed from the blocks of the changed files at the
   merge base and at the branch tip; ``review`` adds ``git diff base...branch``.
 * :func:`merge` - ``git merge --no-ff`` with the block-aware driver of
-  :mod:`mdmem.git.sync`, so memories written on the main line meanwhile merge
+  :mod:`mdmem.git.merge_driver`, so memories written on the main line meanwhile merge
   cleanly; a real conflict aborts the merge, changes nothing and raises
   :class:`~mdmem.errors.ConflictError` naming the files.
 * :func:`reject` - deletes the branch; the entries are pending again.
@@ -37,9 +37,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from mdmem.errors import ConfigError, ConflictError, GitError, InvalidInputError
-from mdmem.git.history import _rev_parse, parsed_at
-from mdmem.git.sync import _driver_config, _first_line, _is_ancestor
-from mdmem.models import Block
+from mdmem.git.merge_driver import driver_config
+from mdmem.git.revisions import is_ancestor, parsed_at, rev_parse
+from mdmem.models import FACT_KINDS, Block, first_line
 from mdmem.store.catalog import EXCLUDED_DIRS
 from mdmem.store.gitstore import Identity, format_message
 
@@ -335,7 +335,7 @@ def _ref_sha(vault: Vault, name: str) -> str | None:
 
 
 def _is_open(vault: Vault, sha: str) -> bool:
-    return not _is_ancestor(vault, sha, "HEAD")
+    return not is_ancestor(vault, sha, "HEAD")
 
 
 def _pick(vault: Vault, branch: str | None) -> tuple[str, str]:
@@ -361,8 +361,6 @@ def _pick(vault: Vault, branch: str | None) -> tuple[str, str]:
 
 
 def _read(vault: Vault, name: str, sha: str, *, with_diff: bool) -> Review:
-    from mdmem.memory.consolidate import FACT_KINDS  # consolidate imports this module
-
     git = vault.git
     base = git.run("merge-base", "HEAD", sha, ok_codes=(0, 1)).strip()
     if not base:
@@ -427,8 +425,12 @@ def _trailers(log_output: str) -> list[tuple[str, str]]:
 # ------------------------------------------------------------ decisions ----
 
 
-def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
-    """Merge an open review into the current branch (``--no-ff``), then drop the branch."""
+def merge(vault: Vault, branch: str | None = None, *, today: str) -> ReviewDecision:
+    """Merge an open review into the current branch (``--no-ff``), then drop the branch.
+
+    ``today`` (ISO date) is the ``updated`` field of facts the merge retires
+    as duplicates.
+    """
     git = vault.git
     with vault._writing():
         _check_repo(vault)
@@ -449,7 +451,7 @@ def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
                 "merge", "--no-ff", "--no-edit", "--no-verify", "--no-autostash", "-q",
                 "-F", str(message_file), sha,
                 env={**Identity.agent(vault.agent).env(), "GIT_MERGE_AUTOEDIT": "no"},
-                config=[*_driver_config(vault), "rerere.enabled=false"],
+                config=[*driver_config(vault), "rerere.enabled=false"],
             )  # fmt: skip
         if status != 0:
             unmerged = _unmerged(vault)
@@ -464,25 +466,23 @@ def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
                     "memories changed on both sides); nothing was merged: reject the review, "
                     "or merge it by hand with git"
                 )
-            raise GitError(f"git merge: {_first_line(err) or _first_line(out)}")
+            raise GitError(f"git merge: {first_line(err) or first_line(out)}")
         commit = git.head()
         status, _out, err = git.execute("update-ref", "-d", f"refs/heads/{name}", sha)
         if status != 0:  # someone moved the branch meanwhile: the merge stands, the branch stays
-            log.warning("merged %s but could not delete it: %s", name, _first_line(err))
+            log.warning("merged %s but could not delete it: %s", name, first_line(err))
         _follow(vault)
     log.info("merged review %s into %s (%s)", name, current, (commit or "")[:10])
-    _retire_duplicates(vault, found.facts, f"the merge of {name}")
+    _retire_duplicates(vault, found.facts, f"the merge of {name}", today)
     return ReviewDecision(branch=name, action="merged", commit=commit, review=found)
 
 
-def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[str]:
+def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str, today: str) -> list[str]:
     """Supersede copies of the same fact a merge brought together (the oldest stays), one commit.
 
     Deduplication at ``remember`` sees only the line it writes to: two open
     reviews, or a review and the main line, can each add the same fact.
     """
-    from mdmem.vault import _today
-
     pairs: dict[str, str] = {}
     for fact_id in fact_ids:
         block = vault.catalog.block(fact_id)
@@ -497,7 +497,7 @@ def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[
         for copy_id, kept_id in pairs.items():
             vault._set_fields(
                 copy_id,
-                {"status": "superseded", "by": f"^{kept_id}", "updated": _today()},
+                {"status": "superseded", "by": f"^{kept_id}", "updated": today},
                 op="dedupe",
                 subject=f"dedupe: {copy_id} repeats {kept_id}",
                 extra_trailers=[("Supersedes", copy_id)],
@@ -530,10 +530,10 @@ def undo(vault: Vault, commit: str) -> UndoResult:
     git = vault.git
     with vault._writing():
         _check_repo(vault)
-        sha = _rev_parse(vault, commit)
+        sha = rev_parse(vault, commit)
         if sha is None:
             raise InvalidInputError(f"no commit {commit!r} in the vault")
-        if not _is_ancestor(vault, sha, "HEAD"):
+        if not is_ancestor(vault, sha, "HEAD"):
             raise InvalidInputError(f"{commit} is not in the history of the current branch")
         parents = git.run("rev-list", "--parents", "-n", "1", sha).split()[1:]
         if not parents:
@@ -544,7 +544,7 @@ def undo(vault: Vault, commit: str) -> UndoResult:
         status, out, err = git.execute(
             *args,
             env=Identity.agent(vault.agent).env(),
-            config=[*_driver_config(vault), "rerere.enabled=false"],
+            config=[*driver_config(vault), "rerere.enabled=false"],
         )
         if status != 0:
             unmerged = _unmerged(vault)
@@ -554,7 +554,7 @@ def undo(vault: Vault, commit: str) -> UndoResult:
                     f"undoing {sha[:10]} conflicts in {', '.join(unmerged)} (later commits "
                     "changed the same memories); nothing was changed"
                 )
-            raise GitError(f"git revert: {_first_line(err) or _first_line(out)}")
+            raise GitError(f"git revert: {first_line(err) or first_line(out)}")
         changed = git.run("diff", "--cached", "--name-only", "-z", "HEAD", strip=False)
         paths = [p for p in changed.split("\0") if p]
         if not paths:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -22,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
-from mdmem.index.indexer import _embed_key, embed_text, indexable
+from mdmem.git.revisions import rev_parse
+from mdmem.index.indexer import embed_key, embed_text, indexable
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import _block, _row
+from mdmem.index.manifest import block_row, row_block
 from mdmem.models import Block, Recall
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import RecallQuery, run_recall
@@ -53,9 +53,9 @@ def resolve_commit(vault: Vault, as_of: str | date | datetime) -> str:
         moment = datetime(as_of.year, as_of.month, as_of.day, 23, 59, 59, tzinfo=UTC)
     elif isinstance(as_of, str) and as_of.strip():
         text = as_of.strip()
-        status, out, _ = vault.git.execute("rev-parse", "--verify", "-q", f"{text}^{{commit}}")
-        if status == 0 and out.strip():
-            return out.strip()
+        sha = rev_parse(vault, text)
+        if sha is not None:
+            return sha
         from mdmem.recall.search import to_datetime
 
         try:
@@ -143,14 +143,11 @@ def _read_tree(vault: Vault, sha: str) -> dict[str, bytes]:
     paths = [p for p in paths if not p.startswith(("templates/", ".obsidian/", ".trash/"))]
     if not paths:
         return {}
-    proc = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "cat-file", "--batch"],
-        cwd=vault.root,
-        input="".join(f"{sha}:{p}\n" for p in paths).encode(),
-        capture_output=True,
-        check=True,
+    out = vault.git.run_bytes(
+        "cat-file", "--batch", input="".join(f"{sha}:{p}\n" for p in paths).encode()
     )
-    out, pos, files = proc.stdout, 0, {}
+    pos = 0
+    files: dict[str, bytes] = {}
     for path in paths:
         header_end = out.index(b"\n", pos)
         header = out[pos:header_end].split()
@@ -180,7 +177,7 @@ def _build(vault: Vault, sha: str) -> Snapshot:
     keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
     vectors, embedder, missing = _vectors_for(vault, directory, list(blocks.values()))
     (directory / "blocks.json").write_text(
-        json.dumps([_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
+        json.dumps([block_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
     )
     (directory / "complete").write_text(sha)
     _prune(vault, keep=sha)
@@ -199,7 +196,7 @@ def _vectors_for(
 
     vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
     cache = vault.indexer.cache
-    keys = [_embed_key(b) for b in blocks]
+    keys = [embed_key(b) for b in blocks]
     found = cache.get_many(embedder.name, keys)
     todo = [i for i, k in enumerate(keys) if k not in found]
     if todo:
@@ -221,7 +218,7 @@ def _load(vault: Vault, sha: str) -> Snapshot | None:
         return None
     try:
         rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))
-        blocks = {b.id: b for b in (_block(tuple(r)) for r in rows)}
+        blocks = {b.id: b for b in (row_block(tuple(r)) for r in rows)}
         keyword = KeywordIndex(directory / "keyword")
         embedder = vault.indexer.embedder
         vectors = None

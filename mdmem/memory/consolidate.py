@@ -56,7 +56,7 @@ from mdmem.git import review as rv
 from mdmem.memory import extractive
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import session_id_of
-from mdmem.models import Block, Memory
+from mdmem.models import FACT_KINDS, Block, Memory
 from mdmem.store import blocks as blk
 
 if TYPE_CHECKING:
@@ -76,7 +76,6 @@ __all__ = [
 log = logging.getLogger("mdmem")
 
 SESSION_KINDS = frozenset({"chat_message", "tool_output"})
-FACT_KINDS = frozenset({"fact", "preference", "learning", "world"})
 KNOWN_FACTS_LIMIT = 20
 ENTRY_CHARS = 1_500  # per entry in the prompt (OrcBot's memoryContentMaxLength)
 AUTO_BACKOFF_SECONDS = 300.0
