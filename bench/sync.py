@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mdmem import Vault
-from mdmem.git.history import purge
+from mdmem.git.purge import purge
 from mdmem.git.sync import sync
 
 

@@ -47,14 +47,6 @@ FACT_KINDS: frozenset[str] = frozenset(
 )
 
 
-def first_line(text: str) -> str:
-    """The first non-blank line of ``text``, stripped (a commit subject, a title)."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
 def one_line(text: str, limit: int | None = None) -> str:
     """``text`` with its whitespace collapsed, cut to ``limit`` characters with "…"."""
     flat = " ".join(str(text).split())
@@ -196,3 +188,12 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     return value
+
+
+def first_line(text: str, limit: int | None = None) -> str:
+    """The first non-blank line of ``text``, stripped ("" if none); cut to ``limit`` characters."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line if limit is None else line[:limit]
+    return ""

@@ -27,6 +27,8 @@ from mdmem.agent import prompt
 from mdmem.config import Settings, load_settings
 from mdmem.errors import MdmemError, VaultExistsError, VaultNotFoundError
 from mdmem.git import history as git_history
+from mdmem.git import provenance as git_provenance
+from mdmem.git import purge as git_purge
 from mdmem.git import review as git_review
 from mdmem.git import timetravel
 from mdmem.git.sync import SyncResult, sync
@@ -48,7 +50,9 @@ from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.memories import MemoryStore
 
 if TYPE_CHECKING:
-    from mdmem.git.history import Changes, LineAuthor, Provenance, PurgeResult
+    from mdmem.git.history import Changes
+    from mdmem.git.provenance import LineAuthor, Provenance
+    from mdmem.git.purge import PurgeResult
     from mdmem.git.review import Review, ReviewDecision, UndoResult
     from mdmem.memory.consolidate import ConsolidationResult
     from mdmem.memory.lifecycle import RetentionReport
@@ -286,7 +290,7 @@ class Vault:
         """Remove a memory's block from its file; git history keeps it.
 
         ``purge=True`` (with ``confirm=True``) also rewrites every commit so
-        the text is gone from history: see :func:`mdmem.git.history.purge`.
+        the text is gone from history: see :func:`mdmem.git.purge.purge`.
         Clones elsewhere still hold it.
         """
         if not purge:
@@ -301,7 +305,7 @@ class Vault:
         Derived state (time-travel snapshots, the manifest's free pages) is
         scrubbed too; clones elsewhere still hold the text.
         """
-        result = git_history.purge(self.store, normalize_id(memory_id), confirm=confirm)
+        result = git_purge.purge(self.store, normalize_id(memory_id), confirm=confirm)
         self._forget_derived_copies()
         return result
 
@@ -408,11 +412,11 @@ class Vault:
         self, path: str, line_start: int, line_end: int, rev: str = "HEAD"
     ) -> list[LineAuthor]:
         """Who wrote each line (agent or human), from ``git blame``, cached per file version."""
-        return git_history.blame(self.store, path, line_start, line_end, rev)
+        return git_provenance.blame(self.store, path, line_start, line_end, rev)
 
     def provenance(self, memory_id: str) -> Provenance:
         """Authors of one memory's current lines and whether a human wrote any."""
-        return git_history.provenance(self.store, memory_id)
+        return git_provenance.provenance(self.store, memory_id)
 
     def sync(
         self, remote: str = "origin", *, push: bool = True, force_push: bool = False

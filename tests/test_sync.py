@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -12,7 +13,8 @@ from click.testing import CliRunner
 import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConfigError, GitError, Vault
 from mdmem.cli import main
-from mdmem.git.sync import merge_texts, sync
+from mdmem.git.merge_driver import merge_texts
+from mdmem.git.sync import sync
 from mdmem.store.blocks import parse
 from mdmem.store.textfile import decode
 
@@ -296,21 +298,20 @@ def test_a_push_race_is_retried(
     a, b = pair
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "c"))
     c = Vault.open(tmp_path / "c", agent="agent-c")
-    import mdmem.git.sync as sync_module
-
-    real_fetch = sync_module._fetch
+    real_execute = a.git.execute
     calls = []
 
-    def fetch_then_someone_pushes(*args: object) -> None:
-        real_fetch(*args)  # type: ignore[arg-type]
-        if args[0] is not a:
-            return
+    def fetch_then_someone_pushes(*args: str, **kwargs: Any) -> tuple[int, str, str]:
+        result = real_execute(*args, **kwargs)
+        if args[0] != "fetch":
+            return result
         calls.append(args)
         if len(calls) == 1:  # C pushes between A's fetch and A's push
             c.remember("C got there first")
             assert sync(c).ok
+        return result
 
-    monkeypatch.setattr(sync_module, "_fetch", fetch_then_someone_pushes)
+    monkeypatch.setattr(a.git, "execute", fetch_then_someone_pushes)
     mine = a.remember("A pushes second")
     result = sync(a)
     assert result.ok and len(calls) == 2 and result.pulled == 1 and result.pushed == 1

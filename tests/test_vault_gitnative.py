@@ -1,4 +1,4 @@
-"""The Vault's git-native methods are thin views of mdmem.git.history / mdmem.git.sync."""
+"""The Vault's git-native methods are thin views of the modules in mdmem.git."""
 
 from __future__ import annotations
 

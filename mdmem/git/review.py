@@ -17,7 +17,7 @@ episode notes avoid the paths it adds.
   superseded and dropped, parsed from the blocks of the changed files at the
   merge base and at the branch tip; ``review`` adds ``git diff base...branch``.
 * :func:`merge` - ``git merge --no-ff`` with the block-aware driver of
-  :mod:`mdmem.git.sync`, so memories written on the main line meanwhile merge
+  :mod:`mdmem.git.merge_driver`, so memories written on the main line meanwhile merge
   cleanly; a real conflict aborts the merge, changes nothing and raises
   :class:`~mdmem.errors.ConflictError` naming the files.
 * :func:`reject` - deletes the branch; the entries are pending again.
@@ -37,14 +37,14 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from mdmem.errors import ConfigError, ConflictError, GitError, InvalidInputError
-from mdmem.git.history import _rev_parse, parsed_at
-from mdmem.git.sync import _driver_config, _first_line, _is_ancestor
-from mdmem.models import Block
+from mdmem.git.merge_driver import driver_config
+from mdmem.git.revisions import is_ancestor, parsed_at, rev_parse
+from mdmem.models import FACT_KINDS, Block, first_line
 from mdmem.store.catalog import EXCLUDED_DIRS
 from mdmem.store.gitstore import Identity, format_message
 
 if TYPE_CHECKING:
-    from mdmem.store.memories import MemoryStore as Vault
+    from mdmem.store.memories import MemoryStore
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -66,7 +66,7 @@ log = logging.getLogger("mdmem")
 
 BRANCH_PREFIX = "mdmem/consolidate-"
 _BRANCH = re.compile(r"^mdmem/consolidate-(\d{4}-\d\d-\d\d)(?:-(\d{1,4}))?$")
-_HELD: weakref.WeakKeyDictionary[Vault, tuple[tuple[tuple[str, str], ...], Held]] = (
+_HELD: weakref.WeakKeyDictionary[MemoryStore, tuple[tuple[tuple[str, str], ...], Held]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -130,7 +130,7 @@ class UndoResult:
 # ------------------------------------------------------------- branches ----
 
 
-def held(vault: Vault) -> Held:
+def held(store: MemoryStore) -> Held:
     """Entries and episode paths of review commits the current branch does not have yet.
 
     Asked on every automatic-consolidation check (each session write), so it
@@ -139,14 +139,14 @@ def held(vault: Vault) -> Held:
     does not matter, save when a person merges a branch by hand - and then
     its entries carry their ``consolidated`` field and are not pending anyway.
     """
-    refs = vault.git.refs_under(f"refs/heads/{BRANCH_PREFIX}")
+    refs = store.git.refs_under(f"refs/heads/{BRANCH_PREFIX}")
     if refs == {}:
         return Held()
     key = tuple(sorted(refs.items())) if refs is not None else None
-    cached = _HELD.get(vault)
+    cached = _HELD.get(store)
     if key is not None and cached is not None and cached[0] == key:
         return cached[1]
-    out = vault.git.run(
+    out = store.git.run(
         "log",
         "-z",
         "--format=%(trailers:only,unfold)",
@@ -165,12 +165,12 @@ def held(vault: Vault) -> Held:
             episodes.add(value)
     found = Held(frozenset(entries), frozenset(episodes))
     if key is not None:
-        _HELD[vault] = (key, found)
+        _HELD[store] = (key, found)
     return found
 
 
 def create_branch(
-    vault: Vault,
+    store: MemoryStore,
     changes: Iterable[tuple[str, bytes | None, bytes]],
     title: str,
     trailers: list[tuple[str, str]],
@@ -181,30 +181,30 @@ def create_branch(
     Call it under the vault lock, with ``changes`` read from files that match
     HEAD: the commit replaces those files' HEAD content with the new bytes.
     """
-    git = vault.git
+    git = store.git
     edits = sorted((rel, old, new) for rel, old, new in changes if old != new)
     if not edits:
         raise InvalidInputError("the consolidation changed no file; no review branch was made")
-    with tempfile.TemporaryDirectory(prefix="review-", dir=vault.state_dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="review-", dir=store.state_dir) as tmp:
         scratch = Path(tmp)
-        head = _settle(vault, edits, scratch)
+        head = _settle(store, edits, scratch)
         index_env = {"GIT_INDEX_FILE": str(scratch / "index")}
         git.run("read-tree", head, env=index_env)
-        modes = _modes(vault, head, [rel for rel, _old, _new in edits])
+        modes = _modes(store, head, [rel for rel, _old, _new in edits])
         cacheinfo: list[str] = []
         for rel, _old, new in edits:
-            sha = _hash(vault, scratch, rel, new, write=True)
+            sha = _hash(store, scratch, rel, new, write=True)
             cacheinfo += ["--cacheinfo", f"{modes.get(rel, '100644')},{sha},{rel}"]
         git.run("update-index", "--add", *cacheinfo, env=index_env)
         tree = git.run("write-tree", env=index_env).strip()
-        day = vault.clock.today()
+        day = store.clock.today()
         ops = [t for t in trailers if t[0] == "Op"] or [("Op", "consolidate")]
         rest = [t for t in trailers if t[0] != "Op"]
         message_file = scratch / "message"
-        agent = Identity.agent(vault.agent)
+        agent = Identity.agent(store.agent)
         for n in range(1, 1000):
             name = f"{BRANCH_PREFIX}{day}" + ("" if n == 1 else f"-{n}")
-            if _ref_sha(vault, name) is not None:
+            if _ref_sha(store, name) is not None:
                 continue
             extra = [("Entries", " ".join(entries)), ("Review", name)]
             message_file.write_text(
@@ -223,7 +223,7 @@ def create_branch(
     raise GitError(f"no free review branch name for {day}")
 
 
-def _settle(vault: Vault, edits: list[tuple[str, bytes | None, bytes]], scratch: Path) -> str:
+def _settle(store: MemoryStore, edits: list[tuple[str, bytes | None, bytes]], scratch: Path) -> str:
     """HEAD, after checking each file's old bytes are what HEAD holds.
 
     The vault lock committed human edits before the files were read; a save
@@ -232,35 +232,35 @@ def _settle(vault: Vault, edits: list[tuple[str, bytes | None, bytes]], scratch:
     someone's unreviewed edit into the review commit.
     """
     for attempt in range(2):
-        head = vault.git.head()
+        head = store.git.head()
         if head is None:
             raise GitError("the vault has no commit yet")
-        blobs = _blobs(vault, head, [rel for rel, _old, _new in edits])
+        blobs = _blobs(store, head, [rel for rel, _old, _new in edits])
         stale = [
             rel
             for rel, old, _new in edits
-            if blobs.get(rel) != (None if old is None else _hash(vault, scratch, rel, old))
+            if blobs.get(rel) != (None if old is None else _hash(store, scratch, rel, old))
         ]
         if not stale:
             return head
         if attempt == 0:
-            vault.writer.commit_human_edits(stale)
+            store.writer.commit_human_edits(stale)
     raise ConflictError(
         f"{', '.join(stale)} changed while the consolidation ran; nothing was written, run it again"
     )
 
 
-def _hash(vault: Vault, scratch: Path, rel: str, data: bytes, *, write: bool = False) -> str:
+def _hash(store: MemoryStore, scratch: Path, rel: str, data: bytes, *, write: bool = False) -> str:
     # --path applies the same .gitattributes filters `git add` would.
     blob = scratch / "blob"
     blob.write_bytes(data)
     args = ["hash-object", *(["-w"] if write else []), f"--path={rel}", str(blob)]
-    return vault.git.run(*args).strip()
+    return store.git.run(*args).strip()
 
 
-def _ls_tree(vault: Vault, rev: str, paths: list[str]) -> dict[str, tuple[str, str]]:
+def _ls_tree(store: MemoryStore, rev: str, paths: list[str]) -> dict[str, tuple[str, str]]:
     """path -> (mode, blob sha) at ``rev`` for those of ``paths`` that exist there."""
-    out = vault.git.run("ls-tree", "-z", "--full-tree", rev, "--", *paths, strip=False)
+    out = store.git.run("ls-tree", "-z", "--full-tree", rev, "--", *paths, strip=False)
     found: dict[str, tuple[str, str]] = {}
     for row in out.split("\0"):
         meta, _tab, path = row.partition("\t")
@@ -270,37 +270,37 @@ def _ls_tree(vault: Vault, rev: str, paths: list[str]) -> dict[str, tuple[str, s
     return found
 
 
-def _blobs(vault: Vault, rev: str, paths: list[str]) -> dict[str, str]:
-    return {p: sha for p, (_mode, sha) in _ls_tree(vault, rev, paths).items()}
+def _blobs(store: MemoryStore, rev: str, paths: list[str]) -> dict[str, str]:
+    return {p: sha for p, (_mode, sha) in _ls_tree(store, rev, paths).items()}
 
 
-def _modes(vault: Vault, rev: str, paths: list[str]) -> dict[str, str]:
-    return {p: mode for p, (mode, _sha) in _ls_tree(vault, rev, paths).items()}
+def _modes(store: MemoryStore, rev: str, paths: list[str]) -> dict[str, str]:
+    return {p: mode for p, (mode, _sha) in _ls_tree(store, rev, paths).items()}
 
 
 # -------------------------------------------------------------- reading ----
 
 
-def reviews(vault: Vault) -> list[Review]:
+def reviews(store: MemoryStore) -> list[Review]:
     """Open review branches (commits the current branch lacks), oldest first; no diffs."""
     out = []
-    for name, sha in _branches(vault):
-        if _is_open(vault, sha):
-            out.append(_read(vault, name, sha, with_diff=False))
+    for name, sha in _branches(store):
+        if _is_open(store, sha):
+            out.append(_read(store, name, sha, with_diff=False))
     return out
 
 
-def review(vault: Vault, branch: str | None = None) -> Review:
+def review(store: MemoryStore, branch: str | None = None) -> Review:
     """One open review with its counts and ``git diff base...branch``."""
-    name, sha = _pick(vault, branch)
-    return _read(vault, name, sha, with_diff=True)
+    name, sha = _pick(store, branch)
+    return _read(store, name, sha, with_diff=True)
 
 
-def _branches(vault: Vault) -> list[tuple[str, str]]:
+def _branches(store: MemoryStore) -> list[tuple[str, str]]:
     """(name, sha) of every review branch, by date then suffix."""
-    if vault.git.refs_under(f"refs/heads/{BRANCH_PREFIX}") == {}:
+    if store.git.refs_under(f"refs/heads/{BRANCH_PREFIX}") == {}:
         return []
-    out = vault.git.run("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/mdmem/")
+    out = store.git.run("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/mdmem/")
     found: list[tuple[tuple[str, int], str, str]] = []
     for line in out.splitlines():
         ref, _sep, sha = line.partition("\0")
@@ -311,9 +311,9 @@ def _branches(vault: Vault) -> list[tuple[str, str]]:
     return [(name, sha) for _key, name, sha in sorted(found)]
 
 
-def open_branches(vault: Vault) -> list[str]:
+def open_branches(store: MemoryStore) -> list[str]:
     """Names of the review branches not merged yet (no counts: cheap enough for status)."""
-    return [name for name, sha in _branches(vault) if _is_open(vault, sha)]
+    return [name for name, sha in _branches(store) if _is_open(store, sha)]
 
 
 def _branch_name(branch: str) -> str:
@@ -327,21 +327,21 @@ def _branch_name(branch: str) -> str:
     return name
 
 
-def _ref_sha(vault: Vault, name: str) -> str | None:
-    out = vault.git.run(
+def _ref_sha(store: MemoryStore, name: str) -> str | None:
+    out = store.git.run(
         "rev-parse", "--verify", "-q", f"refs/heads/{name}^{{commit}}", ok_codes=(0, 1, 128)
     ).strip()
     return out or None
 
 
-def _is_open(vault: Vault, sha: str) -> bool:
-    return not _is_ancestor(vault, sha, "HEAD")
+def _is_open(store: MemoryStore, sha: str) -> bool:
+    return not is_ancestor(store, sha, "HEAD")
 
 
-def _pick(vault: Vault, branch: str | None) -> tuple[str, str]:
+def _pick(store: MemoryStore, branch: str | None) -> tuple[str, str]:
     """(name, sha) of the named open review, or of the only one."""
     if branch is None:
-        open_ = [(n, s) for n, s in _branches(vault) if _is_open(vault, s)]
+        open_ = [(n, s) for n, s in _branches(store) if _is_open(store, s)]
         if not open_:
             raise InvalidInputError("no consolidation is waiting for review")
         if len(open_) > 1:
@@ -349,10 +349,10 @@ def _pick(vault: Vault, branch: str | None) -> tuple[str, str]:
             raise InvalidInputError(f"{len(open_)} reviews are open ({names}); name one")
         return open_[0]
     name = _branch_name(branch)
-    sha = _ref_sha(vault, name)
+    sha = _ref_sha(store, name)
     if sha is None:
         raise InvalidInputError(f"no review branch {name}")
-    if not _is_open(vault, sha):
+    if not _is_open(store, sha):
         raise InvalidInputError(
             f"{name} is already merged into the current branch; delete it with "
             f"`git branch -d {name}`"
@@ -360,10 +360,8 @@ def _pick(vault: Vault, branch: str | None) -> tuple[str, str]:
     return name, sha
 
 
-def _read(vault: Vault, name: str, sha: str, *, with_diff: bool) -> Review:
-    from mdmem.memory.consolidate import FACT_KINDS  # consolidate imports this module
-
-    git = vault.git
+def _read(store: MemoryStore, name: str, sha: str, *, with_diff: bool) -> Review:
+    git = store.git
     base = git.run("merge-base", "HEAD", sha, ok_codes=(0, 1)).strip()
     if not base:
         raise GitError(f"{name} shares no history with the current branch")
@@ -372,7 +370,7 @@ def _read(vault: Vault, name: str, sha: str, *, with_diff: bool) -> Review:
     given_dropped = [value for key, value in _trailers(messages) if key == "Dropped"]
     listing = git.run("diff", "--name-only", "-z", "--no-renames", base, sha, "--", strip=False)
     paths = [p for p in listing.split("\0") if p.endswith(".md") and _indexed(p)]
-    before, after = _memories_at(vault, base, paths), _memories_at(vault, sha, paths)
+    before, after = _memories_at(store, base, paths), _memories_at(store, sha, paths)
     new = [b for i, b in after.items() if i not in before]
     removed = [b for i, b in before.items() if i not in after]
     superseded = entries = 0
@@ -405,11 +403,11 @@ def _indexed(path: str) -> bool:
     return not any(part in EXCLUDED_DIRS for part in PurePosixPath(path).parts[:-1])
 
 
-def _memories_at(vault: Vault, rev: str, paths: list[str]) -> dict[str, Block]:
+def _memories_at(store: MemoryStore, rev: str, paths: list[str]) -> dict[str, Block]:
     """Memory blocks (by id) of ``paths`` as they are at ``rev``."""
     found: dict[str, Block] = {}
     for path in paths:
-        parsed = parsed_at(vault, rev, path)
+        parsed = parsed_at(store, rev, path)
         if parsed is not None:
             found.update((b.id, b) for b in parsed.blocks if b.is_memory)
     return found
@@ -427,14 +425,14 @@ def _trailers(log_output: str) -> list[tuple[str, str]]:
 # ------------------------------------------------------------ decisions ----
 
 
-def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
+def merge(store: MemoryStore, branch: str | None = None) -> ReviewDecision:
     """Merge an open review into the current branch (``--no-ff``), then drop the branch."""
-    git = vault.git
-    with vault.writer.writing():
-        _check_repo(vault)
-        name, sha = _pick(vault, branch)
-        current = _current_branch(vault)
-        found = _read(vault, name, sha, with_diff=False)
+    git = store.git
+    with store.writer.writing():
+        _check_repo(store)
+        name, sha = _pick(store, branch)
+        current = _current_branch(store)
+        found = _read(store, name, sha, with_diff=False)
         message = format_message(
             f"review-merge: {name} into {current}",
             f"{found.title}\n\n{found.added} facts added, {found.superseded} superseded, "
@@ -442,40 +440,40 @@ def merge(vault: Vault, branch: str | None = None) -> ReviewDecision:
             trailers=[("Review", name), ("Review-Commit", sha), ("Op", "review-merge")],
         )
         old_head = git.head()
-        with tempfile.TemporaryDirectory(prefix="review-", dir=vault.state_dir) as tmp:
+        with tempfile.TemporaryDirectory(prefix="review-", dir=store.state_dir) as tmp:
             message_file = Path(tmp) / "message"
             message_file.write_text(message, encoding="utf-8")
             status, out, err = git.execute(
                 "merge", "--no-ff", "--no-edit", "--no-verify", "--no-autostash", "-q",
                 "-F", str(message_file), sha,
-                env={**Identity.agent(vault.agent).env(), "GIT_MERGE_AUTOEDIT": "no"},
-                config=[*_driver_config(vault), "rerere.enabled=false"],
+                env={**Identity.agent(store.agent).env(), "GIT_MERGE_AUTOEDIT": "no"},
+                config=[*driver_config(store), "rerere.enabled=false"],
             )  # fmt: skip
         if status != 0:
-            unmerged = _unmerged(vault)
-            if (vault.root / ".git" / "MERGE_HEAD").exists():
+            unmerged = _unmerged(store)
+            if (store.root / ".git" / "MERGE_HEAD").exists():
                 git.execute("merge", "--abort")
             if old_head and git.head() != old_head:
                 git.execute("reset", "-q", "--keep", old_head)
-            _follow(vault)
+            _follow(store)
             if unmerged:
                 raise ConflictError(
                     f"{name} conflicts with {current} in {', '.join(unmerged)} (the same "
                     "memories changed on both sides); nothing was merged: reject the review, "
                     "or merge it by hand with git"
                 )
-            raise GitError(f"git merge: {_first_line(err) or _first_line(out)}")
+            raise GitError(f"git merge: {first_line(err) or first_line(out)}")
         commit = git.head()
         status, _out, err = git.execute("update-ref", "-d", f"refs/heads/{name}", sha)
         if status != 0:  # someone moved the branch meanwhile: the merge stands, the branch stays
-            log.warning("merged %s but could not delete it: %s", name, _first_line(err))
-        _follow(vault)
+            log.warning("merged %s but could not delete it: %s", name, first_line(err))
+        _follow(store)
     log.info("merged review %s into %s (%s)", name, current, (commit or "")[:10])
-    _retire_duplicates(vault, found.facts, f"the merge of {name}")
+    _retire_duplicates(store, found.facts, f"the merge of {name}")
     return ReviewDecision(branch=name, action="merged", commit=commit, review=found)
 
 
-def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[str]:
+def _retire_duplicates(store: MemoryStore, fact_ids: Iterable[str], why: str) -> list[str]:
     """Supersede copies of the same fact a merge brought together (the oldest stays), one commit.
 
     Deduplication at ``remember`` sees only the line it writes to: two open
@@ -483,19 +481,19 @@ def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[
     """
     pairs: dict[str, str] = {}
     for fact_id in fact_ids:
-        block = vault.catalog.block(fact_id)
+        block = store.catalog.block(fact_id)
         if block is None:
             continue
-        same = vault.catalog.active_with(block.scope, block.content_hash)
+        same = store.catalog.active_with(block.scope, block.content_hash)
         for copy in same[1:]:
             pairs[copy.id] = same[0].id
     if not pairs:
         return []
-    with vault.batch(f"dedupe: {len(pairs)} facts repeated by {why}") as tx:
+    with store.batch(f"dedupe: {len(pairs)} facts repeated by {why}") as tx:
         for copy_id, kept_id in pairs.items():
             tx.set_fields(
                 copy_id,
-                {"status": "superseded", "by": f"^{kept_id}", "updated": vault.clock.today()},
+                {"status": "superseded", "by": f"^{kept_id}", "updated": store.clock.today()},
                 op="dedupe",
                 subject=f"dedupe: {copy_id} repeats {kept_id}",
                 extra_trailers=[("Supersedes", copy_id)],
@@ -504,34 +502,34 @@ def _retire_duplicates(vault: Vault, fact_ids: Iterable[str], why: str) -> list[
     return list(pairs)
 
 
-def reject(vault: Vault, branch: str | None = None) -> ReviewDecision:
+def reject(store: MemoryStore, branch: str | None = None) -> ReviewDecision:
     """Delete an open review branch; its entries are pending again (noted in the daily log)."""
-    with vault.writer.writing():
-        _check_repo(vault)
-        name, sha = _pick(vault, branch)
-        found = _read(vault, name, sha, with_diff=False)
-        vault.git.run("update-ref", "-d", f"refs/heads/{name}", sha)
+    with store.writer.writing():
+        _check_repo(store)
+        name, sha = _pick(store, branch)
+        found = _read(store, name, sha, with_diff=False)
+        store.git.run("update-ref", "-d", f"refs/heads/{name}", sha)
         # The branch was the only record of what was proposed: the daily log
         # says what was turned down and which commit held it.
-        vault.log(
+        store.log(
             f"Rejected the consolidation under review {name} ({sha[:10]}: {found.title}); "
             f"its {found.entries} session entries are pending again.",
             category="Consolidation",
         )
-        commit = vault.git.head()
+        commit = store.git.head()
     log.info("rejected review %s (%s)", name, sha[:10])
     return ReviewDecision(branch=name, action="rejected", commit=commit, review=found)
 
 
-def undo(vault: Vault, commit: str) -> UndoResult:
+def undo(store: MemoryStore, commit: str) -> UndoResult:
     """Revert one commit of the current branch (a merge against its first parent)."""
-    git = vault.git
-    with vault.writer.writing():
-        _check_repo(vault)
-        sha = _rev_parse(vault, commit)
+    git = store.git
+    with store.writer.writing():
+        _check_repo(store)
+        sha = rev_parse(store, commit)
         if sha is None:
             raise InvalidInputError(f"no commit {commit!r} in the vault")
-        if not _is_ancestor(vault, sha, "HEAD"):
+        if not is_ancestor(store, sha, "HEAD"):
             raise InvalidInputError(f"{commit} is not in the history of the current branch")
         parents = git.run("rev-list", "--parents", "-n", "1", sha).split()[1:]
         if not parents:
@@ -541,30 +539,30 @@ def undo(vault: Vault, commit: str) -> UndoResult:
         args = ["revert", "--no-commit", *(["-m", "1"] if len(parents) > 1 else []), sha]
         status, out, err = git.execute(
             *args,
-            env=Identity.agent(vault.agent).env(),
-            config=[*_driver_config(vault), "rerere.enabled=false"],
+            env=Identity.agent(store.agent).env(),
+            config=[*driver_config(store), "rerere.enabled=false"],
         )
         if status != 0:
-            unmerged = _unmerged(vault)
-            _abort_revert(vault, old_head)
+            unmerged = _unmerged(store)
+            _abort_revert(store, old_head)
             if unmerged:
                 raise ConflictError(
                     f"undoing {sha[:10]} conflicts in {', '.join(unmerged)} (later commits "
                     "changed the same memories); nothing was changed"
                 )
-            raise GitError(f"git revert: {_first_line(err) or _first_line(out)}")
+            raise GitError(f"git revert: {first_line(err) or first_line(out)}")
         changed = git.run("diff", "--cached", "--name-only", "-z", "HEAD", strip=False)
         paths = [p for p in changed.split("\0") if p]
         if not paths:
-            _abort_revert(vault, old_head)
+            _abort_revert(store, old_head)
             raise InvalidInputError(f"{sha[:10]} is already undone (reverting it changes nothing)")
         message = format_message(
             f"revert: {subject}",
             f"This reverts commit {sha}.",
             trailers=[("Reverts", sha), ("Op", "revert")],
         )
-        new = git.commit(message, Identity.agent(vault.agent))
-        _follow(vault)
+        new = git.commit(message, Identity.agent(store.agent))
+        _follow(store)
     if new is None:  # pragma: no cover - the staged check above makes this unreachable
         raise GitError("git revert staged nothing")
     log.info("undid %s (%s) in %s", sha[:10], subject, new[:10])
@@ -572,10 +570,10 @@ def undo(vault: Vault, commit: str) -> UndoResult:
     return UndoResult(reverted=sha, subject=subject, commit=new, merge=merged, paths=paths)
 
 
-def _check_repo(vault: Vault) -> None:
-    if not vault.settings.git.enabled:
+def _check_repo(store: MemoryStore) -> None:
+    if not store.settings.git.enabled:
         raise ConfigError("reviews and undo need git ([git] enabled = true)")
-    busy = vault.git.operation_in_progress()
+    busy = store.git.operation_in_progress()
     if busy:
         raise GitError(
             f"a git {busy} is in progress in the vault; finish it or abort it "
@@ -583,25 +581,25 @@ def _check_repo(vault: Vault) -> None:
         )
 
 
-def _current_branch(vault: Vault) -> str:
-    branch = vault.git.run("symbolic-ref", "--short", "-q", "HEAD", ok_codes=(0, 1)).strip()
+def _current_branch(store: MemoryStore) -> str:
+    branch = store.git.run("symbolic-ref", "--short", "-q", "HEAD", ok_codes=(0, 1)).strip()
     if not branch:
         raise GitError("the vault is not on a branch (detached HEAD); check out a branch first")
     return branch
 
 
-def _unmerged(vault: Vault) -> list[str]:
-    out = vault.git.run("diff", "--name-only", "--diff-filter=U", "-z", strip=False)
+def _unmerged(store: MemoryStore) -> list[str]:
+    out = store.git.run("diff", "--name-only", "--diff-filter=U", "-z", strip=False)
     return sorted({p for p in out.split("\0") if p})
 
 
-def _abort_revert(vault: Vault, old_head: str | None) -> None:
-    vault.git.execute("revert", "--abort")
-    if old_head and vault.git.head() != old_head:
-        vault.git.execute("reset", "-q", "--keep", old_head)
+def _abort_revert(store: MemoryStore, old_head: str | None) -> None:
+    store.git.execute("revert", "--abort")
+    if old_head and store.git.head() != old_head:
+        store.git.execute("reset", "-q", "--keep", old_head)
 
 
-def _follow(vault: Vault) -> None:
+def _follow(store: MemoryStore) -> None:
     """Catalog and indexes catch up with the files git just changed."""
-    vault.git.forget_tracked()
-    vault.refresh()
+    store.git.forget_tracked()
+    store.refresh()

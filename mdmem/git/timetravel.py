@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -22,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
-from mdmem.index.indexer import _embed_key, embed_text, indexable
+from mdmem.git.revisions import rev_parse
+from mdmem.index.indexer import embed_key, embed_text, indexable
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import _block, _row
+from mdmem.index.manifest import block_row, row_block
 from mdmem.models import Block, Recall
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import RecallQuery, run_recall
@@ -34,7 +34,7 @@ from mdmem.store.textfile import SkipFile, decode
 if TYPE_CHECKING:
     from mdmem.index.embedders import Embedder
     from mdmem.index.vector import VectorIndex
-    from mdmem.store.memories import MemoryStore as Vault
+    from mdmem.store.memories import MemoryStore
 
 __all__ = ["Snapshot", "recall_as_of", "resolve_commit"]
 
@@ -44,7 +44,7 @@ _KEEP_ON_DISK = 8
 _KEEP_IN_MEMORY = 3
 
 
-def resolve_commit(vault: Vault, as_of: str | date | datetime) -> str:
+def resolve_commit(store: MemoryStore, as_of: str | date | datetime) -> str:
     """A commit sha for a commit-ish, or the last commit at or before a date/time."""
     moment: datetime | None = None
     if isinstance(as_of, datetime):
@@ -53,9 +53,9 @@ def resolve_commit(vault: Vault, as_of: str | date | datetime) -> str:
         moment = datetime(as_of.year, as_of.month, as_of.day, 23, 59, 59, tzinfo=UTC)
     elif isinstance(as_of, str) and as_of.strip():
         text = as_of.strip()
-        status, out, _ = vault.git.execute("rev-parse", "--verify", "-q", f"{text}^{{commit}}")
-        if status == 0 and out.strip():
-            return out.strip()
+        sha = rev_parse(store, text)
+        if sha is not None:
+            return sha
         from mdmem.recall.search import to_datetime
 
         try:
@@ -64,7 +64,7 @@ def resolve_commit(vault: Vault, as_of: str | date | datetime) -> str:
             moment = None
     if moment is None:
         raise InvalidInputError(f"as_of must be a commit or a date/time, not {as_of!r}")
-    status, out, _ = vault.git.execute("rev-list", "-1", f"--before={moment.isoformat()}", "HEAD")
+    status, out, _ = store.git.execute("rev-list", "-1", f"--before={moment.isoformat()}", "HEAD")
     if status != 0 or not out.strip():
         raise InvalidInputError(f"the vault has no commit at or before {moment.isoformat()}")
     return out.strip()
@@ -107,17 +107,17 @@ class _Snapshots:
 _caches: dict[int, _Snapshots] = {}
 
 
-def _cache(vault: Vault) -> _Snapshots:
-    return _caches.setdefault(id(vault), _Snapshots())
+def _cache(store: MemoryStore) -> _Snapshots:
+    return _caches.setdefault(id(store), _Snapshots())
 
 
-def snapshot(vault: Vault, sha: str) -> Snapshot:
-    cache = _cache(vault)
+def snapshot(store: MemoryStore, sha: str) -> Snapshot:
+    cache = _cache(store)
     with cache.lock:
         if sha in cache.memory:
             cache.memory.move_to_end(sha)
             return cache.memory[sha]
-        snap = _load(vault, sha) or _build(vault, sha)
+        snap = _load(store, sha) or _build(store, sha)
         cache.memory[sha] = snap
         while len(cache.memory) > _KEEP_IN_MEMORY:
             _, old = cache.memory.popitem(last=False)
@@ -125,32 +125,29 @@ def snapshot(vault: Vault, sha: str) -> Snapshot:
         return snap
 
 
-def forget_snapshots(vault: Vault) -> None:
+def forget_snapshots(store: MemoryStore) -> None:
     """Drop the in-memory snapshots of this vault (after a purge)."""
-    cache = _caches.pop(id(vault), None)
+    cache = _caches.pop(id(store), None)
     if cache is not None:
         for snap in cache.memory.values():
             snap.close()
 
 
-def _root(vault: Vault) -> Path:
-    return vault.state_dir / "asof"
+def _root(store: MemoryStore) -> Path:
+    return store.state_dir / "asof"
 
 
-def _read_tree(vault: Vault, sha: str) -> dict[str, bytes]:
-    listing = vault.git.run("ls-tree", "-r", "-z", "--name-only", sha, strip=False)
+def _read_tree(store: MemoryStore, sha: str) -> dict[str, bytes]:
+    listing = store.git.run("ls-tree", "-r", "-z", "--name-only", sha, strip=False)
     paths = [p for p in listing.split("\0") if p.endswith(".md")]
     paths = [p for p in paths if not p.startswith(("templates/", ".obsidian/", ".trash/"))]
     if not paths:
         return {}
-    proc = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "cat-file", "--batch"],
-        cwd=vault.root,
-        input="".join(f"{sha}:{p}\n" for p in paths).encode(),
-        capture_output=True,
-        check=True,
+    out = store.git.run_bytes(
+        "cat-file", "--batch", input="".join(f"{sha}:{p}\n" for p in paths).encode()
     )
-    out, pos, files = proc.stdout, 0, {}
+    pos = 0
+    files: dict[str, bytes] = {}
     for path in paths:
         header_end = out.index(b"\n", pos)
         header = out[pos:header_end].split()
@@ -163,12 +160,12 @@ def _read_tree(vault: Vault, sha: str) -> dict[str, bytes]:
     return files
 
 
-def _build(vault: Vault, sha: str) -> Snapshot:
-    directory = _root(vault) / sha
+def _build(store: MemoryStore, sha: str) -> Snapshot:
+    directory = _root(store) / sha
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     blocks: dict[str, Block] = {}
-    for path, raw in _read_tree(vault, sha).items():
+    for path, raw in _read_tree(store, sha).items():
         try:
             parsed = parse(path, decode(raw))
         except SkipFile:
@@ -178,19 +175,19 @@ def _build(vault: Vault, sha: str) -> Snapshot:
                 blocks[block.id] = block
     keyword = KeywordIndex.create(directory / "keyword")
     keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
-    vectors, embedder, missing = _vectors_for(vault, directory, list(blocks.values()))
+    vectors, embedder, missing = _vectors_for(store, directory, list(blocks.values()))
     (directory / "blocks.json").write_text(
-        json.dumps([_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
+        json.dumps([block_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
     )
     (directory / "complete").write_text(sha)
-    _prune(vault, keep=sha)
+    _prune(store, keep=sha)
     return Snapshot(sha, blocks, keyword, vectors, embedder, missing)
 
 
 def _vectors_for(
-    vault: Vault, directory: Path, blocks: list[Block]
+    store: MemoryStore, directory: Path, blocks: list[Block]
 ) -> tuple[VectorIndex | None, Embedder | None, set[str]]:
-    embedder = vault.indexer.embedder
+    embedder = store.indexer.embedder
     if embedder is None:
         return None, None, {b.id for b in blocks}
     import numpy as np
@@ -198,8 +195,8 @@ def _vectors_for(
     from mdmem.index.vector import VectorIndex
 
     vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
-    cache = vault.indexer.cache
-    keys = [_embed_key(b) for b in blocks]
+    cache = store.indexer.cache
+    keys = [embed_key(b) for b in blocks]
     found = cache.get_many(embedder.name, keys)
     todo = [i for i, k in enumerate(keys) if k not in found]
     if todo:
@@ -215,15 +212,15 @@ def _vectors_for(
     return vectors, embedder, set()
 
 
-def _load(vault: Vault, sha: str) -> Snapshot | None:
-    directory = _root(vault) / sha
+def _load(store: MemoryStore, sha: str) -> Snapshot | None:
+    directory = _root(store) / sha
     if not (directory / "complete").exists():
         return None
     try:
         rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))
-        blocks = {b.id: b for b in (_block(tuple(r)) for r in rows)}
+        blocks = {b.id: b for b in (row_block(tuple(r)) for r in rows)}
         keyword = KeywordIndex(directory / "keyword")
-        embedder = vault.indexer.embedder
+        embedder = store.indexer.embedder
         vectors = None
         if embedder is not None:
             from mdmem.index.vector import VectorIndex
@@ -238,8 +235,8 @@ def _load(vault: Vault, sha: str) -> Snapshot | None:
     return Snapshot(sha, blocks, keyword, vectors, embedder)
 
 
-def _prune(vault: Vault, keep: str) -> None:
-    root = _root(vault)
+def _prune(store: MemoryStore, keep: str) -> None:
+    root = _root(store)
     done = sorted(
         (p for p in root.iterdir() if (p / "complete").exists()),
         key=lambda p: (p / "complete").stat().st_mtime,
@@ -249,9 +246,9 @@ def _prune(vault: Vault, keep: str) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def recall_as_of(vault: Vault, q: RecallQuery, as_of: Any) -> Recall:
-    sha = resolve_commit(vault, as_of)
-    snap = snapshot(vault, sha)
-    result = run_recall(q, snap, snap.blocks.get, vault.settings.recall, threads=snap.threads)
+def recall_as_of(store: MemoryStore, q: RecallQuery, as_of: Any) -> Recall:
+    sha = resolve_commit(store, as_of)
+    snap = snapshot(store, sha)
+    result = run_recall(q, snap, snap.blocks.get, store.settings.recall, threads=snap.threads)
     items = [replace(hit, commit=sha) for hit in result.items]
     return replace(result, items=items)

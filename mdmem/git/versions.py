@@ -6,15 +6,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mdmem.errors import MemoryNotFoundError
+from mdmem.git.revisions import parsed_at
 from mdmem.models import Block
-from mdmem.store import blocks as blk
 from mdmem.store.ids import normalize_id
-from mdmem.store.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["Version", "parsed_at", "versions"]
+__all__ = ["Version", "versions"]
 
 
 @dataclass(frozen=True)
@@ -30,17 +29,6 @@ class Version:
     text: str | None
     status: str | None
     is_agent: bool
-
-
-def parsed_at(store: MemoryStore, rev: str, path: str) -> blk.ParsedFile | None:
-    """``path`` as it is at ``rev``, parsed; None where it is missing or not markdown."""
-    raw = store.git.show(rev, path)
-    if raw is None:
-        return None
-    try:
-        return blk.parse(path, decode(raw))
-    except SkipFile:
-        return None
 
 
 def versions(store: MemoryStore, memory_id: str) -> list[Version]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mdmem.index.indexer import indexable
 
 if TYPE_CHECKING:
-    from mdmem.store.memories import MemoryStore as Vault
+    from mdmem.store.memories import MemoryStore
 
 __all__ = ["DoctorReport", "Problem", "run_doctor"]
 
@@ -41,18 +41,18 @@ class DoctorReport:
         return not [p for p in self.problems if p.detail not in self.fixed]
 
 
-def run_doctor(vault: Vault, *, fix: bool = False) -> DoctorReport:
+def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     report = DoctorReport()
-    vault.refresh()
-    indexer = vault.indexer
+    store.refresh()
+    indexer = store.indexer
 
     report.checks.append("files parse")
-    for path, reason in sorted(vault.catalog.skipped.items()):
+    for path, reason in sorted(store.catalog.skipped.items()):
         report.problems.append(Problem("files parse", f"{path}: {reason}", False))
 
     report.checks.append("ids are unique")
     seen: dict[str, str] = {}
-    for path, state in vault.catalog.files.items():
+    for path, state in store.catalog.files.items():
         for block in state.parsed.memories():
             if block.id in seen and seen[block.id] != path:
                 report.problems.append(
@@ -64,14 +64,14 @@ def run_doctor(vault: Vault, *, fix: bool = False) -> DoctorReport:
 
     report.checks.append("manifest matches files")
     rows = indexer.manifest.files()
-    for path, state in vault.catalog.files.items():
+    for path, state in store.catalog.files.items():
         row = rows.get(path)
         if row is None or tuple(row[:3]) != tuple(state.signature):
             report.problems.append(Problem("manifest matches files", f"{path} not indexed", True))
-    for path in rows.keys() - vault.catalog.files.keys():
+    for path in rows.keys() - store.catalog.files.keys():
         report.problems.append(Problem("manifest matches files", f"{path} indexed but gone", True))
 
-    wanted = {b.id for b in vault.catalog.blocks() if indexable(b)}
+    wanted = {b.id for b in store.catalog.blocks() if indexable(b)}
     report.checks.append("keyword index")
     have = indexer.keyword.ids()
     if wanted - have:
@@ -108,46 +108,46 @@ def run_doctor(vault: Vault, *, fix: bool = False) -> DoctorReport:
             )
 
     report.checks.append("no interrupted writes")
-    temps = [p for p in vault.root.rglob(".*.mdmem-*.tmp") if ".git" not in p.parts]
+    temps = [p for p in store.root.rglob(".*.mdmem-*.tmp") if ".git" not in p.parts]
     for tmp in temps:
         report.problems.append(
             Problem(
                 "no interrupted writes",
-                f"{tmp.relative_to(vault.root)} left by a killed write",
+                f"{tmp.relative_to(store.root)} left by a killed write",
                 True,
             )
         )
 
     report.checks.append("git")
-    lock = vault.root / ".git" / "index.lock"
+    lock = store.root / ".git" / "index.lock"
     stale_lock = lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_SECONDS
     if stale_lock:
         report.problems.append(Problem("git", ".git/index.lock is stale", True))
-    fsck_code, _out, err = vault.git.execute("fsck", "--no-progress", "--no-dangling")
+    fsck_code, _out, err = store.git.execute("fsck", "--no-progress", "--no-dangling")
     if fsck_code != 0:
         first = next((line for line in err.splitlines() if line.strip()), "failed")
         report.problems.append(Problem("git", f"git fsck: {first}", False))
-    dirty = vault.git.dirty_paths()
+    dirty = store.git.dirty_paths()
     if dirty:
         report.problems.append(Problem("git", f"uncommitted edits: {', '.join(dirty[:5])}", True))
 
     if fix and report.problems:
-        _fix(vault, report, temps, stale_lock, bool(dirty))
+        _fix(store, report, temps, stale_lock, bool(dirty))
     return report
 
 
 def _fix(
-    vault: Vault, report: DoctorReport, temps: list[Path], stale_lock: bool, dirty: bool
+    store: MemoryStore, report: DoctorReport, temps: list[Path], stale_lock: bool, dirty: bool
 ) -> None:
     for tmp in temps:
         os.unlink(tmp)
     if stale_lock:
-        (vault.root / ".git" / "index.lock").unlink(missing_ok=True)
+        (store.root / ".git" / "index.lock").unlink(missing_ok=True)
     if dirty:
-        vault.commit_human_edits()
+        store.commit_human_edits()
     if any(
         p.check in ("manifest matches files", "keyword index", "vector index")
         for p in report.problems
     ):
-        vault.reindex(full=True)
+        store.reindex(full=True)
     report.fixed = [p.detail for p in report.problems if p.fixable]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mdmem.store.memories import MemoryStore as Vault
+    from mdmem.store.memories import MemoryStore
 
 __all__ = ["Watcher"]
 
@@ -27,13 +27,13 @@ log = logging.getLogger("mdmem")
 class Watcher:
     def __init__(
         self,
-        vault: Vault,
+        store: MemoryStore,
         *,
         debounce: float = 0.3,
         commit: bool = False,
         on_refresh: Callable[[list[str]], None] | None = None,
     ) -> None:
-        self.vault = vault
+        self.store = store
         self.debounce = debounce
         self.commit = commit
         self.on_refresh = on_refresh
@@ -64,9 +64,9 @@ class Watcher:
 
     def _fire(self) -> None:
         try:
-            changed = self.vault.refresh()
+            changed = self.store.refresh()
             if self.commit and changed:
-                self.vault.commit_human_edits()
+                self.store.commit_human_edits()
             self.refreshes += 1
             if changed:
                 log.info("re-indexed %d changed file(s)", len(changed))
@@ -86,7 +86,7 @@ class Watcher:
                 watcher._event(event)
 
         self._observer = Observer()
-        self._observer.schedule(Handler(), str(self.vault.root), recursive=True)
+        self._observer.schedule(Handler(), str(self.store.root), recursive=True)
         self._observer.start()
         return self
 

@@ -1,29 +1,48 @@
 """Git as the audit trail: commits with clear authors, trailers and no hooks.
 
-Every git call goes through :meth:`GitStore.run`, which adds the settings the
-design asks for: repository hooks and fsmonitor never run (a vault is user
-data, and a hook in it must not execute on an agent's write), objects and refs
-are fsynced (``core.fsync=committed``), and no pager, prompt or GPG signing
-can stall a write. Commands are one-shot processes through GitPython's
-``Git.execute``; no persistent ``cat-file`` helpers are left running, so a
-long-lived server does not leak git children.
+:class:`GitStore` is the one place that starts git. Every command gets the
+settings the design asks for: repository hooks and fsmonitor never run (a
+vault is user data, and a hook in it must not execute on an agent's write),
+objects and refs are fsynced (``core.fsync=committed``), and no pager, prompt
+or GPG signing can stall a write. git hands ``-c`` settings down to the git
+commands it starts itself (``GIT_CONFIG_PARAMETERS``), so ``filter-repo``'s
+own git calls and the merge driver's ``git merge-file`` run with them too.
+
+* :meth:`GitStore.run` / :meth:`GitStore.execute` - text out, the usual case;
+  one-shot processes through GitPython's ``Git.execute``: no persistent
+  ``cat-file`` helpers are left running, so a long-lived server does not leak
+  git children.
+* :meth:`GitStore.execute_bytes` / :meth:`GitStore.run_bytes` - bytes in and
+  out (``cat-file --batch``, ``show``).
+* :meth:`GitStore.popen` - a running process whose pipes the caller streams
+  (``fast-export | fast-import``).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from git.cmd import Git
 from git.exc import GitCommandError, GitCommandNotFound
 
 from mdmem.errors import GitError
+from mdmem.models import first_line
 
-__all__ = ["AGENT_EMAIL_DOMAIN", "CommitInfo", "GitStore", "Identity"]
+__all__ = [
+    "AGENT_EMAIL_DOMAIN",
+    "CommitInfo",
+    "GitStore",
+    "Identity",
+    "format_message",
+    "is_agent_email",
+]
 
 AGENT_EMAIL_DOMAIN = "agents.mdmem"
 
@@ -44,6 +63,15 @@ _SAFE_CONFIG = (
 )  # fmt: skip
 _GC_EVERY = 256
 _LOCK_RETRIES = 40
+_MESSAGE_CHARS = 300  # of git's output quoted in a GitError
+
+# A stream git reads or writes: PIPE / DEVNULL, a file descriptor or a file.
+Stream = int | IO[bytes] | None
+
+
+def is_agent_email(email: str) -> bool:
+    """Whether a commit author's email is an agent's (``…@agents.mdmem``)."""
+    return email.endswith("@" + AGENT_EMAIL_DOMAIN)
 
 
 @dataclass(frozen=True)
@@ -58,7 +86,7 @@ class Identity:
 
     @property
     def is_agent(self) -> bool:
-        return self.email.endswith("@" + AGENT_EMAIL_DOMAIN)
+        return is_agent_email(self.email)
 
     def env(self) -> dict[str, str]:
         return {
@@ -79,7 +107,7 @@ class CommitInfo:
 
     @property
     def is_agent(self) -> bool:
-        return self.email.endswith("@" + AGENT_EMAIL_DOMAIN)
+        return is_agent_email(self.email)
 
 
 class GitStore:
@@ -107,8 +135,7 @@ class GitStore:
     ) -> str:
         status, out, err = self.execute(*args, env=env, strip=strip, config=config)
         if status not in ok_codes:
-            message = _first_line(str(err)) or _first_line(str(out)) or f"exit status {status}"
-            raise GitError(f"git {args[0]}: {message}")
+            raise GitError(f"git {args[0]}: {_failure(status, err, out)}")
         return out
 
     def execute(
@@ -119,10 +146,7 @@ class GitStore:
         config: Sequence[str] = (),
     ) -> tuple[int, str, str]:
         """Run git with the safe settings; (exit status, stdout, stderr)."""
-        extra: list[str] = []
-        for item in config:
-            extra += ["-c", item]
-        command = ["git", *_SAFE_CONFIG, *extra, *args]
+        command = self._command(args, config)
         merged = {**self._env, **(env or {})}
         try:
             for attempt in range(_LOCK_RETRIES):
@@ -141,8 +165,82 @@ class GitStore:
         except GitCommandNotFound:
             raise GitError("git is not installed or not on PATH") from None
         except GitCommandError as exc:  # pragma: no cover - with_exceptions=False
-            raise GitError(_first_line(str(exc.stderr))) from None
+            raise GitError(first_line(str(exc.stderr), _MESSAGE_CHARS)) from None
         return int(status), str(out), str(err)
+
+    def execute_bytes(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        config: Sequence[str] = (),
+    ) -> tuple[int, bytes, bytes]:
+        """Run git with the safe settings, ``input`` on its stdin; (status, stdout, stderr)."""
+        try:
+            proc = subprocess.run(
+                self._command(args, config),
+                cwd=self.root,
+                env=self._environment(env),
+                input=input,
+                stdin=subprocess.DEVNULL if input is None else None,
+                capture_output=True,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed or not on PATH") from None
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def run_bytes(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        ok_codes: Sequence[int] = (0,),
+        env: dict[str, str] | None = None,
+        config: Sequence[str] = (),
+    ) -> bytes:
+        """:meth:`execute_bytes`, raising GitError on an exit status not in ``ok_codes``."""
+        status, out, err = self.execute_bytes(*args, input=input, env=env, config=config)
+        if status not in ok_codes:
+            text = err.decode("utf-8", "replace")
+            raise GitError(f"git {args[0]}: {_failure(status, text, '')}")
+        return out
+
+    def popen(
+        self,
+        *args: str,
+        stdin: Stream = subprocess.DEVNULL,
+        stdout: Stream = subprocess.PIPE,
+        stderr: Stream = subprocess.PIPE,
+        env: dict[str, str] | None = None,
+        config: Sequence[str] = (),
+    ) -> subprocess.Popen[bytes]:
+        """Start git with the safe settings and return it running, for streaming.
+
+        The caller owns the process: it reads and closes the pipes it asked
+        for and waits for the exit status.
+        """
+        try:
+            return subprocess.Popen(
+                self._command(args, config),
+                cwd=self.root,
+                env=self._environment(env),
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed or not on PATH") from None
+
+    def _command(self, args: Sequence[str], config: Sequence[str]) -> list[str]:
+        extra: list[str] = []
+        for item in config:
+            extra += ["-c", item]
+        return ["git", *_SAFE_CONFIG, *extra, *args]
+
+    def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
+        # What GitPython's Git.execute gives run/execute: the process's own
+        # environment, C messages, this store's fixed settings, then ``env``.
+        return {**os.environ, "LANGUAGE": "C", **self._env, **(env or {})}
 
     @classmethod
     def init(cls, root: Path) -> GitStore:
@@ -292,21 +390,8 @@ class GitStore:
 
     def show(self, rev: str, path: str) -> bytes | None:
         """File content at a revision, or None where it did not exist."""
-        try:
-            out = self._git.execute(
-                ["git", *_SAFE_CONFIG, "show", f"{rev}:{path}"],
-                env={**self._env},
-                with_extended_output=True,
-                with_exceptions=False,
-                stdout_as_string=False,
-                strip_newline_in_stdout=False,
-            )
-        except GitCommandNotFound:
-            raise GitError("git is not installed or not on PATH") from None
-        status, data, _err = out
-        if status != 0:
-            return None
-        return bytes(data)
+        status, data, _err = self.execute_bytes("show", f"{rev}:{path}")
+        return data if status == 0 else None
 
     # ------------------------------------------------------------ commits --
 
@@ -340,7 +425,7 @@ class GitStore:
             if status != 0:
                 if status == 1 and not err.strip() and "commit" in out:
                     return None  # nothing changed in those paths
-                raise GitError(f"git commit: {_first_line(err) or _first_line(out)}")
+                raise GitError(f"git commit: {_failure(status, err, out)}")
             tracked.update(p for p in path_list if (self.root / p).exists())
             tracked.difference_update(p for p in path_list if not (self.root / p).exists())
         else:
@@ -366,12 +451,13 @@ def _commit_info(line: str) -> CommitInfo:
     return CommitInfo(*parts[:5])
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:300]
-    return ""
+def _failure(status: int, err: str, out: str) -> str:
+    """What went wrong, for a GitError: the first line git wrote, or the exit status."""
+    return (
+        first_line(str(err), _MESSAGE_CHARS)
+        or first_line(str(out), _MESSAGE_CHARS)
+        or f"exit status {status}"
+    )
 
 
 def format_message(subject: str, body: str = "", trailers: Iterable[tuple[str, str]] = ()) -> str:
