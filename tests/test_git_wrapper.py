@@ -107,7 +107,7 @@ def test_purge_starts_git_only_through_the_wrapper(
     vault.remember("The user likes green tea")
     secret = vault.remember("The locker code is 4471-kilo for the basement archive")
     with launches.recording() as found:
-        purge(vault, secret.id, confirm=True, method=method)
+        purge(vault.store, secret.id, confirm=True, method=method)
     _check(found, vault.root, *rewrite, "reflog", "gc")
     assert "4471-kilo" not in git(vault.root, "log", "--all", "-p")
 

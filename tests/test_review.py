@@ -228,7 +228,7 @@ def test_a_branch_is_built_only_on_files_that_match_head(vault: Vault) -> None:
     memory_md.write_text(memory_md.read_text() + "\n- A human note. ^m-01jd3k5x7q0000\n")
     read = memory_md.read_bytes()
     branch, commit = create_branch(
-        vault, [("MEMORY.md", read, read + b"- Agent fact.\n")], "consolidate: test", [], []
+        vault.store, [("MEMORY.md", read, read + b"- Agent fact.\n")], "consolidate: test", [], []
     )
     assert "Op: edit" in message(vault, "HEAD") and rev(vault, f"{commit}^") == rev(vault, "HEAD")
     assert "A human note." in git(vault.root, "show", "HEAD:MEMORY.md")
@@ -236,7 +236,7 @@ def test_a_branch_is_built_only_on_files_that_match_head(vault: Vault) -> None:
     assert [x for x in diff if x.startswith("+") and not x.startswith("+++")] == ["+- Agent fact."]
     # Bytes that are neither on disk nor in HEAD: nothing is written.
     with pytest.raises(ConflictError, match="changed while the consolidation ran"):
-        create_branch(vault, [("MEMORY.md", b"stale", b"new")], "consolidate: test", [], [])
+        create_branch(vault.store, [("MEMORY.md", b"stale", b"new")], "consolidate: test", [], [])
     assert review_branches(vault) == [branch]
 
 
