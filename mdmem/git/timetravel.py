@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
-from mdmem.index.indexer import _embed_key, embed_text, indexable
+from mdmem.index.indexer import embed_key, embed_text, indexable
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import _block, _row
+from mdmem.index.manifest import block_from_row, block_to_row
 from mdmem.models import Block, Recall
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import RecallQuery, run_recall
@@ -180,7 +180,7 @@ def _build(vault: Vault, sha: str) -> Snapshot:
     keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
     vectors, embedder, missing = _vectors_for(vault, directory, list(blocks.values()))
     (directory / "blocks.json").write_text(
-        json.dumps([_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
+        json.dumps([block_to_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
     )
     (directory / "complete").write_text(sha)
     _prune(vault, keep=sha)
@@ -199,7 +199,7 @@ def _vectors_for(
 
     vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
     cache = vault.indexer.cache
-    keys = [_embed_key(b) for b in blocks]
+    keys = [embed_key(b) for b in blocks]
     found = cache.get_many(embedder.name, keys)
     todo = [i for i, k in enumerate(keys) if k not in found]
     if todo:
@@ -221,7 +221,7 @@ def _load(vault: Vault, sha: str) -> Snapshot | None:
         return None
     try:
         rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))
-        blocks = {b.id: b for b in (_block(tuple(r)) for r in rows)}
+        blocks = {b.id: b for b in (block_from_row(tuple(r)) for r in rows)}
         keyword = KeywordIndex(directory / "keyword")
         embedder = vault.indexer.embedder
         vectors = None

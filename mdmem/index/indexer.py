@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from mdmem.index.vector import EmbeddingCache, VectorIndex
     from mdmem.store.catalog import Catalog
 
-__all__ = ["INDEX_VERSION", "IndexStats", "Indexer", "embed_text", "indexable"]
+__all__ = ["INDEX_VERSION", "IndexStats", "Indexer", "embed_key", "embed_text", "indexable"]
 
 log = logging.getLogger("mdmem")
 
@@ -72,7 +72,7 @@ def embed_text(block: Block) -> str:
     return f"{block.heading}\n{text}"
 
 
-def _embed_key(block: Block) -> str:
+def embed_key(block: Block) -> str:
     """The cache key: the block's content hash (normalised text, tags left out).
 
     So moving, renaming or re-tagging a block finds its vector in the cache.
@@ -360,7 +360,7 @@ class Indexer:
             return
         for start in range(0, len(blocks), _EMBED_BATCH):
             chunk = blocks[start : start + _EMBED_BATCH]
-            keys = [_embed_key(b) for b in chunk]
+            keys = [embed_key(b) for b in chunk]
             try:
                 cached = self._cached_embeddings(embedder, chunk, keys)
             except EmbedderError as exc:
@@ -431,7 +431,7 @@ class Indexer:
             return
         for start in range(0, len(blocks), _EMBED_BATCH):
             chunk = blocks[start : start + _EMBED_BATCH]
-            self._cached_embeddings(embedder, chunk, [_embed_key(b) for b in chunk])
+            self._cached_embeddings(embedder, chunk, [embed_key(b) for b in chunk])
 
     def checkpoint(self, *, force: bool = False) -> None:
         """Save FAISS if enough changed (or ``force``); atomic, see VectorIndex.save."""

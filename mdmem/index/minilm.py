@@ -48,6 +48,7 @@ import numpy.typing as npt
 from mdmem.errors import EmbedderError
 
 __all__ = [
+    "DEFAULT_TOKEN_BUDGET",
     "DIM",
     "ENV_DIR",
     "ENV_THREADS",
@@ -79,7 +80,7 @@ I64 = npt.NDArray[np.int64]
 _FFN_CHUNK_ROWS = 128
 # Most tokens in one batch: large enough for efficient GEMMs, small enough that
 # a batch's activations (~10 KiB per token) stay modest.
-_DEFAULT_TOKEN_BUDGET = 4096
+DEFAULT_TOKEN_BUDGET = 4096
 # Smallest token budget worth a batch of its own when splitting work between
 # threads: below ~512 rows the GEMMs lose much of their efficiency.
 _MIN_PARALLEL_BUDGET = 512
@@ -356,7 +357,7 @@ class MiniLM:
         self,
         texts: Sequence[str],
         *,
-        token_budget: int = _DEFAULT_TOKEN_BUDGET,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
         max_batch: int | None = None,
         bucketed: bool = True,
         workers: int | None = None,
