@@ -16,7 +16,8 @@ busy and everything else small):
   multiply padding; only attention runs per group of similar-length texts,
   padded within the group;
 * batches run on a few worker threads with numpy's OpenBLAS held at one thread
-  each (see :class:`_BlasPin`), which also spreads the elementwise numpy work;
+  each (threadpoolctl, see :class:`_BlasPin`), which also spreads the
+  elementwise numpy work;
 * the feed-forward block runs in row chunks so its 1536-wide intermediate stays
   in cache while GELU (exact erf via a rational approximation; numpy has no
   erf) is applied in place; softmax skips the per-row max when it is safe.
@@ -25,8 +26,6 @@ busy and everything else small):
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import glob
 import importlib.util
 import itertools
 import json
@@ -35,7 +34,7 @@ import mmap
 import os
 import struct
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -646,76 +645,94 @@ class _BlasPin:
     batches, degrades gracefully instead and also parallelises the
     elementwise numpy work. The setting is process-wide (OpenBLAS has no
     per-thread one that works), so it is reference-counted and restored when
-    the last embedding finishes.
-    """
+    the last embedding finishes, whichever thread that is.
 
-    _CANDIDATES = (
-        ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-        ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
-        ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
-        ("openblas_get_num_threads", "openblas_set_num_threads"),
-    )
+    threadpoolctl does the finding and setting. Only the OpenBLAS that numpy
+    ships is limited (not, say, faiss's own OpenBLAS and OpenMP), through one
+    controller found once: ``threadpool_limits()`` would look for every
+    loaded library again on each call (~0.2 ms) and limit them all.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._depth = 0
-        self._saved = 1
-        self._controls: tuple[Callable[[], int], Callable[[int], None]] | None = None
+        self._limiter: Any = None
+        self._controller: Any = None
         self._searched = False
 
-    def _find(self) -> tuple[Callable[[], int], Callable[[int], None]] | None:
-        numpy_dir = os.path.dirname(np.__file__)
-        patterns = (
-            os.path.join(numpy_dir, os.pardir, "numpy.libs", "*openblas*"),
-            os.path.join(numpy_dir, ".dylibs", "*openblas*"),
-            os.path.join(numpy_dir, ".libs", "*openblas*"),
+    @staticmethod
+    def _find() -> Any:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # a core dependency; a broken install embeds unpinned
+            return None
+        numpy_dir = os.path.dirname(os.path.realpath(np.__file__))
+        homes = tuple(
+            os.path.join(os.path.realpath(d), "")
+            for d in (
+                os.path.join(numpy_dir, os.pardir, "numpy.libs"),
+                os.path.join(numpy_dir, ".dylibs"),
+                os.path.join(numpy_dir, ".libs"),
+            )
         )
-        for pattern in patterns:
-            for path in sorted(glob.glob(pattern)):
-                try:
-                    lib = ctypes.CDLL(path)  # already loaded by numpy: same handle
-                except OSError:
-                    continue
-                for get_name, set_name in self._CANDIDATES:
-                    getter = getattr(lib, get_name, None)
-                    setter = getattr(lib, set_name, None)
-                    if getter is not None and setter is not None:
-                        getter.restype = ctypes.c_int
-                        getter.argtypes = []
-                        setter.restype = None
-                        setter.argtypes = [ctypes.c_int]
-                        return getter, setter
-        return None
+        try:
+            controller = ThreadpoolController().select(internal_api="openblas")
+            ours = [
+                info["filepath"]
+                for info in controller.info()
+                if os.path.realpath(str(info.get("filepath") or "")).startswith(homes)
+            ]
+        except Exception:  # pragma: no cover - threadpoolctl could not inspect the process
+            return None
+        return controller.select(filepath=ours) if ours else None
 
     @property
     def available(self) -> bool:
         if not self._searched:
             with self._lock:
                 if not self._searched:
-                    self._controls = self._find()
+                    self._controller = self._find()
                     self._searched = True
-        return self._controls is not None
+        return self._controller is not None
+
+    def threads(self) -> int | None:
+        """numpy's OpenBLAS threads now (None where it is not found)."""
+        if not self.available:
+            return None
+        return min(int(info["num_threads"]) for info in self._controller.info())
 
     @contextmanager
     def pinned(self, enable: bool = True) -> Iterator[None]:
         if not enable or not self.available:
             yield
             return
-        assert self._controls is not None
-        getter, setter = self._controls
         with self._lock:
-            if self._depth == 0:
-                self._saved = int(getter())
-                if self._saved != 1:
-                    setter(1)
+            if self._depth == 0 and self.threads() != 1:
+                self._limiter = self._controller.limit(limits=1)
+                _release_blas_control()
             self._depth += 1
         try:
             yield
         finally:
             with self._lock:
                 self._depth -= 1
-                if self._depth == 0 and self._saved != 1:
-                    setter(self._saved)
+                if self._depth == 0 and self._limiter is not None:
+                    limiter, self._limiter = self._limiter, None
+                    limiter.restore_original_limits()
+                    _release_blas_control()
+
+
+def _release_blas_control() -> None:
+    # threadpoolctl (3.8+) lets only the thread that last set a process-wide
+    # OpenBLAS limit change it again; the embedding that restores the limit
+    # may run on another thread than the one that set it.
+    try:
+        from threadpoolctl import OpenBLASController
+    except ImportError:  # pragma: no cover
+        return
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None:
+        clear()
 
 
 _BLAS_PIN = _BlasPin()
