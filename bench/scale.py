@@ -142,7 +142,7 @@ def whoosh_alone(directory: Path, n: int) -> float:
 
     from whoosh import index
 
-    from mdmem.index.keyword import _BULK_WRITER_ARGS, _schema
+    from mdmem.index.keyword import _BULK_WRITER_ARGS, build_schema
     from mdmem.index.whoosh_compat import cache_missing_length_columns, inlining_codec
 
     cache_missing_length_columns()  # Whoosh as mdmem runs it
@@ -161,7 +161,7 @@ def whoosh_alone(directory: Path, n: int) -> float:
         for i in range(n)
     ]
     directory.mkdir(parents=True)
-    ix = index.create_in(str(directory), _schema(), indexname="MAIN")
+    ix = index.create_in(str(directory), build_schema(), indexname="MAIN")
     start = time.perf_counter()
     writer = ix.writer(codec=inlining_codec(), **_BULK_WRITER_ARGS)
     for doc in docs:

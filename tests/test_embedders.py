@@ -179,17 +179,59 @@ def test_minilm_restores_blas_threads() -> None:
     pin = minilm_module._BLAS_PIN
     if not pin.available:
         pytest.skip("numpy's OpenBLAS controls not found")
-    assert pin._controls is not None
-    getter, _ = pin._controls
-    before = getter()
+    before = pin.threads()
     with pin.pinned():
-        assert getter() == 1
+        assert pin.threads() == 1
         with pin.pinned():
-            assert getter() == 1
-        assert getter() == 1
-    assert getter() == before
+            assert pin.threads() == 1
+        assert pin.threads() == 1
+    assert pin.threads() == before
     minilm_module.load_minilm().embed(["a", "b c"], workers=2)
-    assert getter() == before
+    assert pin.threads() == before
+
+
+@needs_weights
+def test_minilm_pins_only_numpys_blas_and_restores_it_across_threads() -> None:
+    """The embedding that restores BLAS threads may not be the one (or run on
+    the thread) that pinned them; other libraries' thread pools (faiss's
+    OpenBLAS and OpenMP) are left alone."""
+    import faiss  # noqa: F401  (loads its own OpenBLAS and OpenMP)
+    from threadpoolctl import threadpool_info
+
+    pin = minilm_module._BLAS_PIN
+    if not pin.available:
+        pytest.skip("numpy's OpenBLAS controls not found")
+    numpy_dir = Path(np.__file__).resolve().parent
+    numpy_homes = {numpy_dir / ".libs", numpy_dir / ".dylibs", numpy_dir.parent / "numpy.libs"}
+
+    def others() -> list[tuple[str, int]]:
+        return [
+            (info["filepath"], info["num_threads"])
+            for info in threadpool_info()
+            if Path(info["filepath"]).resolve().parent not in numpy_homes
+        ]
+
+    before, others_before = pin.threads(), others()
+    entered, left = threading.Event(), threading.Event()
+    inside: list[int | None] = []
+
+    def later_embedding() -> None:
+        with pin.pinned():
+            entered.set()
+            left.wait(10)
+            inside.append(pin.threads())  # still pinned after the first one left
+
+    with pin.pinned():  # this (live) thread pins first...
+        worker = threading.Thread(target=later_embedding)
+        worker.start()
+        assert entered.wait(10)
+        inside.append(pin.threads())
+        assert others() == others_before
+    left.set()
+    worker.join(10)
+    assert inside == [1, 1]
+    assert pin.threads() == before  # ...and the worker, finishing last, restored it
+    assert others() == others_before
 
 
 def test_default_workers_env(monkeypatch: pytest.MonkeyPatch) -> None:

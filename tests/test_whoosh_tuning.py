@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
-from datetime import datetime
+import subprocess
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +17,14 @@ from whoosh import query as q
 from whoosh.analysis import CompositeAnalyzer
 from whoosh.formats import tokens
 
-from mdmem.index.keyword import _schema
+from mdmem.index import whoosh_compat
+from mdmem.index.keyword import KeywordIndex, build_schema
 from mdmem.index.whoosh_compat import (
     FoldingStemAnalyzer,
     cache_missing_length_columns,
     inlining_codec,
 )
+from mdmem.models import Block
 
 ASCII_PIECES = [
     *"*abcdefghijklmnopqrstuvwxyzABCDEFGHIJNPSTWY  .,-_'0123456789\t\n",
@@ -103,7 +108,7 @@ def _docs(n: int, rng: random.Random) -> list[dict[str, Any]]:
 def _build(directory: Path, codec: Any, docs: list[dict[str, Any]]) -> Any:
     cache_missing_length_columns()
     directory.mkdir()
-    ix = whoosh_index.create_in(str(directory), _schema(), indexname="MAIN")
+    ix = whoosh_index.create_in(str(directory), build_schema(), indexname="MAIN")
     # Several small commits: Whoosh merges small segments as it goes, which
     # copies (inlined) postings from one segment to the next.
     for start in range(0, 240, 40):
@@ -139,3 +144,58 @@ def test_inlined_posting_lists_read_like_blocks(tmp_path: Path) -> None:
             rb = [(hit["id"], round(hit.score, 5)) for hit in sb.search(query, limit=None)]
         assert ra == rb
         assert ra
+
+
+_OPEN_AND_SEARCH = """
+import sys
+from mdmem.index.keyword import KeywordIndex
+with KeywordIndex(sys.argv[1]) as index:
+    print(" ".join(block_id for block_id, _ in index.search("kayak fjords")))
+"""
+
+
+def test_an_index_from_the_old_module_layout_opens_without_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexes written before the subpackages pickled the analyzer as
+    mdmem.whoosh_tuning.FoldingStemAnalyzer; a fresh process must unpickle
+    that through its ordinary imports (whoosh_compat's alias)."""
+    # Write the old path: pickle stores the class's __module__ (and checks
+    # that it resolves, which the setitem makes true whatever the alias does).
+    monkeypatch.setattr(FoldingStemAnalyzer, "__module__", "mdmem.whoosh_tuning")
+    monkeypatch.setitem(sys.modules, "mdmem.whoosh_tuning", whoosh_compat)
+    directory = tmp_path / "keyword"
+    memory = Block(
+        id="m-000000000001",
+        path="MEMORY.md",
+        line_start=1,
+        line_end=1,
+        heading="",
+        text="Kayak trip to the fjords in June",
+        kind="fact",
+        tags=(),
+        scope="",
+        status="active",
+        created=datetime(2025, 1, 1, tzinfo=UTC),
+        updated=None,
+        content_hash="0" * 32,
+    )
+    with KeywordIndex(directory) as index:
+        index.add_many([memory])
+    monkeypatch.undo()
+    files = {p.name: p.read_bytes() for p in directory.iterdir()}
+    tocs = [data for name, data in files.items() if name.endswith(".toc")]
+    assert tocs and all(b"mdmem.whoosh_tuning" in toc for toc in tocs)
+    assert not any(b"mdmem.index.whoosh_compat" in toc for toc in tocs)
+
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN_AND_SEARCH, str(directory)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, MDMEM_EMBEDDER_PROVIDER="none"),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [memory.id]
+    # Opened and searched as it was: nothing rewritten, nothing rebuilt.
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == files

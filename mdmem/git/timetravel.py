@@ -24,7 +24,7 @@ from mdmem.errors import InvalidInputError
 from mdmem.git.revisions import rev_parse
 from mdmem.index.indexer import embed_key, embed_text, indexable
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import block_row, row_block
+from mdmem.index.manifest import block_from_row, block_to_row
 from mdmem.models import Block, Recall
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import RecallQuery, run_recall
@@ -177,7 +177,7 @@ def _build(store: MemoryStore, sha: str) -> Snapshot:
     keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
     vectors, embedder, missing = _vectors_for(store, directory, list(blocks.values()))
     (directory / "blocks.json").write_text(
-        json.dumps([block_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
+        json.dumps([block_to_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
     )
     (directory / "complete").write_text(sha)
     _prune(store, keep=sha)
@@ -218,7 +218,7 @@ def _load(store: MemoryStore, sha: str) -> Snapshot | None:
         return None
     try:
         rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))
-        blocks = {b.id: b for b in (row_block(tuple(r)) for r in rows)}
+        blocks = {b.id: b for b in (block_from_row(tuple(r)) for r in rows)}
         keyword = KeywordIndex(directory / "keyword")
         embedder = store.indexer.embedder
         vectors = None

@@ -104,31 +104,15 @@ class FastScorer:
             if cached is not None:
                 self._postings.move_to_end(key)
                 return cached
-        matcher = leaf.postings(field, text)
-        # Segments with deletions wrap the leaf in a filter; deletions are
-        # applied separately (see _dead), so read the raw leaf postings.
-        while not hasattr(matcher, "_read_ids") and hasattr(matcher, "child"):
-            matcher = matcher.child
+        from mdmem.index.whoosh_compat import posting_blocks  # imports Whoosh: not at startup
+
+        # Raw segment postings (deletions are applied separately, see _dead),
+        # a block of arrays at a time.
         id_parts: list[np.ndarray] = []
         tf_parts: list[np.ndarray] = []
-        if not hasattr(matcher, "_read_ids"):
-            # A posting list inlined into its term entry (whoosh_tuning): a
-            # list matcher over a document or two, read one posting at a time.
-            ids_, tfs_ = [], []
-            while matcher.is_active():
-                ids_.append(matcher.id())
-                tfs_.append(matcher.weight())
-                matcher.next()
-            id_parts.append(np.asarray(ids_, dtype=np.int64))
-            tf_parts.append(np.asarray(tfs_, dtype=np.float32))
-        while hasattr(matcher, "_read_ids") and matcher.is_active():
-            matcher._read_ids()
-            matcher._read_weights()
-            id_parts.append(np.asarray(matcher._ids, dtype=np.int64))
-            tf_parts.append(np.asarray(matcher._weights, dtype=np.float32))
-            if matcher._lastblock:
-                break
-            matcher._next_block()
+        for block_ids, block_weights in posting_blocks(leaf.postings(field, text)):
+            id_parts.append(np.asarray(block_ids, dtype=np.int64))
+            tf_parts.append(np.asarray(block_weights, dtype=np.float32))
         ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
         tf = np.concatenate(tf_parts) if tf_parts else np.zeros(0, dtype=np.float32)
         with self._lock:
@@ -142,14 +126,12 @@ class FastScorer:
         cached = self._lengths.get(key)
         if cached is not None:
             return cached
-        # The per-document reader holds the length columns (one byte per doc).
+        from mdmem.index.whoosh_compat import length_column
+
+        # One length byte per document.
         count = leaf.doc_count_all()
-        perdoc = leaf._perdoc
-        raw = np.fromiter(
-            (perdoc._cached_reader(f"_{field}_len", _lengths_column())[d] for d in range(count)),
-            dtype=np.uint8,
-            count=count,
-        )
+        column = length_column(leaf, field)
+        raw = np.fromiter((column[d] for d in range(count)), dtype=np.uint8, count=count)
         assert self._table is not None
         lengths = self._table[raw]
         self._lengths[key] = lengths
@@ -177,12 +159,6 @@ class FastScorer:
                 dead_segments = {k[0] for k in stale}
                 for key in [key for key in self._postings if key[0] in dead_segments]:
                     del self._postings[key]
-
-
-def _lengths_column() -> Any:
-    from whoosh.codec.whoosh3 import LENGTHS_COLUMN
-
-    return LENGTHS_COLUMN
 
 
 def _segment_id(leaf: Any) -> str:

@@ -120,7 +120,7 @@ class MiniLMEmbedder:
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size
-        self.token_budget = token_budget or minilm._DEFAULT_TOKEN_BUDGET
+        self.token_budget = token_budget or minilm.DEFAULT_TOKEN_BUDGET
 
     def load(self) -> None:
         """Load the weights now instead of on the first embed (idempotent)."""

@@ -30,7 +30,7 @@ from mdmem.errors import IndexError_, InvalidInputError, LockTimeoutError
 from mdmem.index.bm25 import FastScorer
 from mdmem.models import Block
 
-__all__ = ["KeywordIndex"]
+__all__ = ["KeywordIndex", "build_schema"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ def _whoosh() -> Any:
         import whoosh
     except ImportError as e:  # pragma: no cover - a core dependency
         raise IndexError_("the keyword index needs Whoosh: pip install whoosh-reloaded") from e
+    # Also registers the analyzer's old module path, which indexes written by
+    # earlier mdmem versions need to unpickle their schema (whoosh_compat).
     from mdmem.index.whoosh_compat import cache_missing_length_columns
 
     cache_missing_length_columns()
@@ -143,7 +145,7 @@ def _date_field(datetime_field: Any) -> Any:
     return field
 
 
-def _schema() -> Any:
+def build_schema() -> Any:
     from whoosh.fields import DATETIME, ID, KEYWORD, TEXT, Schema
 
     from mdmem.index.whoosh_compat import FoldingStemAnalyzer
@@ -292,7 +294,8 @@ class KeywordIndex:
     ``lock_timeout`` seconds. Searches are thread-safe.
     """
 
-    # 3: the analyzer is whoosh_tuning.FoldingStemAnalyzer (pickled into the index).
+    # 3: the analyzer is FoldingStemAnalyzer (pickled into the index; indexes from
+    # before the subpackages name it mdmem.whoosh_tuning, aliased in whoosh_compat).
     SCHEMA_VERSION: int = 3
 
     def __init__(self, directory: Path, *, lock_timeout: float = 5.0) -> None:
@@ -303,7 +306,7 @@ class KeywordIndex:
         self._searcher: Any = None
         self._filter_cache: dict[tuple[Any, ...], set[int] | bool] = {}
         # Our own copy for query analysis: Index.schema re-reads the TOC file.
-        self._schema: Any = _schema()
+        self._schema: Any = build_schema()
         self._fast: FastScorer | None = FastScorer()
         self._stream: BulkStream | None = None
         self._ix: Any = self._open_or_create()
@@ -341,7 +344,7 @@ class KeywordIndex:
             raise IndexError_(f"keyword index at {d} is unreadable: {e}") from e
         if not has_toc and not version_path.exists():
             d.mkdir(parents=True, exist_ok=True)
-            ix = index.create_in(str(d), _schema(), indexname=_INDEX_NAME)
+            ix = index.create_in(str(d), build_schema(), indexname=_INDEX_NAME)
             self._write_version()
             return ix
         try:
@@ -366,7 +369,7 @@ class KeywordIndex:
                 for fieldname in ("id", "text"):
                     for _ in zip(range(1), reader.lexicon(fieldname), strict=False):
                         pass
-            if set(ix.schema.names()) != set(_schema().names()):
+            if set(ix.schema.names()) != set(build_schema().names()):
                 raise IndexError_(f"keyword index at {d} has unexpected fields; rebuild it")
         except IndexError_:
             raise
@@ -638,7 +641,9 @@ class KeywordIndex:
 
             self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=B, K1=K1))
         elif self._ix.latest_generation() != old.reader().generation():
-            self._searcher = _reopened(self._ix, old)
+            from mdmem.index.whoosh_compat import reopened_searcher
+
+            self._searcher = reopened_searcher(self._ix, old)
         if self._searcher is not old:
             self._filter_cache.clear()
         return self._searcher
@@ -822,55 +827,6 @@ class KeywordIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _reopened(ix: Any, old: Any) -> Any:
-    """A searcher over the index's latest commit that keeps ``old``'s readers
-    of segments that did not change.
-
-    Not ``Searcher.refresh()``: this Whoosh's reader reuse adds the old
-    reader's segments to the new commit's, so segments merged away by the
-    commit come back, with their deleted documents (and every other one
-    twice). A segment's reader is kept only if the segment is still there
-    with the same deletions (a segment's deletions only ever grow).
-    """
-    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
-
-    try:
-        toc = ix._read_toc()
-        open_now = {}
-        for reader, _ in old.reader().leaf_readers():
-            segment = reader.segment()
-            if segment is not None:
-                open_now[segment.segment_id()] = (segment.deleted_count(), reader)
-        readers = []
-        for segment in toc.segments:
-            kept = open_now.pop(segment.segment_id(), None)
-            if kept is not None and kept[0] == segment.deleted_count():
-                readers.append(kept[1])
-            else:
-                if kept is not None:
-                    open_now[segment.segment_id()] = kept  # closed below
-                readers.append(
-                    SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
-                )
-    except Exception as e:
-        log.info("reopening keyword segments failed (%r); opening all of them", e)
-        with contextlib.suppress(Exception):
-            old.close()
-        return ix.searcher(weighting=old.weighting)
-    for _, reader in open_now.values():
-        with contextlib.suppress(Exception):
-            reader.close()
-    if not readers:
-        reader = EmptyReader(toc.schema)
-    elif len(readers) == 1:
-        reader = readers[0]
-    else:
-        reader = MultiReader(readers, generation=toc.generation)
-    from whoosh.searching import Searcher
-
-    return Searcher(reader, weighting=old.weighting, fromindex=ix)
 
 
 class BulkStream:

@@ -22,7 +22,7 @@ from typing import Any
 from mdmem.errors import IndexError_
 from mdmem.models import Block
 
-__all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_row", "row_block"]
+__all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_row"]
 
 SCHEMA_VERSION = 2
 
@@ -119,7 +119,7 @@ class Manifest:
         with self._lock:
             cursor = self._db.execute(f"SELECT {_BLOCK_COLUMNS} FROM blocks ORDER BY path, ord")
             for row in cursor:
-                out.setdefault(row[1], []).append(row_block(row))
+                out.setdefault(row[1], []).append(block_from_row(row))
         return out
 
     def blocks(self, path: str) -> list[Block]:
@@ -127,7 +127,7 @@ class Manifest:
             rows = self._db.execute(
                 f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE path = ? ORDER BY ord", (path,)
             ).fetchall()
-        return [row_block(r) for r in rows]
+        return [block_from_row(r) for r in rows]
 
     def replace_file(
         self,
@@ -145,7 +145,7 @@ class Manifest:
             self._db.executemany(
                 f"INSERT OR REPLACE INTO blocks ({_BLOCK_COLUMNS}) VALUES"
                 " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [block_row(b, i) for i, b in enumerate(blocks)],
+                [block_to_row(b, i) for i, b in enumerate(blocks)],
             )
 
     def append_blocks(self, path: str, row: FileRow, blocks: list[Block], start_ord: int) -> None:
@@ -159,7 +159,7 @@ class Manifest:
             self._db.executemany(
                 f"INSERT OR REPLACE INTO blocks ({_BLOCK_COLUMNS}) VALUES"
                 " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [block_row(b, ordinal) for ordinal, b in numbered],
+                [block_to_row(b, ordinal) for ordinal, b in numbered],
             )
 
     def _put_file(self, path: str, row: FileRow) -> None:
@@ -199,8 +199,11 @@ def _dt(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, tz=UTC)
 
 
-def block_row(b: Block, ordinal: int) -> tuple[Any, ...]:
-    """A block as a row of the ``blocks`` table (JSON-able); ``row_block`` reads it back."""
+def block_to_row(b: Block, ordinal: int) -> tuple[Any, ...]:
+    """The block as a row of JSON-able values (``ordinal``: its place in its file).
+
+    The manifest's blocks table stores these; :func:`block_from_row` reads one back.
+    """
     return (
         b.id,
         b.path,
@@ -221,8 +224,8 @@ def block_row(b: Block, ordinal: int) -> tuple[Any, ...]:
     )
 
 
-def row_block(r: tuple[Any, ...]) -> Block:
-    """The block a :func:`block_row` row describes."""
+def block_from_row(r: tuple[Any, ...]) -> Block:
+    """The block a :func:`block_to_row` row describes."""
     created = _dt(r[11]) or datetime.fromtimestamp(0, tz=UTC)
     return Block(
         id=r[0],

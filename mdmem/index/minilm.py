@@ -16,24 +16,24 @@ busy and everything else small):
   multiply padding; only attention runs per group of similar-length texts,
   padded within the group;
 * batches run on a few worker threads with numpy's OpenBLAS held at one thread
-  each (see :class:`_BlasPin`), which also spreads the elementwise numpy work;
+  each (threadpoolctl, see :class:`_BlasPin`), which also spreads the
+  elementwise numpy work;
 * the feed-forward block runs in row chunks so its 1536-wide intermediate stays
   in cache while GELU (exact erf via a rational approximation; numpy has no
   erf) is applied in place; softmax skips the per-row max when it is safe.
+
+Memory: the weights are read with safetensors, one tensor at a time
+(:func:`_open_tensors`); a loaded model holds ~100 MB, the 47 MB
+word-embedding table included.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import glob
 import importlib.util
 import itertools
 import json
 import math
-import mmap
 import os
-import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +48,7 @@ import numpy.typing as npt
 from mdmem.errors import EmbedderError
 
 __all__ = [
+    "DEFAULT_TOKEN_BUDGET",
     "DIM",
     "ENV_DIR",
     "ENV_THREADS",
@@ -79,7 +80,7 @@ I64 = npt.NDArray[np.int64]
 _FFN_CHUNK_ROWS = 128
 # Most tokens in one batch: large enough for efficient GEMMs, small enough that
 # a batch's activations (~10 KiB per token) stay modest.
-_DEFAULT_TOKEN_BUDGET = 4096
+DEFAULT_TOKEN_BUDGET = 4096
 # Smallest token budget worth a batch of its own when splitting work between
 # threads: below ~512 rows the GEMMs lose much of their efficiency.
 _MIN_PARALLEL_BUDGET = 512
@@ -247,7 +248,7 @@ class MiniLM:
     def __init__(self, model_dir: str | os.PathLike[str] | None = None) -> None:
         path = locate_model_dir(model_dir)
         try:
-            from safetensors.numpy import load_file
+            from safetensors import safe_open
             from tokenizers import Tokenizer
         except ImportError as exc:  # both are core dependencies; a broken install
             raise EmbedderError(f"cannot import {exc.name}: pip install mdmem") from exc
@@ -264,8 +265,14 @@ class MiniLM:
         )
         try:
             tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-            mapped = _mapped_tensors(path / "model.safetensors")
-            raw = mapped.tensors if mapped else load_file(str(path / "model.safetensors"))
+            with _open_tensors(safe_open, path / "model.safetensors") as weights:
+                names = set(weights.keys())
+                try:
+                    self._load_weights(names, weights.get_tensor)
+                except KeyError as exc:
+                    raise EmbedderError(f"MiniLM weights at {path} lack tensor {exc}") from exc
+        except EmbedderError:
+            raise
         except Exception as exc:  # corrupt or truncated files
             raise EmbedderError(
                 f"cannot load MiniLM from {path}: {exc}; reinstall with: {INSTALL_HINT}"
@@ -275,19 +282,15 @@ class MiniLM:
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=self.max_seq_length)
         self._tokenizer = tokenizer
-        try:
-            self._load_weights(raw)
-        except KeyError as exc:
-            raise EmbedderError(f"MiniLM weights at {path} lack tensor {exc}") from exc
-        if mapped:
-            mapped.release_pages()
         self.dim = self.hidden
 
-    def _load_weights(self, raw: dict[str, np.ndarray]) -> None:
+    def _load_weights(self, names: set[str], tensor: Callable[[str], np.ndarray]) -> None:
+        """Build the weights from the tensors called ``names`` (read with ``tensor``)."""
+
         def get(name: str) -> F32:
             for key in (name, f"bert.{name}"):
-                if key in raw:
-                    return np.ascontiguousarray(raw[key], dtype=np.float32)
+                if key in names:
+                    return np.ascontiguousarray(tensor(key), dtype=np.float32)
             raise KeyError(name)
 
         def linear_t(name: str) -> F32:  # torch Linear stores (out, in); we need x @ W
@@ -304,8 +307,8 @@ class MiniLM:
         scale = np.float32(1.0 / math.sqrt(self.head_dim))
         layers: list[_Layer] = []
         i = 0
-        while f"encoder.layer.{i}.attention.self.query.weight" in raw or (
-            f"bert.encoder.layer.{i}.attention.self.query.weight" in raw
+        while f"encoder.layer.{i}.attention.self.query.weight" in names or (
+            f"bert.encoder.layer.{i}.attention.self.query.weight" in names
         ):
             p = f"encoder.layer.{i}"
             wq = linear_t(f"{p}.attention.self.query") * scale
@@ -356,7 +359,7 @@ class MiniLM:
         self,
         texts: Sequence[str],
         *,
-        token_budget: int = _DEFAULT_TOKEN_BUDGET,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
         max_batch: int | None = None,
         bucketed: bool = True,
         workers: int | None = None,
@@ -645,126 +648,113 @@ class _BlasPin:
     batches, degrades gracefully instead and also parallelises the
     elementwise numpy work. The setting is process-wide (OpenBLAS has no
     per-thread one that works), so it is reference-counted and restored when
-    the last embedding finishes.
-    """
+    the last embedding finishes, whichever thread that is.
 
-    _CANDIDATES = (
-        ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-        ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
-        ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
-        ("openblas_get_num_threads", "openblas_set_num_threads"),
-    )
+    threadpoolctl does the finding and setting. Only the OpenBLAS that numpy
+    ships is limited (not, say, faiss's own OpenBLAS and OpenMP), through one
+    controller found once: ``threadpool_limits()`` would look for every
+    loaded library again on each call (~0.2 ms) and limit them all.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._depth = 0
-        self._saved = 1
-        self._controls: tuple[Callable[[], int], Callable[[int], None]] | None = None
+        self._limiter: Any = None
+        self._controller: Any = None
         self._searched = False
 
-    def _find(self) -> tuple[Callable[[], int], Callable[[int], None]] | None:
-        numpy_dir = os.path.dirname(np.__file__)
-        patterns = (
-            os.path.join(numpy_dir, os.pardir, "numpy.libs", "*openblas*"),
-            os.path.join(numpy_dir, ".dylibs", "*openblas*"),
-            os.path.join(numpy_dir, ".libs", "*openblas*"),
+    @staticmethod
+    def _find() -> Any:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # a core dependency; a broken install embeds unpinned
+            return None
+        numpy_dir = os.path.dirname(os.path.realpath(np.__file__))
+        homes = tuple(
+            os.path.join(os.path.realpath(d), "")
+            for d in (
+                os.path.join(numpy_dir, os.pardir, "numpy.libs"),
+                os.path.join(numpy_dir, ".dylibs"),
+                os.path.join(numpy_dir, ".libs"),
+            )
         )
-        for pattern in patterns:
-            for path in sorted(glob.glob(pattern)):
-                try:
-                    lib = ctypes.CDLL(path)  # already loaded by numpy: same handle
-                except OSError:
-                    continue
-                for get_name, set_name in self._CANDIDATES:
-                    getter = getattr(lib, get_name, None)
-                    setter = getattr(lib, set_name, None)
-                    if getter is not None and setter is not None:
-                        getter.restype = ctypes.c_int
-                        getter.argtypes = []
-                        setter.restype = None
-                        setter.argtypes = [ctypes.c_int]
-                        return getter, setter
-        return None
+        try:
+            controller = ThreadpoolController().select(internal_api="openblas")
+            ours = [
+                info["filepath"]
+                for info in controller.info()
+                if os.path.realpath(str(info.get("filepath") or "")).startswith(homes)
+            ]
+        except Exception:  # pragma: no cover - threadpoolctl could not inspect the process
+            return None
+        return controller.select(filepath=ours) if ours else None
 
     @property
     def available(self) -> bool:
         if not self._searched:
             with self._lock:
                 if not self._searched:
-                    self._controls = self._find()
+                    self._controller = self._find()
                     self._searched = True
-        return self._controls is not None
+        return self._controller is not None
+
+    def threads(self) -> int | None:
+        """numpy's OpenBLAS threads now (None where it is not found)."""
+        if not self.available:
+            return None
+        return min(int(info["num_threads"]) for info in self._controller.info())
 
     @contextmanager
     def pinned(self, enable: bool = True) -> Iterator[None]:
         if not enable or not self.available:
             yield
             return
-        assert self._controls is not None
-        getter, setter = self._controls
         with self._lock:
-            if self._depth == 0:
-                self._saved = int(getter())
-                if self._saved != 1:
-                    setter(1)
+            if self._depth == 0 and self.threads() != 1:
+                self._limiter = self._controller.limit(limits=1)
+                _release_blas_control()
             self._depth += 1
         try:
             yield
         finally:
             with self._lock:
                 self._depth -= 1
-                if self._depth == 0 and self._saved != 1:
-                    setter(self._saved)
+                if self._depth == 0 and self._limiter is not None:
+                    limiter, self._limiter = self._limiter, None
+                    limiter.restore_original_limits()
+                    _release_blas_control()
+
+
+def _release_blas_control() -> None:
+    # threadpoolctl (3.8+) lets only the thread that last set a process-wide
+    # OpenBLAS limit change it again; the embedding that restores the limit
+    # may run on another thread than the one that set it.
+    try:
+        from threadpoolctl import OpenBLASController
+    except ImportError:  # pragma: no cover
+        return
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None:
+        clear()
 
 
 _BLAS_PIN = _BlasPin()
 
 
-_SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
+def _open_tensors(safe_open: Any, path: Path) -> Any:
+    """The .safetensors file, opened to read tensors one at a time.
 
-
-class _MappedTensors:
-    """The tensors of a .safetensors file as read-only views of one memory map.
-
-    Nothing is copied: the word-embedding table (47 MB of the 91 MB) is only
-    read row by row, so just the rows of tokens actually seen become
-    resident. The layer weights are copied (transposed, fused) at load.
+    Each tensor comes as a numpy copy; the caller drops each raw copy once
+    its weight is built, so (unlike ``load_file``) the file is never held
+    twice. ``pread`` reads straight into those copies: a memory map would
+    also leave every page read counted in this process's RSS until closed
+    (measured peak RSS of a process loading the model: ~235 MB with the map,
+    ~150 MB with pread). Older safetensors have no ``backend`` and map.
     """
-
-    def __init__(self, tensors: dict[str, np.ndarray], mapping: np.memmap) -> None:
-        self.tensors = tensors
-        self._mapping = mapping
-
-    def release_pages(self) -> None:
-        # The pages read while copying the layer weights would otherwise stay
-        # counted in our RSS next to their copies; they fault back in (from
-        # the page cache) only where the embedding table is read again.
-        mm = getattr(self._mapping, "_mmap", None)
-        if mm is not None and hasattr(mmap, "MADV_DONTNEED"):
-            with contextlib.suppress(OSError, ValueError):
-                mm.madvise(mmap.MADV_DONTNEED)
-
-
-def _mapped_tensors(path: Path) -> _MappedTensors | None:
-    """None when the file holds a layout this does not cover (the caller then
-    loads it with safetensors)."""
     try:
-        with open(path, "rb") as fh:
-            (header_len,) = struct.unpack("<Q", fh.read(8))
-            header = json.loads(fh.read(header_len))
-        data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_len)
-        out: dict[str, np.ndarray] = {}
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            dtype = _SAFETENSORS_DTYPES.get(info["dtype"])
-            if dtype is None:
-                return None
-            start, stop = info["data_offsets"]
-            out[name] = data[start:stop].view(dtype).reshape(info["shape"])
-        return _MappedTensors(out, data)
-    except (OSError, ValueError, KeyError, TypeError, struct.error):
-        return None
+        return safe_open(str(path), framework="numpy", backend="pread")
+    except TypeError:
+        return safe_open(str(path), framework="numpy")
 
 
 def _read_json(path: Path) -> dict[str, Any]:

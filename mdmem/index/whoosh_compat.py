@@ -1,13 +1,21 @@
-"""Whoosh, made cheaper to write to, without changing what it stores or finds.
+"""Everything mdmem does to, or reads from inside of, Whoosh.
 
-Three measured costs of indexing with Whoosh (``bench/scale.py``) and what is
-done about each:
+Verified against whoosh-reloaded 2.7.5, the only release this was checked
+with (pyproject pins ``>=2.7.5,<2.8`` because the code below patches and
+reads private members of it). No other mdmem module touches a private Whoosh
+name: they call the functions here, so a Whoosh upgrade is checked in this
+one file.
+
+**Making Whoosh cheaper to write to**, without changing what it stores or
+finds. Three measured costs of indexing with Whoosh (``bench/scale.py``) and
+what is done about each:
 
 * **The analyzer chain.** Whoosh runs every word through five generators
   (tokenizer, lowercase, accent folding, stop words, stemmer) and a stem cache
   with LFU bookkeeping. :class:`FoldingStemAnalyzer` is that same chain; when
   Whoosh indexes a value it produces the same words in one loop, and for
-  anything else (queries, highlighting, ``no_morph``) it runs the chain.
+  anything else (queries, highlighting, ``no_morph``) it runs the chain. (A
+  subclass, not a patch.)
 * **Single-posting terms.** Whoosh's codec was meant to inline a posting list
   of one document into its term entry, but the code calls a method that does
   not exist, so the feature is off and every unique word (an id, a number) is
@@ -17,13 +25,43 @@ done about each:
 * **Missing length columns** are looked up on disk once per posting
   (:func:`cache_missing_length_columns`).
 
-The patches are guarded: another Whoosh layout leaves Whoosh as it is.
+The patches, each applied once and guarded (another Whoosh layout leaves
+Whoosh as it is):
+
+* ``whoosh.codec.whoosh3.W3TermInfo.set_inline`` is added (it sets the
+  term's ``_inlined``), by :func:`inlining_codec`: the method
+  ``W3PostingsWriter.finish_postings`` calls, which this Whoosh lacks;
+* ``whoosh.codec.whoosh3.W3PerDocReader._cached_reader`` is wrapped, by
+  :func:`cache_missing_length_columns`, so "this segment has no such column"
+  is cached like a column is.
+
+**Reading Whoosh's internals**, for speed or around a Whoosh bug:
+
+* :func:`posting_blocks` and :func:`length_column` hand the BM25F scorer
+  (:mod:`mdmem.index.bm25`) a term's posting blocks and a segment's
+  field-length bytes as whole arrays, instead of one posting per Python call
+  (the W3 block matcher's ``_read_ids``, ``_read_weights``, ``_ids``,
+  ``_weights``, ``_lastblock``, ``_next_block``; ``SegmentReader._perdoc``
+  and its ``_cached_reader``);
+* :func:`reopened_searcher` replaces ``Searcher.refresh()``, whose reader
+  reuse brings back segments a merge removed (``FileIndex._read_toc``).
+
+**An alias for old indexes.** :class:`FoldingStemAnalyzer` is pickled into
+every keyword index's table of contents under the module that defined it.
+Indexes written before the package was split into subpackages name it
+``mdmem.whoosh_tuning.FoldingStemAnalyzer``; that module name is registered
+as an alias of this one (in ``sys.modules``), so those indexes open without
+a rebuild. Importing this module is enough, and ``mdmem.index.keyword``
+imports it before it opens an index.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from whoosh.analysis import (
@@ -40,7 +78,17 @@ __all__ = [
     "FoldingStemAnalyzer",
     "cache_missing_length_columns",
     "inlining_codec",
+    "length_column",
+    "posting_blocks",
+    "reopened_searcher",
 ]
+
+log = logging.getLogger(__name__)
+
+# Keyword indexes written before mdmem's subpackages pickled the analyzer as
+# mdmem.whoosh_tuning.FoldingStemAnalyzer: unpickling looks that module up in
+# sys.modules first, so it finds this one (no top-level module file needed).
+sys.modules.setdefault("mdmem.whoosh_tuning", sys.modules[__name__])
 
 _STEM_CACHE_LIMIT = 50_000  # StemFilter's own default cache size
 # A posting list of one document is kept in its term entry (Whoosh's
@@ -169,3 +217,99 @@ def cache_missing_length_columns() -> None:
 
     cached_reader._mdmem = True  # type: ignore[attr-defined]
     W3PerDocReader._cached_reader = cached_reader
+
+
+# --- reading Whoosh's internals ------------------------------------------------
+
+
+def posting_blocks(matcher: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+    """A term's postings as ``(docnums, weights)`` blocks, in docnum order.
+
+    ``matcher`` is what a segment reader's ``postings(field, text)`` returns.
+    A filter around it (a segment with deletions) is looked through: the
+    raw postings are read, deletions are the caller's business. A posting
+    list inlined into its term entry (:func:`inlining_codec`) comes as one
+    block read a posting at a time; an on-disk list comes a whole decoded
+    block at a time (Whoosh's W3 block matcher). Each yielded block is only
+    valid until the next one is asked for.
+    """
+    while not hasattr(matcher, "_read_ids") and hasattr(matcher, "child"):
+        matcher = matcher.child
+    if not hasattr(matcher, "_read_ids"):
+        # A list matcher over a document or two.
+        ids: list[int] = []
+        weights: list[float] = []
+        while matcher.is_active():
+            ids.append(matcher.id())
+            weights.append(matcher.weight())
+            matcher.next()
+        yield ids, weights
+        return
+    while matcher.is_active():
+        matcher._read_ids()
+        matcher._read_weights()
+        yield matcher._ids, matcher._weights
+        if matcher._lastblock:
+            break
+        matcher._next_block()
+
+
+def length_column(leaf: Any, field: str) -> Any:
+    """A segment's length bytes for ``field``: ``column[docnum]`` is the
+    document's field length as Whoosh stores it (one byte; decode with
+    ``whoosh.util.numeric.byte_to_length``). ``leaf`` is a segment reader;
+    None when the segment has no lengths for the field."""
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN
+
+    return leaf._perdoc._cached_reader(f"_{field}_len", LENGTHS_COLUMN)
+
+
+def reopened_searcher(ix: Any, old: Any) -> Any:
+    """A searcher over the index's latest commit that keeps ``old``'s readers
+    of segments that did not change.
+
+    Not ``Searcher.refresh()``: this Whoosh's reader reuse adds the old
+    reader's segments to the new commit's, so segments merged away by the
+    commit come back, with their deleted documents (and every other one
+    twice). A segment's reader is kept only if the segment is still there
+    with the same deletions (a segment's deletions only ever grow). If the
+    segments cannot be matched up, ``old`` is closed and a fresh searcher
+    over every segment is returned.
+    """
+    from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+
+    try:
+        toc = ix._read_toc()  # the latest commit's segments, read now
+        open_now = {}
+        for reader, _ in old.reader().leaf_readers():
+            segment = reader.segment()
+            if segment is not None:
+                open_now[segment.segment_id()] = (segment.deleted_count(), reader)
+        readers = []
+        for segment in toc.segments:
+            kept = open_now.pop(segment.segment_id(), None)
+            if kept is not None and kept[0] == segment.deleted_count():
+                readers.append(kept[1])
+            else:
+                if kept is not None:
+                    open_now[segment.segment_id()] = kept  # closed below
+                readers.append(
+                    SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
+                )
+    except Exception as e:
+        log.info("reopening keyword segments failed (%r); opening all of them", e)
+        with contextlib.suppress(Exception):
+            old.close()
+        return ix.searcher(weighting=old.weighting)
+    for _, reader in open_now.values():
+        with contextlib.suppress(Exception):
+            reader.close()
+    if not readers:
+        reader = EmptyReader(toc.schema)
+    elif len(readers) == 1:
+        reader = readers[0]
+    else:
+        reader = MultiReader(readers, generation=toc.generation)
+    from whoosh.searching import Searcher
+
+    return Searcher(reader, weighting=old.weighting, fromindex=ix)
