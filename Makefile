@@ -30,8 +30,10 @@ test-fast: install
 demo: install
 	PATH="$(abspath $(BIN)):$$PATH" bash examples/demo.sh "$(DEMO_VAULT)"
 
+# ruff, then the layering contracts of pyproject.toml (import-linter).
 lint: install
 	$(BIN)/ruff check mdmem tests bench examples
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy

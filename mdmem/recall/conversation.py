@@ -22,11 +22,12 @@ entries (``[role:: user]``), or dialog turns a host stored with a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Protocol
 
 from mdmem.models import Block
+from mdmem.store.people import PEOPLE_FIELDS, TOKEN, name_tokens, people_of
 
 __all__ = [
     "PEOPLE_FIELDS",
@@ -39,49 +40,15 @@ __all__ = [
     "voice_of",
 ]
 
-PEOPLE_FIELDS = ("speaker", "contact")
 _THREAD_GAP = timedelta(hours=6)
 _CLOCK_SKEW = timedelta(minutes=1)
 _LOOKAHEAD = 2  # a speaker's next turn is at most two turns later in a two-party chat
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-# Name tokens that are also everyday query words would strip meaning from
-# queries ("will", "may"): keep them in the text.
-_HANDLE = re.compile(r"[:@/\\#\d]")
-_COMMON_WORDS = (
-    "a an and are at be but by can did do does for from had has have he her him his how "
-    "i in is it its may me my of on or our she so that the their them they this to us was "
-    "we what when where which who why will with you your "
-    "user assistant system agent human bot tool"
-)
-_COMMON = frozenset(_COMMON_WORDS.split())
-
-
-def people_of(block: Block) -> list[str]:
-    """The people a block names in its ``speaker``/``contact`` fields."""
-    return [v for key, v in block.fields if key in PEOPLE_FIELDS and v.strip()]
 
 
 def voice_of(block: Block) -> str | None:
     """Who says this turn (``speaker``, else the session ``role``); None if not a turn."""
     speaker = block.field("speaker") or block.field("role")
     return speaker.strip().casefold() if speaker and speaker.strip() else None
-
-
-def name_tokens(names: Iterable[str]) -> set[str]:
-    """Casefolded words of people's names, minus everyday words.
-
-    Values that look like handles or ids (``telegram:123``, ``ana@x.org``,
-    ``user:demo``) are not names: their words ("telegram", "user") are what
-    people ask about, and stay in the query.
-    """
-    out: set[str] = set()
-    for name in names:
-        if _HANDLE.search(name):
-            continue
-        for token in _TOKEN.findall(name.casefold()):
-            if len(token) > 1 and token not in _COMMON and not token.isdigit():
-                out.add(token)
-    return out
 
 
 def strip_people(query: str, people: Collection[str]) -> str:
@@ -94,7 +61,7 @@ def strip_people(query: str, people: Collection[str]) -> str:
         core = re.sub(r"['’]s$", "", core)
         if core not in people:
             kept.append(word)
-    if len(kept) == len(query.split()) or not any(_TOKEN.search(w) for w in kept):
+    if len(kept) == len(query.split()) or not any(TOKEN.search(w) for w in kept):
         return query
     return " ".join(kept)
 

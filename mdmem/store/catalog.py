@@ -22,9 +22,9 @@ from typing import Any
 
 from mdmem.index.manifest import Manifest
 from mdmem.models import Block
-from mdmem.recall.conversation import name_tokens, people_of
 from mdmem.store.blocks import ParsedFile, parse, position_of
 from mdmem.store.changefeed import ChangeFeed
+from mdmem.store.people import name_tokens, people_of
 from mdmem.store.textfile import SkipFile, decode
 
 __all__ = ["EXCLUDED_DIRS", "Catalog", "ScanDelta", "Signature", "signature_of"]
