@@ -19,7 +19,7 @@ from mdmem import Vault
 from mdmem.store.blocks import parse
 from mdmem.store.textfile import decode
 
-from .conftest import git
+from ..conftest import git
 
 WRITER = textwrap.dedent(
     """

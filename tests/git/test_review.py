@@ -17,7 +17,7 @@ from mdmem.memory.consolidate import pending_entries
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, llm_vault
 
-from .conftest import git
+from ..conftest import git
 
 BRANCH = re.compile(r"^mdmem/consolidate-\d{4}-\d\d-\d\d$")
 

@@ -18,7 +18,7 @@ from mdmem.errors import (
 )
 from mdmem.memory.sessions import TOOL_OUTPUT_DIR, validate_session_id
 
-from .conftest import git
+from ..conftest import git
 
 
 def commits(root: Path) -> int:

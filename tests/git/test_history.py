@@ -19,7 +19,7 @@ from mdmem.git.provenance import blame, provenance
 from mdmem.git.purge import purge
 from mdmem.git.sync import sync
 
-from .conftest import HUMAN_ENV, git
+from ..conftest import HUMAN_ENV, git
 
 
 def head(vault: Vault) -> str:

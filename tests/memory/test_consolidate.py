@@ -19,7 +19,7 @@ from mdmem.memory.consolidate import pending_entries
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 
-from .conftest import git
+from ..conftest import git
 
 
 def commits(root: Path) -> int:

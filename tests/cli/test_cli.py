@@ -185,6 +185,6 @@ def test_real_process_prints_no_traceback(vault_dir: Path, tmp_path: Path) -> No
 
 
 def test_every_command_is_documented_in_the_readme() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for name in main.commands:
         assert f"mdmem {name}" in readme, f"README does not document `mdmem {name}`"

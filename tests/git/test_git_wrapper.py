@@ -24,7 +24,7 @@ from mdmem import Vault
 from mdmem.git.merge_driver import merge_texts
 from mdmem.git.purge import purge
 
-from .conftest import git
+from ..conftest import git
 
 SAFE = (f"core.hooksPath={os.devnull}", "core.fsmonitor=false")
 

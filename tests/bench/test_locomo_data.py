@@ -16,7 +16,7 @@ import pytest
 def _load_module() -> ModuleType:
     # bench/ is not a package; load the file under a private name so the test
     # does not depend on sys.path or on being run from the repository root.
-    path = Path(__file__).resolve().parent.parent / "bench" / "locomo_data.py"
+    path = Path(__file__).resolve().parents[2] / "bench" / "locomo_data.py"
     spec = importlib.util.spec_from_file_location("_bench_locomo_data", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

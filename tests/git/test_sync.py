@@ -18,7 +18,7 @@ from mdmem.git.sync import sync
 from mdmem.store.blocks import parse
 from mdmem.store.textfile import decode
 
-from .conftest import git
+from ..conftest import git
 
 WHEN = datetime(2026, 1, 15, 10, 0)
 DAILY = "daily/2026-01-15.md"
