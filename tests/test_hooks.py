@@ -9,7 +9,7 @@ import pytest
 
 from mdmem import Vault
 from mdmem.agent.compaction import SUMMARY_MARKER, is_summary_message
-from mdmem.agent.hooks import MemoryHooks, _parse_facts, compact_with_vault
+from mdmem.agent.hooks import MemoryHooks, compact_with_vault, extract_facts
 from mdmem.memory.llm import LLMClient, LLMConfig
 from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
 from tests.test_compaction import assert_tool_integrity, conversation_40
@@ -18,15 +18,15 @@ Msg = dict[str, Any]
 
 
 class FlushSpy:
-    """Wraps the vault's own flush (when this version has one) and records each call."""
+    """Wraps the vault's own flush and records each call."""
 
     def __init__(self, vault: Vault) -> None:
         self.calls: list[list[Msg]] = []
-        self._real = getattr(vault, "flush", None)
+        self._real = vault.flush
 
     def __call__(self, messages: list[Msg], **kwargs: Any) -> Any:
         self.calls.append(messages)
-        return self._real(messages, **kwargs) if self._real is not None else []
+        return self._real(messages, **kwargs)
 
 
 class RecallCounter:
@@ -124,9 +124,7 @@ def test_llm_failure_does_not_break_the_turn(vault: Vault, server: ScriptedOpenA
     assert not [m for m in vault.memories() if m.kind != "chat_message"]
 
 
-def test_turns_are_recorded_in_the_session_when_available(vault: Vault) -> None:
-    if not hasattr(vault, "session"):
-        pytest.skip("this vault version has no sessions yet")
+def test_turns_are_recorded_in_the_session(vault: Vault) -> None:
     hooks = MemoryHooks(vault, session_id="s-1", contact="telegram:1", background=False)
     hooks.on_turn_complete("What is the capital of Peru?", "Lima.")
     texts = [m.text for m in vault.memories() if m.kind == "chat_message"]
@@ -146,8 +144,9 @@ def test_turns_are_recorded_in_the_session_when_available(vault: Vault) -> None:
         ('[{"content": ""}, 5, {"content": "Speaks Dutch.", "kind": "evil"}]', ["Speaks Dutch."]),
     ],
 )
-def test_fact_parsing(reply: str, expected: list[str]) -> None:
-    facts = _parse_facts(reply)
+def test_fact_parsing(server: ScriptedOpenAIServer, reply: str, expected: list[str]) -> None:
+    server.push(reply)
+    facts = extract_facts(_llm(server), "Tell me about me.", "Sure.")
     assert [f["content"] for f in facts] == expected
     assert all(f["kind"] in ("fact", "preference", "decision", "learning") for f in facts)
 
@@ -164,11 +163,13 @@ def test_memory_write_mirroring(vault: Vault) -> None:
     assert hooks.on_memory_write("remove", "m-doesnotexist0") is None  # logged, not raised
 
 
-def test_disabled_hooks_do_nothing(vault: Vault, server: ScriptedOpenAIServer) -> None:
+def test_disabled_hooks_do_nothing(
+    vault: Vault, server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     vault.remember("Something recallable about llamas.")
     before = vault.git.last_commit()
     spy = FlushSpy(vault)
-    vault.flush = spy  # type: ignore[attr-defined]
+    monkeypatch.setattr(vault, "flush", spy)
     hooks = MemoryHooks(vault, enabled=False, llm=_llm(server))
     assert hooks.prefetch("llamas") == ""
     hooks.queue_prefetch("llamas")
@@ -218,10 +219,10 @@ def test_sync_turns_false_skips_turns_but_not_the_other_hooks(
 
 
 def test_compaction_of_40_messages_keeps_tool_pairs_and_flushes(
-    vault: Vault, server: ScriptedOpenAIServer
+    vault: Vault, server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spy = FlushSpy(vault)
-    vault.flush = spy  # type: ignore[attr-defined]
+    monkeypatch.setattr(vault, "flush", spy)
     server.push(
         {"facts": [], "preferences": []},  # the memory flush asks first
         "The agent compared Q3 and Q2 revenue using search calls 1-6.",
@@ -246,10 +247,10 @@ def test_compaction_of_40_messages_keeps_tool_pairs_and_flushes(
 
 
 def test_compaction_falls_back_to_safe_trim_when_the_llm_fails(
-    vault: Vault, server: ScriptedOpenAIServer
+    vault: Vault, server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spy = FlushSpy(vault)
-    vault.flush = spy  # type: ignore[attr-defined]
+    monkeypatch.setattr(vault, "flush", spy)
     server.push(Reply(status=500, content="down"), Reply(status=500, content="down"))
     out = compact_with_vault(vault, conversation_40(), llm=_llm(server))
     assert out.fell_back and out.compacted
@@ -258,9 +259,11 @@ def test_compaction_falls_back_to_safe_trim_when_the_llm_fails(
     assert len(spy.calls) == 1
 
 
-def test_compact_with_vault_without_llm_trims(vault: Vault) -> None:
+def test_compact_with_vault_without_llm_trims(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spy = FlushSpy(vault)
-    vault.flush = spy  # type: ignore[attr-defined]
+    monkeypatch.setattr(vault, "flush", spy)
     out = compact_with_vault(vault, conversation_40())
     assert out.fell_back and len(spy.calls) == 1
     assert_tool_integrity(conversation_40(), out.messages)

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 import mdmem.cli.serve  # noqa: F401 - registers `serve` on the CLI group
 from mdmem import InvalidInputError, ScopeDeniedError, Vault
-from mdmem.agent.mcp_server import MCP_TOOLS, _resolve_uri, core_resources
+from mdmem.agent.mcp_server import MCP_TOOLS, core_resources, read_resource_text
 from mdmem.agent.tools import Toolset
 from mdmem.cli import main
 
@@ -119,19 +119,28 @@ def test_stdio_session_lists_remembers_recalls_reads_and_refuses(vault: Vault) -
 
 
 def test_resource_uris_are_confined(vault: Vault) -> None:
+    entry = vault.log("Alice called about the invoice.", scope="user:alice")
+    vault.log("Bob called about his salary.")
     tools = Toolset(vault, ["user:alice"])
     uris = [r["uri"] for r in core_resources(vault, tools)]
     assert "mdmem://vault/scopes/user/alice/USER.md" in uris
-    assert any(u.startswith("mdmem://vault/scopes/user/alice/daily/") for u in uris)
-    assert _resolve_uri(vault, tools, "mdmem://vault/scopes/user/alice/daily/today").startswith(
-        "scopes/user/alice/daily/"
-    )
+    # "Today" is the vault's today (its configured zone), the day the entry was logged on.
+    today = vault.store.clock.today()
+    assert f"mdmem://vault/{entry.path}" in uris
+    assert entry.path == f"scopes/user/alice/daily/{today}.md"
+    for uri in (
+        "mdmem://vault/scopes/user/alice/daily/today",
+        f"mdmem://vault/scopes/user/alice/daily/{today}.md",
+    ):
+        text = read_resource_text(vault, tools, uri)
+        assert "Alice called about the invoice." in text and "salary" not in text
     for uri in (
         "mdmem://vault/USER.md",  # root is not allowed here
+        "mdmem://vault/daily/today",
         "mdmem://vault/scopes/user/bob/USER.md",
     ):
         with pytest.raises(ScopeDeniedError):
-            _resolve_uri(vault, tools, uri)
+            read_resource_text(vault, tools, uri)
     for uri in (
         "mdmem://vault/../../etc/passwd",
         "mdmem://vault/scopes/user/alice/../../../mdmem.toml",
@@ -139,7 +148,7 @@ def test_resource_uris_are_confined(vault: Vault) -> None:
         "file:///etc/passwd",
     ):
         with pytest.raises(InvalidInputError):
-            _resolve_uri(vault, tools, uri)
+            read_resource_text(vault, tools, uri)
 
 
 def test_serve_without_a_vault_is_one_line_error(tmp_path: Path) -> None:

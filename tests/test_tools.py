@@ -143,17 +143,20 @@ def test_bad_calls_return_structured_errors(
 
 def test_scope_check_from_the_issue(vault: Vault) -> None:
     vault.remember("Bob's door code is 4711.", scope="user:bob")
-    vault.remember("Alice's favourite colour is teal.", scope="user:alice")
+    alice = vault.remember("Alice's door code is 1234.", scope="user:alice")
     tools = Toolset(vault, allowed_scopes=["user:alice"])
 
     refused = tools.dispatch("recall", {"query": "door code", "scope": "user:bob"})
     _assert_error(refused, "scope_denied")
     assert "4711" not in json.dumps(refused)
 
-    # No scope, or "any", searches only what the host allowed.
+    # No scope, or "any", searches only what the host allowed: unconfined, the
+    # query finds both codes; confined to Alice, only hers comes back.
+    unconfined = Toolset(vault).dispatch("recall", {"query": "door code 4711"})["items"]
+    assert {i["scope"] for i in unconfined} == {"user:alice", "user:bob"}
     for args in ({"query": "door code 4711"}, {"query": "door code 4711", "scope": "any"}):
         items = tools.dispatch("recall", args)["items"]
-        assert all(i["scope"] == "user:alice" for i in items)
+        assert [i["id"] for i in items] == [alice.id]
         assert "4711" not in json.dumps(items)
 
 
@@ -257,14 +260,14 @@ def test_reflect_without_llm_lists_memories_of_allowed_scopes_only(vault: Vault)
     assert all(c.startswith("scopes/user/alice/") for c in result["citations"])
 
 
-def test_reflect_with_a_scripted_llm(vault: Vault) -> None:
+def test_reflect_with_a_scripted_llm(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     from mdmem.testing.openai_server import ScriptedOpenAIServer
 
     memory = vault.remember("The user travels by train to Porto every month.")
     citation = f"MEMORY.md#^{memory.id}"
     with ScriptedOpenAIServer([{"answer": "By train, monthly.", "citations": [citation]}]) as srv:
-        os.environ["OPENAI_BASE_URL"] = srv.base_url
-        os.environ["MDMEM_LLM_MODEL"] = "scripted-model"
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("MDMEM_LLM_MODEL", "scripted-model")
         reopened = Vault.open(vault.root)
         result = Toolset(reopened).dispatch("reflect", {"query": "How does the user travel?"})
     assert result == {"answer": "By train, monthly.", "citations": [citation], "synthesized": True}

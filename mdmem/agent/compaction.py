@@ -27,12 +27,10 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from mdmem.errors import InvalidInputError, LLMNotConfiguredError, LLMResponseError
-
-if TYPE_CHECKING:
-    from mdmem.memory.llm import LLMClient
+from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, LLMConfig, data_block
 
 __all__ = [
     "SUMMARY_MARKER",
@@ -249,8 +247,6 @@ def compact(
 
 def _configured_summarizer() -> Summarizer | None:
     """:func:`default_summarizer` over the environment's LLM, or None without one."""
-    from mdmem.memory.llm import LLMClient, LLMConfig
-
     config = LLMConfig.from_env()
     if not config.configured:
         log.info("no LLM configured: compaction trims instead of summarising")
@@ -311,7 +307,6 @@ def default_summarizer(client: LLMClient) -> Summarizer:
     The older messages (and the previous summary) reach the model as
     delimited data blocks, never as instructions.
     """
-    from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 
     def summarize(older: list[dict[str, Any]], previous_summary: str | None) -> str:
         parts = []

@@ -26,12 +26,18 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from mdmem.agent.compaction import CompactionResult, Summarizer, compact, default_summarizer
-from mdmem.errors import InvalidInputError, LLMNotConfiguredError
-from mdmem.models import KINDS, Memory
+from mdmem.errors import InvalidInputError
+from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, data_block
+from mdmem.models import KINDS, Memory, one_line
 from mdmem.recall.search import render_context
+
+if TYPE_CHECKING:
+    from mdmem.memory.sessions import Session
+    from mdmem.vault import Vault
 
 __all__ = ["MemoryHooks", "compact_with_vault", "extract_facts", "vault_llm"]
 
@@ -60,56 +66,9 @@ If there is nothing durable, reply with exactly: NONE
 )
 
 
-def vault_llm(vault: Any) -> Any | None:
+def vault_llm(vault: Vault) -> LLMClient | None:
     """The vault's configured :class:`~mdmem.memory.llm.LLMClient`, or None if none is set."""
-    getter = getattr(vault, "llm_client", None)
-    if getter is not None:
-        return getter()
-    from mdmem.memory.llm import LLMClient, LLMConfig
-
-    settings = vault.settings
-    config = LLMConfig(
-        base_url=settings.llm.base_url or None,
-        model=settings.llm.model or None,
-        api_key=settings.llm_api_key(),
-        timeout=settings.llm.timeout,
-        max_retries=settings.llm.max_retries,
-    )
-    if not config.configured:
-        return None
-    try:
-        return LLMClient(config)
-    except LLMNotConfiguredError:
-        return None
-
-
-def _call_flush(
-    vault: Any,
-    messages: list[dict[str, Any]],
-    *,
-    llm: Any | None = None,
-    scope: str | None = None,
-    session: str | None = None,
-) -> list[Memory]:
-    """``vault.flush`` with whichever of llm/scope/session it accepts; the stored memories."""
-    flush = vault.flush
-    wanted = {"llm": llm, "scope": scope, "session": session}
-    kwargs = {k: v for k, v in wanted.items() if v is not None and _accepts(flush, k)}
-    result = flush(messages, **kwargs)
-    if result is None:
-        return []
-    memories = getattr(result, "memories", result)  # FlushResult, or a plain list
-    return list(memories)
-
-
-def _accepts(func: Callable[..., Any], name: str) -> bool:
-    import inspect
-
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return vault.llm_client()
 
 
 def _parse_facts(reply: str) -> list[dict[str, Any]]:
@@ -167,10 +126,8 @@ def _parse_facts(reply: str) -> list[dict[str, Any]]:
     return facts
 
 
-def extract_facts(llm: Any, user: str, assistant: str) -> list[dict[str, Any]]:
+def extract_facts(llm: LLMClient, user: str, assistant: str) -> list[dict[str, Any]]:
     """Ask ``llm`` for the durable facts in one turn; [] when it answers NONE."""
-    from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
-
     turn = (
         "User message:\n"
         + data_block("user-message", user[:_MAX_TURN_CHARS])
@@ -190,9 +147,9 @@ def extract_facts(llm: Any, user: str, assistant: str) -> list[dict[str, Any]]:
 
 
 def compact_with_vault(
-    vault: Any,
+    vault: Vault,
     messages: list[dict[str, Any]],
-    llm: Any | None = None,
+    llm: LLMClient | None = None,
     *,
     threshold: int = 12,
     keep_recent: int = 8,
@@ -211,13 +168,10 @@ def compact_with_vault(
         default_summarizer(client) if client is not None else False
     )
     if flush is None:
-        if getattr(vault, "flush", None) is not None:
 
-            def flush(older: list[dict[str, Any]]) -> object:
-                return _call_flush(vault, older, llm=client)
+        def flush(older: list[dict[str, Any]]) -> object:
+            return vault.flush(older, llm=client)
 
-        else:
-            log.warning("this vault has no flush(); compaction drops messages without a flush")
     return compact(messages, summarize, threshold, keep_recent, flush=flush)
 
 
@@ -238,7 +192,7 @@ class MemoryHooks:
 
     def __init__(
         self,
-        vault: Any,
+        vault: Vault,
         *,
         enabled: bool = True,
         sync_turns: bool = True,
@@ -246,7 +200,7 @@ class MemoryHooks:
         max_prompt_chars: int = 6000,
         k: int = 5,
         scope: str | Sequence[str] | None = None,
-        llm: Any | None = None,
+        llm: LLMClient | None = None,
         session_id: str | None = None,
         source: str | None = None,
         contact: str | None = None,
@@ -273,7 +227,7 @@ class MemoryHooks:
         self.source = source
         self.contact = contact
         self.background = background
-        self._session: Any = None
+        self._session: Session | None = None
         self._lock = threading.Lock()
         self._generation = 0  # bumped by every write through the hooks
         self._warm: tuple[str, int, Future[str]] | None = None
@@ -382,22 +336,15 @@ class MemoryHooks:
     def _flush(self, messages: list[dict[str, Any]]) -> list[Memory]:
         if not messages:
             return []
-        if getattr(self.vault, "flush", None) is None:
-            log.warning("this vault has no flush(); nothing was saved before the messages left")
-            return []
         try:
-            stored = _call_flush(
-                self.vault,
-                messages,
-                llm=self.llm,
-                scope=self.write_scope,
-                session=self.session_id,
+            result = self.vault.flush(
+                messages, llm=self.llm, scope=self.write_scope, session=self.session_id
             )
         except Exception as exc:
             log.warning("memory flush failed: %s: %s", type(exc).__name__, exc)
             return []
         self._bump()
-        return stored
+        return list(result.memories)
 
     def on_memory_write(
         self, action: str, target: str, content: str | None = None
@@ -506,21 +453,15 @@ class MemoryHooks:
         with self._lock:
             self._generation += 1
 
-    def _session_log(self) -> Any:
+    def _session_log(self) -> Session | None:
         if self._session is not None:
             return self._session
-        opener = getattr(self.vault, "session", None)
-        if opener is None:
-            return None
         if self.session_id is None:
-            from datetime import UTC, datetime
-
             self.session_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         try:
-            kwargs: dict[str, Any] = {"source": self.source, "contact": self.contact}
-            if self.write_scope and _accepts(opener, "scope"):
-                kwargs["scope"] = self.write_scope
-            self._session = opener(self.session_id, **kwargs)
+            self._session = self.vault.session(
+                self.session_id, source=self.source, contact=self.contact, scope=self.write_scope
+            )
         except Exception as exc:
             log.warning("cannot open the session log: %s: %s", type(exc).__name__, exc)
             return None
@@ -528,4 +469,4 @@ class MemoryHooks:
 
 
 def _key(query: str) -> str:
-    return " ".join(query.split()).casefold()
+    return one_line(query).casefold()

@@ -16,18 +16,29 @@ On stdio, stdout is the protocol: logs go to stderr.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdmem.agent.tools import Toolset, scope_label
-from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.errors import InvalidInputError, MdmemError, ScopeDeniedError
 from mdmem.store.blocks import scope_dir
+from mdmem.store.textfile import safe_path
 
-__all__ = ["MCP_TOOLS", "SERVER_NAME", "build_server", "core_resources", "run"]
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
+
+__all__ = [
+    "MCP_TOOLS",
+    "SERVER_NAME",
+    "build_server",
+    "core_resources",
+    "read_resource_text",
+    "run",
+]
 
 log = logging.getLogger("mdmem.mcp")
 
@@ -62,24 +73,15 @@ def _require_mcp() -> Any:
     return types, Server
 
 
-def _today(vault: Any) -> str:
-    tz_name = getattr(vault.settings, "timezone", "")
-    if tz_name:
-        from zoneinfo import ZoneInfo
-
-        return datetime.now(ZoneInfo(tz_name)).strftime("%Y-%m-%d")
-    return datetime.now().astimezone().strftime("%Y-%m-%d")
-
-
 def _resource_scopes(toolset: Toolset) -> list[str]:
     # A host that allows everything gets the root's files; scoped files are
     # listed for the scopes the host named.
     return [""] if toolset.allowed is None else list(toolset.allowed)
 
 
-def core_resources(vault: Any, toolset: Toolset) -> list[dict[str, str]]:
+def core_resources(vault: Vault, toolset: Toolset) -> list[dict[str, str]]:
     """The resources a client may read: name, uri, relative path, description."""
-    today = _today(vault)
+    today = vault.store.clock.today()
     out: list[dict[str, str]] = []
     for scope in _resource_scopes(toolset):
         base = scope_dir(scope)
@@ -98,8 +100,8 @@ def core_resources(vault: Any, toolset: Toolset) -> list[dict[str, str]]:
     return out
 
 
-def _resolve_uri(vault: Any, toolset: Toolset, uri: str) -> str:
-    """The vault-relative path a resource URI names, if it is one we serve."""
+def _resolve_uri(vault: Vault, toolset: Toolset, uri: str) -> str:
+    """The vault-relative path a resource URI names, if it is one ``toolset`` allows."""
     if not uri.startswith(URI_PREFIX):
         raise InvalidInputError(f"unknown resource {uri!r}; mdmem serves {URI_PREFIX}…")
     rel = uri[len(URI_PREFIX) :].strip("/")
@@ -110,19 +112,20 @@ def _resolve_uri(vault: Any, toolset: Toolset, uri: str) -> str:
         scope = f"{parts[1]}:{parts[2]}"
         inner = "/".join(parts[3:])
     if inner in ("daily/today", "daily/today.md"):
-        inner = f"daily/{_today(vault)}.md"
+        inner = f"daily/{vault.store.clock.today()}.md"
     if inner not in _CORE_FILES and not _DAILY.match(inner):
         raise InvalidInputError(f"{uri!r} is not a core memory file")
     if scope not in _resource_scopes(toolset):
-        from mdmem.errors import ScopeDeniedError
-
         raise ScopeDeniedError(f"{uri!r} is outside the scopes this server allows")
     return str(scope_dir(scope) / inner)
 
 
-def read_resource_text(vault: Any, toolset: Toolset, uri: str) -> str:
-    from mdmem.store.textfile import safe_path
+def read_resource_text(vault: Vault, toolset: Toolset, uri: str) -> str:
+    """The text of the resource ``uri`` names ("" for a file not written yet).
 
+    InvalidInputError for anything but a core file or daily log under
+    :data:`URI_PREFIX`; ScopeDeniedError for a scope ``toolset`` does not allow.
+    """
     rel = _resolve_uri(vault, toolset, uri)
     path = safe_path(vault.root, rel)
     try:
@@ -132,7 +135,7 @@ def read_resource_text(vault: Any, toolset: Toolset, uri: str) -> str:
 
 
 def build_server(
-    vault: Any,
+    vault: Vault,
     allowed_scopes: Iterable[str] | None = None,
     default_scope: str | None = None,
 ) -> Any:
@@ -207,13 +210,16 @@ def build_server(
 
 
 def _version() -> str:
-    from mdmem import __version__
-
-    return __version__
+    # From the installed metadata, not `mdmem.__version__`: importing the
+    # package root here would load the Vault facade into the agent layer.
+    try:
+        return importlib.metadata.version("mdmem")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 def run(
-    vault: Any,
+    vault: Vault,
     allowed_scopes: Sequence[str] | None = None,
     default_scope: str | None = None,
     *,

@@ -29,11 +29,14 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
-from mdmem.models import Block, Hit
+from mdmem.models import Block, Hit, one_line
 from mdmem.store.blocks import scope_dir, validate_scope
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
 
 __all__ = ["PromptBudgets", "PromptContext", "PromptSection", "prompt_context"]
 
@@ -127,13 +130,6 @@ class PromptContext:
 # ---------------------------------------------------------------- helpers ----
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    return flat[: max(limit - 1, 0)].rstrip() + "…"
-
-
 def _fill(section: PromptSection, lines: Iterable[tuple[str, str]]) -> PromptSection:
     """Add (id, line) pairs while they fit the budget; shorten the first if it alone is too big."""
     out: list[str] = []
@@ -143,7 +139,7 @@ def _fill(section: PromptSection, lines: Iterable[tuple[str, str]]) -> PromptSec
         if used + cost > section.budget:
             room = section.budget - used - 1
             if not out and room >= 40:
-                out.append(_one_line(line, room))
+                out.append(one_line(line, room))
                 section.ids.append(memory_id)
             section.truncated = True
             break
@@ -157,7 +153,7 @@ def _fill(section: PromptSection, lines: Iterable[tuple[str, str]]) -> PromptSec
 def _memory_line(block: Block | Hit, limit: int) -> str:
     anchor = f"^{block.id}" if block.id.startswith("m-") else block.heading
     cite = f"{block.path}#{anchor}" if anchor else block.path
-    return f"- {_one_line(block.text, limit)} ({cite}; {block.kind}; {block.created:%Y-%m-%d})"
+    return f"- {one_line(block.text, limit)} ({cite}; {block.kind}; {block.created:%Y-%m-%d})"
 
 
 def _tail(path: Path, budget: int) -> tuple[str, bool]:
@@ -185,8 +181,7 @@ def _contact_of(block: Block, frontmatter: Callable[[str], dict[str, Any]]) -> s
     value = block.field("contact")
     if value:
         return value.strip()
-    fm = frontmatter(block.path)
-    contact = fm.get("contact") if isinstance(fm, dict) else None
+    contact = frontmatter(block.path).get("contact")
     return str(contact).strip() if contact else None
 
 
@@ -204,7 +199,7 @@ def _role_of(block: Block) -> str:
 
 
 def prompt_context(
-    vault: Any,
+    vault: Vault,
     task: str,
     contact: str | None = None,
     *,
@@ -241,9 +236,7 @@ def prompt_context(
 
     def frontmatter(path: str) -> dict[str, Any]:
         state = catalog.files.get(path)
-        parsed = getattr(state, "parsed", None)
-        fm = getattr(parsed, "frontmatter", None)
-        return fm if isinstance(fm, dict) else {}
+        return state.parsed.frontmatter if state is not None else {}
 
     def admitted(block: Block) -> bool:
         return block.status == "active" and (scopes is None or block.scope in scopes)
@@ -337,7 +330,7 @@ def prompt_context(
         (
             (
                 x.id,
-                _one_line(
+                one_line(
                     f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) {x.text}",
                     b.thread_line_chars,
                 ),

@@ -22,11 +22,10 @@ front doors share one validation and one set of scope rules.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import (
     ConflictError,
@@ -42,6 +41,9 @@ from mdmem.errors import (
 from mdmem.models import KINDS, Hit, Memory, to_jsonable
 from mdmem.recall.search import render_context
 from mdmem.store.blocks import ROOT_SCOPE, validate_scope
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
 
 __all__ = [
     "ALL_TOOLS",
@@ -344,14 +346,6 @@ def _truncate(text: str, limit: int) -> tuple[str, bool]:
     return text[: limit - 1].rstrip() + "…", True
 
 
-def _accepts(func: Callable[..., Any], param: str) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return param in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
 class Toolset:
     """Function tools over one vault, confined to the scopes the host allows.
 
@@ -364,7 +358,7 @@ class Toolset:
 
     def __init__(
         self,
-        vault: Any,
+        vault: Vault,
         allowed_scopes: Iterable[str] | str | None = None,
         default_scope: str | None = None,
         *,
@@ -456,8 +450,6 @@ class Toolset:
             return _error("llm_error", str(exc))
         except (ConflictError, LockTimeoutError) as exc:
             return _error("busy", f"{exc}; try again")
-        except _NotSupportedError as exc:
-            return _error("not_supported", str(exc))
         except MdmemError as exc:
             return _error("error", f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # the model must get an answer, not a crash
@@ -531,11 +523,8 @@ class Toolset:
         }
 
     def _tool_output_key(self, memory_id: str) -> str | None:
-        block_of = getattr(self.vault, "block", None)
-        if block_of is None:
-            return None
         try:
-            key = block_of(memory_id).field("tout")
+            key = self.vault.block(memory_id).field("tout")
         except MdmemError:
             return None
         return str(key) if key else None
@@ -620,42 +609,26 @@ class Toolset:
         return {"context": render_context(result, args["max_chars"]), "total": len(result.items)}
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:
-        reflect = getattr(self.vault, "reflect", None)
-        if reflect is None:
-            raise _NotSupportedError("reflect is not available in this mdmem version")
-        kwargs: dict[str, Any] = {}
-        if self.allowed is not None:
-            if not _accepts(reflect, "scope"):
-                # Without a scope filter the answer could draw on other scopes.
-                raise _NotSupportedError("reflect cannot be confined to the allowed scopes")
-            kwargs["scope"] = list(self.allowed)
-        answer = reflect(args["query"], **kwargs)
-        citations = [str(c) for c in getattr(answer, "citations", ()) or ()]
+        # Confined to the allowed scopes, so the answer draws on nothing else.
+        filters: dict[str, Any] = {} if self.allowed is None else {"scope": list(self.allowed)}
+        answer = self.vault.reflect(args["query"], **filters)
         return {
-            "answer": str(getattr(answer, "answer", answer)),
-            "citations": citations,
-            "synthesized": bool(getattr(answer, "synthesized", False)),
+            "answer": answer.answer,
+            "citations": list(answer.citations),
+            "synthesized": answer.synthesized,
         }
 
     def _read_tool_output(self, args: dict[str, Any]) -> dict[str, Any]:
-        reader = getattr(self.vault, "read_tool_output", None)
-        if reader is None:
-            raise _NotSupportedError("read_tool_output is not available in this mdmem version")
         key = args["key"]
         if self.allowed is None:
-            return {"tool_output_key": key, "content": str(reader(key))}
-        if not _accepts(reader, "scope"):
-            raise _NotSupportedError("read_tool_output cannot be confined to the allowed scopes")
+            return {"tool_output_key": key, "content": self.vault.read_tool_output(key)}
         # The vault checks one scope at a time: the output must belong to one we allow.
         for scope in self.allowed:
             try:
-                return {"tool_output_key": key, "content": str(reader(key, scope=scope))}
+                content = self.vault.read_tool_output(key, scope=scope)
             except ScopeDeniedError:
                 continue
+            return {"tool_output_key": key, "content": content}
         raise ScopeDeniedError(
             f"tool output {key} belongs to a scope this assistant may not access"
         )
-
-
-class _NotSupportedError(MdmemError):
-    """The vault lacks a capability a tool needs (or cannot confine it to the scopes)."""
