@@ -27,7 +27,7 @@ def _server_params(vault: Vault, *scope_args: str) -> Any:
     env = {
         "MDMEM_STATE_DIR": os.environ["MDMEM_STATE_DIR"],
         "MDMEM_EMBEDDER_PROVIDER": "hash",
-        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
     for scope in scope_args:

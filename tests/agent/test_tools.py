@@ -304,7 +304,7 @@ def test_read_tool_output_respects_scopes(vault: Vault) -> None:
 
 def test_example_agent_loop_remembers_and_recalls(tmp_path: Path) -> None:
     """examples/agent_loop.py end to end against the built-in scripted model."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.pop("MDMEM_LLM_MODEL", None)
     # The example must run against this checkout's mdmem, not whichever copy is installed.
