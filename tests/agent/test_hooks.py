@@ -12,7 +12,7 @@ from mdmem.agent.compaction import SUMMARY_MARKER, is_summary_message
 from mdmem.agent.hooks import MemoryHooks, compact_with_vault, extract_facts
 from mdmem.memory.llm import LLMClient, LLMConfig
 from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
-from tests.test_compaction import assert_tool_integrity, conversation_40
+from tests.agent.test_compaction import assert_tool_integrity, conversation_40
 
 Msg = dict[str, Any]
 
