@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from mdmem.errors import MdmemError
-from mdmem.models import Memory, to_jsonable
+from mdmem.models import Memory, one_line, to_jsonable
 from mdmem.vault import Vault, find_vault_root
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -135,8 +135,7 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+    return one_line(str(exc)) or type(exc).__name__
 
 
 @click.group(cls=_Group, name="mdmem")

@@ -58,6 +58,7 @@ from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import session_id_of
 from mdmem.models import FACT_KINDS, Block, Memory, one_line
 from mdmem.store import blocks as blk
+from mdmem.store.ids import ID_PATTERN
 from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ SESSION_KINDS = frozenset({"chat_message", "tool_output"})
 KNOWN_FACTS_LIMIT = 20
 ENTRY_CHARS = 1_500  # per entry in the prompt (OrcBot's memoryContentMaxLength)
 AUTO_BACKOFF_SECONDS = 300.0
-_INLINE_ID = re.compile(r"\^m-[0-9a-z]+")
+_INLINE_ID = re.compile(rf"\^{ID_PATTERN}")
 _LEAD = re.compile(r"^\s*(?:[#>*+-]+|\d+[.)])\s+")
 
 CONSOLIDATE_SYSTEM = (

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mdmem.errors import LLMError, LLMNotConfiguredError, LLMResponseError
+from mdmem.models import one_line
 
 if TYPE_CHECKING:
     from mdmem.config import Settings
@@ -197,19 +198,14 @@ def _check(
         try:
             validate(data)
         except Exception as exc:
-            raise _BadReplyError(f"invalid: {_one_line(str(exc)) or type(exc).__name__}") from exc
+            raise _BadReplyError(f"invalid: {one_line(str(exc)) or type(exc).__name__}") from exc
 
 
 # -- helpers for safe messages -------------------------------------------------
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _excerpt(text: str) -> str:
-    return _one_line(text, _EXCERPT)
+    return one_line(text, _EXCERPT)
 
 
 def _safe_url(url: str | None) -> str:
@@ -409,10 +405,10 @@ class LLMClient:
                 f"(tried {retries + 1} time(s))"
             )
         elif isinstance(exc, oa.APIConnectionError):
-            msg = f"cannot reach the LLM endpoint {self._where}: {_one_line(str(exc))}"
+            msg = f"cannot reach the LLM endpoint {self._where}: {one_line(str(exc))}"
         elif isinstance(exc, oa.APIStatusError):
             status = exc.status_code
-            detail = _one_line(_status_detail(exc))
+            detail = one_line(_status_detail(exc))
             msg = f"LLM endpoint {self._where} answered HTTP {status}"
             if status == 401:
                 msg += " (authentication failed: check the API key)"
@@ -425,9 +421,9 @@ class LLMClient:
             if detail:
                 msg += f": {detail}"
         elif isinstance(exc, oa.APIResponseValidationError):
-            msg = f"LLM endpoint {self._where} sent a malformed response: {_one_line(str(exc))}"
+            msg = f"LLM endpoint {self._where} sent a malformed response: {one_line(str(exc))}"
         else:
-            msg = f"LLM call failed: {type(exc).__name__}: {_one_line(str(exc))}"
+            msg = f"LLM call failed: {type(exc).__name__}: {one_line(str(exc))}"
         msg = self._redact(msg)
         log.warning("%s", msg)
         if isinstance(exc, oa.APIResponseValidationError):

@@ -26,6 +26,7 @@ from mdmem.memory import extractive
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import validate_session_id
 from mdmem.models import Hit, Memory
+from mdmem.store.ids import ID_PATTERN
 
 if TYPE_CHECKING:
     from mdmem.memory.lifecycle import AutoResolver
@@ -37,7 +38,7 @@ __all__ = ["FlushResult", "Reflection", "flush", "reflect"]
 
 log = logging.getLogger("mdmem")
 
-_CITED_ID = re.compile(r"\^(m-[0-9a-z]+)")
+_CITED_ID = re.compile(rf"\^({ID_PATTERN})")
 _MAX_FLUSH_CHARS = 60_000
 
 REFLECT_SYSTEM = (
@@ -137,7 +138,7 @@ def _match(raw: str, known: dict[str, Hit], by_id: dict[str, str]) -> str | None
     raw = raw.strip().strip("[]()")
     if raw in known:
         return raw
-    found = re.search(r"\^?(m-[0-9a-z]+)", raw)
+    found = re.search(rf"\^?({ID_PATTERN})", raw)
     if found and found.group(1) in by_id:
         return by_id[found.group(1)]
     return None  # a citation the model made up

@@ -27,7 +27,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from mdmem.errors import InvalidInputError
-from mdmem.models import KINDS, STATUSES, Block
+from mdmem.models import KINDS, STATUSES, Block, one_line
 from mdmem.store.ids import ID_PATTERN, id_time
 from mdmem.store.textfile import SkipFile, TextFile
 
@@ -199,7 +199,7 @@ def _load_frontmatter(text: str) -> dict[str, Any]:
             1 for ev in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(ev, yaml.AliasEvent)
         )
     except yaml.YAMLError as exc:
-        raise SkipFile(f"malformed frontmatter: {_one_line(exc)}") from None
+        raise SkipFile(f"malformed frontmatter: {one_line(str(exc), 200)}") from None
     if aliases > _MAX_YAML_ALIASES:
         raise SkipFile(f"frontmatter uses {aliases} YAML aliases (alias bomb?)")
     import frontmatter  # python-frontmatter: its YAML handler is the reference loader
@@ -207,16 +207,12 @@ def _load_frontmatter(text: str) -> dict[str, Any]:
     try:
         meta = frontmatter.YAMLHandler().load(text)
     except yaml.YAMLError as exc:
-        raise SkipFile(f"malformed frontmatter: {_one_line(exc)}") from None
+        raise SkipFile(f"malformed frontmatter: {one_line(str(exc), 200)}") from None
     if meta is None:
         return {}
     if not isinstance(meta, dict):
         raise SkipFile("malformed frontmatter: not a mapping")
     return meta
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]
 
 
 # ---------------------------------------------------------------- parsing ----
