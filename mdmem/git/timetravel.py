@@ -27,7 +27,7 @@ from mdmem.index.keyword import KeywordIndex
 from mdmem.index.manifest import block_from_row, block_to_row
 from mdmem.models import Block, Recall
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
-from mdmem.recall.search import RecallQuery, run_recall
+from mdmem.recall.search import RecallQuery, run_recall, to_datetime
 from mdmem.store.blocks import parse
 from mdmem.store.textfile import SkipFile, decode
 
@@ -56,8 +56,6 @@ def resolve_commit(store: MemoryStore, as_of: str | date | datetime) -> str:
         sha = rev_parse(store, text)
         if sha is not None:
             return sha
-        from mdmem.recall.search import to_datetime
-
         try:
             moment = to_datetime(text, end=len(text) <= 10)
         except InvalidInputError:

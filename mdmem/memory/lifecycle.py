@@ -47,6 +47,7 @@ import numpy as np
 from mdmem.errors import InvalidInputError, LLMError, MdmemError
 from mdmem.index.indexer import embed_text
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
+from mdmem.memory.sessions import session_id_of, validate_session_id
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
 from mdmem.store.writer import memory_trailers
@@ -378,8 +379,6 @@ def session_memories(
     store: MemoryStore, session_id: str, *, scope: str | None = None
 ) -> list[Block]:
     """Active memories of a session: its entries and memories carrying ``[session:: id]``."""
-    from mdmem.memory.sessions import session_id_of, validate_session_id
-
     validate_session_id(session_id)
     store.refresh()
     wanted_scope = None if scope is None else blk.validate_scope(scope)
