@@ -7,14 +7,28 @@ Environment overrides are ``MDMEM_<SECTION>_<KEY>`` (``MDMEM_LLM_MODEL``,
 ``MDMEM_RECALL_FUSION``...), plus the short forms ``MDMEM_STATE_DIR`` and
 ``MDMEM_AGENT``. ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` fill the LLM and
 OpenAI-embedder settings when the file leaves them empty.
+
+**Trust.** ``mdmem.toml`` is tracked: it travels with ``git clone`` and
+``mdmem sync``, so whoever wrote it may not be the user. The settings in
+:data:`SENSITIVE` send memory text or a credential somewhere, or choose
+where mdmem writes: from ``mdmem.toml`` they apply only after the user ran
+``mdmem trust`` on exactly those values (a hash kept in the user's config
+folder, void once the values change). Otherwise they come from the user's
+own places: ``<config dir>/config.toml`` (``MDMEM_CONFIG_HOME``, default the
+platform's user config folder), ``<vault>/.mdmem/local.toml`` (ignored by
+git; refused if someone committed it), the environment, or arguments.
+``Settings.sources`` says where each setting came from (``mdmem config
+--show``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -22,15 +36,40 @@ from typing import Any
 from mdmem.errors import ConfigError
 
 __all__ = [
+    "LOCAL_CONFIG",
+    "SENSITIVE",
     "ConsolidationSettings",
     "EmbedderSettings",
     "GitSettings",
     "LLMSettings",
     "RecallSettings",
     "Settings",
+    "config_home",
     "load_settings",
+    "setting_values",
     "state_dir_for",
+    "trust_vault",
 ]
+
+log = logging.getLogger("mdmem")
+
+# Dotted names of the settings a tracked file may not set on its own: each
+# sends memory text or a key somewhere, or picks where mdmem writes. (The
+# embedder's model and dim go with its provider: one without the other breaks.)
+SENSITIVE: frozenset[str] = frozenset(
+    {
+        "state_dir",
+        "embedder.provider",
+        "embedder.model",
+        "embedder.dim",
+        "embedder.base_url",
+        "embedder.api_key_env",
+        "llm.base_url",
+        "llm.api_key_env",
+        "llm.model",
+    }
+)
+LOCAL_CONFIG = ".mdmem/local.toml"
 
 
 @dataclass(frozen=True)
@@ -109,6 +148,10 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
+    # Where each setting that is not a default came from (dotted name -> source),
+    # and the tracked values that were not applied (dotted name -> why).
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    ignored: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def llm_api_key(self) -> str | None:
         return os.environ.get(self.llm.api_key_env) or None
@@ -118,6 +161,7 @@ class Settings:
 
 
 _SECTIONS = ("git", "embedder", "llm", "recall", "consolidation")
+_META = ("sources", "ignored")
 
 
 def _coerce(value: Any, default: Any, where: str) -> Any:
@@ -145,7 +189,7 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
 
 
 def _apply(obj: Any, values: Mapping[str, Any], where: str) -> Any:
-    known = {f.name: f for f in fields(obj)}
+    known = {f.name: f for f in fields(obj) if f.name not in _META}
     changes: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
@@ -160,38 +204,76 @@ def _apply(obj: Any, values: Mapping[str, Any], where: str) -> Any:
     return replace(obj, **changes)
 
 
-def _refuse_keys(data: Mapping[str, Any]) -> None:
-    """A key in ``mdmem.toml`` would be committed to git with the vault: refuse it."""
+def _refuse_keys(data: Mapping[str, Any], where: str) -> None:
+    """A key in a config file would sit in plain text (and, in mdmem.toml, in git)."""
     for section in ("llm", "embedder"):
         table = data.get(section)
         if isinstance(table, Mapping) and "api_key" in table:
             # Never echo the value: the message reaches logs and terminals.
             raise ConfigError(
-                f"mdmem.toml: [{section}] api_key is not allowed, because mdmem.toml is "
-                "committed with the vault. Put the key in the environment and set "
-                f"[{section}] api_key_env to its variable name (default OPENAI_API_KEY)."
+                f"{where}: [{section}] api_key is not allowed: keys belong in the "
+                f"environment. Set [{section}] api_key_env to the variable's name "
+                "(default OPENAI_API_KEY)."
             )
 
 
 def load_settings(
-    vault_root: Path | None, env: Mapping[str, str] | None = None, **overrides: Any
+    vault_root: Path | None,
+    env: Mapping[str, str] | None = None,
+    *,
+    is_tracked: Callable[[str], bool] | None = None,
+    **overrides: Any,
 ) -> Settings:
-    """Settings from ``<vault>/mdmem.toml``, then the environment, then ``overrides``."""
+    """Settings from the defaults, ``mdmem.toml``, the user's config, the vault's
+    untracked ``.mdmem/local.toml``, the environment, then ``overrides``.
+
+    ``is_tracked(rel)`` tells whether git tracks a vault path (a local file
+    that is tracked travels with the vault, so it is not trusted).
+    """
     env = os.environ if env is None else env
     settings = Settings()
+    sources: dict[str, str] = {}
+    ignored: dict[str, str] = {}
+
+    def layer(values: Mapping[str, Any], label: str, *, trusted: bool) -> None:
+        nonlocal settings
+        if not trusted:
+            values, refused = _split_sensitive(values)
+            for key in refused:
+                ignored[key] = (
+                    f"set in {label}, which travels with the vault; run `mdmem trust` to "
+                    f"allow it, or set it in {LOCAL_CONFIG} or the environment"
+                )
+        settings = _apply(settings, values, label)
+        for key in _flatten(values):
+            sources[key] = label
+            ignored.pop(key, None)
+
     if vault_root is not None:
-        path = vault_root / "mdmem.toml"
-        if path.exists():
-            try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"{path.name}: {exc}") from None
-            data.pop("vault", None)  # descriptive only: name, description
-            _refuse_keys(data)
-            settings = _apply(settings, data, "mdmem.toml")
+        tracked = _read_toml(vault_root / "mdmem.toml")
+        if tracked is not None:
+            tracked.pop("vault", None)  # descriptive only: name, description
+            _refuse_keys(tracked, "mdmem.toml")
+            trusted = _sensitive_digest(tracked) == _trusted_digest(vault_root, env)
+            layer(tracked, "mdmem.toml (trusted)" if trusted else "mdmem.toml", trusted=trusted)
+    user_file = config_home(env) / "config.toml"
+    user = _read_toml(user_file)
+    if user is not None:
+        _refuse_keys(user, str(user_file))
+        layer(user, str(user_file), trusted=True)
+    if vault_root is not None:
+        local = _read_toml(vault_root / LOCAL_CONFIG)
+        if local is not None:
+            own = is_tracked is None or not is_tracked(LOCAL_CONFIG)
+            if not own:
+                log.warning("%s is tracked by git, so it travels with the vault: "
+                            "its endpoints, keys and state dir are ignored", LOCAL_CONFIG)
+            layer(local, LOCAL_CONFIG, trusted=own)
 
     env_values: dict[str, Any] = {}
     for f in fields(settings):
+        if f.name in _META:
+            continue
         if f.name in _SECTIONS:
             section = getattr(settings, f.name)
             sub = {
@@ -203,14 +285,15 @@ def load_settings(
                 env_values[f.name] = sub
         elif f"MDMEM_{f.name.upper()}" in env:
             env_values[f.name] = env[f"MDMEM_{f.name.upper()}"]
-    settings = _apply(settings, env_values, "environment")
+    layer(env_values, "environment", trusted=True)
 
     if not settings.llm.base_url and env.get("OPENAI_BASE_URL"):
-        settings = replace(settings, llm=replace(settings.llm, base_url=env["OPENAI_BASE_URL"]))
+        layer({"llm": {"base_url": env["OPENAI_BASE_URL"]}}, "environment (OPENAI_BASE_URL)",
+              trusted=True)
     if overrides:
-        settings = _apply(
-            settings, {k: v for k, v in overrides.items() if v is not None}, "argument"
-        )
+        layer({k: v for k, v in overrides.items() if v is not None}, "argument", trusted=True)
+    for key, why in ignored.items():
+        log.warning("mdmem.toml: %s is not applied: %s", key, why)
     if settings.secrets not in ("refuse", "redact", "off"):
         raise ConfigError("secrets: expected refuse, redact or off")
     if settings.recall.fusion not in ("rrf", "blend"):
@@ -218,7 +301,116 @@ def load_settings(
     for name in ("thread_reply_weight", "thread_continuation_weight"):
         if not 0.0 <= getattr(settings.recall, name) <= 1.0:
             raise ConfigError(f"recall.{name}: expected a number from 0 to 1")
-    return settings
+    return replace(settings, sources=sources, ignored=ignored)
+
+
+def setting_values(settings: Settings) -> dict[str, Any]:
+    """Every setting by its dotted name (``recall.k``), in declaration order."""
+    out: dict[str, Any] = {}
+    for f in fields(settings):
+        if f.name in _META:
+            continue
+        value = getattr(settings, f.name)
+        if hasattr(value, "__dataclass_fields__"):
+            out.update({f"{f.name}.{sf.name}": getattr(value, sf.name) for sf in fields(value)})
+        else:
+            out[f.name] = value
+    return out
+
+
+def config_home(env: Mapping[str, str] | None = None) -> Path:
+    """The user's own mdmem config folder (``MDMEM_CONFIG_HOME`` or the platform's)."""
+    env = os.environ if env is None else env
+    if env.get("MDMEM_CONFIG_HOME"):
+        return Path(env["MDMEM_CONFIG_HOME"]).expanduser()
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("mdmem"))
+
+
+def trust_vault(vault_root: Path, *, revoke: bool = False) -> dict[str, Any]:
+    """Trust (or stop trusting) the sensitive settings ``mdmem.toml`` holds now.
+
+    Returns the values trusted. The trust is a hash of exactly these values,
+    kept in the user's config folder: a change to any of them (a pull, a
+    clone's edit) needs ``mdmem trust`` again.
+    """
+    data = _read_toml(vault_root / "mdmem.toml") or {}
+    data.pop("vault", None)
+    _refuse_keys(data, "mdmem.toml")
+    store = config_home() / "trusted.json"
+    trusted = _read_trusted(store)
+    key = str(vault_root.resolve())
+    digest = _sensitive_digest(data)
+    if revoke or digest is None:
+        trusted.pop(key, None)
+    else:
+        trusted[key] = digest
+    store.parent.mkdir(parents=True, exist_ok=True)
+    tmp = store.with_suffix(".tmp")
+    tmp.write_text(json.dumps(trusted, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, store)
+    return {} if revoke else _split_sensitive(data)[1]
+
+
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path.name}: {exc}") from None
+
+
+def _flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _default_of(dotted: str) -> Any:
+    obj: Any = Settings()
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _split_sensitive(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(values without the sensitive ones, the sensitive ones that differ from the default)."""
+    kept: dict[str, Any] = {}
+    refused: dict[str, Any] = {}
+    for dotted, value in _flatten(values).items():
+        if dotted in SENSITIVE and value != _default_of(dotted):
+            refused[dotted] = value
+            continue
+        section, _, key = dotted.rpartition(".")
+        (kept.setdefault(section, {}) if section else kept)[key or section] = value
+    return kept, refused
+
+
+def _sensitive_digest(values: Mapping[str, Any]) -> str | None:
+    """A hash of the sensitive values a file sets; None when it sets none."""
+    refused = _split_sensitive(values)[1]
+    if not refused:
+        return None
+    return hashlib.sha256(json.dumps(refused, sort_keys=True).encode()).hexdigest()
+
+
+def _read_trusted(store: Path) -> dict[str, str]:
+    try:
+        data = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _trusted_digest(vault_root: Path, env: Mapping[str, str]) -> str | None:
+    return _read_trusted(config_home(env) / "trusted.json").get(str(vault_root.resolve()))
 
 
 def state_dir_for(vault_root: Path, settings: Settings) -> Path:

@@ -196,9 +196,10 @@ class Vault:
             root = Path(path).expanduser()
             if not (root / "mdmem.toml").is_file():
                 raise VaultNotFoundError(f"{root} is not an mdmem vault (no mdmem.toml)")
-        settings = load_settings(root, **overrides)
         if not (root / ".git").exists():
             GitStore.init(root)
+        git = GitStore(root)
+        settings = load_settings(root, is_tracked=lambda rel: rel in git.tracked(), **overrides)
         return cls(root, settings, agent=agent or os.environ.get("MDMEM_AGENT") or None)
 
     def close(self) -> None:

@@ -28,6 +28,8 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
         if key.startswith(("MDMEM_", "OPENAI_")):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("MDMEM_STATE_DIR", str(tmp_path / "_state"))
+    # The user's own config (config.toml, trusted vaults) lives here, not in ~.
+    monkeypatch.setenv("MDMEM_CONFIG_HOME", str(tmp_path / "_config"))
     # Fast deterministic embeddings unless a test asks for the real model.
     monkeypatch.setenv("MDMEM_EMBEDDER_PROVIDER", "hash")
     yield

@@ -19,6 +19,7 @@ from mdmem.cli.context import (
     scope_option,
 )
 from mdmem.cli.gitnative import purge_cmd
+from mdmem.config import setting_values, trust_vault
 from mdmem.models import KINDS
 from mdmem.recall.search import cite_context
 from mdmem.vault import Vault
@@ -262,6 +263,57 @@ def status(obj: Context, as_json: bool) -> None:
             click.echo(f"waiting for review: {branch} (mdmem review {branch})")
 
     emit(st, as_json, human)
+
+
+@main.command("config")
+@click.option("--show", is_flag=True, help="List every setting (the default action).")
+@json_option
+@click.pass_obj
+def config_cmd(obj: Context, show: bool, as_json: bool) -> None:
+    """Every setting, its value, and where it came from (default, mdmem.toml, env...)."""
+    settings = obj.vault().settings
+    rows = [
+        {"setting": key, "value": value, "source": settings.sources.get(key, "default")}
+        for key, value in setting_values(settings).items()
+    ]
+    ignored = [
+        {"setting": key, "why": why} for key, why in sorted(settings.ignored.items())
+    ]
+
+    def human() -> None:
+        width = max(len(r["setting"]) for r in rows)
+        for r in rows:
+            click.echo(f"{r['setting']:<{width}}  {r['value']!r:<30}  {r['source']}")
+        for item in ignored:
+            click.echo(f"not applied: {item['setting']}: {item['why']}")
+
+    emit({"settings": rows, "ignored": ignored}, as_json, human)
+
+
+@main.command("trust")
+@click.option("--revoke", is_flag=True, help="Stop trusting this vault's mdmem.toml.")
+@json_option
+@click.pass_obj
+def trust_cmd(obj: Context, revoke: bool, as_json: bool) -> None:
+    """Let this vault's mdmem.toml set endpoints, key variables, model and state dir.
+
+    Trust covers exactly the values it holds now; when a pull or an edit
+    changes any of them, mdmem ignores them again until you re-run this.
+    """
+    root = obj.root()
+    trusted = trust_vault(root, revoke=revoke)
+
+    def human() -> None:
+        if revoke:
+            click.echo(f"mdmem.toml of {root} is no longer trusted")
+        elif not trusted:
+            click.echo("mdmem.toml sets no endpoint, key variable, model or state dir: "
+                       "nothing to trust")
+        else:
+            for key, value in trusted.items():
+                click.echo(f"trusted {key} = {value!r}")
+
+    emit({"root": str(root), "revoked": revoke, "trusted": trusted}, as_json, human)
 
 
 # ------------------------------------------------------------------ recall ----

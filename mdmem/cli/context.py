@@ -37,11 +37,14 @@ class Context:
         self.quiet = quiet
         self._vault: Vault | None = None
 
+    def root(self) -> Path:
+        """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml."""
+        path = self.vault_path or os.environ.get("MDMEM_VAULT")
+        return Path(path) if path else find_vault_root()
+
     def vault(self) -> Vault:
         if self._vault is None:
-            path = self.vault_path or os.environ.get("MDMEM_VAULT")
-            root = Path(path) if path else find_vault_root()
-            self._vault = Vault.open(root, agent=self.agent)
+            self._vault = Vault.open(self.root(), agent=self.agent)
         return self._vault
 
 
