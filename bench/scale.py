@@ -142,7 +142,7 @@ def whoosh_alone(directory: Path, n: int) -> float:
 
     from whoosh import index
 
-    from mdmem.index.keyword import _BULK_WRITER_ARGS, build_schema
+    from mdmem.index.keyword import BULK_WRITER_ARGS, build_schema
     from mdmem.index.whoosh_compat import cache_missing_length_columns, inlining_codec
 
     cache_missing_length_columns()  # Whoosh as mdmem runs it
@@ -163,7 +163,7 @@ def whoosh_alone(directory: Path, n: int) -> float:
     directory.mkdir(parents=True)
     ix = index.create_in(str(directory), build_schema(), indexname="MAIN")
     start = time.perf_counter()
-    writer = ix.writer(codec=inlining_codec(), **_BULK_WRITER_ARGS)
+    writer = ix.writer(codec=inlining_codec(), **BULK_WRITER_ARGS)
     for doc in docs:
         writer.add_document(**doc)
     writer.commit()

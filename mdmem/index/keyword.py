@@ -30,7 +30,7 @@ from mdmem.errors import IndexError_, InvalidInputError, LockTimeoutError
 from mdmem.index.bm25 import FastScorer
 from mdmem.models import Block
 
-__all__ = ["KeywordIndex", "build_schema"]
+__all__ = ["BULK_WRITER_ARGS", "KeywordIndex", "build_schema"]
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,10 @@ QUESTION_WORDS = frozenset(
     ]
 )
 
-_BULK_WRITER_ARGS: dict[str, Any] = {"limitmb": 256, "procs": 2, "multisegment": True}
+#: Whoosh ``writer()`` arguments of bulk indexing (full rebuilds, large imports):
+#: a multiprocess writer (``procs`` is capped at the CPU count) with a large
+#: buffer. Public so ``bench/scale.py`` can time raw Whoosh with the same writer.
+BULK_WRITER_ARGS: dict[str, Any] = {"limitmb": 256, "procs": 2, "multisegment": True}
 _PROGRESS_EVERY = 500
 _WORD_SPLIT = re.compile(r"[/\-_.]+")
 
@@ -512,13 +515,13 @@ class KeywordIndex:
                 if progress is not None and len(docs) % _PROGRESS_EVERY == 0:
                     progress(len(docs))
 
-        procs = min(int(_BULK_WRITER_ARGS["procs"]), os.cpu_count() or 1)
+        procs = min(int(BULK_WRITER_ARGS["procs"]), os.cpu_count() or 1)
         writer: Any = None
         try:
             if procs > 1:
-                writer = self._writer(**dict(_BULK_WRITER_ARGS, procs=procs))
+                writer = self._writer(**dict(BULK_WRITER_ARGS, procs=procs))
             else:
-                writer = self._writer(limitmb=int(_BULK_WRITER_ARGS["limitmb"]))
+                writer = self._writer(limitmb=int(BULK_WRITER_ARGS["limitmb"]))
             with _sub_writers_die_with_us():
                 feed(writer)
                 writer.commit()
@@ -577,7 +580,7 @@ class KeywordIndex:
         cannot help (one core) or the writer cannot start; the caller then
         indexes at the end as usual.
         """
-        procs = min(int(_BULK_WRITER_ARGS["procs"]), os.cpu_count() or 1)
+        procs = min(int(BULK_WRITER_ARGS["procs"]), os.cpu_count() or 1)
         if procs < 2:
             return None
         with self._lock:
@@ -585,7 +588,7 @@ class KeywordIndex:
                 return None
             try:
                 before = len(self)
-                writer = self._writer(**dict(_BULK_WRITER_ARGS, procs=procs))
+                writer = self._writer(**dict(BULK_WRITER_ARGS, procs=procs))
             except Exception as e:
                 log.info("keyword stream unavailable (%r); indexing at the end", e)
                 return None
@@ -598,7 +601,7 @@ class KeywordIndex:
             for doc in docs:
                 add(**doc)
 
-        self._commit(self._writer(limitmb=int(_BULK_WRITER_ARGS["limitmb"])), fill)
+        self._commit(self._writer(limitmb=int(BULK_WRITER_ARGS["limitmb"])), fill)
 
     def upsert(self, blocks: Iterable[Block]) -> None:
         """Add or replace ``blocks`` (matched on id) in one commit."""

@@ -48,6 +48,7 @@ import numpy.typing as npt
 from mdmem.errors import EmbedderError
 
 __all__ = [
+    "BLAS_PIN",
     "DEFAULT_TOKEN_BUDGET",
     "DIM",
     "ENV_DIR",
@@ -56,9 +57,11 @@ __all__ = [
     "MAX_SEQ_LENGTH",
     "MODEL_NAME",
     "MiniLM",
+    "attention_groups",
     "default_workers",
     "load_minilm",
     "locate_model_dir",
+    "softmax_inplace",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -203,14 +206,15 @@ _EXP_SAFE = 80.0
 _MIN_ROW_SUM = 1e-30
 
 
-def _softmax_inplace(scores: F32, q: F32, k: F32, key_bias: F32 | None) -> None:
+def softmax_inplace(scores: F32, q: F32, k: F32, key_bias: F32 | None) -> None:
     """Row softmax of ``scores`` (= q @ k + key_bias) over the last axis, in place.
 
     The per-row max subtraction is the costliest part of a textbook softmax on
     these short rows (a strided reduction per row); attention logits of this
     model sit within exp's float32 range, so it is skipped and the result
     checked instead: on overflow risk or an underflowing row, the logits are
-    recomputed from ``q`` and ``k`` and the stable form is used.
+    recomputed from ``q`` and ``k`` and the stable form is used. Public so
+    that fallback is tested on logits the model itself never produces.
     """
     if float(scores.max()) < _EXP_SAFE:
         np.exp(scores, out=scores)
@@ -382,12 +386,12 @@ class MiniLM:
             return out
         ids = self.tokenize(texts)
         n_workers = default_workers() if workers is None else max(0, int(workers))
-        if not _BLAS_PIN.available:
+        if not BLAS_PIN.available:
             # Without control over BLAS threads, parallel batches would
             # oversubscribe the cores; let BLAS do the threading.
             n_workers = 0
         if not bucketed:
-            with _BLAS_PIN.pinned(n_workers > 0):
+            with BLAS_PIN.pinned(n_workers > 0):
                 size = max_batch or 32
                 for start in range(0, n, size):
                     out[start : start + size] = self.encode_padded(ids[start : start + size])
@@ -403,12 +407,12 @@ class MiniLM:
         if n_workers <= 1 or len(batches) == 1:
             # One batch at a time (a recall's query): BLAS may use every core
             # for it, which takes a query from ~10 to ~6 ms on two cores.
-            with _BLAS_PIN.pinned(n_workers == 1):
+            with BLAS_PIN.pinned(n_workers == 1):
                 for batch in batches:
                     out[batch] = self.encode_packed([ids[i] for i in batch])
             return out
         with (
-            _BLAS_PIN.pinned(True),
+            BLAS_PIN.pinned(True),
             ThreadPoolExecutor(
                 max_workers=min(n_workers, len(batches)), thread_name_prefix="mdmem-minilm"
             ) as pool,
@@ -454,7 +458,7 @@ class MiniLM:
         positions = np.arange(total, dtype=np.int64) - np.repeat(offsets, lengths)
         x = self.word_emb[ids]
         x += self.pos_type_emb[positions]
-        x = self._encoder(x, _attention_groups(lengths.tolist()))
+        x = self._encoder(x, attention_groups(lengths.tolist()))
         summed = np.add.reduceat(x, offsets, axis=0)
         return _mean_normalise(summed, lengths)
 
@@ -522,7 +526,7 @@ class MiniLM:
             scores = q_rows @ k  # Q was pre-scaled by 1/sqrt(hd)
             if group.key_bias is not None:
                 scores += group.key_bias
-            _softmax_inplace(scores, q_rows, k, group.key_bias)
+            softmax_inplace(scores, q_rows, k, group.key_bias)
             np.matmul(scores, v, out=heads_out[:, :, r0:r1])
         out = heads_out.transpose(0, 2, 1, 3).reshape(b * width, h)
         if scatter is None:
@@ -568,7 +572,10 @@ _GROUP_MIN_FILL = 0.8
 _GROUP_MAX_CELLS = 2048
 
 
-def _attention_groups(lengths: list[int]) -> list[_Group]:
+def attention_groups(lengths: list[int]) -> list[_Group]:
+    """How :meth:`MiniLM.encode_packed` groups the packed sequences of these
+    lengths (in order) for attention: consecutive runs of similar length, each
+    padded to its longest. Public so the tightness of the groups is tested."""
     groups: list[_Group] = []
     row = 0
     i = 0
@@ -738,7 +745,9 @@ def _release_blas_control() -> None:
         clear()
 
 
-_BLAS_PIN = _BlasPin()
+#: The one pin of numpy's OpenBLAS threads that every embedding shares (see
+#: :class:`_BlasPin`); public for the tests of its nesting and restoring.
+BLAS_PIN = _BlasPin()
 
 
 def _open_tensors(safe_open: Any, path: Path) -> Any:

@@ -507,6 +507,12 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self._fid_of)
 
+    @property
+    def stored_vectors(self) -> int:
+        """How many vectors the FAISS index holds: the live ones (``len()``)
+        plus deleted ones an HNSW index keeps as tombstones until a rebuild."""
+        return int(self._index.ntotal)
+
     def __contains__(self, block_id: object) -> bool:
         return block_id in self._fid_of
 

@@ -105,6 +105,14 @@ class Catalog:
         self._people_tokens = None
         self._full_at = None
 
+    @property
+    def watching(self) -> bool:
+        """Whether an inotify change feed narrows :meth:`scan` (see
+        :mod:`mdmem.store.changefeed`). False before a live catalog's first
+        scan opens one, after :meth:`close`, and where inotify cannot vouch
+        for the vault (then every scan stats every file)."""
+        return self._feed is not None
+
     def close(self) -> None:
         if self._feed is not None:
             self._feed.close()

@@ -24,7 +24,7 @@ import os
 import struct
 import sys
 
-__all__ = ["ChangeFeed"]
+__all__ = ["LOCAL_FILESYSTEMS", "ChangeFeed"]
 
 _IN_MODIFY = 0x2
 _IN_ATTRIB = 0x4
@@ -59,8 +59,10 @@ _EVENT = struct.Struct("iIII")
 # Whole-tree events: the caller must scan everything.
 _RESCAN = _IN_Q_OVERFLOW | _IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF
 
-# Filesystems whose changes all pass through this kernel.
-_LOCAL_FS = frozenset(
+#: Filesystem types whose changes all pass through this kernel: a feed is
+#: opened only on these (:meth:`ChangeFeed.open`; tests empty it to stand
+#: in for a network mount).
+LOCAL_FILESYSTEMS = frozenset(
     {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs", "f2fs", "ramfs", "bcachefs"}
 )
 
@@ -98,7 +100,7 @@ class ChangeFeed:
         """A feed for the vault at ``root``, or None where inotify cannot vouch for it."""
         if not sys.platform.startswith("linux"):
             return None
-        if _fs_type(os.path.realpath(root)) not in _LOCAL_FS:
+        if _fs_type(os.path.realpath(root)) not in LOCAL_FILESYSTEMS:
             return None
         try:
             libc = ctypes.CDLL(None, use_errno=True)

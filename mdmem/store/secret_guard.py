@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from mdmem.errors import SecretRefusedError
 
-__all__ = ["Finding", "guard", "refuse_in_metadata", "scan"]
+__all__ = ["Finding", "guard", "refuse_in_metadata", "scan", "scan_patterns"]
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
@@ -83,10 +83,12 @@ def _may_hold_secret(text: str) -> bool:
 def scan(text: str) -> list[Finding]:
     if not _may_hold_secret(text):
         return []
-    return _scan_patterns(text)
+    return scan_patterns(text)
 
 
-def _scan_patterns(text: str) -> list[Finding]:
+def scan_patterns(text: str) -> list[Finding]:
+    """What every pattern finds in ``text``, without :func:`scan`'s quick
+    check for their pieces: the reference that check is tested against."""
     findings = []
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mdmem.index.bm25 import FastScorer
 from mdmem.index.keyword import KeywordIndex
 from mdmem.models import Block
 
@@ -51,7 +53,22 @@ def _block(i: int, rng: random.Random) -> Block:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_fast_scores_equal_whoosh(tmp_path: Path, seed: int) -> None:
+def test_fast_scores_equal_whoosh(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scored: list[str] = []  # one entry per FastScorer.search call: how it ended
+    real_search = FastScorer.search
+
+    def counted(self: FastScorer, *args: Any, **kwargs: Any) -> Any:
+        try:
+            result = real_search(self, *args, **kwargs)
+        except Exception:
+            scored.append("raised")  # the index then falls back to Whoosh for good
+            raise
+        scored.append("ok")
+        return result
+
+    monkeypatch.setattr(FastScorer, "search", counted)
     rng = random.Random(seed)
     index = KeywordIndex(tmp_path / "kw")
     blocks = [_block(i, rng) for i in range(900)]
@@ -62,11 +79,12 @@ def test_fast_scores_equal_whoosh(tmp_path: Path, seed: int) -> None:
     for _ in range(25):
         query = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
         query += f" unique{rng.randrange(0, 900, 5)}"
-        fast = index.search(query, limit=30, statuses=None)
-        assert index._fast is not None, "fast path fell back"
-        scorer, index._fast = index._fast, None
-        slow = index.search(query, limit=30, statuses=None)
-        index._fast = scorer
+        scored.clear()
+        fast = index.search(query, limit=30, statuses=None)  # no filter: the fast path
+        assert scored == ["ok"], "fast path fell back"
+        # A filter (every block is active) sends the same query to Whoosh itself.
+        slow = index.search(query, limit=30, statuses=("active",))
+        assert scored == ["ok"], "the filtered search did not run in Whoosh"
         assert {i for i, _ in fast} & {b.id for b in blocks[:40]} == set()
         fast_scores = dict(fast)
         for doc_id, score in slow:

@@ -176,7 +176,7 @@ def test_minilm_bucketing_does_not_change_vectors(minilm: MiniLMEmbedder) -> Non
 
 @needs_weights
 def test_minilm_restores_blas_threads() -> None:
-    pin = minilm_module._BLAS_PIN
+    pin = minilm_module.BLAS_PIN
     if not pin.available:
         pytest.skip("numpy's OpenBLAS controls not found")
     before = pin.threads()
@@ -198,7 +198,7 @@ def test_minilm_pins_only_numpys_blas_and_restores_it_across_threads() -> None:
     import faiss  # noqa: F401  (loads its own OpenBLAS and OpenMP)
     from threadpoolctl import threadpool_info
 
-    pin = minilm_module._BLAS_PIN
+    pin = minilm_module.BLAS_PIN
     if not pin.available:
         pytest.skip("numpy's OpenBLAS controls not found")
     numpy_dir = Path(np.__file__).resolve().parent
@@ -247,15 +247,32 @@ def test_default_workers_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @needs_weights
-def test_minilm_batches_respect_token_budget() -> None:
-    ids = [[0] * n for n in (5, 40, 7, 256, 12, 12, 3)]
-    batches = minilm_module._plan_batches(ids, token_budget=300, max_batch=None)
+def test_minilm_batches_respect_token_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Text i tokenizes to copies of token i, so each sequence of a batch names
+    # its text; the forward pass only records the batches embed() runs.
+    ids = [[i] * n for i, n in enumerate((5, 40, 7, 256, 12, 12, 3))]
+    model = minilm_module.load_minilm()
+    ran: list[list[int]] = []
+
+    def encode_packed(seqs: list[list[int]]) -> np.ndarray:
+        ran.append([seq[0] for seq in seqs])
+        return np.zeros((len(seqs), model.hidden), dtype=np.float32)
+
+    monkeypatch.setattr(model, "tokenize", lambda texts: ids)
+    monkeypatch.setattr(model, "encode_packed", encode_packed)
+
+    def plan(token_budget: int, max_batch: int | None) -> list[list[int]]:
+        ran.clear()  # workers=0: the budget is used as given, batches run in order
+        model.embed(["text"] * len(ids), token_budget=token_budget, max_batch=max_batch, workers=0)
+        return list(ran)
+
+    batches = plan(token_budget=300, max_batch=None)
     assert sorted(i for b in batches for i in b) == list(range(len(ids)))
     for batch in batches:
         assert sum(len(ids[i]) for i in batch) <= 300 or len(batch) == 1
     assert batches[0] == [3, 1]  # longest first; 256 + 40 fits, + 12 would not
     assert batches[1] == [4, 5, 2, 0, 6]
-    assert minilm_module._plan_batches(ids, token_budget=10_000, max_batch=3)[0] == [3, 1, 4]
+    assert plan(token_budget=10_000, max_batch=3)[0] == [3, 1, 4]
 
 
 @pytest.mark.parametrize("scale", [1.0, 40.0, -400.0])
@@ -273,7 +290,7 @@ def test_softmax_shortcut_matches_stable_softmax(scale: float) -> None:
     scores = q @ k + bias
     expected = np.exp(scores.astype(np.float64) - scores.max(axis=-1, keepdims=True))
     expected /= expected.sum(axis=-1, keepdims=True)
-    minilm_module._softmax_inplace(scores, q, k, bias)
+    minilm_module.softmax_inplace(scores, q, k, bias)
     assert np.isfinite(scores).all()
     np.testing.assert_allclose(scores, expected, atol=1e-6)
     assert np.all(scores[1, ..., 5:] == 0.0)
@@ -281,7 +298,7 @@ def test_softmax_shortcut_matches_stable_softmax(scale: float) -> None:
 
 def test_attention_groups_are_tight() -> None:
     lengths = [100, 95, 81, 79, 40, 40, 40, 2]
-    groups = minilm_module._attention_groups(lengths)
+    groups = minilm_module.attention_groups(lengths)
     assert [(g.batch, g.width) for g in groups] == [(3, 100), (1, 79), (3, 40), (1, 2)]
     assert groups[0].scatter is not None and groups[2].scatter is None  # equal lengths: no copy
     assert [g.start for g in groups] == [0, 276, 355, 475]

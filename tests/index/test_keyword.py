@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -379,20 +380,39 @@ def test_another_instances_merge_does_not_resurrect_documents(tmp_path: Path) ->
             writer.upsert([block(f"x-{i}", f"kayak trip number {i}")])
         assert sorted(ids(reader.search("kayak", limit=20))) == ["x-0", "x-1", "x-2", "x-3"]
         writer.delete(["x-0"])
-        with writer._ix.writer() as w:  # merge every segment into one
+        from whoosh import index as windex
+
+        with windex.open_dir(str(d), indexname="MAIN").writer() as w:  # merge every segment
             w.optimize = True
         assert sorted(ids(reader.search("kayak", limit=20))) == ["x-1", "x-2", "x-3"]
         assert len(reader) == 3
 
 
-def test_a_commit_reopens_only_the_segments_it_changed(tmp_path: Path) -> None:
+def test_a_commit_reopens_only_the_segments_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mdmem.index import whoosh_compat
+
+    reopened: list[tuple[dict[Any, Any], dict[Any, Any]]] = []
+    real = whoosh_compat.reopened_searcher
+
+    def leaves(searcher: Any) -> dict[Any, Any]:
+        return {r.segment().segment_id(): r for r, _ in searcher.reader().leaf_readers()}
+
+    def spy(ix: Any, old: Any) -> Any:  # the searcher the index reopens after a commit
+        was = leaves(old)
+        new = real(ix, old)
+        reopened.append((was, leaves(new)))
+        return new
+
+    monkeypatch.setattr(whoosh_compat, "reopened_searcher", spy)
     index = KeywordIndex(tmp_path / "kw")
     index.add_many([block(f"a-{i}", f"alpha number {i}") for i in range(50)])
     index.search("alpha")
-    before = {r.segment().segment_id(): r for r, _ in index._searcher.reader().leaf_readers()}
+    reopened.clear()
     index.upsert([block("b-1", "beta arrives")])  # a new small segment
     assert ids(index.search("beta")) == ["b-1"]
-    after = {r.segment().segment_id(): r for r, _ in index._searcher.reader().leaf_readers()}
+    [(before, after)] = reopened
     assert len(after) == len(before) + 1
     assert all(after[segid] is reader for segid, reader in before.items())
     index.delete(["a-3"])  # a deletion in the first segment: its reader is reopened

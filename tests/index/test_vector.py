@@ -235,14 +235,14 @@ def test_hnsw_tombstones_then_rebuild(tmp_path: Path, rng: np.random.Generator) 
     ids = [f"b{i}" for i in range(1000)]
     vi.upsert(ids, x)
     vi.delete(ids[:150])  # 15 %: kept as tombstones
-    assert vi._index.ntotal == 1000
+    assert vi.stored_vectors == 1000
     for i in range(150):
         assert ids[i] not in ids_of(vi.search(x[i], 3))
     vi.save()
     reloaded = VectorIndex(tmp_path, dim=DIM, model="m")
     assert len(reloaded) == 850 and ids[0] not in ids_of(reloaded.search(x[0], 3))
     vi.delete(ids[150:300])  # 30 %: compacted
-    assert vi._index.ntotal == 700
+    assert vi.stored_vectors == 700
     assert vi.search(x[400], 1)[0][0] == ids[400]
     assert len(vi) == 700
 
@@ -417,13 +417,16 @@ def test_a_full_reindex_picks_the_index_kind_again(
     reopened.close()
 
 
-def test_a_search_runs_on_one_omp_thread_and_restores_the_setting(tmp_path: Path) -> None:
+def test_a_search_runs_on_one_omp_thread_and_restores_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import faiss
 
     seen: list[int] = []
     index = VectorIndex(tmp_path / "vec", dim=4, model="m")
     index.upsert(["m-a", "m-b"], np.eye(4, dtype=np.float32)[:2])
-    real_search = index._index.search
+    # The FAISS index a VectorIndex searches: a flat index wrapped in an id map.
+    real_search = faiss.IndexIDMap2.search
     faiss.omp_set_num_threads(2)
     before = faiss.omp_get_max_threads()  # 1 where FAISS was built without OpenMP
 
@@ -431,6 +434,6 @@ def test_a_search_runs_on_one_omp_thread_and_restores_the_setting(tmp_path: Path
         seen.append(faiss.omp_get_max_threads())
         return real_search(*args, **kwargs)
 
-    index._index.search = spy
+    monkeypatch.setattr(faiss.IndexIDMap2, "search", spy)
     assert [b for b, _ in index.search(np.eye(4, dtype=np.float32)[:1], 1)] == ["m-a"]
     assert seen == [1] and faiss.omp_get_max_threads() == before

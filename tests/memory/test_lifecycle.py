@@ -7,13 +7,14 @@ import logging
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.cli import main
-from mdmem.memory.lifecycle import REDACTED, _vector_of, contexts_of, nearest, share_context
+from mdmem.memory.lifecycle import REDACTED, contexts_of, nearest, share_context
 from mdmem.recall.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, data_blocks, llm_vault, system_of
@@ -206,8 +207,12 @@ def test_judge_gets_at_most_judge_candidates_of_those_in_range(
     new = vault.remember("The team offsite this spring is in Rome.")
 
     block = vault.block(new.id)
-    vec = _vector_of(vault, block)
-    assert vec is not None
+    # The vector remember() judged with: its cached embedding, normalised.
+    embedder = vault.indexer.embedder
+    assert embedder is not None
+    cached = vault.indexer.cache.get_many(embedder.name, [block.content_hash])
+    vec = np.asarray(cached[block.content_hash], dtype=np.float32)
+    vec = vec / float(np.linalg.norm(vec))
     cutoff = 1.0 - vault.settings.consolidation.judge_distance
     in_range = [c for c in nearest(vault, block, vec, 10) if c.cosine >= cutoff]
     assert {c.block.id for c in in_range} == {m.id for m in old}  # all 7 are in range

@@ -380,12 +380,12 @@ def test_an_error_inside_a_streamed_batch_leaves_no_sub_writer(streamed: Vault) 
 
 
 def test_recall_answers_while_another_writer_holds_the_keyword_index(vault: Vault) -> None:
-    from mdmem.index.keyword import KeywordIndex
+    from whoosh import index as windex
 
     gannets = vault.remember("Gannets dive for mackerel off the cliffs.")
     vault.indexer.keyword.lock_timeout = 0.2
-    other = KeywordIndex(vault.indexer.keyword.directory)
-    held = other._writer()  # as a large import in another process would
+    other = windex.open_dir(str(vault.indexer.keyword.directory), indexname="MAIN")
+    held = other.writer()  # as a large import in another process would
     try:
         (vault.root / "notes.md").write_text("# Notes\n\nPuffins nest in burrows.\n")
         assert ids(vault.recall("gannets mackerel", mode="keyword")) == [gannets.id]

@@ -47,7 +47,7 @@ def test_a_live_scan_rereads_only_what_inotify_names(
         "notes/1/n1.md",
         "notes/2/n2.md",
     ]
-    assert catalog._feed is not None
+    assert catalog.watching
     _no_walk(catalog, monkeypatch)
     assert not catalog.scan()
     (tree / "notes/1/n1.md").write_text("# n1\n\nedited in place\n", encoding="utf-8")
@@ -106,10 +106,10 @@ def test_a_new_symlink_out_of_the_vault_is_skipped_not_read(tree: Path, tmp_path
 
 
 def test_without_a_feed_scans_stat_everything(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(changefeed, "_LOCAL_FS", frozenset())  # a network mount, say
+    monkeypatch.setattr(changefeed, "LOCAL_FILESYSTEMS", frozenset())  # a network mount, say
     catalog = Catalog(tree, live=True)
     catalog.scan()
-    assert catalog._feed is None
+    assert not catalog.watching
     (tree / "MEMORY.md").write_text("# M\n\nchanged\n", encoding="utf-8")
     assert catalog.scan().changed == ["MEMORY.md"]
 
@@ -117,7 +117,7 @@ def test_without_a_feed_scans_stat_everything(tree: Path, monkeypatch: pytest.Mo
 def test_a_catalog_that_is_not_live_never_opens_a_feed(tree: Path) -> None:
     catalog = Catalog(tree)
     catalog.scan()
-    assert catalog._feed is None
+    assert not catalog.watching
 
 
 def test_a_vault_recalls_through_the_change_feed(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_a_vault_recalls_through_the_change_feed(tmp_path: Path) -> None:
 
     vault = Vault.init(tmp_path / "vault")
     vault.remember("The ferry to the island leaves at noon")
-    assert vault.catalog._feed is not None
+    assert vault.catalog.watching
     note = tmp_path / "vault" / "notes" / "trip.md"
     note.parent.mkdir()
     note.write_text("# Trip\n\nThe zanzibar ferry is late.\n", encoding="utf-8")
@@ -133,4 +133,4 @@ def test_a_vault_recalls_through_the_change_feed(tmp_path: Path) -> None:
     note.write_text("# Trip\n\nThe zanzibar ferry was cancelled.\n", encoding="utf-8")
     assert "cancelled" in vault.recall("zanzibar ferry").items[0].text
     vault.close()
-    assert vault.catalog._feed is None
+    assert not vault.catalog.watching

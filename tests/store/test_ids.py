@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mdmem.errors import InvalidInputError
-from mdmem.store.ids import IdIssuer, id_time, is_memory_id, normalize_id
+from mdmem.store.ids import IdIssuer, id_time, is_memory_id, new_id_text, normalize_id
 
 
 def _issue_many(state: str, n: int, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
@@ -92,18 +92,17 @@ def test_normalize_rejects(text: str) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_draws_its_own_random_tails() -> None:
-    from mdmem.store.ids import _TAILS
-
-    _TAILS.take()  # the parent's pool is filled before the fork
+    # Ids of one (ms, seq) differ only in their random tail.
+    new_id_text(0)  # the parent's pool of tails is filled before the fork
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
-        os.write(write_end, "".join(_TAILS.take() for _ in range(64)).encode())
+        os.write(write_end, "".join(new_id_text(0) for _ in range(64)).encode())
         os._exit(0)
     os.close(write_end)
     os.waitpid(pid, 0)
     child = os.read(read_end, 4096).decode()
     os.close(read_end)
-    parent = "".join(_TAILS.take() for _ in range(64))
-    assert len(child) == len(parent) == 128
+    parent = "".join(new_id_text(0) for _ in range(64))
+    assert len(child) == len(parent) == 64 * len(new_id_text(0))
     assert child != parent

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from mdmem.errors import SecretRefusedError
-from mdmem.store.secret_guard import _scan_patterns, guard, refuse_in_metadata, scan
+from mdmem.store.secret_guard import guard, refuse_in_metadata, scan, scan_patterns
 
 SECRETS = [
     ("sk-proj-abcdefghijklmnopqrstuvwxyz0123", "OpenAI API key"),
@@ -86,7 +86,7 @@ def test_the_quick_check_never_skips_a_secret() -> None:
     hits = 0
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
-        expected = _scan_patterns(text)
+        expected = scan_patterns(text)
         assert scan(text) == expected, text
         hits += bool(expected)
     assert 500 < hits < 3000
