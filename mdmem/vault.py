@@ -14,6 +14,7 @@ and hands the writer its hooks (auto-resolve after a write).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.agent import prompt
 from mdmem.config import Settings, load_settings
-from mdmem.errors import MdmemError, VaultExistsError, VaultNotFoundError
+from mdmem.errors import InvalidInputError, MdmemError, VaultExistsError, VaultNotFoundError
 from mdmem.git import history as git_history
 from mdmem.git import provenance as git_provenance
 from mdmem.git import purge as git_purge
@@ -60,6 +61,9 @@ if TYPE_CHECKING:
     from mdmem.memory.sessions import Session
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
+
+_AGENT_OK = re.compile(r"[A-Za-z0-9][\w.@-]{0,63}")
+_AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
 
 
 def find_vault_root(start: Path | None = None) -> Path:
@@ -164,6 +168,8 @@ class Vault:
             if exist_ok:
                 return cls.open(root, agent=agent, **overrides)
             raise VaultExistsError(f"{root} already holds an mdmem vault")
+        if agent is not None and not _AGENT_OK.fullmatch(agent):
+            raise InvalidInputError(f"invalid agent name {agent!r}: letters, digits, . _ - @")
         root.mkdir(parents=True, exist_ok=True)
         template = _template_dir()
         for item in template.iterdir():
@@ -172,6 +178,13 @@ class Vault:
                 shutil.copytree(item, target, dirs_exist_ok=True)
             elif not target.exists():
                 shutil.copy2(item, target)
+        if agent is not None:
+            # The vault's default author from now on, not only of the first commit.
+            toml = root / "mdmem.toml"
+            toml.write_text(
+                _AGENT_LINE.sub(f'agent = "{agent}"', toml.read_text(encoding="utf-8"), count=1),
+                encoding="utf-8",
+            )
         if not GitStore(root).is_repo():
             GitStore.init(root)
         vault = cls.open(root, agent=agent, **overrides)

@@ -88,7 +88,7 @@ class _Group(click.Group):
     ) -> click.Context:
         # The group's own options (`mdmem --bogus`) are parsed here, before invoke.
         try:
-            return super().make_context(info_name, args, parent, **extra)
+            return super().make_context(info_name, _vault_first(args), parent, **extra)
         except click.exceptions.NoArgsIsHelpError:
             raise
         except click.UsageError as exc:
@@ -127,6 +127,51 @@ class _Group(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
+_GROUP_VALUE_OPTIONS = ("--vault", "--agent")
+
+
+def _vault_first(args: list[str]) -> list[str]:
+    """``mdmem recall --vault V q`` as ``mdmem --vault V recall q``: --vault may follow the command.
+
+    Only before a ``--`` (after it every word is the command's own).
+    """
+    command_at = None
+    i = 0
+    while i < len(args):
+        if args[i] in _GROUP_VALUE_OPTIONS:
+            i += 2  # the option and its value
+            continue
+        if not args[i].startswith("-"):
+            command_at = i
+            break
+        i += 1
+    if command_at is None or any(
+        a == "--vault" or a.startswith("--vault=") for a in args[:command_at]
+    ):
+        return args
+    head, tail = list(args[: command_at + 1]), list(args[command_at + 1 :])
+    out: list[str] = []
+    i = 0
+    while i < len(tail):
+        word = tail[i]
+        if word == "--":
+            out.extend(tail[i:])
+            break
+        if word == "--vault" and i + 1 < len(tail):
+            head[command_at:command_at] = [word, tail[i + 1]]
+            command_at += 2
+            i += 2
+            continue
+        if word.startswith("--vault="):
+            head[command_at:command_at] = [word]
+            command_at += 1
+            i += 1
+            continue
+        out.append(word)
+        i += 1
+    return head + out
+
+
 def _usage_error(exc: click.UsageError) -> NoReturn:
     """One line instead of click's usage block, pointing at the command's help."""
     if os.environ.get("MDMEM_DEBUG"):
@@ -141,7 +186,7 @@ def _one_line(exc: BaseException) -> str:
     return one_line(str(exc)) or type(exc).__name__
 
 
-@click.group(cls=_Group, name="mdmem")
+@click.group(cls=_Group, name="mdmem", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--vault",
     "vault_path",
@@ -151,7 +196,7 @@ def _one_line(exc: BaseException) -> str:
 )
 @click.option("--agent", default=None, help="Agent name: the git author of writes.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
-@click.version_option(package_name="mdmem")
+@click.version_option(None, "-V", "--version", package_name="mdmem")
 @click.pass_context
 def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: bool) -> None:
     """mdmem: agent memory in a markdown vault under git."""

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from mdmem.cli import main
 
+from ..conftest import git
+
 
 @pytest.fixture
 def runner() -> CliRunner:
@@ -188,3 +190,38 @@ def test_every_command_is_documented_in_the_readme() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for name in main.commands:
         assert f"mdmem {name}" in readme, f"README does not document `mdmem {name}`"
+
+
+def test_short_help_and_version_flags(runner: CliRunner) -> None:
+    assert runner.invoke(main, ["-h"]).output.startswith("Usage: mdmem")
+    assert runner.invoke(main, ["remember", "-h"]).output.startswith("Usage: mdmem remember")
+    version = runner.invoke(main, ["-V"])
+    assert version.exit_code == 0 and "version" in version.output
+
+
+def test_vault_may_follow_the_command(runner: CliRunner, vault_dir: Path) -> None:
+    run(runner, vault_dir, "remember", "The ferry leaves at nine")
+    for args in (
+        ["recall", "--vault", str(vault_dir), "ferry", "--json"],
+        ["recall", "ferry", f"--vault={vault_dir}", "--json"],
+        ["--agent", "x", "recall", "--vault", str(vault_dir), "ferry", "--json"],
+    ):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert "ferry" in json.loads(result.output)["items"][0]["text"]
+    # After `--` it is the command's own text.
+    stored = runner.invoke(
+        main, ["--vault", str(vault_dir), "remember", "--json", "--", "--vault is a flag"]
+    )
+    assert stored.exit_code == 0 and json.loads(stored.output)["text"] == "--vault is a flag"
+
+
+def test_init_agent_is_the_vaults_default_author(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "v2"
+    assert runner.invoke(main, ["init", "--agent", "orc-7", str(path)]).exit_code == 0
+    assert 'agent = "orc-7"' in (path / "mdmem.toml").read_text()
+    run(runner, path, "remember", "Written after init")
+    authors = git(path, "log", "--format=%an").split()
+    assert authors[:2] == ["orc-7", "orc-7"]
+    bad = runner.invoke(main, ["init", "--agent", 'x"\nsecrets = "off', str(tmp_path / "v3")])
+    assert bad.exit_code == 1 and "invalid agent name" in bad.output
