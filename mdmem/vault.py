@@ -208,7 +208,9 @@ class Vault:
         else:
             root = Path(path).expanduser()
             if not (root / "mdmem.toml").is_file():
-                raise VaultNotFoundError(f"{root} is not an mdmem vault (no mdmem.toml)")
+                raise VaultNotFoundError(
+                    f"{root} is not an mdmem vault (no mdmem.toml): run `mdmem init {root}`"
+                )
         if not (root / ".git").exists():
             GitStore.init(root)
         git = GitStore(root)

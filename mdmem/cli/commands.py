@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -470,14 +471,22 @@ def doctor(obj: Context, fix: bool, as_json: bool) -> None:
     help="Quiet seconds before re-indexing.",
 )
 @click.option("--commit", is_flag=True, help="Also commit human edits after each quiet period.")
+@json_option
 @click.pass_obj
-def watch(obj: Context, debounce: float, commit: bool) -> None:
-    """Keep the indexes live while people edit the vault (Ctrl-C stops)."""
+def watch(obj: Context, debounce: float, commit: bool, as_json: bool) -> None:
+    """Keep the indexes live while people edit the vault (Ctrl-C stops).
+
+    ``--json`` prints one JSON object per refresh (``{"reindexed": [paths]}``).
+    """
 
     vault = obj.vault()
 
     def report(changed: list[str]) -> None:
-        if changed and not obj.quiet:
+        if not changed:
+            return
+        if as_json:
+            click.echo(json.dumps({"reindexed": changed}, ensure_ascii=False), nl=True)
+        elif not obj.quiet:
             click.echo(f"re-indexed: {', '.join(changed)}")
 
     click.echo(f"watching {vault.root} (Ctrl-C to stop)", err=True)

@@ -95,3 +95,49 @@ def test_head_move_forces_reread(vault: Vault, tmp_path: Path) -> None:
     assert "one" in vault.get(m.id).text
     vault.git.run("checkout", "-q", "other")
     assert "two" in vault.recall("branch fact", mode="keyword").items[0].text
+
+
+def test_watch_json_prints_one_object_per_refresh(tmp_path: Path) -> None:
+    import json
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+
+    from mdmem import Vault
+
+    Vault.init(tmp_path / "v", agent="test-agent").close()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mdmem",
+            "--vault",
+            str(tmp_path / "v"),
+            "watch",
+            "--json",
+            "--debounce",
+            "0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        assert "watching" in proc.stderr.readline()
+        # The observer starts just after that line: save until a refresh is reported.
+        note = tmp_path / "v" / "notes.md"
+        line = ""
+        for attempt in range(20):
+            note.write_text(f"# Notes\n\nThe heron nests by the weir ({attempt}).\n")
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            if ready:
+                line = proc.stdout.readline()
+                break
+        assert json.loads(line) == {"reindexed": ["notes.md"]}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
