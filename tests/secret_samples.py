@@ -66,9 +66,11 @@ def _samples() -> list[SecretSample]:
         "AWS secret key",
         aws_secret,
     )
-    team, bot, token = "T" + _pick(string.ascii_uppercase + string.digits, 8), "B" + _pick(
-        string.ascii_uppercase + string.digits, 10
-    ), _pick(_ALNUM, 24)
+    team, bot, token = (
+        "T" + _pick(string.ascii_uppercase + string.digits, 8),
+        "B" + _pick(string.ascii_uppercase + string.digits, 10),
+        _pick(_ALNUM, 24),
+    )
     add(
         "Slack webhook URL",
         f"alerts post to https://hooks.slack.com/services/{team}/{bot}/{token} every hour",

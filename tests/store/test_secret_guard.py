@@ -218,11 +218,7 @@ def _ordinary_corpus() -> list[str]:
         "Tag the release {version} and update the changelog for {word}.",
         "sha256 of the artifact is {sha256}",
     ]
-    words = (
-        "deploy staging billing search ranking marketing budget coffee morning review "
-        "database importer scheduler gateway payments inbox calendar tokenizer password "
-        "secret keys tokens authentication credentials"
-    ).split()
+    words = ["deploy", "staging", "billing", "search", "ranking", "marketing", "budget", "coffee", "morning", "review", "database", "importer", "scheduler", "gateway", "payments", "inbox", "calendar", "tokenizer", "password", "secret", "keys", "tokens", "authentication", "credentials"]
     for i in range(300):
         template = templates[i % len(templates)]
         out.append(
@@ -232,7 +228,8 @@ def _ordinary_corpus() -> list[str]:
                 short=f"{rng.getrandbits(28):07x}",
                 hex32=f"{rng.getrandbits(128):032x}",
                 uuid=uuid.UUID(int=rng.getrandbits(128), version=4),
-                mid="m-01" + "".join(rng.choice("0123456789abcdefghjkmnpqrstvwxyz") for _ in range(10)),
+                mid="m-01"
+                + "".join(rng.choice("0123456789abcdefghjkmnpqrstvwxyz") for _ in range(10)),
                 url=rng.choice(_URLS),
                 word=rng.choice(words),
                 word2=rng.choice(words),
