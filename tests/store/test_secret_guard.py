@@ -218,7 +218,32 @@ def _ordinary_corpus() -> list[str]:
         "Tag the release {version} and update the changelog for {word}.",
         "sha256 of the artifact is {sha256}",
     ]
-    words = ["deploy", "staging", "billing", "search", "ranking", "marketing", "budget", "coffee", "morning", "review", "database", "importer", "scheduler", "gateway", "payments", "inbox", "calendar", "tokenizer", "password", "secret", "keys", "tokens", "authentication", "credentials"]
+    words = [
+        "deploy",
+        "staging",
+        "billing",
+        "search",
+        "ranking",
+        "marketing",
+        "budget",
+        "coffee",
+        "morning",
+        "review",
+        "database",
+        "importer",
+        "scheduler",
+        "gateway",
+        "payments",
+        "inbox",
+        "calendar",
+        "tokenizer",
+        "password",
+        "secret",
+        "keys",
+        "tokens",
+        "authentication",
+        "credentials",
+    ]
     for i in range(300):
         template = templates[i % len(templates)]
         out.append(
