@@ -40,7 +40,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -68,10 +68,11 @@ class Finding:
 
 # ------------------------------------------------------------ quick check --
 
-# Every rule needs one of these pieces (case-folded, looked for with the
-# whitespace taken out, so a key split by spaces still has its prefix), or a
-# long unbroken token (_LONG). Ordinary prose has neither, and returns
-# after these checks without running ~60 patterns.
+# Every rule needs one of its ``needles`` (case-folded, looked for with the
+# whitespace taken out, so a key split by spaces still has its prefix), or,
+# rules without needles, a word of _LONG characters. Ordinary prose has
+# neither and returns after the quick check without running ~60 patterns;
+# text that has some runs only the rules whose pieces it holds.
 # The prefixes of the vendor rules (those marked ``vendor``): the only rules
 # also looked for across split pieces.
 _VENDOR_NEEDLES = (
@@ -80,22 +81,20 @@ _VENDOR_NEEDLES = (
     "glimt-", "glptt-", "glagent-", "gloas-", "xox", "hooks.slack.com", "aiza", "k_live_",
     "k_test_", "sk-", "t3blbkfj", "hf_", "npm_", "pypi-", "sg.", "sq0csp-", "akc", "eyj",
 )  # fmt: skip
-_NEEDLES = (
-    *_VENDOR_NEEDLES,
-    "_authtoken",
-    # private keys
-    "begin", "putty",
-    # names of secrets (assignments, headers, entropy next to a key word)
-    "pass", "pwd", "secret", "token", "credential", "contrase", "bearer", "authoriz", "aws",
-    "cloudant", "softlayer",
+# A name of a secret in an assignment holds one of these ("key" only in a pair).
+_NAME_NEEDLES = (
+    "pass", "pwd", "secret", "token", "credential", "contrase",
     *(
         f"{first}{sep}key"
         for first in ("api", "auth", "access", "private", "priv", "account", "service",
                       "client", "db", "database")
         for sep in ("", "_", "-", ".")
     ),
-    # credentials in a URL
-    "://",
+)  # fmt: skip
+_NEEDLES = (
+    *_VENDOR_NEEDLES,
+    *_NAME_NEEDLES,
+    "_authtoken", "begin", "putty", "bearer", "authoriz", "aws", "sharedaccesskey", "://",
 )  # fmt: skip
 
 
@@ -126,14 +125,27 @@ _VENDOR_NEEDLE_RE = re.compile(_trie(_VENDOR_NEEDLES))
 _LONG = 20
 
 
-def _may_hold_secret(text: str) -> bool:
-    folded = text.lower() if text.isascii() else text.casefold()
-    words = folded.split()
-    if not words:
-        return False
-    if max(map(len, words)) >= _LONG:
-        return True
-    return _NEEDLE_RE.search("".join(words)) is not None
+class _Gate:
+    """Which rules can match a text: those whose needles it holds, and the
+    needle-less ones if it has a long word."""
+
+    def __init__(self, text: str) -> None:
+        folded = text.lower() if text.isascii() else text.casefold()
+        words = folded.split()
+        self.long = bool(words) and max(map(len, words)) >= _LONG
+        self.compact = "".join(words)
+        self._admits: dict[tuple[str, ...], bool] = {}  # rules share needle tuples
+
+    def any(self) -> bool:
+        return self.long or _NEEDLE_RE.search(self.compact) is not None
+
+    def admits(self, needles: tuple[str, ...]) -> bool:
+        if not needles:
+            return self.long
+        known = self._admits.get(needles)
+        if known is None:
+            known = self._admits[needles] = any(n in self.compact for n in needles)
+        return known
 
 
 # -------------------------------------------------------------- normalise --
@@ -180,39 +192,48 @@ class _Rule:
     group: str | None = None  # the secret's group; None: the whole match
     vendor: bool = False  # a fixed prefix: also looked for across split pieces
     valid: Callable[[re.Match[str], str], bool] | None = None
+    needles: tuple[str, ...] = ()  # one must be in the text (see _Gate); none: a long word
 
 
 # detect-secrets plugins used as data: (module, class, kind of each pattern in
-# its denylist, or None to leave that pattern out; vendor-prefixed?).
+# its denylist, or None to leave that pattern out; vendor-prefixed?; needles).
 # Left out: KeywordDetector and the entropy plugins (they yield values without
 # positions; their word list and entropy measure are reused below),
 # IPPublicDetector (an address is not a credential), BasicAuthDetector (the
 # URL rule below also takes an empty user name and redacts only the password),
 # and Artifactory's "AP…" password pattern, which matches capitalised words
 # such as APACHECONFERENCE and has no prefix to check quickly.
-_DETECT_SECRETS: tuple[tuple[str, str, tuple[str | None, ...], bool], ...] = (
-    ("aws", "AWSKeyDetector", ("AWS access key", "AWS secret key"), True),
-    ("artifactory", "ArtifactoryDetector", ("Artifactory token", None), True),
-    ("azure_storage_key", "AzureStorageKeyDetector", ("Azure storage key",), False),
-    ("cloudant", "CloudantDetector", ("Cloudant credentials",) * 4, False),
-    ("discord", "DiscordBotTokenDetector", ("Discord bot token",), False),
-    ("github_token", "GitHubTokenDetector", ("GitHub token",), True),
-    ("gitlab_token", "GitLabTokenDetector", ("GitLab token",) * 8, True),
-    ("ibm_cloud_iam", "IbmCloudIamDetector", ("IBM Cloud key",), False),
-    ("ibm_cos_hmac", "IbmCosHmacDetector", ("IBM COS key",), False),
-    ("mailchimp", "MailchimpDetector", ("Mailchimp key",), False),
-    ("npm", "NpmDetector", ("npm token",), False),
-    ("openai", "OpenAIDetector", ("OpenAI API key",), True),
-    ("private_key", "PrivateKeyDetector", ("private key",) * 8, False),
-    ("pypi_token", "PypiTokenDetector", ("PyPI token",) * 2, True),
-    ("sendgrid", "SendGridDetector", ("SendGrid key",), True),
-    ("slack", "SlackDetector", ("Slack token", "Slack webhook"), True),
-    ("softlayer", "SoftlayerDetector", ("SoftLayer key",) * 2, False),
-    ("square_oauth", "SquareOAuthDetector", ("Square OAuth secret",), True),
-    ("stripe", "StripeDetector", ("Stripe key",) * 2, True),
-    ("telegram_token", "TelegramBotTokenDetector", ("Telegram bot token",), False),
-    ("twilio", "TwilioKeyDetector", ("Twilio key", "Twilio key"), False),
-)
+_GH = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+_GL = (
+    "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-", "glimt-", "glptt-",
+    "glagent-", "gloas-",
+)  # fmt: skip
+_DETECT_SECRETS: tuple[tuple[str, str, tuple[str | None, ...], bool, tuple[str, ...]], ...] = (
+    ("aws", "AWSKeyDetector", ("AWS access key", "AWS secret key"), True,
+     ("akia", "asia", "abia", "acca", "a3t", "aws")),
+    ("artifactory", "ArtifactoryDetector", ("Artifactory token", None), True, ("akc",)),
+    ("azure_storage_key", "AzureStorageKeyDetector", ("Azure storage key",), False,
+     ("accountkey",)),
+    ("cloudant", "CloudantDetector", ("Cloudant credentials",) * 4, False, ()),
+    ("discord", "DiscordBotTokenDetector", ("Discord bot token",), False, ()),
+    ("github_token", "GitHubTokenDetector", ("GitHub token",), True, _GH),
+    ("gitlab_token", "GitLabTokenDetector", ("GitLab token",) * 8, True, _GL),
+    ("ibm_cloud_iam", "IbmCloudIamDetector", ("IBM Cloud key",), False, ()),
+    ("ibm_cos_hmac", "IbmCosHmacDetector", ("IBM COS key",), False, ()),
+    ("mailchimp", "MailchimpDetector", ("Mailchimp key",), False, ()),
+    ("npm", "NpmDetector", ("npm token",), False, ("_authtoken",)),
+    ("openai", "OpenAIDetector", ("OpenAI API key",), True, ("t3blbkfj",)),
+    ("private_key", "PrivateKeyDetector", ("private key",) * 8, False, ("begin", "putty")),
+    ("pypi_token", "PypiTokenDetector", ("PyPI token",) * 2, True, ("pypi-",)),
+    ("sendgrid", "SendGridDetector", ("SendGrid key",), True, ("sg.",)),
+    ("slack", "SlackDetector", ("Slack token", "Slack webhook"), True,
+     ("xox", "hooks.slack.com")),
+    ("softlayer", "SoftlayerDetector", ("SoftLayer key",) * 2, False, ()),
+    ("square_oauth", "SquareOAuthDetector", ("Square OAuth secret",), True, ("sq0csp-",)),
+    ("stripe", "StripeDetector", ("Stripe key",) * 2, True, ("k_live_",)),
+    ("telegram_token", "TelegramBotTokenDetector", ("Telegram bot token",), False, ()),
+    ("twilio", "TwilioKeyDetector", ("Twilio key", "Twilio key"), False, ()),
+)  # fmt: skip
 
 
 class _DS:
@@ -276,13 +297,17 @@ def _words(name: str) -> list[str]:
     return [w.lower() for part in re.split(r"[_\-. ]+", name) for w in _WORDS_OF.findall(part)]
 
 
-def _names_a_secret(name: str) -> bool:
+def _names_a_secret(name: str, before: str = "") -> bool:
+    """Does ``name`` (and ``before``, the word in front of it: "API key") name a secret?"""
     words = _words(name)
     if not words or words[-1] in _NOT_THE_SECRET or words[0] in ("max", "min", "num", "n"):
         return False
-    pairs = {a + b for a, b in itertools.pairwise(words)}
     known = _SECRET_WORDS | _ds.keywords
-    return any(w in known for w in words) or bool(pairs & known)
+    if any(w in known for w in words) or any(a + b in known for a, b in itertools.pairwise(words)):
+        return True
+    # Only as the first half of a known pair: "pass secrets='redact'" names none.
+    prior = _words(before)
+    return bool(prior) and prior[-1] + words[0] in known
 
 
 def _classes(value: str) -> int:
@@ -308,9 +333,7 @@ def _assignment_valid(match: re.Match[str], text: str) -> bool:
         start -= 1
     name = text[start : match.end("key")]
     before = _WORD_BEFORE.search(text, max(0, start - 40), start)
-    if not _names_a_secret(name) and not (
-        before is not None and _names_a_secret(f"{before.group(1)} {name}")
-    ):
+    if not _names_a_secret(name, before.group(1) if before is not None else ""):
         return False
     op = match.group("op").strip().lower()
     value = match.group("value")
@@ -380,6 +403,25 @@ def _bearer_valid(match: re.Match[str], text: str) -> bool:
 
 
 _KEY_WORD = r"(?:api[_ -]?key|key|token|secret|password|passwd|pwd|credentials?|bearer|auth)"
+
+# The needles of our rules, by kind (see _Gate); none: the rule needs a long word.
+_OWN_NEEDLES: dict[str, tuple[str, ...]] = {
+    "private key": ("begin",),
+    "OpenAI API key": ("sk-",),
+    "GitHub token": (*_GH, "github_pat_"),
+    "Slack token": ("xox",),
+    "Google API key": ("aiza",),
+    "Stripe key": ("k_live_", "k_test_"),
+    "HuggingFace token": ("hf_",),
+    "npm token": ("npm_",),
+    "JWT": ("eyj",),
+    "Azure storage key": ("accountkey", "sharedaccesskey"),
+    "URL credentials": ("://",),
+    "Authorization header": ("authoriz",),
+    "bearer token": ("bearer",),
+    "AWS secret key": ("aws",),
+    "password assignment": _NAME_NEEDLES,
+}
 
 
 def _own_rules() -> list[_Rule]:
@@ -499,12 +541,12 @@ def _rules() -> tuple[_Rule, ...]:
     """detect-secrets' patterns and ours; imported on first use (it pulls in
     requests and takes ~0.1 s, which text that passes the quick check never pays)."""
     rules: list[_Rule] = []
-    for module_name, class_name, kinds, vendor in _DETECT_SECRETS:
+    for module_name, class_name, kinds, vendor, needles in _DETECT_SECRETS:
         module = importlib.import_module(f"detect_secrets.plugins.{module_name}")
         denylist: Iterable[re.Pattern[str]] = getattr(module, class_name).denylist
         for kind, pattern in zip(kinds, denylist, strict=False):
             if kind is not None:
-                rules.append(_Rule(kind, pattern, vendor=vendor))
+                rules.append(_Rule(kind, pattern, vendor=vendor, needles=needles))
     heuristic: Any = importlib.import_module("detect_secrets.filters.heuristic")
     entropy: Any = importlib.import_module("detect_secrets.plugins.high_entropy_strings")
     jwt: Any = importlib.import_module("detect_secrets.plugins.jwt")
@@ -516,7 +558,7 @@ def _rules() -> tuple[_Rule, ...]:
     _ds.uuid = heuristic.is_potential_uuid
     _ds.templated = heuristic.is_templated_secret
     _ds.keywords = frozenset(k.replace("_?", "") for k in keyword.DENYLIST)
-    rules.extend(_own_rules())
+    rules.extend(replace(r, needles=_OWN_NEEDLES.get(r.kind, ())) for r in _own_rules())
     return tuple(rules)
 
 
@@ -528,21 +570,26 @@ def scan(text: str, *, quick: bool = True) -> list[Finding]:
 
     ``quick=False`` skips the quick check (for tests that compare both).
     """
-    if text.isascii():  # the common case, without building a view
-        if quick and not _may_hold_secret(text):
+    if quick and text.isascii():
+        # The common case, before any object is built: most text stops here.
+        words = text.lower().split()
+        if not words or (
+            max(map(len, words)) < _LONG and _NEEDLE_RE.search("".join(words)) is None
+        ):
             return []
-        view = _View(text)
-    else:
-        view = _normalise(text)
-        if quick and not _may_hold_secret(view.text):
-            return []
-    found = [Finding(kind, *view.span(s, e)) for kind, s, e in _scan_view(view.text)]
+    view = _View(text) if text.isascii() else _normalise(text)
+    gate = _Gate(view.text) if quick else None
+    if gate is not None and not gate.any():
+        return []
+    found = [Finding(kind, *view.span(s, e)) for kind, s, e in _scan_view(view.text, gate)]
     return _merge(found)
 
 
-def _scan_view(text: str) -> list[tuple[str, int, int]]:
+def _scan_view(text: str, gate: _Gate | None) -> list[tuple[str, int, int]]:
     out: list[tuple[str, int, int]] = []
     for rule in _rules():
+        if gate is not None and not gate.admits(rule.needles):
+            continue
         for match in rule.pattern.finditer(text):
             if rule.valid is not None and not rule.valid(match, text):
                 continue

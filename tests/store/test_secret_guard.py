@@ -53,6 +53,7 @@ def test_each_format_is_refused_without_echoing_it(sample: SecretSample) -> None
         guard(sample.text)
     message = str(caught.value)
     assert sample.kind in message and "line " in message and "column " in message
+    assert "pass secrets='redact'" in message  # the advice itself is not mistaken for one
     assert not [f for f in sample.fragments if f in message], message
     assert "\n" not in message  # one line
 
