@@ -103,6 +103,17 @@ def test_recall_context_and_prompts_never_carry_it(
     assert [b for b in sent if _carries_a_secret(b)] == []
 
 
+def test_recall_as_of_a_past_commit_does_not_carry_it(edited: tuple[Vault, str]) -> None:
+    vault, memory_id = edited
+    head = vault.git.head()
+    assert head is not None
+    recall = vault.recall("staging cluster deploy notes", as_of=head)
+    hit = next(h for h in recall.items if h.id == memory_id)
+    assert "[REDACTED:GitLab token]" in hit.text
+    for item in recall.items:
+        assert _carries_a_secret(item.text) == [], item.id
+
+
 def test_the_indexes_do_not_hold_it(edited: tuple[Vault, str], tmp_path: Path) -> None:
     vault, memory_id = edited
     vault.reindex(full=True)
