@@ -27,6 +27,8 @@ class::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = [
     "ConfigError",
     "ConflictError",
@@ -47,11 +49,37 @@ __all__ = [
     "VaultExistsError",
     "VaultFileError",
     "VaultNotFoundError",
+    "add_message_filter",
 ]
+
+# Messages quote the input they refuse ("invalid tag '…'", "not a memory id:
+# '…'"); when that input is a secret, the message must not carry it on to a
+# terminal, a log or a model. The secret guard (mdmem.store.secret_guard)
+# registers its redactor here: this bottom layer cannot import it.
+_message_filters: list[Callable[[str], str]] = []
+
+
+def add_message_filter(fn: Callable[[str], str]) -> None:
+    """Pass every future error message through ``fn`` (once per function)."""
+    if fn not in _message_filters:
+        _message_filters.append(fn)
+
+
+def _filtered(message: str) -> str:
+    for fn in _message_filters:
+        message = fn(message)
+    return message
 
 
 class MdmemError(Exception):
-    """Base of every error mdmem raises on purpose."""
+    """Base of every error mdmem raises on purpose.
+
+    String arguments pass through the registered message filters, so a
+    secret quoted from the input is redacted in ``str(exc)`` and ``exc.args``.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(_filtered(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(MdmemError):

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from mdmem.errors import InvalidInputError
 from mdmem.models import Block, Hit, one_line
 from mdmem.store.blocks import scope_dir, validate_scope
+from mdmem.store.secret_guard import scrub
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -150,17 +151,19 @@ def _fill(section: PromptSection, lines: Iterable[tuple[str, str]]) -> PromptSec
     return section
 
 
-def _memory_line(block: Block | Hit, limit: int) -> str:
-    anchor = f"^{block.id}" if block.id.startswith("m-") else block.heading
+def _memory_line(block: Block | Hit, limit: int, safe: Callable[[str], str]) -> str:
+    anchor = f"^{block.id}" if block.id.startswith("m-") else safe(block.heading)
     cite = f"{block.path}#{anchor}" if anchor else block.path
-    return f"- {one_line(block.text, limit)} ({cite}; {block.kind}; {block.created:%Y-%m-%d})"
+    text = one_line(safe(block.text), limit)
+    return f"- {text} ({cite}; {block.kind}; {block.created:%Y-%m-%d})"
 
 
-def _tail(path: Path, budget: int) -> tuple[str, bool]:
+def _tail(path: Path, budget: int, safe: Callable[[str], str]) -> tuple[str, bool]:
     """The last ``budget`` characters of a markdown file, cut at a line start,
-    without its frontmatter."""
+    without its frontmatter; secrets typed into it redacted before the cut,
+    so that no part of one is left at the edge."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = safe(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return "", False
     if text.startswith("---\n"):
@@ -232,6 +235,11 @@ def prompt_context(
     started = time.perf_counter()
     vault.refresh()  # once, so the parallel readers below see the same files
 
+    def safe(text: str) -> str:
+        """Text as a prompt may carry it: a secret a person typed into the
+        vault (the writer never stores one) is redacted."""
+        return scrub(text, vault.settings.secrets)
+
     catalog = vault.catalog
 
     def frontmatter(path: str) -> dict[str, Any]:
@@ -264,7 +272,7 @@ def prompt_context(
             cut = False
             share = budget // max(len(roots), 1)
             for s in roots:
-                text, was_cut = _tail(vault.root / scope_dir(s) / filename, share)
+                text, was_cut = _tail(vault.root / scope_dir(s) / filename, share, safe)
                 cut = cut or was_cut
                 if text:
                     parts.append(f"[{s}]\n{text}" if len(roots) > 1 else text)
@@ -331,7 +339,7 @@ def prompt_context(
             (
                 x.id,
                 one_line(
-                    f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) {x.text}",
+                    f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) {safe(x.text)}",
                     b.thread_line_chars,
                 ),
             )
@@ -356,7 +364,7 @@ def prompt_context(
         fresh = [x for x in items if x.id not in shown and not elsewhere(x)][:limit]
         section = _fill(
             PromptSection(name, _TITLES[name], budget=getattr(b, f"{name}_chars")),
-            ((x.id, _memory_line(x, b.entry_chars)) for x in fresh),
+            ((x.id, _memory_line(x, b.entry_chars, safe)) for x in fresh),
         )
         shown.update(section.ids)
         sections[name] = section

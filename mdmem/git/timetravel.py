@@ -170,7 +170,8 @@ def _build(store: MemoryStore, sha: str) -> Snapshot:
             continue
         for block in parsed.blocks:
             if indexable(block):
-                blocks[block.id] = block
+                # As the live indexes hold it: a secret once typed by hand, redacted.
+                blocks[block.id] = store.indexer.derived(block)
     keyword = KeywordIndex.create(directory / "keyword")
     keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
     vectors, embedder, missing = _vectors_for(store, directory, list(blocks.values()))

@@ -10,6 +10,11 @@ For each changed file the new blocks are diffed against the manifest rows:
   renaming or re-tagging a block never calls the embedder;
 * blocks that disappeared are deleted from both indexes.
 
+The indexes hold each block as :meth:`Indexer.derived` gives it: a secret a
+person typed into a note is redacted there (the ``shown`` function the store
+hands in), while the file, and the manifest that caches its parse, keep the
+person's text.
+
 Whoosh commits to disk on every change. FAISS lives in memory and is saved
 atomically at checkpoints (batch end, close, every few hundred changes); a
 crash between checkpoints is repaired on the next open from the embedding
@@ -27,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +53,9 @@ __all__ = ["INDEX_VERSION", "IndexStats", "Indexer", "embed_key", "embed_text", 
 
 log = logging.getLogger("mdmem")
 
-INDEX_VERSION = "1"
+# 2: documents and vectors hold text with secrets redacted; an index built
+# before holds what a person typed, so it is rebuilt on open.
+INDEX_VERSION = "2"
 _SAVE_EVERY = 256  # vector changes between checkpoints
 _SAVE_SECONDS = 30.0
 _EMBED_BATCH = 256
@@ -110,11 +117,12 @@ class IndexStats:
 class AppendStream:
     """The keyword stream of one batch, fed with the blocks it appends."""
 
-    def __init__(self, stream: BulkStream) -> None:
+    def __init__(self, stream: BulkStream, derived: Callable[[Block], Block]) -> None:
         self._stream = stream
+        self._derived = derived
 
     def feed(self, blocks: Iterable[Block]) -> None:
-        self._stream.feed(b for b in blocks if indexable(b))
+        self._stream.feed(self._derived(b) for b in blocks if indexable(b))
 
     def finish(self, blocks: Sequence[Block]) -> bool:
         return self._stream.finish(blocks)
@@ -124,10 +132,20 @@ class AppendStream:
 
 
 class Indexer:
-    def __init__(self, state_dir: Path, settings: Settings, catalog: Catalog) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        settings: Settings,
+        catalog: Catalog,
+        *,
+        shown: Callable[[str], str] | None = None,
+    ) -> None:
+        """``shown``: text as the indexes may hold it (secrets redacted); it
+        returns its argument itself when there is nothing to hide."""
         self.state_dir = state_dir
         self.settings = settings
         self.catalog = catalog
+        self._shown = shown
         self.manifest = Manifest(state_dir / "manifest.sqlite")
         self._lock = threading.RLock()
         self._embedder: Embedder | None = None
@@ -242,6 +260,27 @@ class Indexer:
 
     # ------------------------------------------------------------ updates --
 
+    def derived(self, block: Block) -> Block:
+        """``block`` as the keyword and vector indexes hold it.
+
+        The writer refuses or redacts secrets before a file sees them, but a
+        person may type one into a note: the file is theirs and keeps it, the
+        indexes (and so recall) get it redacted. The content hash changes
+        with the text, so the embedding cache never serves the vector of
+        the unredacted text.
+        """
+        if self._shown is None:
+            return block
+        text = self._shown(block.text)
+        heading = self._shown(block.heading) if block.heading else block.heading
+        if text is block.text and heading is block.heading:
+            return block
+        digest = hashlib.sha256(f"redacted\0{heading}\0{text}".encode()).hexdigest()[:32]
+        return replace(block, text=text, heading=heading, content_hash=digest)
+
+    def _derive(self, blocks: Iterable[Block]) -> list[Block]:
+        return [self.derived(b) for b in blocks]
+
     def apply(self, changed: Iterable[str], removed: Iterable[str]) -> None:
         """Re-index whole files: diff their new blocks against the manifest.
 
@@ -268,12 +307,13 @@ class Indexer:
                 new_ids = {b.id for b in new}
                 deletes.extend(i for i in old if i not in new_ids)
                 for block in new:
+                    # Compared as parsed (the manifest holds the parse), indexed as derived.
                     before = old.get(block.id)
                     if before is None or _meta(before) != _meta(block):
-                        upserts.append(block)
+                        upserts.append(self.derived(block))
                     text_changed = before is None or before.content_hash != block.content_hash
                     if text_changed or block.id in self.missing_vectors:
-                        to_embed.append(block)
+                        to_embed.append(self.derived(block))
                 records.append((path, self._file_row(path), list(state.parsed.blocks)))
             self._write(upserts, deletes, to_embed)
             for path, row, blocks in records:
@@ -283,7 +323,7 @@ class Indexer:
         """Keyword-index a large batch's appended blocks while it is built (see
         :meth:`KeywordIndex.open_stream`); None when that is not possible."""
         stream = self.keyword.open_stream()
-        return AppendStream(stream) if stream is not None else None
+        return AppendStream(stream, self.derived) if stream is not None else None
 
     def add_appended(
         self,
@@ -304,19 +344,19 @@ class Indexer:
                 if stream is not None:
                     stream.cancel()
                 return
-            fresh = [b for b in blocks if indexable(b)]
+            fresh = self._derive(b for b in blocks if indexable(b))
             start = len(state.parsed.blocks) - len(blocks)
             streamed = stream is not None and stream.finish(fresh)
             if fresh and not streamed:
                 self.keyword.add_new(fresh)
-            changed = [after for _, after in rewritten if indexable(after)]
+            changed = self._derive(after for _, after in rewritten if indexable(after))
             if changed:
                 self.keyword.upsert(changed)
-            to_embed = fresh + [
+            to_embed = fresh + self._derive(
                 after
                 for before, after in rewritten
                 if indexable(after) and before.content_hash != after.content_hash
-            ]
+            )
             if to_embed:
                 self._embed(to_embed)
             if fresh or changed:
@@ -430,7 +470,7 @@ class Indexer:
         if embedder is None:
             return
         for start in range(0, len(blocks), _EMBED_BATCH):
-            chunk = blocks[start : start + _EMBED_BATCH]
+            chunk = self._derive(blocks[start : start + _EMBED_BATCH])
             self._cached_embeddings(embedder, chunk, [embed_key(b) for b in chunk])
 
     def checkpoint(self, *, force: bool = False) -> None:
@@ -464,7 +504,7 @@ class Indexer:
         wanted = {b.id: b for b in self.catalog.blocks() if indexable(b)}
         have = self.keyword.ids()
         extra = have - wanted.keys()
-        missing = [b for i, b in wanted.items() if i not in have]
+        missing = self._derive(b for i, b in wanted.items() if i not in have)
         if extra or missing:
             self.keyword.change(upserts=missing, deletes=extra)
             log.info("keyword index repaired: %d added, %d removed", len(missing), len(extra))
@@ -478,7 +518,7 @@ class Indexer:
         extra = have - wanted.keys()
         if extra:
             vectors.delete(extra)
-        missing = [b for i, b in wanted.items() if i not in have]
+        missing = self._derive(b for i, b in wanted.items() if i not in have)
         if missing:
             self._embed(missing)
         if extra or missing:
@@ -498,7 +538,7 @@ class Indexer:
                 self._vectors.reset(self._embedder.dim, self._embedder.name)
             self.catalog.reset()
             self.catalog.scan()
-            blocks = [b for b in self.catalog.blocks() if indexable(b)]
+            blocks = self._derive(b for b in self.catalog.blocks() if indexable(b))
             total = len(blocks)
 
             def tick(count: int) -> None:

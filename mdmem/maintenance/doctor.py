@@ -2,7 +2,9 @@
 
 Every check is read-only; ``fix=True`` repairs what can be repaired without
 any risk to the markdown: derived state is rebuilt, interrupted temp files
-and a stale git ``index.lock`` are removed. The vault's text is never edited.
+and a stale git ``index.lock`` are removed. The vault's text is never edited,
+so a secret found in a file (typed there by hand: the writer refuses or
+redacts them) is reported with the command that takes it out of history.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.index.indexer import indexable
+from mdmem.store.secret_guard import scan
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["DoctorReport", "Problem", "run_doctor"]
+__all__ = ["DoctorReport", "Problem", "check_secrets", "run_doctor"]
 
 _STALE_LOCK_SECONDS = 60
 
@@ -107,6 +110,10 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
                 Problem("vector index", f"{len(vec_ids - wanted)} stale vector(s)", True)
             )
 
+    if store.settings.secrets != "off":
+        report.checks.append("no secrets in files")
+        report.problems.extend(check_secrets(store))
+
     report.checks.append("no interrupted writes")
     temps = [p for p in store.root.rglob(".*.mdmem-*.tmp") if ".git" not in p.parts]
     for tmp in temps:
@@ -134,6 +141,40 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     if fix and report.problems:
         _fix(store, report, temps, stale_lock, bool(dirty))
     return report
+
+
+def check_secrets(store: MemoryStore) -> list[Problem]:
+    """Secrets in the vault's files, each with where it is and how to erase it.
+
+    Nothing here is fixable by doctor: the file is the person's, and taking a
+    secret out of history rewrites every commit, which only they may decide.
+    The detail names the kind and the place, never the secret.
+    """
+    problems: list[Problem] = []
+    for path, state in sorted(store.catalog.files.items()):
+        try:
+            text = (store.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        memories = list(state.parsed.memories())
+        for finding in scan(text):
+            line = text.count("\n", 0, finding.start) + 1
+            owner = next((b for b in memories if b.line_start <= line <= b.line_end), None)
+            if owner is not None:
+                how = (
+                    f"in memory {owner.id}; `mdmem purge {owner.id} --yes` forgets it and "
+                    "erases every version from git history (remember it again without the secret)"
+                )
+            else:
+                how = (
+                    "in a note; remove it from the file, then erase it from git history with "
+                    "`git filter-repo --replace-text <file listing the secret>` "
+                    "(`mdmem purge <id>` does this for memories)"
+                )
+            problems.append(
+                Problem("no secrets in files", f"{path}:{line}: a {finding.kind} {how}", False)
+            )
+    return problems
 
 
 def _fix(

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from mdmem.models import Block, Hit, Recall
 from mdmem.recall.conversation import FileOrder
 from mdmem.recall.search import RecallQuery, run_recall, vector_query_text
 from mdmem.recall.usefulness import UsefulnessStore
 from mdmem.store.memories import MemoryStore
+from mdmem.store.secret_guard import scrub
 
 __all__ = ["Recaller"]
 
@@ -72,11 +74,21 @@ class Recaller:
         self._note_hits(result.items)
         return Recall(
             query=result.query,
-            items=result.items,
+            items=[self._shown(hit) for hit in result.items],
             degraded=result.degraded,
             reranked=result.reranked,
             took_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _shown(self, hit: Hit) -> Hit:
+        """The hit as recall hands it out: a secret typed into the file by hand
+        is redacted (the file keeps it), so recall output, context blocks and
+        the prompts built from them never carry it."""
+        mode = self.store.settings.secrets
+        text, heading = scrub(hit.text, mode), scrub(hit.heading, mode)
+        if text is hit.text and heading is hit.heading:
+            return hit
+        return replace(hit, text=text, heading=heading)
 
     def _note_hits(self, hits: Iterable[Hit]) -> None:
         self.usefulness.record_hits(h.id for h in hits)

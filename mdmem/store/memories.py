@@ -34,7 +34,7 @@ from mdmem.store.inputs import (
     iso_date,
     refuse_secret_metadata,
 )
-from mdmem.store.secret_guard import refuse_in_metadata
+from mdmem.store.secret_guard import refuse_in_metadata, scrub
 from mdmem.store.writer import Trailers, Transaction, Writer, memory_trailers
 
 __all__ = ["AutoResolve", "MemoryStore", "memory_file"]
@@ -63,7 +63,13 @@ class MemoryStore:
         self.clock = Clock(settings.timezone)
         self.git = GitStore(root)
         self.catalog = Catalog(root, live=True)
-        self.indexer = Indexer(self.state_dir, settings, self.catalog)
+        # A secret typed into a note by hand is redacted in the indexes.
+        self.indexer = Indexer(
+            self.state_dir,
+            settings,
+            self.catalog,
+            shown=lambda text: scrub(text, self.settings.secrets),
+        )
         self.writer = Writer(
             root, settings, self.state_dir, self.git, self.catalog, self.indexer, self.agent
         )

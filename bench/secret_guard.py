@@ -1,0 +1,186 @@
+"""Secret guard benchmark: what `guard()` costs on ordinary text and on text it must scan.
+
+Usage: python bench/secret_guard.py [--calls 10000] [--baseline REV] [--json]
+
+Times --calls guard() calls on ordinary 20-word sentences (the quick check
+returns before any pattern runs), on sentences that name a secret or hold a
+URL without one (the full scan runs and finds nothing), and on sentences with
+a secret (refused). Best of five rounds, in microseconds per call.
+``--baseline REV`` also times the guard of git revision REV (rounds
+interleaved, so both see the same machine load). Target
+(issue "Trust in what is written", item 4): ordinary text well under 100 us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import emit_json, print_table, scratch_dir
+
+WORDS = [
+    "the",
+    "user",
+    "prefers",
+    "metric",
+    "units",
+    "and",
+    "likes",
+    "to",
+    "review",
+    "pull",
+    "requests",
+    "before",
+    "lunch",
+    "deploy",
+    "staging",
+    "server",
+    "report",
+    "weekly",
+    "meeting",
+    "notes",
+    "project",
+    "marketing",
+    "budget",
+    "coffee",
+    "morning",
+    "afternoon",
+    "team",
+    "decided",
+    "migrate",
+    "database",
+    "friday",
+    "release",
+    "plan",
+]
+
+
+def sentences(
+    rng: random.Random, n: int, extra: Callable[[random.Random], str] | None
+) -> list[str]:
+    out = []
+    for _ in range(n):
+        words = [rng.choice(WORDS) for _ in range(20)]
+        if extra is not None:
+            words[rng.randrange(20)] = extra(rng)
+        out.append(" ".join(words).capitalize() + ".")
+    return out
+
+
+def best_us(fn: Callable[[str], object], texts: list[str], rounds: int = 5) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for text in texts:
+            fn(text)
+        best = min(best, time.perf_counter() - started)
+    return best / len(texts) * 1e6
+
+
+def guard_of(rev: str) -> Callable[[str], object]:
+    """``guard`` as it was at git revision ``rev``."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(
+        ["git", "show", f"{rev}:mdmem/store/secret_guard.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = Path(scratch_dir("mdmem-bench-guard-")) / "baseline_guard.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("baseline_guard", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["baseline_guard"] = module
+    spec.loader.exec_module(module)
+    guard: Callable[[str], object] = module.guard
+    return guard
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--baseline", metavar="REV", help="also time the guard of this revision")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    from mdmem.errors import SecretRefusedError
+    from mdmem.store.secret_guard import guard, scan
+
+    def refused(text: str) -> None:
+        try:
+            guard(text)
+        except SecretRefusedError:
+            pass
+
+    rng = random.Random(7)
+    alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    cases = {
+        "ordinary 20-word sentence": (guard, sentences(rng, args.calls, None)),
+        "names a secret, holds none": (
+            guard,
+            sentences(rng, args.calls // 10, lambda r: r.choice(["password", "token", "secret"])),
+        ),
+        "holds a URL without credentials": (
+            guard,
+            sentences(rng, args.calls // 10, lambda r: f"https://example.com/p/{r.randrange(999)}"),
+        ),
+        "holds a secret (refused)": (
+            refused,
+            sentences(
+                rng,
+                args.calls // 10,
+                lambda r: "ghp_" + "".join(r.choice(alnum) for _ in range(36)),
+            ),
+        ),
+    }
+    scan("warm up", quick=False)  # loads detect-secrets once, outside the timing
+    rows = []
+    results = {}
+    if args.baseline:
+        ordinary = cases["ordinary 20-word sentence"][1]
+        old, best_old, best_new = guard_of(args.baseline), float("inf"), float("inf")
+        for _ in range(5):
+            best_old = min(best_old, best_us(old, ordinary, rounds=1))
+            best_new = min(best_new, best_us(guard, ordinary, rounds=1))
+        results[f"ordinary, {args.baseline}"] = best_old
+        rows.append(
+            (
+                f"ordinary 20-word sentence ({args.baseline})",
+                len(ordinary),
+                best_old,
+                best_old * len(ordinary) / 1000,
+            )
+        )
+        rows.append(
+            (
+                "ordinary 20-word sentence (this tree)",
+                len(ordinary),
+                best_new,
+                best_new * len(ordinary) / 1000,
+            )
+        )
+    for name, (fn, texts) in cases.items():
+        us = best_us(fn, texts)
+        results[name] = us
+        rows.append((name, len(texts), us, us * len(texts) / 1000))
+    if args.json:
+        emit_json({"us_per_call": results})
+        return
+    print_table(
+        "guard() cost (best of 5 rounds)",
+        ["text", "calls", "us/call", "ms total"],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    main()
