@@ -458,7 +458,8 @@ class Vault:
         self.indexer.manifest.scrub()
 
     def doctor(self, *, fix: bool = False) -> DoctorReport:
-        """Check files, manifest, both indexes and git; ``fix`` repairs derived state."""
+        """Check files, manifest, both indexes and git; ``fix`` repairs derived state
+        and renames an old vault's ``merge=union`` attributes."""
         with self.store.writer.lock():
             return run_doctor(self.store, fix=fix)
 

@@ -45,7 +45,8 @@ def test_init_copies_the_template_and_commits(vault: Vault) -> None:
         assert (vault.root / folder).is_dir()
     daily = (vault.root / ".obsidian" / "daily-notes.json").read_text()
     assert '"folder": "daily"' in daily and '"format": "YYYY-MM-DD"' in daily
-    assert "merge=union" in (vault.root / ".gitattributes").read_text()
+    attributes = (vault.root / ".gitattributes").read_text()
+    assert "daily/*.md merge=mdmem-append" in attributes and "merge=union" not in attributes
     log = commits(vault)
     assert len(log) == 1 and log[0].startswith("test-agent|test-agent@agents.mdmem|init")
     assert git(vault.root, "status", "--porcelain") == ""

@@ -439,7 +439,9 @@ def reindex(obj: Context, full: bool, as_json: bool) -> None:
 
 @main.command()
 @click.option(
-    "--fix", is_flag=True, help="Repair derived state (indexes, temp files, stale locks)."
+    "--fix",
+    is_flag=True,
+    help="Repair derived state (indexes, temp files, stale locks) and merge=union lines.",
 )
 @json_option
 @click.pass_obj

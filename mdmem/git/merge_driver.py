@@ -1,13 +1,17 @@
 """The block-aware merge driver git runs while mdmem syncs, merges and reverts.
 
 The vault template marks append-only files (daily logs, JOURNAL.md,
-sessions) ``merge=union``. Git's built-in union driver is not safe for them:
-when both sides append entries, its zealous merge factors out lines the two
-sides share (a blank line, an identical ``## 10:00 · Note`` heading) and
-glues two entries into one section, so one block id is lost. For the git
-commands that merge (sync's rebase, a review's merge, undo's revert) mdmem
-therefore replaces the ``union`` driver with a block-aware one (the code
-between the ``merge driver`` markers below, run by git as a tiny stdlib-only
+sessions) ``merge=mdmem-append``, a driver only mdmem defines: plain git
+(``git pull``, Obsidian Git) does not know the name and falls back to its
+normal text merge, with conflict markers where both sides appended. Vaults
+made before say ``merge=union``. Git's built-in union driver is not safe for
+these files: when both sides append entries, its zealous merge factors out
+lines the two sides share (a blank line, an identical ``## 10:00 · Note``
+heading) and glues two entries into one section, so one block id is lost
+(``mdmem doctor --fix`` renames it, see :mod:`mdmem.store.gitattributes`).
+For the git commands that merge (sync's rebase, a review's merge, undo's
+revert) mdmem defines both names as a block-aware driver (the code between
+the ``merge driver`` markers below, run by git as a tiny stdlib-only
 script): :func:`driver_config` gives the ``-c`` settings. It applies to
 add/add too (both clones created today's log). It also takes the default
 merge for the ledger files (MEMORY.md, USER.md, WORLD.md, LEARNING.md): a
@@ -32,6 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mdmem.store.gitattributes import APPEND_DRIVER, LEGACY_APPEND_DRIVERS
 from mdmem.store.gitstore import GitStore
 from mdmem.store.textfile import atomic_write
 
@@ -53,9 +58,14 @@ def driver_config(store: MemoryStore) -> list[str]:
         f"from {module} import _driver_main; sys.exit(_driver_main(sys.argv))"
     )
     command = f"{shlex.quote(sys.executable)} -S -I -c {shlex.quote(program)}"
+    append = []
+    for name in (APPEND_DRIVER, *LEGACY_APPEND_DRIVERS):
+        append += [
+            f"merge.{name}.name=mdmem block-aware append merge",
+            f"merge.{name}.driver={command} union %O %A %B %P",
+        ]
     return [
-        "merge.union.name=mdmem block-aware union",
-        f"merge.union.driver={command} union %O %A %B %P",
+        *append,
         "merge.mdmem.name=mdmem ledger merge",
         f"merge.mdmem.driver={command} default %O %A %B %P",
         "merge.default=mdmem",

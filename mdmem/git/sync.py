@@ -13,6 +13,10 @@ sides' blocks. Whenever the same block was changed differently on both sides
 the vault is exactly as before, and :class:`SyncResult` lists each
 conflicting file with both versions (``ok`` is False). Nothing is ever
 resolved by dropping a side.
+
+Transports. Like every mdmem git call, sync runs with only the file, ssh and
+https transports allowed (:mod:`mdmem.store.gitconfig`): an ``ext::`` remote
+or a remote helper, which run programs, is refused with a GitError.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from mdmem.git.merge_driver import driver_config
 from mdmem.git.purge import clear_stale_marker, remote_is_stale
 from mdmem.git.revisions import is_ancestor
 from mdmem.models import first_line
+from mdmem.store.gitconfig import ALLOWED_PROTOCOLS
 from mdmem.store.gitstore import Identity
 
 if TYPE_CHECKING:
@@ -200,7 +205,19 @@ def _fetch(store: MemoryStore, remote: str, branch: str, tracking: str) -> None:
         # The remote does not have the branch yet (first push): drop a stale tracking ref.
         store.git.run("update-ref", "-d", tracking, ok_codes=(0, 1))
         return
+    _refused_transport(remote, err)
     raise GitError(f"git fetch {remote}: {first_line(err)}")
+
+
+def _refused_transport(remote: str, err: str) -> None:
+    """A clear GitError when git refused the remote's transport (see mdmem.store.gitconfig)."""
+    match = re.search(r"transport '([^']*)' not allowed", err)
+    if match:
+        raise GitError(
+            f"remote {remote!r} uses the {match.group(1)!r} transport, which mdmem does not "
+            f"allow (only {', '.join(ALLOWED_PROTOCOLS)}: others can run programs); "
+            f"see `mdmem doctor`"
+        )
 
 
 def _push(store: MemoryStore, remote: str, branch: str, lease: str | None) -> bool:
@@ -219,6 +236,7 @@ def _push(store: MemoryStore, remote: str, branch: str, lease: str | None) -> bo
         or "non-fast-forward" in text
     ):
         return False
+    _refused_transport(remote, err)
     raise GitError(f"git push {remote}: {first_line(err) or first_line(out)}")
 
 

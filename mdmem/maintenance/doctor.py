@@ -2,9 +2,18 @@
 
 Every check is read-only; ``fix=True`` repairs what can be repaired without
 any risk to the markdown: derived state is rebuilt, interrupted temp files
-and a stale git ``index.lock`` are removed. The vault's text is never edited,
-so a secret found in a file (typed there by hand: the writer refuses or
-redacts them) is reported with the command that takes it out of history.
+and a stale git ``index.lock`` are removed. The vault's text is never edited
+(a secret found in a file, typed there by hand since the writer refuses or
+redacts them, is reported with the command that takes it out of history);
+the one file ``--fix`` may rewrite is ``.gitattributes``, where an old
+vault's ``merge=union`` becomes ``merge=mdmem-append`` in a commit of its own
+(``Op: repair``).
+
+Two checks look at git itself: :func:`check_merge_attributes` (files given
+git's lossy built-in union merge) and :func:`check_git_programs` (settings of
+the vault's own ``.git/config`` that would run a program; mdmem's git calls
+neutralise or refuse them, see :mod:`mdmem.store.gitconfig`, and a person
+should remove what they did not set).
 """
 
 from __future__ import annotations
@@ -16,12 +25,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.index.indexer import indexable
+from mdmem.store.gitattributes import APPEND_DRIVER, union_lines, without_union
 from mdmem.store.secret_guard import scan
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["DoctorReport", "Problem", "check_secrets", "run_doctor"]
+__all__ = [
+    "DoctorReport",
+    "Problem",
+    "check_git_programs",
+    "check_merge_attributes",
+    "check_secrets",
+    "fix_merge_attributes",
+    "run_doctor",
+]
 
 _STALE_LOCK_SECONDS = 60
 
@@ -138,6 +156,11 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     if dirty:
         report.problems.append(Problem("git", f"uncommitted edits: {', '.join(dirty[:5])}", True))
 
+    report.checks.append("merge drivers")
+    report.problems.extend(check_merge_attributes(store))
+    report.checks.append("git config")
+    report.problems.extend(check_git_programs(store))
+
     if fix and report.problems:
         _fix(store, report, temps, stale_lock, bool(dirty))
     return report
@@ -186,9 +209,84 @@ def _fix(
         (store.root / ".git" / "index.lock").unlink(missing_ok=True)
     if dirty:
         store.commit_human_edits()
+    if any(p.check == "merge drivers" for p in report.problems):
+        fix_merge_attributes(store)
     if any(
         p.check in ("manifest matches files", "keyword index", "vector index")
         for p in report.problems
     ):
         store.reindex(full=True)
     report.fixed = [p.detail for p in report.problems if p.fixable]
+
+
+# ------------------------------------------------------------------ git ----
+
+
+def _attribute_files(store: MemoryStore) -> list[str]:
+    """The vault's .gitattributes files, at any depth (git reads untracked ones too)."""
+    out = store.git.run(
+        "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+        "--", ":(glob)**/.gitattributes",
+        strip=False,
+    )  # fmt: skip
+    return sorted({p for p in out.split("\0") if p})
+
+
+def _read_attributes(store: MemoryStore, rel: str) -> str | None:
+    try:
+        return (store.root / rel).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def check_merge_attributes(store: MemoryStore) -> list[Problem]:
+    """Files .gitattributes gives git's built-in union merge (vaults made before 0.2).
+
+    Plain ``git pull`` merges them silently and can glue two entries into one,
+    losing a block id; with mdmem's driver name it shows a normal conflict.
+    """
+    problems = []
+    for rel in _attribute_files(store):
+        text = _read_attributes(store, rel)
+        for number, pattern in union_lines(text or ""):
+            problems.append(
+                Problem(
+                    "merge drivers",
+                    f"{rel}:{number} gives {pattern} git's union merge, which can glue two "
+                    f"entries and lose an id under plain git pull; --fix renames it "
+                    f"merge={APPEND_DRIVER}",
+                    True,
+                )
+            )
+    return problems
+
+
+def fix_merge_attributes(store: MemoryStore) -> list[str]:
+    """Rename ``merge=union`` to mdmem's driver in one commit (``Op: repair``); the paths."""
+    changed: list[str] = []
+    with store.writer.transaction("repair: merge driver") as tx:
+        for rel in _attribute_files(store):
+            text = _read_attributes(store, rel)
+            if text is None or not union_lines(text):
+                continue
+            tx.stage_raw_file(rel, without_union(text).encode("utf-8"))
+            changed.append(rel)
+        if changed:
+            tx.set_message(
+                f"repair: merge=union -> merge={APPEND_DRIVER} in {', '.join(changed)}",
+                [("Op", "repair")],
+            )
+    return changed
+
+
+def check_git_programs(store: MemoryStore) -> list[Problem]:
+    """Settings of the vault's own git config (and its includes) that would run a program.
+
+    mdmem's git calls already neutralise them or refuse to run; they are
+    reported because plain git in the folder would still run them, and a
+    vault copied from elsewhere may carry them. Not fixable here: the
+    person who owns the vault decides (``git config --unset <key>``).
+    """
+    return [
+        Problem("git config", setting.describe(), False) for setting in store.git.program_settings()
+    ]

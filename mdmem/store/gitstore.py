@@ -7,6 +7,10 @@ objects and refs are fsynced (``core.fsync=committed``), and no pager, prompt
 or GPG signing can stall a write. git hands ``-c`` settings down to the git
 commands it starts itself (``GIT_CONFIG_PARAMETERS``), so ``filter-repo``'s
 own git calls and the merge driver's ``git merge-file`` run with them too.
+No program the vault's own ``.git/config`` names runs either: every command
+gets the overrides of :meth:`GitStore.config_guard` (see
+:mod:`mdmem.store.gitconfig`), which reads that config again only when one
+of its files changed.
 
 * :meth:`GitStore.run` / :meth:`GitStore.execute` - text out, the usual case;
   one-shot processes through GitPython's ``Git.execute``: no persistent
@@ -34,6 +38,16 @@ from git.exc import GitCommandError, GitCommandNotFound
 
 from mdmem.errors import GitError
 from mdmem.models import first_line
+from mdmem.store.gitconfig import (
+    FIXED_CONFIG,
+    ConfigEntry,
+    ConfigGuard,
+    ProgramSetting,
+    fixed_env,
+    guard_for,
+    include_targets,
+    parse_config_list,
+)
 
 __all__ = [
     "AGENT_EMAIL_DOMAIN",
@@ -61,6 +75,18 @@ _SAFE_CONFIG = (
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
 )  # fmt: skip
+# See mdmem.store.gitconfig: programs the vault's own git config names never run.
+_FIXED_CONFIG = tuple(arg for item in FIXED_CONFIG for arg in ("-c", item))
+_NO_GUARD = ConfigGuard()
+# Variables that change the config git reads (GIT_CONFIG_NOSYSTEM is always set).
+_CONFIG_ENV = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+)
+_TRUE = frozenset({"true", "yes", "on", "1"})
 _GC_EVERY = 256
 _LOCK_RETRIES = 40
 _MESSAGE_CHARS = 300  # of git's output quoted in a GitError
@@ -122,6 +148,13 @@ class GitStore:
             "GIT_CONFIG_NOSYSTEM": "1",
             "LC_ALL": "C",
         }
+        # What the repository's config would run: read once, then again only
+        # when one of the config files' stat changed (see config_guard).
+        self._guard = _NO_GUARD
+        self._guard_key: tuple[object, ...] | None = None
+        self._guard_files: list[str] = []
+        # (variables, the repository's and the user's config files, the git dir)
+        self._base_files: tuple[tuple[str | None, ...], list[str], str] | None = None
 
     # --------------------------------------------------------------- core --
 
@@ -147,7 +180,7 @@ class GitStore:
     ) -> tuple[int, str, str]:
         """Run git with the safe settings; (exit status, stdout, stderr)."""
         command = self._command(args, config)
-        merged = {**self._env, **(env or {})}
+        merged = {**self._env, **self._guard_env(), **(env or {})}
         try:
             for attempt in range(_LOCK_RETRIES):
                 status, out, err = self._git.execute(
@@ -235,12 +268,120 @@ class GitStore:
         extra: list[str] = []
         for item in config:
             extra += ["-c", item]
-        return ["git", *_SAFE_CONFIG, *extra, *args]
+        guard = self.config_guard()
+        guard.check(args)
+        return ["git", *_SAFE_CONFIG, *_FIXED_CONFIG, *extra, *guard.arguments(args)]
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         # What GitPython's Git.execute gives run/execute: the process's own
         # environment, C messages, this store's fixed settings, then ``env``.
-        return {**os.environ, "LANGUAGE": "C", **self._env, **(env or {})}
+        return {**os.environ, "LANGUAGE": "C", **self._env, **self._guard_env(), **(env or {})}
+
+    # ------------------------------------------- the repository's git config --
+
+    def program_settings(self) -> tuple[ProgramSetting, ...]:
+        """Settings of the vault's own git config that would run a program (for doctor)."""
+        return self.config_guard().settings
+
+    def config_guard(self) -> ConfigGuard:
+        """How git calls neutralise what the repository's config would run.
+
+        Read with ``git config --list`` when a config file (the repository's,
+        the files it includes, the user's global ones) changed since the last
+        read: a write pays a few stat calls, not a process.
+        """
+        env = tuple(os.environ.get(name) for name in _CONFIG_ENV)
+        base = self._config_files(env)
+        if base is None:
+            # No repository (yet): no config of its own to distrust.
+            self._guard, self._guard_key = _NO_GUARD, None
+            return _NO_GUARD
+        for _attempt in range(3):
+            key = _config_key([*base, *self._guard_files], env)
+            if key == self._guard_key:
+                return self._guard
+            entries = self._read_config()
+            self._guard = guard_for(entries)
+            seen = self._watched_files(entries, base)
+            if seen == self._guard_files:
+                self._guard_key = key
+                return self._guard
+            # New included files: watch them too, and read once more so the
+            # key covers every file the guard came from.
+            self._guard_files = seen
+        self._guard_key = None
+        return self._guard
+
+    def _watched_files(self, entries: list[ConfigEntry], base: list[str]) -> list[str]:
+        """Files besides ``base`` whose change changes the config: included ones,
+        the worktree config when enabled, HEAD when an include depends on the branch."""
+        found = [str(self.root / e.where) for e in entries if e.origin.startswith("file:")]
+        found += [str(p) for p in include_targets(entries, self.root)]
+        assert self._base_files is not None  # set by _config_files, which gave ``base``
+        git_dir = Path(self._base_files[2])  # these two are per worktree, not common
+        for entry in entries:
+            key = entry.key.lower()
+            if key == "extensions.worktreeconfig" and entry.value.lower() in _TRUE:
+                found.append(str(git_dir / "config.worktree"))
+            elif key.startswith("includeif.onbranch:"):
+                found.append(str(git_dir / "HEAD"))
+        known = set(base)
+        return sorted({p for p in found if p not in known})
+
+    def _config_files(self, env: tuple[str | None, ...]) -> list[str] | None:
+        """The config files git reads for this repository (None: not a repository)."""
+        if self._base_files is not None and self._base_files[0] == env:
+            return self._base_files[1]
+        dot_git = self.root / ".git"
+        if dot_git.is_dir():
+            git_dir = dot_git
+        else:
+            try:
+                line = dot_git.read_text(encoding="utf-8").strip()
+            except OSError:
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            git_dir = self.root / line[len("gitdir:") :].strip()
+        common = git_dir
+        try:
+            common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        except OSError:
+            pass
+        files = [common / "config"]
+        if os.environ.get("GIT_CONFIG_GLOBAL"):
+            files.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
+        else:
+            home = Path(os.path.expanduser("~"))
+            xdg = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+            files += [home / ".gitconfig", Path(xdg) / "git" / "config"]
+        self._base_files = (env, [str(f) for f in files], str(git_dir))
+        return self._base_files[1]
+
+    def _read_config(self) -> list[ConfigEntry]:
+        """Every config entry git sees here, with its scope and file (no program runs)."""
+        try:
+            proc = subprocess.run(
+                [
+                    "git", *_SAFE_CONFIG,
+                    "config", "--list", "--show-scope", "--show-origin", "--includes", "-z",
+                ],
+                cwd=self.root,
+                env={**os.environ, "LANGUAGE": "C", **self._env},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+            )  # fmt: skip
+        except FileNotFoundError:
+            raise GitError("git is not installed or not on PATH") from None
+        if proc.returncode != 0:
+            # A config git cannot parse stops every git command before it runs anything.
+            return []
+        return parse_config_list(proc.stdout.decode("utf-8", "surrogateescape"))
+
+    def _guard_env(self) -> dict[str, str]:
+        """The environment half of the guard of the last :meth:`_command`."""
+        return {**fixed_env(os.environ), **self._guard.env(os.environ)}
 
     @classmethod
     def init(cls, root: Path) -> GitStore:
@@ -442,6 +583,18 @@ class GitStore:
         if self._commits % _GC_EVERY == 0:
             self.run("gc", "--auto", "--quiet", ok_codes=(0, 1, 128), config=["gc.auto=6700"])
         return self.head()
+
+
+def _config_key(files: list[str], env: tuple[str | None, ...]) -> tuple[object, ...]:
+    """What the config git reads depends on: the files' stat and a few variables."""
+    stats: list[object] = [env]
+    for path in files:
+        try:
+            st = os.stat(path)
+            stats.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            stats.append(None)
+    return tuple(stats)
 
 
 def _commit_info(line: str) -> CommitInfo:

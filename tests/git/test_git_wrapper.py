@@ -4,7 +4,9 @@ The features are run with process creation recorded (``subprocess.Popen``, and
 GitPython's ``safer_popen``, which binds Popen at import): each git command
 must carry the wrapper's ``-c core.hooksPath=<devnull>`` and
 ``-c core.fsmonitor=false``, so a hook or fsmonitor daemon planted in a vault
-never runs, whichever feature touched it.
+never runs, whichever feature touched it, and the environment that keeps the
+vault's own git config from running programs (only the file, ssh and https
+transports, no pager; see tests/git/test_git_programs.py).
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ from mdmem.git.purge import purge
 
 from ..conftest import git
 
-SAFE = (f"core.hooksPath={os.devnull}", "core.fsmonitor=false")
+SAFE = (f"core.hooksPath={os.devnull}", "core.fsmonitor=false", "log.showSignature=false")
+SAFE_ENV = {"GIT_ALLOW_PROTOCOL": "file:ssh:https", "GIT_PAGER": "cat"}
 
 
 class Launches:
-    """(argv, cwd) of every process started while :meth:`recording`."""
+    """(argv, cwd) of every process started while :meth:`recording`; env in :attr:`envs`."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.active = False
         self.seen: list[tuple[list[str], Path | None]] = []
+        self.envs: dict[int, dict[str, str]] = {}  # by id() of the argv in seen
         launches = self
         real_popen = subprocess.Popen
 
@@ -44,6 +48,7 @@ class Launches:
                     one = isinstance(args, (str, bytes))
                     argv = [os.fsdecode(args)] if one else [os.fsdecode(a) for a in args]
                     cwd = kwargs.get("cwd")
+                    launches.envs[id(argv)] = dict(kwargs.get("env") or os.environ)
                     launches.seen.append((argv, Path(cwd).resolve() if cwd else None))
                 super().__init__(args, *rest, **kwargs)
 
@@ -70,7 +75,9 @@ class Launches:
         return argv[i] if i < len(argv) else ""
 
 
-def _check(found: list[tuple[list[str], Path | None]], cwd: Path, *expected: str) -> None:
+def _check(
+    launches: Launches, found: list[tuple[list[str], Path | None]], cwd: Path, *expected: str
+) -> None:
     gits = [(argv, where) for argv, where in found if Path(argv[0]).name == "git"]
     assert gits, "the feature started no git process at all"
     assert len(gits) == len(found), f"non-git processes started: {found}"
@@ -79,6 +86,9 @@ def _check(found: list[tuple[list[str], Path | None]], cwd: Path, *expected: str
         for item in SAFE:
             assert item in settings, f"git without -c {item}: {argv}"
         assert where == cwd.resolve(), f"git ran in {where}, not {cwd}: {argv}"
+        env = launches.envs[id(argv)]
+        for key, value in SAFE_ENV.items():
+            assert env.get(key) == value, f"git without {key}={value}: {argv}"
     commands = {Launches.subcommand(argv) for argv, _where in gits}
     assert set(expected) <= commands, (expected, commands)
 
@@ -108,7 +118,7 @@ def test_purge_starts_git_only_through_the_wrapper(
     secret = vault.remember("The locker code is 4471-kilo for the basement archive")
     with launches.recording() as found:
         purge(vault.store, secret.id, confirm=True, method=method)
-    _check(found, vault.root, *rewrite, "reflog", "gc")
+    _check(launches, found, vault.root, *rewrite, "reflog", "gc")
     assert "4471-kilo" not in git(vault.root, "log", "--all", "-p")
 
 
@@ -120,7 +130,7 @@ def test_sync_starts_git_only_through_the_wrapper(tmp_path: Path, launches: Laun
     a.remember("A writes first")
     with launches.recording() as found:
         assert a.sync().ok
-    _check(found, a.root, "fetch", "push")
+    _check(launches, found, a.root, "fetch", "push")
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
     b = Vault.open(tmp_path / "b", agent="agent-b")
     b.log("B's entry")
@@ -129,7 +139,7 @@ def test_sync_starts_git_only_through_the_wrapper(tmp_path: Path, launches: Laun
     with launches.recording() as found:
         result = a.sync()
     assert result.ok and result.pulled == 1
-    _check(found, a.root, "fetch", "rebase", "push")
+    _check(launches, found, a.root, "fetch", "rebase", "push")
 
 
 def test_time_travel_and_history_start_git_only_through_the_wrapper(
@@ -142,15 +152,15 @@ def test_time_travel_and_history_start_git_only_through_the_wrapper(
     with launches.recording() as found:
         hits = vault.recall("when do deploys happen", as_of=then)
     assert [h.id for h in hits.items] == [first.id]
-    _check(found, vault.root, "ls-tree", "cat-file")
+    _check(launches, found, vault.root, "ls-tree", "cat-file")
     with launches.recording() as found:
         versions = vault.history(first.id)
     assert [v.text for v in versions][:1] == ["Deploys happen on Tuesdays"]
-    _check(found, vault.root, "log", "show")
+    _check(launches, found, vault.root, "log", "show")
     with launches.recording() as found:
         vault.diff(then)
         vault.provenance(first.id)
-    _check(found, vault.root, "log", "blame")
+    _check(launches, found, vault.root, "log", "blame")
 
 
 def test_an_in_process_merge_asks_git_through_the_wrapper(
