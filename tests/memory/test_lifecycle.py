@@ -201,6 +201,17 @@ def test_a_new_value_for_the_same_subject_retires_the_old_memory(tmp_path: Path)
     assert retired_pairs(tmp_path / "v", SAME_SUBJECT_NEW_VALUE) == SAME_SUBJECT_NEW_VALUE
 
 
+def test_a_batch_applies_the_same_rule_at_its_end(tmp_path: Path) -> None:
+    open_gate = {"same_context_threshold": 0.0, "other_context_threshold": 0.0}
+    v = Vault.init(tmp_path / "v", consolidation={"auto": False, **open_gate})
+    pairs = [*DIFFERENT_FACTS[:4], SAME_SUBJECT_NEW_VALUE[0]]
+    olds = [v.remember(old, scope=f"project:p{n}") for n, (old, _) in enumerate(pairs)]
+    with v.batch("import"):
+        for n, (_, new) in enumerate(pairs):
+            v.remember(new, scope=f"project:p{n}")
+    assert [v.block(m.id).status for m in olds] == ["active"] * 4 + ["superseded"]
+
+
 @pytest.mark.slow  # fifty MiniLM embeddings and commits, one by one: ~10-20 s
 def test_fifty_distinct_notes_written_one_by_one_retire_none(minilm: None, vault: Vault) -> None:
     # Like the writer run of the issue: each note has its own token, the rest
