@@ -2,22 +2,32 @@
 
 **Auto-resolve (OAK).** When ``remember`` stores a new memory, the top
 :data:`SIMILAR_K` most similar *active* memories of the same kind and scope
-are compared with it by cosine similarity of their embeddings. A candidate at
-or above ``consolidation.same_context_threshold`` (0.85) when both share a
-context, or ``other_context_threshold`` (0.92) otherwise, is marked
-``[status:: superseded] [by:: ^new]`` in the same commit as the new memory
-(subject ``auto-supersede …``, trailers ``Supersedes: m-…`` and
-``Resolved-By``). Two memories share a context when they carry the same
-``[context:: …]`` field, mention the same file (``src/lib/constants.ts``; a
-bare ``constants.ts`` matches it by name), or sit under the same
-``## Topic: …`` heading of LEARNING.md.
+are compared with it, first by cosine similarity of their embeddings, then by
+wording (:func:`mdmem.memory.subjects.compare`). A candidate is retired only
+when the wording says the new memory states *the same subject with a new
+value* (``the office is cleaned monthly`` -> ``… weekly``) and the cosine is
+at or above ``consolidation.same_context_threshold`` (0.85) when both share a
+context, or ``other_context_threshold`` (0.92) otherwise. Similarity alone
+never retires: ``Note abc123 says …`` / ``Note def456 says …`` and
+``The frontend is …`` / ``The backend is …`` read alike but are different
+facts. A retired memory is marked ``[status:: superseded] [by:: ^new]`` in
+the same commit as the new memory (subject ``auto-supersede …``, trailers
+``Supersedes: m-…`` and ``Resolved-By`` with the similarity and what changed).
+Two memories share a context when they carry the same ``[context:: …]``
+field, mention the same file (``src/lib/constants.ts``; a bare
+``constants.ts`` matches it by name), sit under the same ``## Topic: …``
+heading of LEARNING.md, or the wording finds the same named subject (``the
+office``; a bare ``it`` names nothing).
 
 **Judge (Martha).** With an LLM configured, candidates within
 ``consolidation.judge_distance`` (cosine distance, default 0.7: cosine ≥ 0.3),
 at most ``judge_candidates`` of them, are sent with their ids as delimited
 data; the model answers ``{"contradicted": ["m-…", …]}`` and exactly those
-candidates are retired (ids it invents are ignored). A judge failure is logged
-and the memory is stored anyway: the judge refines, it never blocks a write.
+candidates are retired (ids it invents are ignored). The judge sees every
+candidate in range that the similarity rule kept, so it settles what the
+wording could not (``Bob is on call`` -> ``Carol is on call``). A judge
+failure is logged and the memory is stored anyway: the judge refines, it
+never blocks a write.
 
 **Exemptions.** ``session_summary`` memories and entry kinds (chat messages,
 tool outputs, logs, journal, episodes) are never auto-resolved, and neither
@@ -48,6 +58,7 @@ from mdmem.errors import InvalidInputError, LLMError, MdmemError
 from mdmem.index.indexer import embed_text
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import session_id_of, validate_session_id
+from mdmem.memory.subjects import Verdict, compare
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
 from mdmem.store.writer import memory_trailers
@@ -64,12 +75,14 @@ __all__ = [
     "AutoResolver",
     "Candidate",
     "RetentionReport",
+    "Rule",
     "anonymize_retired",
     "auto_resolve",
     "contexts_of",
     "judge",
     "resolve_session",
     "retired_before",
+    "similarity_only",
 ]
 
 log = logging.getLogger("mdmem")
@@ -95,6 +108,18 @@ class Candidate:
     block: Block
     cosine: float
     same_context: bool
+
+
+# Decides, from the two texts (older, newer), whether the newer replaces the older.
+Rule = Callable[[str, str], Verdict]
+
+
+def similarity_only(old: str, new: str) -> Verdict:
+    """The rule before wording was checked: every similar enough candidate is replaced.
+
+    Kept as the baseline ``bench/supersede.py`` measures against.
+    """
+    return Verdict("update", "similarity only")
 
 
 # ----------------------------------------------------------------- contexts ----
@@ -256,10 +281,13 @@ def auto_resolve(
     fresh_batch: bool,
     llm: LLMClient | None,
     exclude: Collection[str] = (),
+    rule: Rule = compare,
 ) -> Memory:
     """Retire memories the new one replaces; runs inside the batch of its ``remember``.
 
     ``exclude``: ids never to retire (the other memories of the same batch).
+    ``rule``: decides from the wording which similar candidates the new
+    memory replaces (the judge, when there is one, looks at the rest).
     """
     if not memory.was_new or memory.kind in EXEMPT_KINDS:
         return memory
@@ -276,9 +304,16 @@ def auto_resolve(
     retired: dict[str, str] = {}  # id -> why
     if similarity_on:
         for cand in candidates[:SIMILAR_K]:
-            limit = cfg.same_context_threshold if cand.same_context else cfg.other_context_threshold
+            verdict = rule(cand.block.text, block.text)
+            if not verdict.update:
+                # Kept: a different subject, or the wording can't tell. The
+                # judge below, when configured, still sees this candidate.
+                log.debug("auto-resolve keeps %s: %s", cand.block.id, verdict.reason)
+                continue
+            same = cand.same_context or bool(verdict.subject)
+            limit = cfg.same_context_threshold if same else cfg.other_context_threshold
             if cand.cosine >= limit:
-                retired[cand.block.id] = f"similarity {cand.cosine:.2f}"
+                retired[cand.block.id] = f"similarity {cand.cosine:.2f}, {verdict.reason}"
     if llm is not None:
         cutoff = 1.0 - cfg.judge_distance
         to_judge = [
@@ -326,15 +361,21 @@ class AutoResolver:
 
     ``llm`` gives the configured contradiction judge (or None);
     :meth:`judge_with` swaps in another model for a while (a consolidation's).
+    ``rule`` is the wording rule of the similarity path (:func:`compare`).
     """
 
-    def __init__(self, store: MemoryStore, llm: Callable[[], LLMClient | None]) -> None:
+    def __init__(
+        self, store: MemoryStore, llm: Callable[[], LLMClient | None], rule: Rule = compare
+    ) -> None:
         self.store = store
+        self.rule = rule
         self._configured = llm
         self._override: tuple[LLMClient | None] | None = None
 
     def __call__(self, memory: Memory, fresh_batch: bool) -> Memory:
-        return auto_resolve(self.store, memory, fresh_batch=fresh_batch, llm=self._llm())
+        return auto_resolve(
+            self.store, memory, fresh_batch=fresh_batch, llm=self._llm(), rule=self.rule
+        )
 
     def after_batch(self, memory_ids: list[str]) -> None:
         """Auto-resolve a batch's new memories against what the vault held before it.
@@ -353,7 +394,14 @@ class AutoResolver:
             llm = self._llm()
             for block in live:
                 memory = Memory.from_block(block, was_new=True)
-                auto_resolve(self.store, memory, fresh_batch=False, llm=llm, exclude=batch_ids)
+                auto_resolve(
+                    self.store,
+                    memory,
+                    fresh_batch=False,
+                    llm=llm,
+                    exclude=batch_ids,
+                    rule=self.rule,
+                )
         except MdmemError as e:
             # The memories themselves are written either way.
             log.warning("auto-resolve after the batch stopped: %s", e)
