@@ -149,7 +149,13 @@ def purge(
         old_head = store.git.head()
         stashes = _hold_stashes(store)
         rewriter = _Rewriter(target, forms, own)
-        _rewrite_history(store, rewriter, old_head)
+        try:
+            _rewrite_history(store, rewriter, old_head)
+        except GitError:
+            # The refs still name the old history: drop only our helper refs.
+            for n in range(len(stashes)):
+                store.git.run("update-ref", "-d", f"{_HELD_STASH}{n}", ok_codes=(0, 1))
+            raise
         _expire_and_prune(store)
         _restore_stashes(store, stashes, forms, own)
         after = _all_commits(store)
