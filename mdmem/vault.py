@@ -316,10 +316,12 @@ class Vault:
         return Memory.from_block(block, was_new=False)
 
     def purge(self, memory_id: str, *, confirm: bool) -> PurgeResult:
-        """Forget a memory and rewrite every commit so its text is in none of them.
+        """Forget a memory and its derived copies, and rewrite every commit without them.
 
-        Derived state (time-travel snapshots, the manifest's free pages) is
-        scrubbed too; clones elsewhere still hold the text.
+        Only that block (matched by its id in each version of each file) and
+        what consolidation copied from it change; see :mod:`mdmem.git.purge`.
+        Derived state (indexes, manifest, time-travel snapshots) is scrubbed
+        too; clones elsewhere still hold the text.
         """
         result = git_purge.purge(self.store, normalize_id(memory_id), confirm=confirm)
         self._forget_derived_copies()
@@ -451,11 +453,10 @@ class Vault:
 
     def _forget_derived_copies(self) -> None:
         # After a purge the text must not survive in derived state either:
-        # time-travel snapshots hold old trees, and SQLite keeps deleted
-        # pages in its WAL until a truncating checkpoint.
+        # time-travel snapshots hold old trees (purge itself rebuilt the
+        # keyword index and vacuumed the manifest).
         shutil.rmtree(self.state_dir / "asof", ignore_errors=True)
         timetravel.forget_snapshots(self.store)
-        self.indexer.manifest.scrub()
 
     def doctor(self, *, fix: bool = False) -> DoctorReport:
         """Check files, manifest, both indexes and git; ``fix`` repairs derived state

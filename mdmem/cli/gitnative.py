@@ -147,7 +147,10 @@ def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
             f"rewritten ({result.method}, {result.seconds:.2f}s)"
         )
         if result.also_in:
-            click.echo(f"the text also appeared in {', '.join(result.also_in)}; scrubbed there too")
+            click.echo(
+                f"the text also appears in {', '.join(result.also_in)}: "
+                "those memories are their own and were left as they are"
+            )
         click.echo(
             "clones and the remote still hold the text: run `mdmem sync --force-push`, "
             "then re-clone elsewhere"

@@ -1,31 +1,59 @@
-"""Forgetting for real: remove a memory's text from every commit of the vault.
+"""Forgetting for real: remove one memory, and what was copied from it, from every commit.
 
-:func:`purge` replaces the text (every version of it, and each line of a
-multi-line memory) with ``[PURGED]`` in all blobs and commit messages, keeping
-the number of commits, then expires reflogs and prunes. The rewrite is
-``git fast-export | scrub | git fast-import`` (always available) or ``git
-filter-repo`` when installed. Afterwards the remote no longer matches: a
-marker makes ``sync`` refuse to pull until ``force_push`` overwrites it.
+:func:`purge` touches that memory and nothing else:
+
+* **Files**, in every version of every file on every ref: the block whose id
+  is the memory's is removed (all its lines, and one separating blank line,
+  as ``forget`` does), found by parsing that version - never by searching
+  its text, which may be two letters that also sit inside other words. Its
+  **derived copies** go too (see :mod:`mdmem.store.derived` for what that
+  means precisely): facts consolidation extracted from it are removed like
+  the memory itself, and the episode's summary sentences, open items, fact
+  lines and daily-log quote that copy it read ``[PURGED]``. A raw tool
+  output the memory alone pointed at (``[tout:: key]``) leaves history.
+* **Commit messages**: the subject of a commit that changed one of those
+  blocks (or names it in a trailer) reads ``<op> <kind>: [PURGED]`` where it
+  quoted the text; ``Dropped:`` trailers that quote it read ``[PURGED]``.
+  Other messages, and every other memory, note and ``mdmem.toml``, keep
+  their bytes in every commit.
+* **Leftovers**: reflogs are expired, stashes rebuilt from their rewritten
+  commits, pseudo-refs and ``rr-cache`` removed, unreachable objects pruned;
+  the keyword index is rebuilt and the manifest vacuumed (the facade also
+  drops time-travel snapshots).
+
+The rewrite streams ``git fast-export | rewrite | git fast-import`` (git
+plumbing, always available) and keeps the number of commits. ``git
+filter-repo`` is not used: its text replacement works on strings across all
+files, which is exactly what a purge must not do. Afterwards the remote no
+longer matches: a marker makes ``sync`` refuse to pull until ``force_push``
+overwrites it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError
 from mdmem.git.provenance import clear_blame_cache
-from mdmem.git.versions import versions as history_of
-from mdmem.store.ids import normalize_id
+from mdmem.git.revisions import parsed_at
+from mdmem.models import Block, first_line, one_line
+from mdmem.store import blocks as blk
+from mdmem.store.derived import CopyPlan, Links
+from mdmem.store.editors import Edit, Editor
+from mdmem.store.ids import ID_PATTERN, normalize_id
+from mdmem.store.textfile import SkipFile, TextFile, decode
+from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -34,30 +62,48 @@ __all__ = [
     "PURGED",
     "PurgeResult",
     "clear_stale_marker",
+    "message_forms",
     "purge",
+    "purge_editor",
+    "purge_text",
     "remote_is_stale",
+    "rewrite_file",
     "scrub_message",
 ]
 
 PURGED = "[PURGED]"
+# Trailers whose value quotes a memory's text (consolidation's dropped facts);
+# every other trailer is metadata and keeps its value.
+_QUOTING_TRAILERS = frozenset({"dropped"})
 
 
 @dataclass(frozen=True)
 class PurgeResult:
     memory_id: str
-    method: str  # "filter-repo" or "fast-export"
+    method: str  # "fast-export"
     commits: int  # commits in the repository (unchanged by a purge)
     commits_rewritten: int
-    blobs_rewritten: int | None  # None when filter-repo did the work
+    blobs_rewritten: int | None  # file versions that changed
     messages_rewritten: int | None
-    strings: int  # distinct strings replaced by [PURGED]
-    also_in: tuple[str, ...]  # other current memories that contained the text and were scrubbed too
+    strings: int  # distinct forms of the text looked for in commit messages
+    also_in: tuple[str, ...]  # other memories that mention the text: left as they are
     forgotten_now: bool  # the memory was still in the vault and got forgotten first
     seconds: float
+    derived: tuple[str, ...] = ()  # facts extracted from it, purged with it
+    episodes: tuple[str, ...] = ()  # episodes whose copies of it now read [PURGED]
 
 
-_MIN_LINE = 4  # shorter lines of a multi-line memory stay (too likely to occur elsewhere)
-_MIN_PREFIX = 12  # a truncated commit subject must keep this much of the text to be matched
+@dataclass
+class _Target:
+    """What one purge removes, gathered from the files and every ref's history."""
+
+    memory_id: str
+    ids: set[str]  # the memory and the facts copied from it
+    texts: dict[str, set[str]] = field(default_factory=dict)  # every version, per id
+    kinds: dict[str, str] = field(default_factory=dict)
+    plan: CopyPlan | None = None
+    tool_keys: set[str] = field(default_factory=set)  # its [tout:: key] fields, any version
+    raw_paths: set[str] = field(default_factory=set)  # tool outputs only it pointed at
 
 
 def purge(
@@ -67,119 +113,655 @@ def purge(
     confirm: bool,
     method: str | None = None,
 ) -> PurgeResult:
-    """Forget ``memory_id`` and rewrite ALL history so its text is in no commit.
+    """Forget ``memory_id`` and its derived copies, and rewrite ALL history without them.
 
-    Every blob and commit message holding the memory's text (any version of it,
-    and each of its lines for a multi-line memory) gets ``[PURGED]`` instead;
-    the number of commits stays the same. Reflogs are expired and unreachable
+    Every version of the memory's block (matched by its id) and of the facts
+    extracted from it is removed from every commit of every ref; copies in
+    episodes and daily logs read ``[PURGED]``; commit subjects of its own
+    commits that quoted it read ``[PURGED]``. Nothing else changes, and the
+    number of commits stays the same. Reflogs are expired and unreachable
     objects pruned. Clones and remotes elsewhere still hold the text: after a
     purge, ``sync`` refuses to pull until ``force_push=True`` overwrites the remote.
 
-    ``method``: ``"filter-repo"`` (needs ``git filter-repo`` on PATH),
-    ``"fast-export"`` (git plumbing, always available) or None (filter-repo
-    when installed).
+    ``method``: ``"fast-export"`` or None (the same).
     """
-    import time
-
     if not confirm:
         raise InvalidInputError(
             "purge rewrites the whole git history of the vault and cannot be undone; other "
             "clones and the remote still hold the text until they are rewritten too; "
             "pass confirm=True (--yes) to proceed"
         )
-    if method not in (None, "filter-repo", "fast-export"):
-        raise InvalidInputError("method must be 'filter-repo' or 'fast-export'")
+    if method not in (None, "fast-export"):
+        raise InvalidInputError(
+            "method must be 'fast-export' (git filter-repo replaces strings in every file; "
+            "a purge removes one block by its id)"
+        )
     memory_id = normalize_id(memory_id)
     started = time.perf_counter()
     with store.writer.writing():
-        texts: list[str] = []
-        forgotten_now = False
-        try:
-            texts.append(store.block(memory_id).text)
-        except MemoryNotFoundError:
-            pass
-        try:
-            versions = history_of(store, memory_id)
-        except MemoryNotFoundError:
-            versions = []
-        texts += [v.text for v in versions if v.text]
-        if not texts:
-            raise MemoryNotFoundError(f"no memory {memory_id} in the vault or its history")
-        if store.catalog.has_id(memory_id):
-            store.forget(memory_id, reason="purge")
-            forgotten_now = True
-        strings = _purge_strings(texts)
+        target = _gather(store, memory_id)
+        forgotten_now = _forget_now(store, target)
         store.refresh()
-        also_in = tuple(
-            sorted(
-                b.id
-                for b in store.catalog.blocks(memories_only=True)
-                if b.id != memory_id and any(s in b.text for s in strings)
-            )
-        )
+        forms = message_forms(t for texts in target.texts.values() for t in texts)
+        also_in = _mentioned_in(store, target, forms)
+        own = _own_commits(store, target.ids)
         before = set(_all_commits(store))
         old_head = store.git.head()
-        if method is None:
-            method = "filter-repo" if shutil.which("git-filter-repo") else "fast-export"
-        blobs: int | None = None
-        messages: int | None = None
-        if method == "filter-repo":
-            if not shutil.which("git-filter-repo"):
-                raise InvalidInputError(
-                    "git filter-repo is not installed (pip install git-filter-repo); "
-                    "use method='fast-export'"
-                )
-            _purge_filter_repo(store, strings)
-        else:
-            blobs, messages = _purge_fast_export(store, strings, old_head)
+        stashes = _hold_stashes(store)
+        rewriter = _Rewriter(target, forms, own)
+        try:
+            _rewrite_history(store, rewriter, old_head)
+        except GitError:
+            # The refs still name the old history: drop only our helper refs.
+            for n in range(len(stashes)):
+                store.git.run("update-ref", "-d", f"{_HELD_STASH}{n}", ok_codes=(0, 1))
+            raise
         _expire_and_prune(store)
+        _restore_stashes(store, stashes, forms, own)
         after = _all_commits(store)
         store.git.forget_tracked()
         clear_blame_cache()
         store.refresh()
         _mark_remote_stale(store, old_head)
-    reindex = getattr(store, "reindex", None)
-    if callable(reindex):  # whoosh keeps deleted documents in its segments until rewritten
-        reindex(full=True)
+    # Whoosh keeps deleted documents in its segments until rewritten, and
+    # SQLite keeps deleted rows in free pages and its WAL.
+    store.reindex(full=True)
+    store.indexer.manifest.scrub()
     return PurgeResult(
         memory_id=memory_id,
-        method=method,
+        method="fast-export",
         commits=len(after),
         commits_rewritten=len(before - set(after)),
-        blobs_rewritten=blobs,
-        messages_rewritten=messages,
-        strings=len(strings),
+        blobs_rewritten=rewriter.blobs,
+        messages_rewritten=rewriter.messages,
+        strings=len(forms),
         also_in=also_in,
         forgotten_now=forgotten_now,
         seconds=round(time.perf_counter() - started, 3),
+        derived=tuple(sorted(target.ids - {memory_id})),
+        episodes=tuple(sorted(target.plan.episodes)) if target.plan else (),
     )
 
 
-def _purge_strings(texts: Iterable[str]) -> list[str]:
-    found: dict[str, None] = {}
-    for text in texts:
-        text = text.strip()
-        if not text:
+# ------------------------------------------------------------------ gather --
+
+
+def _gather(store: MemoryStore, memory_id: str) -> _Target:
+    """The memory, its versions, its episodes and the facts copied from it."""
+    links = Links()
+    for state in list(store.catalog.files.values()):
+        links.add_file(state.parsed)
+    target = _Target(memory_id, {memory_id})
+    _versions(store, {memory_id}, target, links)
+    current = store.catalog.block(memory_id)
+    if current is not None:
+        target.texts.setdefault(memory_id, set()).add(current.text)
+        target.kinds[memory_id] = current.kind
+    if not target.texts:
+        raise MemoryNotFoundError(f"no memory {memory_id} in the vault or its history")
+    links.add_texts(memory_id, target.texts[memory_id])
+    episodes = links.episodes_of(memory_id) | links.episodes_with_fact(memory_id)
+    if memory_id in links.notes:  # an episode itself: its daily-log entry quotes it
+        episodes.add(memory_id)
+    if episodes:
+        # Every source and fact these episodes ever had, for the attribution.
+        _versions(store, episodes, None, links)
+        links.fill_from({b.id: b for b in store.catalog.blocks(memories_only=True)})
+        links.add_texts(memory_id, target.texts[memory_id])
+        first = CopyPlan.build(links, mark=PURGED, targets={memory_id})
+        facts = {e: links.facts.get(e, {}) for e in first.episodes}
+        derived = first.copies_among(facts) - {memory_id}
+        if derived:
+            target.ids |= derived
+            _versions(store, derived, target, links)
+            for fact_id in derived:
+                block = store.catalog.block(fact_id)
+                if block is not None:
+                    target.texts.setdefault(fact_id, set()).add(block.text)
+                    target.kinds[fact_id] = block.kind
+                target.texts.setdefault(fact_id, set()).update(
+                    t for e in facts.values() for t in e.get(fact_id, ())
+                )
+        target.plan = CopyPlan.build(
+            links,
+            mark=PURGED,
+            targets={memory_id},
+            facts=target.ids,
+        )
+    target.raw_paths = _raw_outputs(store, target)
+    return target
+
+
+def _versions(store: MemoryStore, ids: set[str], target: _Target | None, links: Links) -> None:
+    """Parse every file, at every commit on any ref, where a line naming ``ids`` changed."""
+    markers = sorted(f"^{i}" for i in ids)
+    pattern = "\\^(" + "|".join(ids) + ")"
+    shas = store.git.run("log", "--all", "--format=%H", "-G", pattern).split()
+    grep = [arg for i in sorted(ids) for arg in ("--grep", i)]
+    shas += store.git.run("log", "--all", "--format=%H", "-F", *grep).split()
+    seen: set[tuple[str, str]] = set()
+    for sha in dict.fromkeys(shas):
+        listing = store.git.run(
+            "grep",
+            "-l",
+            "-z",
+            "-F",
+            *[arg for m in markers for arg in ("-e", m)],
+            sha,
+            "--",
+            "*.md",
+            ok_codes=(0, 1),
+            strip=False,
+        )
+        for entry in listing.split("\0"):
+            _, _, path = entry.partition(":")
+            if not path:
+                continue
+            parsed = parsed_at(store, sha, path)
+            if parsed is None:
+                continue
+            key = (path, "".join(b.content_hash + b.id for b in parsed.blocks))
+            if key not in seen:
+                seen.add(key)
+                links.add_file(parsed)
+            if target is None:
+                continue
+            for memory_id in ids:
+                block = parsed.by_id(memory_id)
+                if block is not None:
+                    target.texts.setdefault(memory_id, set()).add(block.text)
+                    target.kinds.setdefault(memory_id, block.kind)
+                    target.tool_keys.update(v for k, v in block.fields if k == "tout")
+
+
+def _raw_outputs(store: MemoryStore, target: _Target) -> set[str]:
+    """Paths of raw tool outputs (``[tout:: key]``) that only the purged memories pointed at."""
+    keys = set(target.tool_keys)
+    if not keys:
+        return set()
+    for block in store.catalog.blocks(memories_only=True):
+        if block.id not in target.ids:
+            keys -= {v for k, v in block.fields if k == "tout"}
+    names = {f"{key}.md" for key in keys}
+    listing = store.git.run("log", "--all", "--format=", "--name-only", "-z", strip=False)
+    paths = {p.strip("\n") for p in listing.split("\0")}
+    return {p for p in paths if PurePosixPath(p).name in names}
+
+
+def _forget_now(store: MemoryStore, target: _Target) -> bool:
+    """One commit: the memory and its derived facts leave their files, copies read [PURGED].
+
+    (A raw tool output leaves with the history rewrite, which drops it from
+    every commit and so from the working tree.)
+    """
+    present = [i for i in sorted(target.ids) if store.catalog.has_id(i)]
+    plan = target.plan
+    files = {p for i in present if (p := store.catalog.path_of(i)) is not None}
+    if plan:
+        for block in store.catalog.blocks(memories_only=True):
+            if block.id in plan.episodes or any(f"#^{e}" in block.text for e in plan.episodes):
+                files.add(block.path)
+    if not present and not files:
+        return False
+    memory_id = target.memory_id
+    current = store.catalog.block(memory_id)
+    kind = target.kinds.get(memory_id, "memory")
+    subject = f"purge {kind}: {PURGED}"
+    trailers = [
+        *memory_trailers(memory_id, kind, current.scope if current else "", "purge"),
+        *[("Memory-Id", i) for i in present if i != memory_id],
+    ]
+    with store.writer.transaction(subject) as tx:
+        # The same edit as the history rewrite, so this commit's files match
+        # what the rewritten history holds.
+        for path in sorted(files):
+            tx.apply(path, purge_editor(target.ids, plan), subject, [])
+        tx.set_message(subject, trailers)
+    return memory_id in present
+
+
+def _mentioned_in(store: MemoryStore, target: _Target, forms: Collection[str]) -> tuple[str, ...]:
+    """Other memories whose text mentions the purged text (as words): reported, not touched."""
+    patterns = [
+        re.compile(rf"(?<!\w){re.escape(f)}(?!\w)", re.IGNORECASE) for f in forms if f.strip()
+    ]
+    found = set()
+    for block in store.catalog.blocks(memories_only=True):
+        if block.id in target.ids or (target.plan and block.id in target.plan.episodes):
             continue
-        found.setdefault(text)
-        for line in text.splitlines():
-            line = line.strip()
-            if len(line) >= _MIN_LINE and any(ch.isalnum() for ch in line):
-                found.setdefault(line)
-                collapsed = " ".join(line.split())
-                found.setdefault(collapsed)
-    return sorted(found, key=len, reverse=True)
+        flat = " ".join(block.text.split())
+        if any(p.search(flat) for p in patterns):
+            found.add(block.id)
+    return tuple(sorted(found))
+
+
+def _own_commits(store: MemoryStore, ids: set[str]) -> set[str]:
+    """Commits on any ref that changed a line naming one of ``ids``, or name it in a trailer."""
+    pattern = "\\^(" + "|".join(ids) + ")"
+    shas = set(store.git.run("log", "--all", "--format=%H", "-G", pattern).split())
+    grep = [arg for i in sorted(ids) for arg in ("--grep", i)]
+    shas |= set(store.git.run("log", "--all", "--format=%H", "-F", *grep).split())
+    return shas
 
 
 def _all_commits(store: MemoryStore) -> list[str]:
     return store.git.run("rev-list", "--all").split()
 
 
-def _purge_fast_export(
-    store: MemoryStore, strings: list[str], old_head: str | None
-) -> tuple[int, int]:
-    """fast-export | rewrite each ``data`` block | fast-import --force; then update files."""
-    scrubber = _Scrubber(strings)
+# ------------------------------------------------------------ the messages --
+
+
+def message_forms(texts: Iterable[str]) -> set[str]:
+    """The ways a commit message quotes a text: whole or first line, with or without its tags."""
+    forms: set[str] = set()
+    for text in texts:
+        for variant in (text, _untagged(text)):
+            for form in (one_line(variant), one_line(first_line(variant))):
+                if form:
+                    forms.add(form)
+    return forms
+
+
+def _untagged(text: str) -> str:
+    # Tags mdmem appends after the text ("ok #tag") are not in the caller's subject.
+    return re.sub(r"(?:\s+#[A-Za-z_][\w/-]*)+\s*$", "", text)
+
+
+def _quotes(fragment: str, forms: Collection[str]) -> bool:
+    """Whether ``fragment`` is one of ``forms``, or one cut short with "…"."""
+    flat = one_line(fragment)
+    if not flat:
+        return False
+    if flat in forms:
+        return True
+    if flat.endswith("…"):
+        prefix = flat[:-1].rstrip()
+        return bool(prefix) and any(f.startswith(prefix) and len(f) > len(prefix) for f in forms)
+    return False
+
+
+_MORE = re.compile(r" \(\+(?:\d+ more\)|[^)]*…)$")  # "(+3 more)", or it cut short
+_REVERT = re.compile(r'^(Revert ")(.*)(")$')
+# git's own messages that quote another commit's subject after its short sha:
+# a stash ("WIP on main: 1a2b3c4 <subject>", "index on …", "untracked files on …").
+_QUOTES_COMMIT = re.compile(
+    r"^((?:WIP on|On|index on|untracked files on) [^:\n]*: )([0-9a-f]{7,40}) (.*)$"
+)
+
+
+def _scrub_subject(subject: str, forms: Collection[str]) -> str:
+    """A subject of one of the memory's own commits, its quote of the text replaced."""
+    revert = _REVERT.match(subject)
+    if revert is not None:
+        inner = _scrub_subject(revert.group(2), forms)
+        return revert.group(1) + inner + revert.group(3)
+    if _quotes(subject, forms):
+        return PURGED
+    head, sep, rest = subject.partition(": ")
+    if not sep:
+        return subject
+    more = _MORE.search(rest)
+    tail = ""
+    if more is not None:
+        rest, tail = rest[: more.start()], rest[more.start() :]
+    return f"{head}{sep}{PURGED}{tail}" if _quotes(rest, forms) else subject
+
+
+def _scrub_quoted_commit(subject: str, forms: Collection[str], own_commits: Collection[str]) -> str:
+    """A stash message quoting one of the memory's own commits, by its short sha."""
+    match = _QUOTES_COMMIT.match(subject)
+    if match is None or not any(c.startswith(match.group(2)) for c in own_commits):
+        return subject
+    quoted = _scrub_subject(match.group(3), forms)
+    return f"{match.group(1)}{match.group(2)} {quoted}"
+
+
+def scrub_message(
+    message: str,
+    forms: Collection[str],
+    *,
+    own: bool = True,
+    own_commits: Collection[str] = (),
+) -> str:
+    """The commit message with its quotes of ``forms`` replaced by ``[PURGED]``.
+
+    ``own``: the commit changed the memory's block (or names it), so its
+    subject is read as ``<op> <kind>: <quote>``. A stash commit's subject
+    quoting one of ``own_commits`` (by short sha) is read the same way. In
+    any commit, a ``Dropped:`` trailer quoting the text is replaced. Nothing
+    else is searched: a short text inside other words is not a quote.
+    """
+    lines = message.split("\n")
+    if lines:
+        if own:
+            lines[0] = _scrub_subject(lines[0], forms)
+        lines[0] = _scrub_quoted_commit(lines[0], forms, own_commits)
+    for i, line in enumerate(lines[1:], start=1):
+        key, sep, value = line.partition(": ")
+        if sep and key.strip().lower() in _QUOTING_TRAILERS and _quotes(value, forms):
+            lines[i] = f"{key}{sep}{PURGED}"
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------- the files --
+
+
+def rewrite_file(
+    path: str,
+    data: bytes,
+    ids: Collection[str],
+    plan: CopyPlan | None,
+    spans: dict[tuple[str, bytes], int | None] | None = None,
+) -> bytes:
+    """One version of one file without the blocks ``ids``, and ``plan``'s copies marked.
+
+    Blocks are found by parsing that version, by their id; every other byte
+    stays. A version that does not parse (a broken frontmatter) loses the
+    lines that end in one of the ids. ``spans`` caches where a block starts,
+    keyed by everything up to its id line (see :func:`_cached_spans`).
+    """
+    if not path.endswith(".md"):
+        return data
+    try:
+        tf = decode(data)
+    except SkipFile:
+        return data
+    if spans is not None and (plan is None or not any(f"^{e}" in tf.text for e in plan.episodes)):
+        found = _cached_spans(path, tf, ids, spans)
+        if found is not None:
+            for start, end in sorted(found, reverse=True):
+                _remove_lines(tf, start, end)
+            return tf.to_bytes() if found else data
+    try:
+        parsed = blk.parse(path, tf)
+    except SkipFile:
+        return _drop_id_lines(tf, ids) or data
+    if spans is not None:
+        _learn_spans(path, tf, parsed, ids, spans)
+    return tf.to_bytes() if purge_text(tf, parsed, ids, plan) else data
+
+
+def _learn_spans(
+    path: str,
+    tf: TextFile,
+    parsed: blk.ParsedFile,
+    ids: Collection[str],
+    spans: dict[tuple[str, bytes], int | None],
+) -> None:
+    """Remember, per id line, how many lines above it its block starts (None: no block)."""
+    ends = {b.line_end - 1: b for b in parsed.blocks if b.is_memory and b.id in ids}
+    inside = {
+        i
+        for b in parsed.blocks
+        if b.is_memory and b.id in ids
+        for i in range(b.line_start - 1, b.line_end - 1)
+    }
+    prefix = hashlib.sha1()
+    for i, line in enumerate(tf.lines):
+        prefix.update(line.encode("utf-8", "surrogateescape"))
+        match = _ID_AT_END.search(line)
+        if match is None or match.group(1) not in ids:
+            continue
+        block = ends.get(i)
+        if block is not None and block.id == match.group(1):
+            spans[(path, prefix.copy().digest())] = block.line_end - block.line_start
+        elif i not in inside:  # an id in a code fence, say: not a block
+            spans[(path, prefix.copy().digest())] = None
+
+
+def _cached_spans(
+    path: str, tf: TextFile, ids: Collection[str], spans: dict[tuple[str, bytes], int | None]
+) -> list[tuple[int, int]] | None:
+    """The line ranges of the blocks ``ids``, known without parsing; None to parse.
+
+    Successive versions of a file mostly append after the memory, and a
+    block's start depends only on the lines up to its id line (the last line
+    of a memory block): the same prefix means the same block, so a history
+    of hundreds of versions is parsed a handful of times.
+    """
+    found: list[tuple[int, int]] = []
+    prefix = hashlib.sha1()
+    for i, line in enumerate(tf.lines):
+        prefix.update(line.encode("utf-8", "surrogateescape"))
+        match = _ID_AT_END.search(line)
+        if match is None or match.group(1) not in ids:
+            continue
+        key = (path, prefix.copy().digest())
+        if key not in spans:
+            return None
+        above = spans[key]
+        if above is not None:
+            found.append((i - above, i + 1))
+    return found
+
+
+_ID_AT_END = re.compile(rf"\^({ID_PATTERN})\s*$")
+
+
+def purge_text(
+    tf: TextFile, parsed: blk.ParsedFile, ids: Collection[str], plan: CopyPlan | None
+) -> bool:
+    """Remove the blocks ``ids`` from one file and mark ``plan``'s copies; whether it changed."""
+    changed = False
+    for _ in range(len(parsed.blocks) + 1):
+        doomed = [b for b in parsed.blocks if b.is_memory and b.id in ids]
+        if not doomed:
+            break
+        _remove_block(tf, doomed[-1])
+        changed = True
+        try:
+            parsed = blk.parse(parsed.path, tf)
+        except SkipFile:
+            return changed
+    if plan is not None and plan.redact(tf, parsed):
+        changed = True
+    return changed
+
+
+def _remove_block(tf: TextFile, block: Block) -> None:
+    _remove_lines(tf, block.line_start - 1, block.line_end)
+
+
+def _remove_lines(tf: TextFile, start: int, end: int) -> None:
+    """Drop lines [start, end) and the blank line that was written to separate them.
+
+    The gap after the block goes when one stays before it (as ``forget``
+    does); a block that ends the file takes the gap before it instead, so a
+    file reads as it did before the block was appended.
+    """
+    lines = tf.lines
+
+    def blank(i: int) -> bool:
+        return not lines[i].strip()
+
+    if end < len(lines) and blank(end) and (start == 0 or blank(start - 1)):
+        end += 1
+    elif end >= len(lines) and start > 0 and blank(start - 1):
+        start -= 1
+    tf.replace_lines(start, end, [])
+
+
+def purge_editor(ids: Collection[str], plan: CopyPlan | None) -> Editor:
+    """:func:`purge_text` as an editor for the writer's transaction (today's files)."""
+
+    def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+        if parsed is not None:
+            purge_text(tf, parsed, ids, plan)
+        return Edit()
+
+    return edit
+
+
+def _drop_id_lines(tf: TextFile, ids: Collection[str]) -> bytes | None:
+    ends = re.compile(r"\^(?:" + "|".join(re.escape(i) for i in ids) + r")\s*$")
+    kept = [line for line in tf.lines if not ends.search(line)]
+    if len(kept) == len(tf.lines):
+        return None
+    tf.lines = kept
+    return tf.to_bytes()
+
+
+def _unquote_path(raw: bytes) -> str:
+    """A path as fast-export writes it: plain, or C-quoted with escapes."""
+    if not raw.startswith(b'"'):
+        return raw.decode("utf-8", "surrogateescape")
+    body, out, i = raw[1:-1], bytearray(), 0
+    simple = {b"n": 10, b"t": 9, b"r": 13, b"a": 7, b"b": 8, b"f": 12, b"v": 11}
+    while i < len(body):
+        ch = body[i : i + 1]
+        if ch != b"\\":
+            out += ch
+            i += 1
+            continue
+        nxt = body[i + 1 : i + 2]
+        if nxt in simple:
+            out.append(simple[nxt])
+            i += 2
+        elif nxt.isdigit():
+            out.append(int(body[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            out += nxt
+            i += 2
+    return bytes(out).decode("utf-8", "surrogateescape")
+
+
+# ------------------------------------------------------------ the rewrite --
+
+
+class _Rewriter:
+    """Rewrites a ``git fast-export`` stream for one purge.
+
+    A blob that mentions a purged id or an episode concerned is held back;
+    each commit that uses it gets that file's rewritten version inline
+    (``M <mode> inline <path>``), since a block is found by parsing the file
+    as the markdown its path says it is.
+    """
+
+    def __init__(self, target: _Target, forms: Collection[str], own: set[str]) -> None:
+        self.ids = target.ids
+        self.plan = target.plan
+        self.forms = forms
+        self.own = own
+        wanted = set(target.ids) | (set(target.plan.episodes) if target.plan else set())
+        self.markers = [f"^{i}".encode() for i in sorted(wanted)]
+        self.raw_paths = set(target.raw_paths)
+        self.held: dict[bytes, bytes] = {}
+        self.done: dict[tuple[bytes, str], bytes] = {}
+        self.spans: dict[tuple[str, bytes], int | None] = {}
+        self.blobs = 0
+        self.messages = 0
+
+    def stream(self, src: IO[bytes], dst: IO[bytes]) -> None:
+        command, sha = b"", ""
+        blob: list[bytes] | None = None
+        mark = b""
+        back: bytes | None = None
+        while True:
+            line, back = (back, None) if back is not None else (src.readline(), None)
+            if not line:
+                break
+            if line == b"blob\n":
+                command, blob, mark = b"blob", [line], b""
+                continue
+            if line.startswith(b"data "):
+                payload = _read_data(src, line)
+                if blob is not None:
+                    if mark and any(m in payload for m in self.markers):
+                        self.held[mark] = payload
+                        # Its optional LF goes with it: a stray one is no command.
+                        after = src.readline()
+                        back = None if after == b"\n" else after
+                    else:
+                        dst.write(b"".join(blob))
+                        _write_data(dst, payload)
+                    blob = None
+                    continue
+                if command == b"commit":
+                    payload = self.message(payload, sha)
+                _write_data(dst, payload)
+                continue
+            if blob is not None:
+                blob.append(line)
+                if line.startswith(b"mark "):
+                    mark = line[5:].strip()
+                continue
+            if line.startswith(b"original-oid "):
+                sha = line[13:].strip().decode("ascii")
+            elif line[:1].isalpha() and line.split(b" ", 1)[0].strip() in _COMMANDS:
+                command, sha = line.split(b" ", 1)[0].strip(), ""
+            if command == b"commit" and self.file_change(line, dst):
+                continue
+            if command == b"tag" and line.startswith(b"from ") and line[5:].strip() in self.held:
+                raise GitError("a tag points at a file version that holds the memory; delete it")
+            dst.write(line)
+
+    def file_change(self, line: bytes, dst: IO[bytes]) -> bool:
+        """Handle one ``M``/``D``/``N`` line of a commit; False to copy it as it is."""
+        if line.startswith(b"D "):
+            return _unquote_path(line[2:-1]) in self.raw_paths
+        if line.startswith(b"N "):
+            ref, _, commitish = line[2:-1].partition(b" ")
+            if ref not in self.held:
+                return False
+            dst.write(b"N inline " + commitish + b"\n")
+            _write_data(dst, self.rewritten(ref, "notes.md"), lf=True)
+            return True
+        if not line.startswith(b"M "):
+            return False
+        mode, ref, path = line[2:-1].split(b" ", 2)
+        if _unquote_path(path) in self.raw_paths:
+            return True  # the raw output never existed
+        if ref not in self.held:
+            return False
+        dst.write(b"M " + mode + b" inline " + path + b"\n")
+        _write_data(dst, self.rewritten(ref, _unquote_path(path)), lf=True)
+        return True
+
+    def rewritten(self, ref: bytes, path: str) -> bytes:
+        key = (ref, path)
+        if key not in self.done:
+            data = self.held[ref]
+            new = rewrite_file(path, data, self.ids, self.plan, self.spans)
+            self.blobs += new != data
+            self.done[key] = new
+        return self.done[key]
+
+    def message(self, payload: bytes, sha: str) -> bytes:
+        text = payload.decode("utf-8", "surrogateescape")
+        new = scrub_message(text, self.forms, own=sha in self.own, own_commits=self.own)
+        self.messages += new != text
+        return new.encode("utf-8", "surrogateescape")
+
+
+_COMMANDS = frozenset({b"commit", b"tag", b"reset", b"feature", b"progress", b"done", b"option"})
+
+
+def _read_data(src: IO[bytes], header: bytes) -> bytes:
+    size_text = header[5:].strip()
+    if size_text.startswith(b"<<"):
+        raise GitError("unexpected delimited data in fast-export stream")
+    chunks: list[bytes] = []
+    remaining = int(size_text)
+    while remaining:
+        chunk = src.read(remaining)
+        if not chunk:
+            raise GitError("fast-export stream ended early")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_data(dst: IO[bytes], payload: bytes, *, lf: bool = False) -> None:
+    # The stream's own optional LF after a copied payload follows as a line.
+    dst.write(b"data %d\n" % len(payload))
+    dst.write(payload)
+    if lf:
+        dst.write(b"\n")
+
+
+def _rewrite_history(store: MemoryStore, rewriter: _Rewriter, old_head: str | None) -> None:
+    """fast-export | rewriter | fast-import --force; then move the files to the new tree."""
     store.state_dir.mkdir(parents=True, exist_ok=True)
     with (
         tempfile.TemporaryFile(dir=store.state_dir) as err_out,
@@ -188,6 +770,7 @@ def _purge_fast_export(
         exporter = store.git.popen(
             "fast-export",
             "--all",
+            "--show-original-ids",
             "--signed-tags=strip",
             "--tag-of-filtered-object=rewrite",
             "--reencode=yes",
@@ -204,7 +787,7 @@ def _purge_fast_export(
         )
         assert exporter.stdout is not None and importer.stdin is not None
         try:
-            scrubber.stream(exporter.stdout, importer.stdin)
+            rewriter.stream(exporter.stdout, importer.stdin)
         finally:
             importer.stdin.close()
             exporter.stdout.close()
@@ -222,157 +805,54 @@ def _purge_fast_export(
         # checkout: it refuses rather than overwrite a file someone is editing).
         store.git.run("read-tree", "-m", "-u", old_head, new_head)
     store.git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
-    return scrubber.blobs, scrubber.messages
 
 
-class _Scrubber:
-    """Rewrites the ``data <n>`` blocks of a fast-export stream."""
+# --------------------------------------------------- stashes and leftovers --
 
-    def __init__(self, strings: list[str]) -> None:
-        self.strings = strings
-        self.byte_strings = [s.encode("utf-8") for s in strings]
-        self.blobs = 0
-        self.messages = 0
-
-    def stream(self, src: IO[bytes], dst: IO[bytes]) -> None:
-        kind = b""
-        while True:
-            line = src.readline()
-            if not line:
-                break
-            if line.startswith(b"data "):
-                size_text = line[5:].strip()
-                if size_text.startswith(b"<<"):
-                    raise GitError("unexpected delimited data in fast-export stream")
-                payload = _read_exact(src, int(size_text))
-                if kind == b"blob":
-                    new = self.scrub_blob(payload)
-                    self.blobs += new != payload
-                else:
-                    new = self.scrub_message(payload)
-                    self.messages += new != payload
-                dst.write(b"data %d\n" % len(new))
-                dst.write(new)
-                continue
-            if line[:1] not in (b" ", b"\n") and not line.startswith((b"mark ", b"original-oid ")):
-                kind = line.split(b" ", 1)[0].strip()
-            dst.write(line)
-
-    def scrub_blob(self, data: bytes) -> bytes:
-        for s in self.byte_strings:
-            if s in data:
-                data = data.replace(s, PURGED.encode())
-        return data
-
-    def scrub_message(self, data: bytes) -> bytes:
-        text = data.decode("utf-8", "surrogateescape")
-        return scrub_message(text, self.strings).encode("utf-8", "surrogateescape")
+_STASH_REF = "refs/stash"
+_HELD_STASH = "refs/mdmem-purge/stash-"
 
 
-def scrub_message(text: str, strings: list[str]) -> str:
-    """Replace ``strings`` in a commit message, and their prefixes cut off by "…"."""
-    for s in strings:
-        if s in text:
-            text = text.replace(s, PURGED)
-    idx = text.find("…")
-    while idx != -1:
-        cut = 0
-        for s in strings:
-            k = min(len(s), idx)
-            while k >= min(_MIN_PREFIX, len(s)) and k > 0:
-                if text[idx - k : idx] == s[:k]:
-                    cut = max(cut, k)
-                    break
-                k -= 1
-        if cut:
-            text = text[: idx - cut] + PURGED + text[idx + 1 :]
-            idx = text.find("…", idx - cut + len(PURGED))
-        else:
-            idx = text.find("…", idx + 1)
-    return text
+def _hold_stashes(store: MemoryStore) -> list[str]:
+    """Give every stash entry a ref of its own, so the rewrite reaches all of them.
+
+    Only the newest stash is a ref; older ones live in the reflog, which the
+    purge expires. Returns their messages, oldest first.
+    """
+    if not store.git.run("rev-parse", "--verify", "-q", _STASH_REF, ok_codes=(0, 1)):
+        return []
+    out = store.git.run("reflog", "show", "--format=%H%x00%gs", _STASH_REF, ok_codes=(0, 128))
+    entries = [line.split("\0", 1) for line in out.splitlines() if "\0" in line]
+    entries.reverse()
+    for n, (sha, _message) in enumerate(entries):
+        store.git.run("update-ref", f"{_HELD_STASH}{n}", sha)
+    return [message for _sha, message in entries]
 
 
-def _read_exact(src: IO[bytes], size: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = size
-    while remaining:
-        chunk = src.read(remaining)
-        if not chunk:
-            raise GitError("fast-export stream ended early")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def _purge_filter_repo(store: MemoryStore, strings: list[str]) -> None:
-    remotes = _remote_config(store)
-    store.state_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "wb", dir=store.state_dir, prefix="purge-", delete=False
-    ) as tmp:
-        for s in strings:
-            if "\n" not in s:
-                tmp.write(b"literal:" + s.encode("utf-8") + b"==>" + PURGED.encode() + b"\n")
-        for s in strings:
-            if "\n" in s or len(s) < _MIN_PREFIX:
-                continue
-            tmp.write(
-                b"regex:" + _prefix_regex(s).encode("utf-8") + b"==>" + PURGED.encode() + b"\n"
-            )
-    try:
-        # filter-repo's own git calls get the safe settings from git (GIT_CONFIG_PARAMETERS).
-        status, _out, err = store.git.execute(
-            "filter-repo",
-            "--force",
-            "--quiet",
-            "--prune-empty",
-            "never",
-            "--prune-degenerate",
-            "never",
-            "--replace-text",
-            tmp.name,
-            "--replace-message",
-            tmp.name,
-        )
-    finally:
-        os.unlink(tmp.name)
-    if status != 0:
-        lines = err.strip().splitlines()
-        raise GitError(f"git filter-repo: {lines[-1] if lines else status}")
-    # filter-repo drops the remotes so a rewrite is not pushed by accident;
-    # sync guards against that instead (see _mark_remote_stale).
-    for name, url in remotes:
-        if not store.git.run("config", "--get", f"remote.{name}.url", ok_codes=(0, 1)):
-            store.git.run("remote", "add", name, url)
-
-
-def _prefix_regex(s: str) -> str:
-    """Any prefix of ``s`` of at least _MIN_PREFIX characters, followed by "…"."""
-    head = re.escape(s[:_MIN_PREFIX])
-    tail = ""
-    for ch in reversed(s[_MIN_PREFIX:]):
-        tail = f"(?:{re.escape(ch)}{tail})?"
-    return head + tail + "…"
-
-
-def _remote_config(store: MemoryStore) -> list[tuple[str, str]]:
-    out = store.git.run("config", "--get-regexp", r"^remote\..*\.url$", ok_codes=(0, 1))
-    remotes = []
-    for line in out.splitlines():
-        key, _, url = line.partition(" ")
-        remotes.append((key[len("remote.") : -len(".url")], url))
-    return remotes
+def _restore_stashes(
+    store: MemoryStore, messages: list[str], forms: Collection[str], own: set[str]
+) -> None:
+    if not messages:
+        return
+    store.git.run("update-ref", "-d", _STASH_REF, ok_codes=(0, 1))
+    for n, message in enumerate(messages):
+        ref = f"{_HELD_STASH}{n}"
+        sha = store.git.run("rev-parse", "--verify", ref)
+        store.git.run("stash", "store", "-m", _scrub_quoted_commit(message, forms, own), sha)
+        store.git.run("update-ref", "-d", ref)
 
 
 def _expire_and_prune(store: MemoryStore) -> None:
     git_dir = store.root / ".git"
-    # Pseudo-refs may point at old commits; COMMIT_EDITMSG holds the last message verbatim.
+    # Pseudo-refs may point at old commits; COMMIT_EDITMSG holds the last message
+    # verbatim; rr-cache keeps the text of resolved conflicts.
     names = ("ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
     for name in (*names, "COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG"):
         try:
             (git_dir / name).unlink()
         except FileNotFoundError:
             pass
+    shutil.rmtree(git_dir / "rr-cache", ignore_errors=True)
     store.git.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
     store.git.run("gc", "--prune=now", "--quiet")
 

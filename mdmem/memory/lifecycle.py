@@ -37,8 +37,19 @@ thresholds above 1 switches the similarity rule off.
 **Retention.** Retired (superseded or resolved) memories whose ``updated``
 date (else creation) is older than N days get their text replaced by
 ``[REDACTED]``; the block, its id, fields and links stay, so supersede chains
-still resolve. Dry-run unless asked to apply; git history keeps the old text
-(rewriting history is a separate, deliberate act).
+still resolve. Their derived copies (:mod:`mdmem.store.derived`: the
+summary sentences, open items and daily-log quote consolidation copied from
+them, and a retired fact's line in its episode) read ``[REDACTED]`` too, in
+the same commit. Facts extracted from a retired entry are memories of their
+own and keep their text until they are retired themselves. Dry-run unless
+asked to apply; git history keeps the old text (rewriting history is a
+separate, deliberate act: purge).
+
+**Resolve-session** marks a session's entries and the memories carrying its
+``[session:: …]`` field resolved, and with them each episode whose sources
+are then all retired - its summary block and the daily-log entry that links
+it - so recall stops returning copies of a closed conversation. An episode
+that still summarises active entries of another session stays active.
 """
 
 from __future__ import annotations
@@ -47,7 +58,7 @@ import logging
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -61,6 +72,8 @@ from mdmem.memory.sessions import session_id_of, validate_session_id
 from mdmem.memory.subjects import Verdict, compare
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
+from mdmem.store.derived import CopyPlan, Links
+from mdmem.store.textfile import SkipFile, decode
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
@@ -444,21 +457,58 @@ def session_memories(
 def resolve_session(
     store: MemoryStore, session_id: str, *, scope: str | None = None
 ) -> list[Memory]:
-    """Mark every active memory of a session resolved, in one commit."""
+    """Mark every active memory of a session resolved, and its episodes' copies, in one commit.
+
+    An episode (its summary block and its daily-log entry) is resolved with
+    the session when every source entry it names is then retired.
+    """
     targets = session_memories(store, session_id, scope=scope)
     if not targets:
         return []
+    ids = [b.id for b in targets]
+    ids += [i for i in _episodes_retired_with(store, set(ids)) if i not in ids]
     today = store.clock.today()
-    subject = f"resolve session {session_id}: {len(targets)} memories"
+    subject = f"resolve session {session_id}: {len(ids)} memories"
     with store.writer.transaction(subject) as tx:
         tx.rewrite_blocks(
-            [b.id for b in targets],
+            ids,
             lambda block, tf: blk.with_fields(block, tf, {"status": "resolved", "updated": today}),
             subject=subject,
             op="resolve-session",
             trailers=[("Session", session_id)],
         )
-    return [store.get(b.id) for b in targets]
+    return [store.get(i) for i in ids]
+
+
+def _episodes_retired_with(store: MemoryStore, retiring: set[str]) -> list[str]:
+    """Active episode blocks, and the daily-log entries linking them, whose sources all retire."""
+    links = _links(store)
+    catalog = store.catalog
+    out: list[str] = []
+    for episode in sorted({e for i in retiring for e in links.episodes_of(i)}):
+        summary = catalog.block(episode)
+        if summary is None or summary.status != "active":
+            continue
+        sources = links.sources.get(episode, {})
+        if all(
+            s in retiring or (b := catalog.block(s)) is None or b.status != "active"
+            for s in sources
+        ):
+            out.append(episode)
+            out += sorted(
+                i
+                for i in links.logs.get(episode, ())
+                if (b := catalog.block(i)) is not None and b.status == "active"
+            )
+    return out
+
+
+def _links(store: MemoryStore) -> Links:
+    links = Links()
+    for state in list(store.catalog.files.values()):
+        links.add_file(state.parsed)
+    links.fill_from({b.id: b for b in store.catalog.blocks(memories_only=True)})
+    return links
 
 
 # ------------------------------------------------------------------ retention ----
@@ -473,6 +523,9 @@ class RetentionReport:
     memories: list[Memory]
     applied: bool
     commit: str | None = None
+    # Blocks holding derived copies of them (episode summaries, daily-log
+    # entries) whose copied text is (or would be) [REDACTED].
+    copies: list[str] = field(default_factory=list)
 
 
 def retired_before(store: MemoryStore, cutoff: datetime) -> list[Block]:
@@ -501,7 +554,10 @@ def _redact(today: str) -> Any:
 def anonymize_retired(
     store: MemoryStore, days: int | None = None, *, apply: bool = False, now: datetime | None = None
 ) -> RetentionReport:
-    """Replace the text of old retired memories with ``[REDACTED]`` (dry-run by default)."""
+    """Replace the text of old retired memories, and their derived copies, with ``[REDACTED]``.
+
+    Dry-run by default: the report lists what would change.
+    """
     days = store.settings.consolidation.retention_days if days is None else days
     if not isinstance(days, int) or days < 0:
         raise InvalidInputError("retention days must be a non-negative integer")
@@ -509,8 +565,14 @@ def anonymize_retired(
     cutoff = moment - timedelta(days=days)
     targets = retired_before(store, cutoff)
     memories = [Memory.from_block(b, was_new=False) for b in targets]
-    if not apply or not targets:
+    if not targets:
         return RetentionReport(days, cutoff, memories, applied=False)
+    ids = {b.id for b in targets}
+    links = _links(store)
+    plan = CopyPlan.build(links, mark=REDACTED, targets=ids, facts=ids)
+    copies = _copies_in(store, plan, links, exclude=ids)
+    if not apply:
+        return RetentionReport(days, cutoff, memories, applied=False, copies=sorted(copies))
     subject = f"retention: anonymise {len(targets)} retired memories older than {days} days"
     with store.writer.transaction(subject) as tx:
         tx.rewrite_blocks(
@@ -520,7 +582,44 @@ def anonymize_retired(
             op="retention",
             trailers=[("Retention-Days", str(days))],
         )
-    return RetentionReport(days, cutoff, memories, applied=True, commit=store.git.head())
+        for path in sorted({p for p in copies.values()}):
+            tx.apply(path, plan.editor(), subject, [("Op", "retention")])
+    return RetentionReport(
+        days, cutoff, memories, applied=True, commit=store.git.head(), copies=sorted(copies)
+    )
+
+
+def _copies_in(
+    store: MemoryStore, plan: CopyPlan, links: Links, *, exclude: set[str]
+) -> dict[str, str]:
+    """Blocks (id -> path) whose text marking ``plan``'s copies would change."""
+    if not plan:
+        return {}
+    paths = {p for e in plan.episodes for p in links.notes.get(e, ())}
+    paths |= {
+        p
+        for e in plan.episodes
+        for i in links.logs.get(e, ())
+        if (p := store.catalog.path_of(i)) is not None
+    }
+    found: dict[str, str] = {}
+    for path in sorted(paths):
+        try:
+            tf = decode((store.root / path).read_bytes())
+            parsed = blk.parse(path, tf)
+        except (OSError, SkipFile):
+            continue
+        before = {b.id: b.text for b in parsed.blocks if b.is_memory}
+        lines = list(tf.lines)
+        if not plan.redact(tf, parsed):
+            continue
+        after = {b.id: b.text for b in blk.parse(path, tf).blocks if b.is_memory}
+        changed = {i for i in before if i not in exclude and after.get(i) != before[i]}
+        # A fact line or open item is not a block: the note's summary names the change.
+        if not changed and lines != tf.lines:
+            changed = {i for i in before if i in plan.episodes}
+        found.update((i, path) for i in changed)
+    return found
 
 
 def ids_of(blocks: Iterable[Block]) -> list[str]:

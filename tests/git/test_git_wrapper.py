@@ -12,7 +12,6 @@ transports, no pager; see tests/git/test_git_programs.py).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,27 +97,12 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> Launches:
     return Launches(monkeypatch)
 
 
-@pytest.mark.parametrize(
-    ("method", "rewrite"),
-    [
-        ("fast-export", ("fast-export", "fast-import")),
-        pytest.param(
-            "filter-repo",
-            ("filter-repo",),
-            marks=pytest.mark.skipif(
-                shutil.which("git-filter-repo") is None, reason="git filter-repo not installed"
-            ),
-        ),
-    ],
-)
-def test_purge_starts_git_only_through_the_wrapper(
-    vault: Vault, launches: Launches, method: str, rewrite: tuple[str, ...]
-) -> None:
+def test_purge_starts_git_only_through_the_wrapper(vault: Vault, launches: Launches) -> None:
     vault.remember("The user likes green tea")
     secret = vault.remember("The locker code is 4471-kilo for the basement archive")
     with launches.recording() as found:
-        purge(vault.store, secret.id, confirm=True, method=method)
-    _check(launches, found, vault.root, *rewrite, "reflog", "gc")
+        purge(vault.store, secret.id, confirm=True)
+    _check(launches, found, vault.root, "fast-export", "fast-import", "reflog", "gc")
     assert "4471-kilo" not in git(vault.root, "log", "--all", "-p")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -255,11 +254,6 @@ def _purge_and_check(vault: Vault, method: str) -> None:
 
 def test_purge_rewrites_history_with_git_plumbing(vault: Vault) -> None:
     _purge_and_check(vault, "fast-export")
-
-
-@pytest.mark.skipif(shutil.which("git-filter-repo") is None, reason="git filter-repo not installed")
-def test_purge_with_filter_repo(vault: Vault) -> None:
-    _purge_and_check(vault, "filter-repo")
 
 
 def test_purge_needs_confirmation(vault: Vault) -> None:

@@ -421,6 +421,107 @@ def test_retention_redacts_session_entries_too(vault: Vault) -> None:
     assert "555" not in (vault.root / m.path).read_text()
 
 
+# -- derived copies: the episode and the daily-log line ----------------------------------------
+
+HERON = "A grey heron nests by the Pemberly pond every spring."
+
+
+def _consolidated_chat(vault: Vault, session: str = "old-chat", contact: str = "bob") -> list[str]:
+    s = vault.session(session, contact=contact)
+    heron = s.record("user", HERON)
+    reply = s.record("assistant", "Lovely, herons by the pond are a good sign for the garden.")
+    tea = s.record("user", "I prefer tea over coffee in the morning.")
+    return [heron.id, reply.id, tea.id]
+
+
+def _copy_hits(vault: Vault, **kw: object) -> list[str]:
+    """Recall hits (id, kind) that still quote the heron sentence."""
+    hits = vault.recall("grey heron nests every spring", k=20, **kw).items  # type: ignore[arg-type]
+    return sorted(f"{h.kind}:{h.id}" for h in hits if "grey heron" in h.text)
+
+
+def test_retention_redacts_the_copies_consolidation_made(vault: Vault) -> None:
+    heron, reply, tea = _consolidated_chat(vault)
+    result = vault.consolidate()
+    episode = result.episodes[0]
+    daily = next(
+        b for b in vault.store.catalog.blocks(memories_only=True) if f"#^{episode.id}]]" in b.text
+    )
+    assert daily.text.endswith(HERON)  # the daily-log line quotes its first sentence
+    vault.resolve(heron)  # only this entry is retired: the episode stays active
+    # The retired entry leaves recall; its copies (the episode, the daily-log line) do not.
+    assert [h.split(":")[0] for h in _copy_hits(vault)] == ["episode", "log"]
+    note_before = (vault.root / episode.path).read_text()
+
+    dry = vault.anonymize_retired(days=0)
+    assert (vault.root / episode.path).read_text() == note_before and not dry.applied
+    done = vault.anonymize_retired(days=0, apply=True)
+
+    assert vault.block(heron).text == REDACTED
+    summary = vault.get(episode.id)
+    assert summary.status == "active" and summary.text.startswith(f"{REDACTED} Lovely, herons")
+    assert "I prefer tea over coffee in the morning." in summary.text
+    assert vault.get(daily.id).text.endswith(f"(extractive): {REDACTED}")
+    assert _copy_hits(vault) == [] and _copy_hits(vault, include_inactive=True) == []
+    # One commit, and only the summary line and the daily-log line changed besides the entry.
+    diff = git(vault.root, "show", "--format=", "--unified=0", "HEAD")
+    changed = [
+        line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
+    assert len(changed) == 6, changed
+    assert dry.copies == done.copies == sorted([episode.id, daily.id])
+    assert vault.get(reply).text.startswith("Lovely") and vault.get(tea).text.startswith("I prefer")
+
+
+def test_retention_redacts_a_retired_facts_line_in_its_episode(vault: Vault) -> None:
+    _consolidated_chat(vault)
+    result = vault.consolidate()
+    fact = result.facts[0]
+    episode = result.episodes[0]
+    assert f"- {fact.text} ([[USER#^{fact.id}]])" in (vault.root / episode.path).read_text()
+    vault.resolve(fact.id)
+
+    done = vault.anonymize_retired(days=0, apply=True)
+
+    note = (vault.root / episode.path).read_text()
+    assert f"- {REDACTED} ([[USER#^{fact.id}]])" in note
+    assert "tea over coffee" in vault.get(episode.id).text  # the summary is the entries' copy
+    assert [m.id for m in done.memories] == [fact.id] and done.copies == [episode.id]
+
+
+def test_resolve_session_retires_its_episode_and_daily_log_line(vault: Vault) -> None:
+    ids = _consolidated_chat(vault)
+    episode = vault.consolidate().episodes[0]
+    daily = next(
+        b.id
+        for b in vault.store.catalog.blocks(memories_only=True)
+        if f"#^{episode.id}]]" in b.text
+    )
+    assert len(_copy_hits(vault)) == 3
+
+    resolved = vault.resolve_session("old-chat")
+
+    assert {episode.id, daily, *ids} <= {m.id for m in resolved}
+    assert all(m.status == "resolved" for m in resolved)
+    assert _copy_hits(vault) == []
+    assert len(_copy_hits(vault, include_inactive=True)) == 3
+    assert vault.resolve_session("old-chat") == []
+
+
+def test_an_episode_of_two_sessions_retires_with_the_last_of_them(vault: Vault) -> None:
+    s1 = vault.session("morning", contact="bob")
+    s1.record("user", HERON)
+    s2 = vault.session("evening", contact="bob")
+    s2.record("user", "The evening walk went past the old mill.")
+    episode = vault.consolidate().episodes[0]  # same contact, same day: one episode
+    assert HERON in vault.get(episode.id).text
+
+    first = {m.id for m in vault.resolve_session("morning")}
+    assert episode.id not in first and vault.get(episode.id).status == "active"
+    second = {m.id for m in vault.resolve_session("evening")}
+    assert episode.id in second and vault.get(episode.id).status == "resolved"
+
+
 # -- usefulness ------------------------------------------------------------------------------
 
 
