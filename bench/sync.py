@@ -31,8 +31,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mdmem import Vault
-from mdmem.git.purge import purge
-from mdmem.git.sync import sync
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -70,7 +68,7 @@ def bench_sync(root: Path, n: int, rounds: int) -> dict[str, list[float]]:
     git(root, "init", "-q", "--bare", "-b", "main", str(remote))
     a = Vault.init(root / "a", agent="bench-a")
     git(a.root, "remote", "add", "origin", str(remote))
-    sync(a)
+    a.sync()
     git(root, "clone", "-q", str(remote), str(root / "b"))
     b = Vault.open(root / "b", agent="bench-b")
 
@@ -110,11 +108,11 @@ def bench_sync(root: Path, n: int, rounds: int) -> dict[str, list[float]]:
     }
     for r in range(rounds):
         write_batch(a, n, f"a{r}")
-        seconds, result = timed(lambda: sync(a))
+        seconds, result = timed(lambda: a.sync())
         assert result.ok and result.pushed == 1
         out["push"].append(seconds)
         refresh_times.clear()
-        seconds, result = timed(lambda: sync(b))
+        seconds, result = timed(lambda: b.sync())
         assert result.ok and result.pulled == 1
         out["pull"].append(seconds)
         out["pull_refresh"].append(sum(refresh_times))
@@ -122,15 +120,15 @@ def bench_sync(root: Path, n: int, rounds: int) -> dict[str, list[float]]:
         # both sides wrote: B's pull rebases its batch onto A's (ledger block merge)
         write_batch(a, n, f"ma{r}")
         write_batch(b, n, f"mb{r}")
-        seconds, result = timed(lambda: sync(a))
+        seconds, result = timed(lambda: a.sync())
         assert result.ok
         out["merge_push"].append(seconds)
         refresh_times.clear()
-        seconds, result = timed(lambda: sync(b))
+        seconds, result = timed(lambda: b.sync())
         assert result.ok and result.pulled == 1 and result.pushed == 1, result.conflicts
         out["merge_pull"].append(seconds)
         out["merge_refresh"].append(sum(refresh_times))
-        sync(a)
+        a.sync()
 
         lines = "".join(f"- Bench fact {r} {i} ^m-{r:04d}{i:08d}\n" for i in range(n))
         with (root / "pa" / "MEMORY.md").open("a") as handle:
@@ -182,7 +180,7 @@ def bench_purge(root: Path, commits: int) -> dict[str, float]:
     assert target is not None
     total = int(git(vault.root, "rev-list", "--count", "HEAD"))
     gc_seconds, _ = timed(lambda: git(vault.root, "gc", "--prune=now", "--quiet"))
-    seconds, result = timed(lambda: purge(vault, target.id, confirm=True, method="fast-export"))
+    seconds, result = timed(lambda: vault.purge(target.id, confirm=True))
     return {
         "commits": float(total),
         "commits_rewritten": float(result.commits_rewritten),
