@@ -13,6 +13,7 @@ and hands the writer its hooks (auto-resolve after a write).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.agent import prompt
 from mdmem.config import Settings, load_settings
-from mdmem.errors import MdmemError, VaultExistsError, VaultNotFoundError
+from mdmem.errors import IndexError_, MdmemError, VaultExistsError, VaultNotFoundError
 from mdmem.git import history as git_history
 from mdmem.git import provenance as git_provenance
 from mdmem.git import purge as git_purge
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
     from mdmem.memory.sessions import Session
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
+
+log = logging.getLogger("mdmem")
 
 
 def find_vault_root(start: Path | None = None) -> Path:
@@ -361,6 +364,9 @@ class Vault:
 
     def status(self) -> VaultStatus:
         self.refresh()
+        # Files whose manifest rows hid memories are re-read first: the counts
+        # and "fresh" are statements about the files, not about the manifest.
+        self.store.writer.verify_manifest()
         by_kind: dict[str, int] = {}
         by_scope: dict[str, int] = {}
         by_status: dict[str, int] = {}
@@ -388,14 +394,17 @@ class Vault:
 
     def _index_status(self) -> dict[str, Any]:
         stats = self.indexer.stats()
+        problems = self.indexer.problems()
         info: dict[str, Any] = {
             "blocks": stats.blocks,
             "keyword_docs": stats.keyword_docs,
             "vectors": stats.vectors,
             "embedder": stats.embedder,
             "missing_vectors": stats.missing_vectors,
-            "fresh": stats.keyword_docs == stats.blocks
+            "fresh": not problems
+            and stats.keyword_docs == stats.blocks
             and (stats.vectors == stats.blocks or stats.embedder == "none"),
+            "problems": problems,
         }
         problem = self.indexer.embedder_problem
         if problem:
@@ -439,7 +448,10 @@ class Vault:
         # pages in its WAL until a truncating checkpoint.
         shutil.rmtree(self.state_dir / "asof", ignore_errors=True)
         timetravel.forget_snapshots(self.store)
-        self.indexer.manifest.scrub()
+        try:
+            self.indexer.manifest.scrub()
+        except IndexError_ as exc:  # the purge itself is done; say what is left
+            log.warning("the manifest could not be scrubbed after the purge (%s)", exc)
 
     def doctor(self, *, fix: bool = False) -> DoctorReport:
         """Check files, manifest, both indexes and git; ``fix`` repairs derived state."""

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mdmem.index.indexer import indexable
+from mdmem.maintenance.derived import (
+    DERIVED_CHECKS,
+    Finding,
+    check_derived_files,
+    check_indexes,
+    check_manifest,
+    fix_derived,
+)
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -44,7 +51,6 @@ class DoctorReport:
 def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     report = DoctorReport()
     store.refresh()
-    indexer = store.indexer
 
     report.checks.append("files parse")
     for path, reason in sorted(store.catalog.skipped.items()):
@@ -62,50 +68,7 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
                 )
             seen[block.id] = path
 
-    report.checks.append("manifest matches files")
-    rows = indexer.manifest.files()
-    for path, state in store.catalog.files.items():
-        row = rows.get(path)
-        if row is None or tuple(row[:3]) != tuple(state.signature):
-            report.problems.append(Problem("manifest matches files", f"{path} not indexed", True))
-    for path in rows.keys() - store.catalog.files.keys():
-        report.problems.append(Problem("manifest matches files", f"{path} indexed but gone", True))
-
-    wanted = {b.id for b in store.catalog.blocks() if indexable(b)}
-    report.checks.append("keyword index")
-    have = indexer.keyword.ids()
-    if wanted - have:
-        report.problems.append(
-            Problem(
-                "keyword index",
-                f"{len(wanted - have)} block(s) missing from the keyword index",
-                True,
-            )
-        )
-    if have - wanted:
-        report.problems.append(
-            Problem(
-                "keyword index",
-                f"{len(have - wanted)} stale document(s) in the keyword index",
-                True,
-            )
-        )
-
-    report.checks.append("vector index")
-    vectors = indexer.vectors
-    if vectors is None:
-        problem = indexer.embedder_problem or "no embedder"
-        report.problems.append(Problem("vector index", f"vectors unavailable: {problem}", False))
-    else:
-        vec_ids = vectors.ids()
-        if wanted - vec_ids:
-            report.problems.append(
-                Problem("vector index", f"{len(wanted - vec_ids)} block(s) without a vector", True)
-            )
-        if vec_ids - wanted:
-            report.problems.append(
-                Problem("vector index", f"{len(vec_ids - wanted)} stale vector(s)", True)
-            )
+    _check_derived(store, report)
 
     report.checks.append("no interrupted writes")
     temps = [p for p in store.root.rglob(".*.mdmem-*.tmp") if ".git" not in p.parts]
@@ -136,6 +99,17 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     return report
 
 
+def _check_derived(store: MemoryStore, report: DoctorReport) -> None:
+    """The derived state against the files on disk (see maintenance.derived)."""
+    report.checks.extend(DERIVED_CHECKS)
+    for finding in derived_findings(store):
+        report.problems.append(Problem(finding.check, finding.detail, finding.fixable))
+
+
+def derived_findings(store: MemoryStore) -> list[Finding]:
+    return [*check_manifest(store), *check_indexes(store), *check_derived_files(store)]
+
+
 def _fix(
     store: MemoryStore, report: DoctorReport, temps: list[Path], stale_lock: bool, dirty: bool
 ) -> None:
@@ -145,9 +119,17 @@ def _fix(
         (store.root / ".git" / "index.lock").unlink(missing_ok=True)
     if dirty:
         store.commit_human_edits()
-    if any(
-        p.check in ("manifest matches files", "keyword index", "vector index")
+    derived = [
+        Finding(p.check, p.detail, p.fixable)
         for p in report.problems
-    ):
-        store.reindex(full=True)
-    report.fixed = [p.detail for p in report.problems if p.fixable]
+        if p.check in DERIVED_CHECKS and p.fixable
+    ]
+    failures = fix_derived(store, derived) if derived else []
+    # Fixed is what a second look no longer finds, not what was attempted.
+    still = {f.detail for f in derived_findings(store)} if derived else set()
+    report.fixed = [
+        p.detail
+        for p in report.problems
+        if p.fixable and not (p.check in DERIVED_CHECKS and p.detail in still)
+    ]
+    report.problems += [Problem("derived files", why, False) for why in failures]
