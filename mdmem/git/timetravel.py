@@ -214,8 +214,9 @@ def _build_on_disk(
             json.dumps([block_to_row(b, i) for i, b in enumerate(blocks.values())]),
             encoding="utf-8",
         )
-        if vectors is not None:  # a snapshot without its vectors is not kept
-            (directory / "complete").write_text(sha)
+        # Without its vectors (the embedder did not answer) it is complete
+        # all the same: _load finds the vectors short and builds it again.
+        (directory / "complete").write_text(sha)
     except BaseException:
         keyword.close()
         raise
@@ -301,6 +302,8 @@ def recall_as_of(store: MemoryStore, q: RecallQuery, as_of: Any) -> Recall:
         snap.blocks.get,
         store.settings.recall,
         threads=snap.threads,
+        # Through the indexer: an embedder that just failed is not asked again.
+        embed_query=store.indexer.embed_query if snap.embedder is not None else None,
         gaps=snap.gaps,
         scan=snap.blocks.values,
     )

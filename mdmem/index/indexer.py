@@ -513,7 +513,10 @@ class Indexer:
     def open_stream(self) -> AppendStream | None:
         """Keyword-index a large batch's appended blocks while it is built (see
         :meth:`KeywordIndex.open_stream`); None when that is not possible."""
-        stream = self.keyword.open_stream()
+        try:
+            stream = self.keyword.open_stream()
+        except DERIVED_ERRORS:
+            return None  # indexed at the flush, or retried after it
         return AppendStream(stream) if stream is not None else None
 
     def add_appended(

@@ -165,3 +165,34 @@ def test_doctor_fix_reports_what_it_could_not_fix(
     report = vault.doctor(fix=True)  # the disk is still full
     assert not report.ok
     assert "could not rebuild the indexes" in details(report)
+
+
+def test_doctor_is_clean_after_every_kind_of_write(vault: Vault) -> None:
+    # The manifest check compares with the files themselves, so what the
+    # write path records incrementally must be what a full parse reads.
+    pref = vault.remember("The user prefers tea", kind="preference", tags=["drinks"])
+    vault.remember("Deploys happen on Tuesday", kind="decision", scope="project:web")
+    vault.log("Looked at FAISS", category="Research", tags=["vectors"])
+    vault.journal("I should double check dates")
+    vault.learn("Python", "Use pathlib for paths", tags=["py"])
+    second = vault.learn("Python", "f-strings are fast")
+    old = vault.remember("Old fact about coffee")
+    vault.supersede(old.id, "New fact about coffee")
+    vault.resolve(pref.id)
+    gone = vault.remember("Forget me please")
+    vault.forget(gone.id)
+    with vault.batch("import"):
+        for i in range(5):
+            vault.remember(f"Batch fact {i} about rivers")
+    (vault.root / "notes.md").write_text("# Notes\n\nSome text.\n\n## Sub\n\nMore text #tag\n")
+    memory = vault.root / "MEMORY.md"
+    memory.write_text(memory.read_text() + "\n- A line a person added\n")
+    vault.remember("Written after the person's edit")
+    # A second item under an existing topic keeps its section's heading.
+    assert vault.block(second.id).heading == "Topic: Python"
+    hits = vault.recall("f-strings fast", mode="keyword").items
+    assert hits[0].id == second.id and hits[0].heading == "Topic: Python"
+    report = vault.doctor()
+    assert report.ok, details(report)
+    vault.close()
+    assert Vault.open(vault.root).doctor().ok

@@ -175,3 +175,16 @@ def test_time_travel_on_a_full_disk_scans_the_old_files(
     assert ids(result) == [old.id] and result.degraded
     assert "snapshot not built" in (result.degraded_reason or "")
     assert not any((vault.state_dir / "asof").glob("*/keyword"))
+
+
+def test_time_travel_with_the_embedder_down_is_keyword_only(
+    tmp_path: Path, embed_server: ScriptedOpenAIServer
+) -> None:
+    vault = remote_vault(tmp_path, embed_server)
+    old = vault.remember("The office moved to Leeds")
+    sha = vault.git.head()
+    vault.forget(old.id)
+    embed_server.stop()
+    result = vault.recall("office Leeds", as_of=sha)
+    assert ids(result) == [old.id] and result.degraded
+    assert "Connection error" in (result.degraded_reason or "")
