@@ -155,6 +155,7 @@ class Indexer:
         self._unsaved = 0
         self._last_save = time.monotonic()
         self._save_problem: str | None = None
+        self._failing = False  # a derived write failed and has not succeeded since
         self._generation_seen = -1
         self.missing_vectors: set[str] = set()
         # A recall's query text, embedded in the same call as the blocks its
@@ -186,7 +187,9 @@ class Indexer:
             index = KeywordIndex.create(directory)
         except (IndexError_, OSError) as exc:
             self._keyword_problem = f"keyword index unusable: {one_line(exc)}"
-            log.warning("%s; recall scans the files until it can be rebuilt", self._keyword_problem)
+            log.warning(
+                "%s; recall uses the vectors or a scan until it is rebuilt", self._keyword_problem
+            )
             return None
         with contextlib.suppress(IndexError_):
             self.manifest.set_meta("index_version", INDEX_VERSION)
@@ -463,6 +466,7 @@ class Indexer:
                 self._fell_behind(todo, exc)
                 return False
             self.catalog.unindexed.difference_update(todo)
+            self._failing = False
             return True
 
     def _apply(self, changed: list[str], removed: list[str]) -> None:
@@ -498,11 +502,11 @@ class Indexer:
         """A derived write failed: the markdown (and its commit) hold the change,
         the indexes catch up on the next call that indexes."""
         paths = list(paths)
-        fresh = not self.catalog.unindexed
         self.catalog.unindexed.update(paths)
+        first, self._failing = not self._failing, True  # one warning per spell of failures
         if isinstance(exc, LockTimeoutError):
             log.warning("%s; recall uses the index as it is for now", exc)
-        elif fresh:
+        elif first:
             log.warning(
                 "indexing %s failed (%s): the files and git hold the change; "
                 "the indexes catch up on the next call",

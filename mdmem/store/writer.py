@@ -511,7 +511,7 @@ class Writer:
         try:
             indexed = self._indexed_head or self.indexer.manifest.get_meta("indexed_commit")
         except DERIVED_ERRORS:
-            indexed = None  # the manifest cannot say: the stat scan still sees every change
+            indexed = None  # the manifest cannot say: the stat scan alone decides this time
         if indexed and indexed != head:
             for name in self.git.changed_between(indexed, head):
                 if name.endswith(".md"):

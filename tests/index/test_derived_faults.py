@@ -9,6 +9,7 @@ bytes in a derived file, the state dir deleted under an open vault.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import shutil
@@ -43,10 +44,10 @@ def ids_in_file(path: Path) -> list[str]:
 
 
 def test_full_disk_during_writes_loses_no_memory(
-    vault: Vault, monkeypatch: pytest.MonkeyPatch
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     vault.remember("A fact written while the disk had room")
-    with monkeypatch.context() as m:
+    with monkeypatch.context() as m, caplog.at_level(logging.WARNING, logger="mdmem"):
         m.setattr(Manifest, "put_blocks", disk_full)
         m.setattr(Manifest, "replace_file", disk_full)
         m.setattr(KeywordIndex, "add_new", no_space)
@@ -57,6 +58,10 @@ def test_full_disk_during_writes_loses_no_memory(
         assert set(w.id for w in written) <= set(ids_in_file(vault.root / "MEMORY.md"))
         assert "narwhals" in vault.git.run("show", "HEAD:MEMORY.md")
         assert [vault.get(w.id).text for w in written] == [w.text for w in written]
+        warnings = [
+            r.getMessage() for r in caplog.records if "indexing MEMORY.md failed" in r.getMessage()
+        ]
+        assert len(warnings) == 1 and "No space left on device" in warnings[0]
         status = vault.status().index
         assert not status["fresh"] and any("not indexed" in p for p in status["problems"])
         degraded = vault.recall("narwhals")
