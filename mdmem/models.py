@@ -163,9 +163,11 @@ class Recall:
 
     query: str
     items: list[Hit]
-    degraded: bool = False  # vectors missing/stale: keyword results only
+    degraded: bool = False  # a part was missing (vectors, keyword index, unindexed files)
     reranked: bool = False
     took_ms: float = 0.0
+    # Why the recall was degraded, one clause per missing part (None when it was not).
+    degraded_reason: str | None = None
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.items)

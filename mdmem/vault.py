@@ -13,6 +13,7 @@ and hands the writer its hooks (auto-resolve after a write).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -64,6 +65,7 @@ __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_ro
 
 _AGENT_OK = re.compile(r"[A-Za-z0-9][\w.@-]{0,63}")
 _AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
+log = logging.getLogger("mdmem")
 
 
 def find_vault_root(start: Path | None = None) -> Path:
@@ -379,6 +381,9 @@ class Vault:
 
     def status(self) -> VaultStatus:
         self.refresh()
+        # Files whose manifest rows hid memories are re-read first: the counts
+        # and "fresh" are statements about the files, not about the manifest.
+        self.store.writer.verify_manifest()
         by_kind: dict[str, int] = {}
         by_scope: dict[str, int] = {}
         by_status: dict[str, int] = {}
@@ -406,14 +411,17 @@ class Vault:
 
     def _index_status(self) -> dict[str, Any]:
         stats = self.indexer.stats()
+        problems = self.indexer.problems()
         info: dict[str, Any] = {
             "blocks": stats.blocks,
             "keyword_docs": stats.keyword_docs,
             "vectors": stats.vectors,
             "embedder": stats.embedder,
             "missing_vectors": stats.missing_vectors,
-            "fresh": stats.keyword_docs == stats.blocks
+            "fresh": not problems
+            and stats.keyword_docs == stats.blocks
             and (stats.vectors == stats.blocks or stats.embedder == "none"),
+            "problems": problems,
         }
         problem = self.indexer.embedder_problem
         if problem:

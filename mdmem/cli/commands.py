@@ -382,7 +382,9 @@ def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
 
     def human() -> None:
         if result.degraded:
-            click.echo("(degraded: vectors missing or stale, keyword results only)", err=True)
+            click.echo(
+                f"(degraded: {result.degraded_reason or 'a part of recall is missing'})", err=True
+            )
         if not result.items:
             click.echo("no relevant memories")
         for hit in result.items:

@@ -20,8 +20,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdmem.errors import InvalidInputError
+from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
 from mdmem.git.revisions import rev_parse
+from mdmem.index.health import DERIVED_ERRORS, one_line
 from mdmem.index.indexer import embed_key, embed_text, indexable
 from mdmem.index.keyword import KeywordIndex
 from mdmem.index.manifest import block_from_row, block_to_row
@@ -70,14 +71,30 @@ def resolve_commit(store: MemoryStore, as_of: str | date | datetime) -> str:
 
 @dataclass
 class Snapshot:
-    """The vault at one commit: its blocks and throwaway indexes."""
+    """The vault at one commit: its blocks and throwaway indexes.
+
+    Built in the state dir; if that cannot be written (a full disk) the
+    snapshot has no keyword index and recall scans its blocks, and if the
+    embedder does not answer it has no vectors: ``gaps`` says which, and the
+    recall is ``degraded``.
+    """
 
     sha: str
     blocks: dict[str, Block]
-    keyword: KeywordIndex
+    keyword_index: KeywordIndex | None
     vectors: VectorIndex | None
     embedder: Embedder | None
     missing_vectors: set[str] = field(default_factory=set)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def keyword(self) -> KeywordIndex:
+        if self.keyword_index is None:
+            raise IndexError_("the snapshot has no keyword index")
+        return self.keyword_index
+
+    def gaps(self) -> list[tuple[str, str]]:
+        return list(self.problems)
 
     @cached_property
     def threads(self) -> FileOrder:
@@ -91,7 +108,8 @@ class Snapshot:
         return FileOrder(lambda path: by_path.get(path, []), lambda: people)
 
     def close(self) -> None:
-        self.keyword.close()
+        if self.keyword_index is not None:
+            self.keyword_index.close()
 
 
 class _Snapshots:
@@ -116,6 +134,8 @@ def snapshot(store: MemoryStore, sha: str) -> Snapshot:
             cache.memory.move_to_end(sha)
             return cache.memory[sha]
         snap = _load(store, sha) or _build(store, sha)
+        if snap.problems:
+            return snap  # degraded: built again next time, when the part may be back
         cache.memory[sha] = snap
         while len(cache.memory) > _KEEP_IN_MEMORY:
             _, old = cache.memory.popitem(last=False)
@@ -159,9 +179,6 @@ def _read_tree(store: MemoryStore, sha: str) -> dict[str, bytes]:
 
 
 def _build(store: MemoryStore, sha: str) -> Snapshot:
-    directory = _root(store) / sha
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
     blocks: dict[str, Block] = {}
     for path, raw in _read_tree(store, sha).items():
         try:
@@ -172,43 +189,75 @@ def _build(store: MemoryStore, sha: str) -> Snapshot:
             if indexable(block):
                 # As the live indexes hold it: a secret once typed by hand, redacted.
                 blocks[block.id] = store.indexer.derived(block)
+    directory = _root(store) / sha
+    try:
+        return _build_on_disk(store, sha, directory, blocks)
+    except DERIVED_ERRORS as exc:
+        # The state dir cannot take it (a full disk): answer from the blocks.
+        shutil.rmtree(directory, ignore_errors=True)
+        why = f"time-travel snapshot not built ({one_line(exc)}); scanning its blocks"
+        log.warning("%s", why)
+        return Snapshot(
+            sha, blocks, None, None, None, {b for b in blocks}, [("keyword", why), ("vector", why)]
+        )
+
+
+def _build_on_disk(
+    store: MemoryStore, sha: str, directory: Path, blocks: dict[str, Block]
+) -> Snapshot:
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
     keyword = KeywordIndex.create(directory / "keyword")
-    keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
-    vectors, embedder, missing = _vectors_for(store, directory, list(blocks.values()))
-    (directory / "blocks.json").write_text(
-        json.dumps([block_to_row(b, i) for i, b in enumerate(blocks.values())]), encoding="utf-8"
-    )
-    (directory / "complete").write_text(sha)
+    try:
+        keyword.add_many(list(blocks.values()), bulk=len(blocks) > 2_000)
+        vectors, embedder, missing, problems = _vectors_for(store, directory, list(blocks.values()))
+        (directory / "blocks.json").write_text(
+            json.dumps([block_to_row(b, i) for i, b in enumerate(blocks.values())]),
+            encoding="utf-8",
+        )
+        # Without its vectors (the embedder did not answer) it is complete
+        # all the same: _load finds the vectors short and builds it again.
+        (directory / "complete").write_text(sha)
+    except BaseException:
+        keyword.close()
+        raise
     _prune(store, keep=sha)
-    return Snapshot(sha, blocks, keyword, vectors, embedder, missing)
+    return Snapshot(sha, blocks, keyword, vectors, embedder, missing, problems)
 
 
 def _vectors_for(
     store: MemoryStore, directory: Path, blocks: list[Block]
-) -> tuple[VectorIndex | None, Embedder | None, set[str]]:
+) -> tuple[VectorIndex | None, Embedder | None, set[str], list[tuple[str, str]]]:
     embedder = store.indexer.embedder
     if embedder is None:
-        return None, None, {b.id for b in blocks}
+        return None, None, {b.id for b in blocks}, []
     import numpy as np
 
     from mdmem.index.vector import VectorIndex
 
-    vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
-    cache = store.indexer.cache
-    keys = [embed_key(b) for b in blocks]
-    found = cache.get_many(embedder.name, keys)
-    todo = [i for i, k in enumerate(keys) if k not in found]
-    if todo:
-        fresh = embedder.embed([embed_text(blocks[i]) for i in todo])
-        items = {keys[i]: fresh[j] for j, i in enumerate(todo)}
-        cache.put_many(embedder.name, items)
-        found.update(items)
+    try:
+        if store.indexer.embedder_resting():
+            raise EmbedderError(store.indexer.embedder_problem or "embedder unavailable")
+        vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
+        cache = store.indexer.cache
+        keys = [embed_key(b) for b in blocks]
+        found = cache.get_many(embedder.name, keys)
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        if todo:
+            fresh = embedder.embed([embed_text(blocks[i]) for i in todo])
+            items = {keys[i]: fresh[j] for j, i in enumerate(todo)}
+            cache.put_many(embedder.name, items)
+            found.update(items)
+    except EmbedderError as exc:
+        # Keyword-only for now; the snapshot is built again next time.
+        why = f"time-travel vectors unavailable: {one_line(exc)}"
+        return None, None, {b.id for b in blocks}, [("vector", why)]
     if blocks:
         vectors.upsert(
             [b.id for b in blocks], np.stack([found[k] for k in keys]).astype(np.float32)
         )
     vectors.save()
-    return vectors, embedder, set()
+    return vectors, embedder, set(), []
 
 
 def _load(store: MemoryStore, sha: str) -> Snapshot | None:
@@ -248,6 +297,16 @@ def _prune(store: MemoryStore, keep: str) -> None:
 def recall_as_of(store: MemoryStore, q: RecallQuery, as_of: Any) -> Recall:
     sha = resolve_commit(store, as_of)
     snap = snapshot(store, sha)
-    result = run_recall(q, snap, snap.blocks.get, store.settings.recall, threads=snap.threads)
+    result = run_recall(
+        q,
+        snap,
+        snap.blocks.get,
+        store.settings.recall,
+        threads=snap.threads,
+        # Through the indexer: an embedder that just failed is not asked again.
+        embed_query=store.indexer.embed_query if snap.embedder is not None else None,
+        gaps=snap.gaps,
+        scan=snap.blocks.values,
+    )
     items = [replace(hit, commit=sha) for hit in result.items]
     return replace(result, items=items)

@@ -48,9 +48,7 @@ def versions(store: MemoryStore, memory_id: str) -> list[Version]:
     for info in reversed(store.git.log()):
         if info.sha not in shas:
             continue
-        listing = store.git.run(
-            "grep", "-l", "-F", marker, info.sha, "--", "*.md", ok_codes=(0, 1)
-        )
+        listing = store.git.run("grep", "-l", "-F", marker, info.sha, "--", "*.md", ok_codes=(0, 1))
         paths = [line.split(":", 1)[1] for line in listing.splitlines() if ":" in line]
         found: Block | None = None
         for path in paths:

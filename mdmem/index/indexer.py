@@ -24,6 +24,7 @@ manifest lets another process notice writes and catch its FAISS copy up.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -38,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdmem.errors import DimensionMismatchError, EmbedderError, IndexError_
+from mdmem.errors import DimensionMismatchError, EmbedderError, IndexError_, LockTimeoutError
+from mdmem.index import health
+from mdmem.index.health import DERIVED_ERRORS, Gate, file_id, one_line, quarantine
 from mdmem.index.keyword import BulkStream, KeywordIndex
 from mdmem.index.manifest import Manifest
 from mdmem.models import Block
@@ -132,6 +135,17 @@ class AppendStream:
 
 
 class Indexer:
+    """Both indexes and the manifest of one vault, kept in step with its catalog.
+
+    Every part is a cache of the files, so none of them may stop the vault:
+    a part that fails to open is rebuilt or left out (``problems()`` says
+    which), a derived write that fails (a full disk, EIO, a lock held by
+    another process) leaves its files in ``catalog.unindexed`` and is done
+    again on the next call, and a remote embedder that does not answer is
+    left alone for :data:`~mdmem.index.health.RETRY_SECONDS` while recall
+    runs on keywords. Nothing here raises for a derived file's sake.
+    """
+
     def __init__(
         self,
         state_dir: Path,
@@ -147,34 +161,85 @@ class Indexer:
         self.catalog = catalog
         self._shown = shown
         self.manifest = Manifest(state_dir / "manifest.sqlite")
+        self._state_id = file_id(self.manifest.path)
+        self._state_tried = time.monotonic()
         self._lock = threading.RLock()
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
+        # A remote embedder that failed is left alone for a while.
+        self._embedder_gate = Gate("embedder")
         self._vectors: VectorIndex | None = None
         self._cache: EmbeddingCache | None = None
         self._unsaved = 0
         self._last_save = time.monotonic()
+        self._save_problem: str | None = None
+        self._failing = False  # a derived write failed and has not succeeded since
         self._generation_seen = -1
         self.missing_vectors: set[str] = set()
         # A recall's query text, embedded in the same call as the blocks its
         # refresh embeds (one forward pass instead of two), and its vector.
         self._query_ahead: str | None = None
         self._query_vector: tuple[str, str, np.ndarray] | None = None
-        self.keyword = self._open_keyword()
+        self._keyword_problem: str | None = None
+        self._keyword: KeywordIndex | None = self._open_keyword()
 
     # ------------------------------------------------------------ opening --
 
-    def _open_keyword(self) -> KeywordIndex:
+    def _open_keyword(self) -> KeywordIndex | None:
+        """The keyword index as the manifest knows it; rebuilt (with the
+        manifest cleared, so every file is indexed again) when stale or
+        damaged; None when it cannot be written at all."""
         directory = self.state_dir / "keyword"
-        stale = self.manifest.get_meta("index_version") != INDEX_VERSION
+        try:
+            stale = self.manifest.get_meta("index_version") != INDEX_VERSION
+        except IndexError_:
+            stale = True
         if not stale:
             try:
                 return KeywordIndex(directory)
             except IndexError_ as exc:
                 log.warning("keyword index unusable (%s); rebuilding it", exc)
-        self.manifest.clear()
-        index = KeywordIndex.create(directory)
-        self.manifest.set_meta("index_version", INDEX_VERSION)
+        with contextlib.suppress(IndexError_):
+            self.manifest.clear()
+        try:
+            index = KeywordIndex.create(directory)
+        except (IndexError_, OSError) as exc:
+            self._keyword_problem = f"keyword index unusable: {one_line(exc)}"
+            log.warning(
+                "%s; recall uses the vectors or a scan until it is rebuilt", self._keyword_problem
+            )
+            return None
+        with contextlib.suppress(IndexError_):
+            self.manifest.set_meta("index_version", INDEX_VERSION)
+        self._keyword_problem = None
+        return index
+
+    @property
+    def keyword(self) -> KeywordIndex:
+        """The keyword index; opened again (and refilled from the catalog) if it
+        could not be before. Raises IndexError_ while it cannot be used."""
+        index = self._keyword
+        if index is None:
+            with self._lock:
+                if self._keyword is None:
+                    self._keyword = self._reopen_keyword()
+                index = self._keyword
+        return index
+
+    def _reopen_keyword(self) -> KeywordIndex:
+        directory = self.state_dir / "keyword"
+        try:
+            try:
+                index = KeywordIndex(directory)
+            except IndexError_:
+                index = KeywordIndex.create(directory)
+        except (IndexError_, OSError) as exc:
+            self._keyword_problem = f"keyword index unusable: {one_line(exc)}"
+            raise IndexError_(self._keyword_problem) from None
+        self._keyword_problem = None
+        self._keyword = index
+        with contextlib.suppress(*DERIVED_ERRORS):
+            self._reconcile_keyword()
         return index
 
     @property
@@ -202,27 +267,34 @@ class Indexer:
 
     @property
     def vectors(self) -> VectorIndex | None:
+        """The vector index, or None while vectors are off or the embedder is
+        unavailable (see :meth:`problems`)."""
         if self._vectors is None:
             embedder = self.embedder
-            if embedder is None:
+            if embedder is None or self.embedder_resting():
+                return None
+            try:
+                dim = embedder.dim  # a remote embedder may ask its server
+            except EmbedderError as exc:
+                self._embedder_gate.failed(exc)
                 return None
             from mdmem.index.vector import VectorIndex
 
             hnsw = {"on": True, "off": False}.get(self.settings.embedder.hnsw)
             directory = self.state_dir / "vectors"
             try:
-                vectors = VectorIndex(directory, dim=embedder.dim, model=embedder.name, hnsw=hnsw)
+                vectors = VectorIndex(directory, dim=dim, model=embedder.name, hnsw=hnsw)
             except (IndexError_, DimensionMismatchError) as exc:
                 log.warning("vector index unusable (%s); rebuilding it", exc)
                 shutil.rmtree(directory, ignore_errors=True)
-                vectors = VectorIndex(directory, dim=embedder.dim, model=embedder.name, hnsw=hnsw)
+                vectors = VectorIndex(directory, dim=dim, model=embedder.name, hnsw=hnsw)
             if vectors.stale_model:
                 log.warning(
                     "embedding model changed (%s -> %s): re-embedding every block",
                     vectors.stored_model,
                     embedder.name,
                 )
-                vectors.reset(embedder.dim, embedder.name)
+                vectors.reset(dim, embedder.name)
             self._vectors = vectors
             self._reconcile_vectors()
         return self._vectors
@@ -237,26 +309,158 @@ class Indexer:
 
     @property
     def embedder_problem(self) -> str | None:
+        """Why there are no vectors: switched off, not installed, or (for now)
+        the embedder did not answer."""
         self.embedder  # noqa: B018 - resolve lazily
-        return self._embedder_error
+        if self._embedder_error is not None:
+            return self._embedder_error
+        return self._embedder_gate.reason
+
+    # ------------------------------------------------------ the embedder --
+
+    def embedder_resting(self) -> bool:
+        """True while a failed embedder is left alone (recall uses keywords)."""
+        return self._embedder_gate.resting()
+
+    def cached_vector(self, block: Block) -> np.ndarray | None:
+        """The block's embedding (from the cache, else embedded and cached), or
+        None when vectors are off or the embedder is unavailable."""
+        embedder = self.embedder
+        if embedder is None or self.embedder_resting():
+            return None
+        try:
+            found = self._cached_embeddings(embedder, [block], [embed_key(block)])
+        except EmbedderError as exc:
+            self._embedder_gate.failed(exc)
+            return None
+        self._embedder_gate.answered()
+        return found[embed_key(block)]
+
+    def fill_missing_vectors(self, limit: int | None = 512) -> int:
+        """Embed blocks whose vectors are missing (the embedder was down), at
+        most ``limit`` per call so one recall stays short; returns how many."""
+        if not self.missing_vectors or self.embedder_resting():
+            return 0
+        with self._lock:
+            vectors = self.vectors
+            if vectors is None:
+                return 0
+            wanted = [
+                b
+                for i in sorted(self.missing_vectors)
+                if (b := self.catalog.block(i)) is not None and indexable(b)
+            ]
+            # Ids no longer in the vault need no vector.
+            self.missing_vectors.intersection_update(b.id for b in wanted)
+            todo = wanted if limit is None else wanted[:limit]
+            if not todo:
+                return 0
+            before = len(self.missing_vectors)
+            self._embed(todo)
+            done = before - len(self.missing_vectors)
+            if done:
+                with contextlib.suppress(*DERIVED_ERRORS):
+                    self._bump_generation()
+                self.checkpoint()
+            return done
+
+    # ---------------------------------------------------------- the state --
+
+    def ensure_state(self) -> bool:
+        """Open the derived state again if its files vanished or were replaced
+        under us (the state dir deleted while the vault is open), or move the
+        manifest back to disk once it can be written again. True when the
+        state was re-opened: it is then rebuilt from the files."""
+        current = file_id(self.manifest.path)
+        if not self.manifest.in_memory:
+            if current == self._state_id:
+                return False
+            with self._lock:
+                if current is None:
+                    log.warning(
+                        "derived state in %s disappeared; rebuilding it from the files",
+                        self.state_dir,
+                    )
+                self._reopen_state(None)
+            return True
+        if time.monotonic() - self._state_tried < health.RETRY_SECONDS:
+            return False
+        self._state_tried = time.monotonic()
+        probe = Manifest(self.state_dir / "manifest.sqlite")
+        if probe.in_memory:
+            with contextlib.suppress(*DERIVED_ERRORS):
+                probe.close()
+            return False
+        with self._lock:
+            log.warning(
+                "the state dir %s is writable again; rebuilding from the files", self.state_dir
+            )
+            self._reopen_state(probe)
+        return True
+
+    def _reopen_state(self, manifest: Manifest | None) -> None:
+        """A new manifest, a keyword index that matches it, and every file
+        indexed again; vectors computed in this process are kept (and saved
+        to the new place)."""
+        self._state_tried = time.monotonic()
+        with contextlib.suppress(OSError):
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(*DERIVED_ERRORS):
+            self.manifest.close()
+        self.manifest = manifest or Manifest(self.state_dir / "manifest.sqlite")
+        self._state_id = file_id(self.manifest.path)
+        if self._keyword is not None:
+            self._keyword.close()
+        self._keyword = self._open_keyword()
+        if self._cache is not None:
+            with contextlib.suppress(*DERIVED_ERRORS):
+                self._cache.close()
+            self._cache = None
+        if self._vectors is not None:
+            self._unsaved += 1  # the vectors file may have gone with the state dir
+        self._generation_seen = -1
+        self.catalog.reset()
+        self.boot()
 
     def boot(self) -> None:
         """Load the catalog from the manifest, then index whatever changed."""
-        self.catalog.load_manifest(self.manifest)
+        try:
+            self.catalog.load_manifest(self.manifest)
+        except IndexError_ as exc:
+            # A manifest damaged past what opening it showed: the files decide.
+            log.warning("%s; reading the vault's files instead", exc)
+            self.catalog.reset()
+            self._reopen_manifest_only(damaged=True)
         delta = self.catalog.scan()
-        if delta:
+        if delta or self.catalog.unindexed:
             self.apply(delta.changed, delta.removed)
-        expected = sum(1 for b in self.catalog.blocks() if indexable(b))
-        if len(self.keyword) != expected:
-            self._reconcile_keyword()
+        try:
+            expected = sum(1 for b in self.catalog.blocks() if indexable(b))
+            if len(self.keyword) != expected:
+                self._reconcile_keyword()
+        except DERIVED_ERRORS as exc:
+            log.warning("keyword index not checked at open (%s)", one_line(exc))
+
+    def _reopen_manifest_only(self, *, damaged: bool) -> None:
+        with contextlib.suppress(*DERIVED_ERRORS):
+            self.manifest.close()
+        if damaged:
+            quarantine(self.manifest.path)
+        self.manifest = Manifest(self.state_dir / "manifest.sqlite")
+        self._state_id = file_id(self.manifest.path)
+        with contextlib.suppress(IndexError_):
+            self.manifest.set_meta("index_version", INDEX_VERSION)
 
     def close(self) -> None:
         with self._lock:
             self.checkpoint(force=True)
-            self.keyword.close()
+            if self._keyword is not None:
+                self._keyword.close()
             if self._cache is not None:
-                self._cache.close()
-            self.manifest.close()
+                with contextlib.suppress(*DERIVED_ERRORS):
+                    self._cache.close()
+            with contextlib.suppress(*DERIVED_ERRORS):
+                self.manifest.close()
 
     # ------------------------------------------------------------ updates --
 
@@ -281,48 +485,82 @@ class Indexer:
     def _derive(self, blocks: Iterable[Block]) -> list[Block]:
         return [self.derived(b) for b in blocks]
 
-    def apply(self, changed: Iterable[str], removed: Iterable[str]) -> None:
+    def apply(self, changed: Iterable[str], removed: Iterable[str]) -> bool:
         """Re-index whole files: diff their new blocks against the manifest.
 
-        The manifest is updated only after both indexes took the change: if
-        a write fails (another process holds the keyword index's lock), the
-        manifest still describes what the indexes hold, and the next try
-        diffs against it again.
+        Files left behind earlier (``catalog.unindexed``) are included. The
+        manifest is updated only after both indexes took the change: if a
+        write fails (a full disk, another process holding the keyword index's
+        lock), the manifest still describes what the indexes hold, the files
+        stay in ``catalog.unindexed`` and the next call diffs them again.
+        Returns False when that happened (it is logged, never raised).
         """
         with self._lock:
-            upserts: list[Block] = []
-            deletes: list[str] = []
-            to_embed: list[Block] = []
-            records: list[tuple[str, Any, list[Block]]] = []
-            for path in removed:
-                old_ids = [b.id for b in self.manifest.blocks(path)]
-                deletes.extend(old_ids)
-                records.append((path, None, []))
-            for path in changed:
-                state = self.catalog.files.get(path)
-                if state is None:
-                    continue
-                old = {b.id: b for b in self.manifest.blocks(path)}
-                new = [b for b in state.parsed.blocks if indexable(b)]
-                new_ids = {b.id for b in new}
-                deletes.extend(i for i in old if i not in new_ids)
-                for block in new:
-                    # Compared as parsed (the manifest holds the parse), indexed as derived.
-                    before = old.get(block.id)
-                    if before is None or _meta(before) != _meta(block):
-                        upserts.append(self.derived(block))
-                    text_changed = before is None or before.content_hash != block.content_hash
-                    if text_changed or block.id in self.missing_vectors:
-                        to_embed.append(self.derived(block))
-                records.append((path, self._file_row(path), list(state.parsed.blocks)))
-            self._write(upserts, deletes, to_embed)
-            for path, row, blocks in records:
-                self.manifest.replace_file(path, row, blocks)
+            todo = dict.fromkeys([*changed, *removed, *sorted(self.catalog.unindexed)])
+            live = [p for p in todo if p in self.catalog.files]
+            gone = [p for p in todo if p not in self.catalog.files]
+            try:
+                self._apply(live, gone)
+            except DERIVED_ERRORS as exc:
+                self._fell_behind(todo, exc)
+                return False
+            self.catalog.unindexed.difference_update(todo)
+            self._failing = False
+            return True
+
+    def _apply(self, changed: list[str], removed: list[str]) -> None:
+        upserts: list[Block] = []
+        deletes: list[str] = []
+        to_embed: list[Block] = []
+        records: list[tuple[str, Any, list[Block]]] = []
+        for path in removed:
+            old_ids = [b.id for b in self.manifest.blocks(path)]
+            deletes.extend(old_ids)
+            records.append((path, None, []))
+        for path in changed:
+            state = self.catalog.files.get(path)
+            if state is None:
+                continue
+            old = {b.id: b for b in self.manifest.blocks(path)}
+            new = [b for b in state.parsed.blocks if indexable(b)]
+            new_ids = {b.id for b in new}
+            deletes.extend(i for i in old if i not in new_ids)
+            for block in new:
+                # Compared as parsed (the manifest holds the parse), indexed as derived.
+                before = old.get(block.id)
+                if before is None or _meta(before) != _meta(block):
+                    upserts.append(self.derived(block))
+                text_changed = before is None or before.content_hash != block.content_hash
+                if text_changed or block.id in self.missing_vectors:
+                    to_embed.append(self.derived(block))
+            records.append((path, self._file_row(path), list(state.parsed.blocks)))
+        self._write(upserts, deletes, to_embed)
+        for path, row, blocks in records:
+            self.manifest.replace_file(path, row, blocks)
+
+    def _fell_behind(self, paths: Iterable[str], exc: BaseException) -> None:
+        """A derived write failed: the markdown (and its commit) hold the change,
+        the indexes catch up on the next call that indexes."""
+        paths = list(paths)
+        self.catalog.unindexed.update(paths)
+        first, self._failing = not self._failing, True  # one warning per spell of failures
+        if isinstance(exc, LockTimeoutError):
+            log.warning("%s; recall uses the index as it is for now", exc)
+        elif first:
+            log.warning(
+                "indexing %s failed (%s): the files and git hold the change; "
+                "the indexes catch up on the next call",
+                ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else ""),
+                one_line(exc),
+            )
 
     def open_stream(self) -> AppendStream | None:
         """Keyword-index a large batch's appended blocks while it is built (see
         :meth:`KeywordIndex.open_stream`); None when that is not possible."""
-        stream = self.keyword.open_stream()
+        try:
+            stream = self.keyword.open_stream()
+        except DERIVED_ERRORS:
+            return None  # indexed at the flush, or retried after it
         return AppendStream(stream, self.derived) if stream is not None else None
 
     def add_appended(
@@ -337,37 +575,58 @@ class Indexer:
         (``(before, after)`` pairs); its other blocks are unchanged.
 
         ``stream``: the appended blocks' keyword documents were already fed there.
+        A file whose earlier change the indexes may lack (``catalog.unindexed``)
+        is indexed whole instead: recording only this change would give the
+        manifest the file's new signature with some of its blocks missing,
+        and a later open would trust that row and never see them.
         """
         with self._lock:
             state = self.catalog.files.get(path)
-            if state is None:
+            if state is None or path in self.catalog.unindexed:
                 if stream is not None:
                     stream.cancel()
+                if state is not None:
+                    self.apply([path], [])
                 return
-            fresh = self._derive(b for b in blocks if indexable(b))
-            start = len(state.parsed.blocks) - len(blocks)
-            streamed = stream is not None and stream.finish(fresh)
-            if fresh and not streamed:
-                self.keyword.add_new(fresh)
-            changed = self._derive(after for _, after in rewritten if indexable(after))
-            if changed:
-                self.keyword.upsert(changed)
-            to_embed = fresh + self._derive(
-                after
-                for before, after in rewritten
-                if indexable(after) and before.content_hash != after.content_hash
-            )
-            if to_embed:
-                self._embed(to_embed)
-            if fresh or changed:
-                self._bump_generation()
-            # After the indexes, as in apply(): a failed write leaves no claim.
-            numbered = [(start + i, b) for i, b in enumerate(blocks)]
-            if rewritten:
-                position = {b.id: i for i, b in enumerate(state.parsed.blocks)}
-                numbered += [(position[after.id], after) for _, after in rewritten]
-            self.manifest.put_blocks(path, self._file_row(path), numbered)
-            self.checkpoint()
+            try:
+                self._add_appended(path, state.parsed.blocks, blocks, stream, rewritten)
+            except DERIVED_ERRORS as exc:
+                if stream is not None:
+                    stream.cancel()
+                self._fell_behind([path], exc)
+
+    def _add_appended(
+        self,
+        path: str,
+        all_blocks: list[Block],
+        blocks: Sequence[Block],
+        stream: AppendStream | None,
+        rewritten: Sequence[tuple[Block, Block]],
+    ) -> None:
+        fresh = self._derive(b for b in blocks if indexable(b))
+        start = len(all_blocks) - len(blocks)
+        streamed = stream is not None and stream.finish(fresh)
+        if fresh and not streamed:
+            self.keyword.add_new(fresh)
+        changed = self._derive(after for _, after in rewritten if indexable(after))
+        if changed:
+            self.keyword.upsert(changed)
+        to_embed = fresh + self._derive(
+            after
+            for before, after in rewritten
+            if indexable(after) and before.content_hash != after.content_hash
+        )
+        if to_embed:
+            self._embed(to_embed)
+        if fresh or changed:
+            self._bump_generation()
+        # After the indexes, as in apply(): a failed write leaves no claim.
+        numbered = [(start + i, b) for i, b in enumerate(blocks)]
+        if rewritten:
+            position = {b.id: i for i, b in enumerate(all_blocks)}
+            numbered += [(position[after.id], after) for _, after in rewritten]
+        self.manifest.put_blocks(path, self._file_row(path), numbered)
+        self.checkpoint()
 
     def _file_row(self, path: str) -> tuple[int, int, int, str, dict[str, Any], int]:
         state = self.catalog.files[path]
@@ -395,7 +654,7 @@ class Indexer:
     ) -> None:
         vectors = self.vectors
         embedder = self._embedder
-        if vectors is None or embedder is None:
+        if vectors is None or embedder is None or self.embedder_resting():
             self.missing_vectors.update(b.id for b in blocks)
             return
         for start in range(0, len(blocks), _EMBED_BATCH):
@@ -404,9 +663,12 @@ class Indexer:
             try:
                 cached = self._cached_embeddings(embedder, chunk, keys)
             except EmbedderError as exc:
-                log.warning("embedding failed (%s); those blocks are keyword-only", exc)
-                self.missing_vectors.update(b.id for b in chunk)
-                continue
+                # Unreachable or refusing: the rest waits (keyword-only meanwhile)
+                # instead of paying for a failing call per chunk.
+                self._embedder_gate.failed(exc)
+                self.missing_vectors.update(b.id for b in blocks[start:])
+                return
+            self._embedder_gate.answered()
             matrix = np.stack([cached[k] for k in keys]).astype(np.float32)
             vectors.upsert([b.id for b in chunk], matrix)
             self.missing_vectors.difference_update(b.id for b in chunk)
@@ -418,8 +680,16 @@ class Indexer:
         self, embedder: Embedder, chunk: Sequence[Block], keys: list[str]
     ) -> dict[str, np.ndarray]:
         """Vectors of ``chunk`` by cache key: from the cache, the rest embedded
-        in one call and cached. Raises EmbedderError."""
-        cached = self.cache.get_many(embedder.name, keys)
+        in one call and cached. Raises EmbedderError.
+
+        The cache only saves work: if it cannot be read or written (a full
+        disk, a damaged file), the blocks are embedded anyway.
+        """
+        try:
+            cached = self.cache.get_many(embedder.name, keys)
+        except IndexError_ as exc:
+            log.debug("embedding cache unreadable (%s); embedding again", exc)
+            cached = {}
         todo = {k: embed_text(b) for b, k in zip(chunk, keys, strict=True) if k not in cached}
         if todo:
             query, self._query_ahead = self._query_ahead, None
@@ -437,7 +707,10 @@ class Indexer:
                     self._query_vector = (embedder.name, query, fresh[-1])
                     fresh = fresh[:-1]
             new_items = dict(zip(todo, fresh, strict=True))
-            self.cache.put_many(embedder.name, new_items)
+            try:
+                self.cache.put_many(embedder.name, new_items)
+            except IndexError_ as exc:
+                log.debug("embedding cache not written (%s)", exc)
             cached.update(new_items)
         return cached
 
@@ -461,26 +734,52 @@ class Indexer:
         ahead, self._query_vector = self._query_vector, None
         if ahead is not None and ahead[:2] == (embedder.name, text):
             return ahead[2]
-        return embedder.embed_query(text)
+        if self._embedder_gate.resting():
+            # No call: it failed moments ago.
+            raise EmbedderError(self._embedder_gate.reason or "embedder unavailable")
+        try:
+            vector = embedder.embed_query(text)
+        except EmbedderError as exc:
+            self._embedder_gate.failed(exc)
+            raise
+        self._embedder_gate.answered()
+        return vector
 
     def warm_cache(self, blocks: Sequence[Block]) -> None:
         """Embed ``blocks`` into the embedding cache only (batched; raises
         EmbedderError): later one-by-one lookups, and the indexing, find them."""
         embedder = self.embedder
-        if embedder is None:
+        if embedder is None or self.embedder_resting():
             return
         for start in range(0, len(blocks), _EMBED_BATCH):
             chunk = self._derive(blocks[start : start + _EMBED_BATCH])
-            self._cached_embeddings(embedder, chunk, [embed_key(b) for b in chunk])
+            try:
+                self._cached_embeddings(embedder, chunk, [embed_key(b) for b in chunk])
+            except EmbedderError as exc:
+                self._embedder_gate.failed(exc)
+                raise
 
     def checkpoint(self, *, force: bool = False) -> None:
-        """Save FAISS if enough changed (or ``force``); atomic, see VectorIndex.save."""
+        """Save FAISS if enough changed (or ``force``); atomic, see VectorIndex.save.
+
+        A failed save (a full disk) keeps the vectors in memory and is tried
+        again at the next checkpoint; a crash meanwhile is repaired at the
+        next open from the embedding cache.
+        """
         vectors = self._vectors
         if vectors is None or not self._unsaved:
             return
         due = self._unsaved >= _SAVE_EVERY or time.monotonic() - self._last_save > _SAVE_SECONDS
         if force or due or len(vectors) < 2_000:
-            vectors.save()
+            try:
+                vectors.save()
+            except DERIVED_ERRORS as exc:
+                if self._save_problem is None:
+                    log.warning("%s; kept in memory, saved again later", exc)
+                self._save_problem = f"vector index not saved: {one_line(exc)}"
+                self._last_save = time.monotonic()
+                return
+            self._save_problem = None
             self._unsaved = 0
             self._last_save = time.monotonic()
 
@@ -491,7 +790,10 @@ class Indexer:
 
     def catch_up(self) -> None:
         """Another process wrote since we looked: bring our FAISS copy in step."""
-        current = int(self.manifest.get_meta("generation") or 0)
+        try:
+            current = int(self.manifest.get_meta("generation") or 0)
+        except DERIVED_ERRORS:
+            return  # the manifest cannot tell now; the next call asks again
         if current != self._generation_seen:
             with self._lock:
                 self._generation_seen = current
@@ -528,14 +830,36 @@ class Indexer:
     # ------------------------------------------------------------ rebuild --
 
     def rebuild(self, progress: Callable[[str, int, int], None] | None = None) -> int:
-        """Drop both indexes and the manifest, then index every block again."""
+        """Drop both indexes and the manifest, then index every block again.
+
+        A manifest that is damaged or had to live in memory is started again
+        on disk first, and a resting embedder is asked again. Raises
+        IndexError_ if the state dir still cannot be written.
+        """
         with self._lock:
-            self.keyword.close()
+            with contextlib.suppress(OSError):
+                self.state_dir.mkdir(parents=True, exist_ok=True)
+            if self._keyword is not None:
+                self._keyword.close()
+                self._keyword = None
+            damaged = self.manifest.check() is not None
+            if damaged or self.manifest.in_memory or not self.manifest.path.exists():
+                self._reopen_manifest_only(damaged=damaged)
+            if self.manifest.problem is not None:
+                raise IndexError_(f"cannot rebuild the indexes: {self.manifest.problem}")
             self.manifest.clear()
-            self.keyword = KeywordIndex.create(self.state_dir / "keyword")
+            try:
+                self._keyword = KeywordIndex.create(self.state_dir / "keyword")
+            except OSError as exc:
+                raise IndexError_(f"cannot rebuild the keyword index: {exc}") from None
+            self._keyword_problem = None
             self.manifest.set_meta("index_version", INDEX_VERSION)
+            self._embedder_gate.reset()
+            if self._cache is not None and self._cache.problem is not None:
+                self._cache.close()
+                self._cache = None  # try the file again
             if self._vectors is not None and self._embedder is not None:
-                self._vectors.reset(self._embedder.dim, self._embedder.name)
+                self._vectors.reset(self._vectors.dim, self._embedder.name)
             self.catalog.reset()
             self.catalog.scan()
             blocks = self._derive(b for b in self.catalog.blocks() if indexable(b))
@@ -545,11 +869,12 @@ class Indexer:
                 if progress is not None:
                     progress("keyword", min(count, total), total)
 
-            self.keyword.add_many(blocks, bulk=total > 2_000, progress=tick)
+            self._keyword.add_many(blocks, bulk=total > 2_000, progress=tick)
             for path in self.catalog.files:
                 self.manifest.replace_file(
                     path, self._file_row(path), self.catalog.files[path].parsed.blocks
                 )
+            self.catalog.unindexed.clear()
             done = 0
 
             def tick_vec(n: int) -> None:
@@ -565,17 +890,64 @@ class Indexer:
                 # A full rebuild is where the index kind is chosen again, so
                 # hnsw = auto switches to the graph index once the vault is large.
                 vectors.rebuild()
+            else:
+                self.missing_vectors.update(b.id for b in blocks)
             self._bump_generation()
+            self._unsaved += 1  # the rebuilt index is saved even if nothing was embedded
             self.checkpoint(force=True)
             return total
 
     def stats(self) -> IndexStats:
+        """Counts of what the indexes hold; a part that cannot answer counts 0
+        (:meth:`problems` says why)."""
         vectors = self.vectors
+        try:
+            keyword_docs = len(self.keyword)
+        except IndexError_:
+            keyword_docs = 0
+        try:
+            generation = int(self.manifest.get_meta("generation") or 0)
+        except IndexError_:
+            generation = self._generation_seen
         return IndexStats(
             blocks=sum(1 for b in self.catalog.blocks() if indexable(b)),
-            keyword_docs=len(self.keyword),
+            keyword_docs=keyword_docs,
             vectors=len(vectors) if vectors is not None else 0,
             embedder=self._embedder.name if self._embedder is not None else "none",
             missing_vectors=len(self.missing_vectors),
-            generation=int(self.manifest.get_meta("generation") or 0),
+            generation=generation,
         )
+
+    def recall_gaps(self) -> list[tuple[str, str]]:
+        """What recall cannot see right now, as ``(part, reason)`` pairs with
+        part "keyword" or "vector" (empty when both indexes hold every block)."""
+        out: list[tuple[str, str]] = []
+        if self._keyword is None:
+            out.append(("keyword", self._keyword_problem or "keyword index unusable"))
+        unindexed = len(self.catalog.unindexed)
+        if unindexed:
+            why = f"{unindexed} file(s) not indexed yet (a derived write failed; retried)"
+            out += [("keyword", why), ("vector", why)]
+        problem = self.embedder_problem
+        if problem is not None:
+            out.append(("vector", problem))
+        elif self.missing_vectors:
+            out.append(("vector", f"{len(self.missing_vectors)} block(s) without a vector yet"))
+        return out
+
+    def problems(self) -> list[str]:
+        """What is wrong with the derived state right now, one line each (empty
+        when every part is there and in step with the files as far as this
+        process knows): recall's gaps, plus a manifest kept in memory and a
+        vector index that could not be saved."""
+        off = self.settings.embedder.provider in ("none", "off", "")
+        out = list(dict.fromkeys(why for _, why in self.recall_gaps()))
+        if off:  # no vectors by choice is not a fault
+            out = [why for why in out if why != self._embedder_error]
+        if self.manifest.problem is not None:
+            out.append(f"manifest kept in memory: {self.manifest.problem}")
+        if self._save_problem is not None:
+            out.append(self._save_problem)
+        if self._cache is not None and self._cache.problem is not None:
+            out.append(f"embedding cache kept in memory: {self._cache.problem}")
+        return out

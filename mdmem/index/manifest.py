@@ -11,15 +11,18 @@ Deleting it (or the whole state dir) loses nothing: the vault is re-parsed.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mdmem.errors import IndexError_
+from mdmem.index.health import open_sqlite, sqlite_problem
 from mdmem.models import Block
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_row"]
@@ -28,6 +31,26 @@ SCHEMA_VERSION = 2
 
 FileRow = tuple[int, int, int, str, dict[str, Any], int]  # mtime_ns, size, ino, sha, meta, fm_lines
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(
+    method: Callable[Concatenate[Manifest, _P], _R],
+) -> Callable[Concatenate[Manifest, _P], _R]:
+    """SQLite failures (a full disk, a damaged page) leave as IndexError_: the
+    callers treat the manifest as a cache that may fail and be rebuilt."""
+
+    @functools.wraps(method)
+    def wrapper(self: Manifest, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.Error, ValueError, TypeError) as exc:  # JSON columns too
+            raise IndexError_(f"manifest {self.path}: {sqlite_problem(exc)}") from None
+
+    return wrapper
+
+
 _BLOCK_COLUMNS = (
     "id, path, ord, line_start, line_end, heading, text, kind, tags, scope, status,"
     " created, updated, content_hash, fields, is_memory"
@@ -35,25 +58,53 @@ _BLOCK_COLUMNS = (
 
 
 class Manifest:
+    """The manifest in ``path``; never fails to open (see :mod:`mdmem.index.health`).
+
+    A damaged file is set aside and started again (``recovered`` says so);
+    a file that cannot be used at all is replaced by an in-memory database
+    (``problem`` says why), so every command still works and the vault is
+    parsed from its files. Any SQLite failure later raises
+    :class:`~mdmem.errors.IndexError_`.
+    """
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        opened = open_sqlite(path, self._setup, what="manifest")
+        self._db = opened.db
+        self.problem = opened.problem
+        self.recovered = opened.recovered
+
+    def _setup(self, db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        # Deleted rows are zeroed, so a purged memory's text leaves the file.
+        db.execute("PRAGMA secure_delete=ON")
+        self._db = db
+        self._create()
+
+    @property
+    def in_memory(self) -> bool:
+        """True when the file could not be used and this process keeps it in memory."""
+        return self.problem is not None
+
+    def check(self) -> str | None:
+        """SQLite's own consistency check: None when fine, else the first complaint."""
         try:
-            self._db = sqlite3.connect(
-                path, check_same_thread=False, isolation_level=None, timeout=30.0
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            # Deleted rows are zeroed, so a purged memory's text leaves the file.
-            self._db.execute("PRAGMA secure_delete=ON")
-            self._create()
-        except sqlite3.DatabaseError as exc:
-            raise IndexError_(f"manifest {path} is unusable ({exc})") from None
+            with self._lock:
+                rows = self._db.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.Error as exc:
+            return sqlite_problem(exc)
+        first = str(rows[0][0]) if rows else "ok"
+        return None if first == "ok" else first
 
     def _create(self) -> None:
         db = self._db
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        version = self.get_meta("schema_version")
+        # Raw SQL, not get_meta/set_meta: open_sqlite must see SQLite's own
+        # errors to tell damage (set aside) from a disk problem (in memory).
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = None if row is None else str(row[0])
         if version is not None and version != str(SCHEMA_VERSION):
             db.execute("DROP TABLE IF EXISTS files")
             db.execute("DROP TABLE IF EXISTS blocks")
@@ -69,18 +120,25 @@ class Manifest:
             " content_hash TEXT, fields TEXT, is_memory INTEGER)"
         )
         db.execute("CREATE INDEX IF NOT EXISTS blocks_path ON blocks(path)")
-        self.set_meta("schema_version", str(SCHEMA_VERSION))
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('schema_version', ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
 
+    @_guarded
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
+    @_guarded
     def clear(self) -> None:
         with self._lock, self._tx():
             self._db.execute("DELETE FROM files")
             self._db.execute("DELETE FROM blocks")
             self._db.execute("DELETE FROM meta WHERE key != 'schema_version'")
 
+    @_guarded
     def scrub(self) -> None:
         """Checkpoint and truncate the WAL: no deleted text lingers on disk."""
         with self._lock:
@@ -89,11 +147,13 @@ class Manifest:
 
     # ---------------------------------------------------------------- meta --
 
+    @_guarded
     def get_meta(self, key: str) -> str | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    @_guarded
     def set_meta(self, key: str, value: str | None) -> None:
         with self._lock:
             if value is None:
@@ -107,6 +167,7 @@ class Manifest:
 
     # --------------------------------------------------------------- files --
 
+    @_guarded
     def files(self) -> dict[str, FileRow]:
         with self._lock:
             rows = self._db.execute(
@@ -114,6 +175,7 @@ class Manifest:
             ).fetchall()
         return {r[0]: (r[1], r[2], r[3], r[4], json.loads(r[5] or "{}"), r[6]) for r in rows}
 
+    @_guarded
     def blocks_by_path(self) -> dict[str, list[Block]]:
         out: dict[str, list[Block]] = {}
         with self._lock:
@@ -122,6 +184,7 @@ class Manifest:
                 out.setdefault(row[1], []).append(block_from_row(row))
         return out
 
+    @_guarded
     def blocks(self, path: str) -> list[Block]:
         with self._lock:
             rows = self._db.execute(
@@ -129,6 +192,7 @@ class Manifest:
             ).fetchall()
         return [block_from_row(r) for r in rows]
 
+    @_guarded
     def replace_file(
         self,
         path: str,
@@ -152,6 +216,7 @@ class Manifest:
         """Record blocks appended to a file whose other blocks are unchanged."""
         self.put_blocks(path, row, [(start_ord + i, b) for i, b in enumerate(blocks)])
 
+    @_guarded
     def put_blocks(self, path: str, row: FileRow, numbered: list[tuple[int, Block]]) -> None:
         """Record some blocks of a file, each at its position; the others are unchanged."""
         with self._lock, self._tx():
@@ -172,6 +237,7 @@ class Manifest:
             (path, mtime_ns, size, ino, sha, json.dumps(meta, default=str), fm_lines),
         )
 
+    @_guarded
     def count_blocks(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM blocks").fetchone()[0])
@@ -188,7 +254,20 @@ class _Transaction:
         self._db.execute("BEGIN")
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self._db.execute("COMMIT")
+                return
+            except sqlite3.Error:
+                # A failed COMMIT (SQLITE_FULL) may leave the transaction open,
+                # and every later BEGIN would fail: end it, then report.
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+        # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR):
+        # the original error is the one to report.
+        with contextlib.suppress(sqlite3.Error):
+            self._db.execute("ROLLBACK")
 
 
 def _ts(value: datetime | None) -> float | None:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError
+from mdmem.index.health import open_sqlite, sqlite_problem
 
 __all__ = ["HNSW_THRESHOLD", "EmbeddingCache", "VectorIndex"]
 
@@ -528,20 +529,34 @@ class EmbeddingCache:
     def __init__(self, path: Path, *, timeout: float = 10.0) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        # A damaged file is set aside and started again, one that cannot be
+        # written is kept in memory (``problem``): the cache only saves work.
+        opened = open_sqlite(
+            self.path, self._setup, what="embedding cache", timeout=timeout, isolation_level=None
+        )
+        self._db = opened.db
+        self.problem = opened.problem
+        self.recovered = opened.recovered
+
+    @staticmethod
+    def _setup(db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings ("
+            " model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL,"
+            " vec BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+        )
+
+    def check(self) -> str | None:
+        """SQLite's own consistency check: None when fine, else the first complaint."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, timeout=timeout, check_same_thread=False, isolation_level=None
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings ("
-                " model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL,"
-                " vec BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
-            )
-        except sqlite3.DatabaseError as e:
-            raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
+            with self._lock:
+                rows = self._db.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.Error as exc:
+            return sqlite_problem(exc)
+        first = str(rows[0][0]) if rows else "ok"
+        return None if first == "ok" else first
 
     def get_many(self, model: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of those hashes that are present, keyed by hash."""

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mdmem.index.indexer import indexable
+from mdmem.maintenance.derived import (
+    DERIVED_CHECKS,
+    Finding,
+    check_derived_files,
+    check_indexes,
+    check_manifest,
+    fix_derived,
+)
 from mdmem.store.gitattributes import APPEND_DRIVER, union_lines, without_union
 from mdmem.store.secret_guard import scan
 
@@ -65,7 +72,6 @@ class DoctorReport:
 def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     report = DoctorReport()
     store.refresh()
-    indexer = store.indexer
 
     report.checks.append("files parse")
     for path, reason in sorted(store.catalog.skipped.items()):
@@ -83,50 +89,7 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
                 )
             seen[block.id] = path
 
-    report.checks.append("manifest matches files")
-    rows = indexer.manifest.files()
-    for path, state in store.catalog.files.items():
-        row = rows.get(path)
-        if row is None or tuple(row[:3]) != tuple(state.signature):
-            report.problems.append(Problem("manifest matches files", f"{path} not indexed", True))
-    for path in rows.keys() - store.catalog.files.keys():
-        report.problems.append(Problem("manifest matches files", f"{path} indexed but gone", True))
-
-    wanted = {b.id for b in store.catalog.blocks() if indexable(b)}
-    report.checks.append("keyword index")
-    have = indexer.keyword.ids()
-    if wanted - have:
-        report.problems.append(
-            Problem(
-                "keyword index",
-                f"{len(wanted - have)} block(s) missing from the keyword index",
-                True,
-            )
-        )
-    if have - wanted:
-        report.problems.append(
-            Problem(
-                "keyword index",
-                f"{len(have - wanted)} stale document(s) in the keyword index",
-                True,
-            )
-        )
-
-    report.checks.append("vector index")
-    vectors = indexer.vectors
-    if vectors is None:
-        problem = indexer.embedder_problem or "no embedder"
-        report.problems.append(Problem("vector index", f"vectors unavailable: {problem}", False))
-    else:
-        vec_ids = vectors.ids()
-        if wanted - vec_ids:
-            report.problems.append(
-                Problem("vector index", f"{len(wanted - vec_ids)} block(s) without a vector", True)
-            )
-        if vec_ids - wanted:
-            report.problems.append(
-                Problem("vector index", f"{len(vec_ids - wanted)} stale vector(s)", True)
-            )
+    _check_derived(store, report)
 
     if store.settings.secrets != "off":
         report.checks.append("no secrets in files")
@@ -200,6 +163,17 @@ def check_secrets(store: MemoryStore) -> list[Problem]:
     return problems
 
 
+def _check_derived(store: MemoryStore, report: DoctorReport) -> None:
+    """The derived state against the files on disk (see maintenance.derived)."""
+    report.checks.extend(DERIVED_CHECKS)
+    for finding in derived_findings(store):
+        report.problems.append(Problem(finding.check, finding.detail, finding.fixable))
+
+
+def derived_findings(store: MemoryStore) -> list[Finding]:
+    return [*check_manifest(store), *check_indexes(store), *check_derived_files(store)]
+
+
 def _fix(
     store: MemoryStore, report: DoctorReport, temps: list[Path], stale_lock: bool, dirty: bool
 ) -> None:
@@ -211,12 +185,20 @@ def _fix(
         store.commit_human_edits()
     if any(p.check == "merge drivers" for p in report.problems):
         fix_merge_attributes(store)
-    if any(
-        p.check in ("manifest matches files", "keyword index", "vector index")
+    derived = [
+        Finding(p.check, p.detail, p.fixable)
         for p in report.problems
-    ):
-        store.reindex(full=True)
-    report.fixed = [p.detail for p in report.problems if p.fixable]
+        if p.check in DERIVED_CHECKS and p.fixable
+    ]
+    failures = fix_derived(store, derived) if derived else []
+    # Fixed is what a second look no longer finds, not what was attempted.
+    still = {f.detail for f in derived_findings(store)} if derived else set()
+    report.fixed = [
+        p.detail
+        for p in report.problems
+        if p.fixable and not (p.check in DERIVED_CHECKS and p.detail in still)
+    ]
+    report.problems += [Problem("derived files", why, False) for why in failures]
 
 
 # ------------------------------------------------------------------ git ----

@@ -66,7 +66,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdmem.errors import InvalidInputError, LLMError, MdmemError
-from mdmem.index.indexer import embed_text
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import session_id_of, validate_session_id
 from mdmem.memory.subjects import Verdict, compare
@@ -195,18 +194,13 @@ def _eligible(new: Block, other: Block, new_sessions: set[str] | None = None) ->
 
 
 def _vector_of(store: MemoryStore, block: Block) -> np.ndarray | None:
-    """The new block's embedding, put in the cache so indexing does not embed it again."""
-    embedder = store.indexer.embedder
-    if embedder is None:
+    """The new block's embedding, put in the cache so indexing does not embed it
+    again; None when there are no vectors or the embedder does not answer (the
+    memory is stored all the same, only not compared with older ones)."""
+    vec = store.indexer.cached_vector(block)
+    if vec is None:
         return None
-    cache = store.indexer.cache
-    key = block.content_hash
-    cached = cache.get_many(embedder.name, [key])
-    if key in cached:
-        vec = np.asarray(cached[key], dtype=np.float32)
-    else:
-        vec = np.asarray(embedder.embed([embed_text(block)])[0], dtype=np.float32)
-        cache.put_many(embedder.name, {key: vec})
+    vec = np.asarray(vec, dtype=np.float32)
     norm = float(np.linalg.norm(vec))
     return vec / norm if norm else None
 

@@ -352,5 +352,3 @@ def read_tool_output(store: MemoryStore, key: str, *, scope: str | None = None) 
         if str(meta.get("output_scope") or "") != wanted:
             raise ScopeDeniedError(f"tool output {key} is outside scope {scope or '(root)'}")
     return raw[end + 5 :]
-
-

@@ -53,30 +53,35 @@ class Recaller:
         """The memories most relevant to ``q``, best first; edits on disk are indexed first."""
         started = time.perf_counter()
         store = self.store
+        indexer = store.indexer
         if q.mode == "keyword":
             store.refresh()
         else:
-            # Blocks the refresh embeds (an edit) share one model call with the query.
-            with store.indexer.query_ahead(vector_query_text(q.query, self.threads)):
+            # Blocks the refresh embeds (an edit) share one model call with the
+            # query, and so do vectors left missing while the embedder was down.
+            with indexer.query_ahead(vector_query_text(q.query, self.threads)):
                 store.refresh()
-        store.indexer.catch_up()
+                indexer.fill_missing_vectors()
+        indexer.catch_up()
         settings = store.settings.recall
+        usefulness = self.usefulness
+        usefulness.ensure_open()
         result = run_recall(
             q,
-            store.indexer,
+            indexer,
             store.catalog.block,
             settings,
-            trust_of=self.usefulness.trust,
+            trust_of=usefulness.trust,
             human_of=self.human_of if settings.human_weight > 0 else None,
             threads=self.threads,
-            embed_query=store.indexer.embed_query,
+            embed_query=indexer.embed_query,
+            gaps=indexer.recall_gaps,
+            scan=lambda: store.catalog.blocks(memories_only=False),
         )
         self._note_hits(result.items)
-        return Recall(
-            query=result.query,
+        return replace(
+            result,
             items=[self._shown(hit) for hit in result.items],
-            degraded=result.degraded,
-            reranked=result.reranked,
             took_ms=(time.perf_counter() - started) * 1000,
         )
 

@@ -12,13 +12,16 @@ citation. See :mod:`mdmem.recall.ranking` and :mod:`mdmem.recall.conversation`.
 from __future__ import annotations
 
 import heapq
+import re
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from mdmem.errors import InvalidInputError
+from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
+from mdmem.index.indexer import indexable
+from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
 from mdmem.recall import ranking
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
@@ -47,6 +50,12 @@ class Indexes(Protocol):
 __all__ = ["MODES", "RecallQuery", "cite_context", "render_context", "run_recall", "to_datetime"]
 
 MODES = ("hybrid", "keyword", "vector")
+_WORD = re.compile(r"\w+")
+# Words too common to tell blocks apart in the index-free scan.
+_SCAN_STOP = QUESTION_WORDS | frozenset(
+    {"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "i", "in", "is", "it"}
+    | {"me", "my", "of", "on", "or", "our", "that", "the", "this", "to", "we", "with", "you"}
+)
 
 
 def to_datetime(value: datetime | date | str | None, *, end: bool = False) -> datetime | None:
@@ -158,6 +167,8 @@ def run_recall(
     human_of: Callable[[Block], bool] | None = None,
     threads: Threads | None = None,
     embed_query: Callable[[str], F32] | None = None,
+    gaps: Callable[[], list[tuple[str, str]]] | None = None,
+    scan: Callable[[], Iterable[Block]] | None = None,
 ) -> Recall:
     """The ranking pipeline over already-fresh indexes.
 
@@ -165,28 +176,63 @@ def run_recall(
     the people and thread signals of :mod:`mdmem.recall.conversation`.
     ``embed_query``: how the query's vector is made, if not by the indexes'
     embedder (the live indexer may have embedded it already).
+    ``gaps``: what the indexes lack right now, as ``(part, reason)`` pairs
+    (see Indexer.recall_gaps); ``scan``: every block, read when neither
+    index can answer. A part that fails here (a keyword index that cannot
+    be read, an embedder that does not answer) degrades the recall instead
+    of failing it.
     """
     started = time.perf_counter()
     now = now or datetime.now(UTC)
     pool = max(settings.candidates, q.k * 4)
     statuses: Collection[str] | None = None if q.include_inactive else ("active",)
+    # What this recall could not use, one clause each: the answer is
+    # ``degraded`` while any part is missing, and says why.
+    reasons: list[str] = []
 
     keyword: list[tuple[str, float]] = []
+    keyword_ok = q.mode == "vector"
     if q.mode != "vector":
-        keyword = _keyword_candidates(q, indexer, pool, statuses, block_of)
+        try:
+            keyword = _keyword_candidates(q, indexer, pool, statuses, block_of)
+            keyword_ok = True
+        except IndexError_ as exc:
+            _note(reasons, f"keyword index unusable: {_line(exc)}")
 
     vector: list[tuple[str, float]] = []
-    degraded = False
     if q.mode != "keyword":
         vectors = indexer.vectors
         embedder = indexer.embedder
-        if vectors is None or embedder is None or len(vectors) == 0:
-            degraded = vectors is None or embedder is None or bool(keyword)
+        vector_reasons: list[str] = []
+        if vectors is None or embedder is None:
+            vector_reasons.append("vectors unavailable")
+        elif len(vectors) == 0:
+            if keyword:  # blocks exist, none has a vector yet
+                vector_reasons.append("the vector index is empty")
         else:
-            degraded = bool(indexer.missing_vectors)
+            if indexer.missing_vectors:
+                vector_reasons.append(f"{len(indexer.missing_vectors)} block(s) without a vector")
             text = vector_query_text(q.query, threads)
-            query_vec = (embed_query or embedder.embed_query)(text)
-            vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
+            try:
+                query_vec = (embed_query or embedder.embed_query)(text)
+            except EmbedderError as exc:
+                vector_reasons.append(f"query not embedded: {_line(exc)}")
+            else:
+                vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
+        # The indexes' own account (asked now, after this recall's attempts)
+        # names the cause better than what this recall saw of it.
+        known = [why for part, why in (gaps() if gaps is not None else []) if part == "vector"]
+        for why in known or vector_reasons:
+            _note(reasons, why)
+    if gaps is not None:
+        for part, why in gaps():
+            if part == "keyword" and q.mode != "vector":
+                _note(reasons, why)
+    if not keyword_ok and not vector and scan is not None:
+        # Neither index can answer: read the blocks themselves.
+        keyword = _scan_candidates(q, scan(), pool)
+        _note(reasons, "answered by scanning the files")
+    degraded = bool(reasons)
 
     if settings.fusion == "blend":
         fused = ranking.fuse_blend(
@@ -273,7 +319,38 @@ def run_recall(
         degraded=degraded,
         reranked=False,
         took_ms=(time.perf_counter() - started) * 1000,
+        degraded_reason="; ".join(reasons) if reasons else None,
     )
+
+
+def _note(reasons: list[str], why: str) -> None:
+    if why not in reasons:
+        reasons.append(why)
+
+
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _scan_candidates(q: RecallQuery, blocks: Iterable[Block], pool: int) -> list[tuple[str, float]]:
+    """Candidates without any index: the share of the query's words each block
+    holds (text, heading and tags, lightly stemmed as the tag boost does).
+    The last resort while the keyword index is unusable and vectors are out."""
+    words = [w for w in dict.fromkeys(_WORD.findall(q.query.casefold())) if w not in _SCAN_STOP]
+    forms = [ranking.query_words(w) for w in words]  # each word with its plural/singular
+    if not forms:
+        return []
+    scored: list[tuple[float, str]] = []
+    for block in blocks:
+        if not indexable(block) or not q.admits(block):
+            continue
+        have = ranking.query_words(" ".join((block.text, block.heading or "", *block.tags)))
+        hits = sum(1 for f in forms if f & have)
+        if hits:
+            scored.append((hits / len(forms), block.id))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [(block_id, score) for score, block_id in scored[:pool]]
 
 
 def vector_query_text(query: str, threads: Threads | None) -> str:

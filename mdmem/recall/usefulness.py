@@ -12,6 +12,7 @@ the state directory resets them and loses no memory.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -21,6 +22,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from mdmem.errors import IndexError_
+from mdmem.index import health
+from mdmem.index.health import file_id, open_sqlite, quarantine
 
 __all__ = ["DEFAULT_TRUST", "FEEDBACK_STEP", "HIT_NUDGE", "Usefulness", "UsefulnessStore"]
 
@@ -46,31 +51,74 @@ class Usefulness:
 
 
 class UsefulnessStore:
-    """Per-memory hits and trust in ``<state>/usefulness.sqlite``; thread- and process-safe."""
+    """Per-memory hits and trust in ``<state>/usefulness.sqlite``; thread- and process-safe.
+
+    A derived file like the indexes: a damaged one is set aside and started
+    again, one that cannot be written is kept in memory (``problem``), and
+    one deleted under us (the state dir removed) is opened again on the next
+    :meth:`ensure_open`. Recall never fails for its sake.
+    """
 
     def __init__(self, path: Path, *, timeout: float = 10.0) -> None:
         self.path = path
+        self._timeout = timeout
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False)
-        self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
+        self._cache: dict[str, float] = {}
+        self._version = -1
+        self._pending: Counter[str] = Counter()
+        self._last_flush = time.monotonic()
+        self._warned = False
+        self._open()
+
+    def _setup(self, db: sqlite3.Connection) -> None:
+        db.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(
             "CREATE TABLE IF NOT EXISTS usefulness ("
             " id TEXT PRIMARY KEY, hits INTEGER NOT NULL DEFAULT 0,"
             " trust REAL NOT NULL, helpful INTEGER NOT NULL DEFAULT 0,"
             " unhelpful INTEGER NOT NULL DEFAULT 0, updated REAL NOT NULL)"
         )
-        self._db.commit()
-        self._cache: dict[str, float] = {}
+        db.commit()
+
+    def _open(self) -> None:
+        opened = open_sqlite(
+            self.path,
+            self._setup,
+            what="usefulness",
+            timeout=self._timeout,
+            isolation_level="DEFERRED",
+        )
+        self._db = opened.db
+        self.problem = opened.problem
+        self.recovered = opened.recovered
+        self._ident = file_id(self.path)
+        self._opened_at = time.monotonic()
         self._version = -1
-        self._pending: Counter[str] = Counter()
-        self._last_flush = time.monotonic()
         self._finalizer = weakref.finalize(self, _write_hits, self._db, self._lock, self._pending)
+
+    def ensure_open(self) -> None:
+        """Open the file again if it was deleted or replaced (the state dir
+        removed under an open vault), or if it was kept in memory for a while."""
+        if self.problem is None and file_id(self.path) == self._ident:
+            return
+        if self.problem is not None and time.monotonic() - self._opened_at < health.RETRY_SECONDS:
+            return
+        self._reopen()
+
+    def _reopen(self, damaged: bool = False) -> None:
+        with self._lock:
+            self._finalizer.detach()
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            if damaged:
+                quarantine(self.path)
+            self._open()
 
     def close(self) -> None:
         self.flush()
-        with self._lock:
+        with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
         self._finalizer.detach()
 
@@ -84,30 +132,53 @@ class UsefulnessStore:
     def trust(self, memory_id: str) -> float:
         """The memory's trust (DEFAULT_TRUST when never seen); served from a cache."""
         with self._lock:
-            self._sync_cache()
+            failure = self._sync_cache()
+            if failure is None:
+                return self._cache.get(memory_id, DEFAULT_TRUST)
+        # Trust is a ranking nudge: recall goes on with what is cached.
+        self._failed(failure)
+        with self._lock:
             return self._cache.get(memory_id, DEFAULT_TRUST)
 
     def get(self, memory_id: str) -> Usefulness:
         self.flush()
-        with self._lock:
-            row = self._db.execute(
-                "SELECT hits, trust, helpful, unhelpful FROM usefulness WHERE id = ?",
-                (memory_id,),
-            ).fetchone()
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT hits, trust, helpful, unhelpful FROM usefulness WHERE id = ?",
+                    (memory_id,),
+                ).fetchone()
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            row = None
         if row is None:
-            return Usefulness(memory_id, 0, DEFAULT_TRUST, 0, 0)
+            return Usefulness(memory_id, 0, self._cache.get(memory_id, DEFAULT_TRUST), 0, 0)
         return Usefulness(memory_id, int(row[0]), float(row[1]), int(row[2]), int(row[3]))
 
-    def _sync_cache(self) -> None:
+    def _failed(self, exc: sqlite3.Error) -> None:
+        """A read or write failed: damage is set aside (the numbers start again),
+        anything else (a busy or full disk) is logged once and tried again later."""
+        if _damaged(exc):
+            log.warning("usefulness %s is damaged (%s); starting it again", self.path, exc)
+            self._reopen(damaged=True)
+        elif not self._warned:
+            self._warned = True
+            log.warning("usefulness %s unavailable for now (%s)", self.path, exc)
+
+    def _sync_cache(self) -> sqlite3.Error | None:
         # data_version changes when another connection (process) commits, so
         # the cache stays right without reading the table on every recall.
-        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
-        if version != self._version:
-            self._cache = dict(self._db.execute("SELECT id, trust FROM usefulness").fetchall())
-            for memory_id, n in self._pending.items():  # not written yet
-                base = self._cache.get(memory_id, DEFAULT_TRUST)
-                self._cache[memory_id] = min(1.0, base + n * HIT_NUDGE)
-            self._version = version
+        try:
+            version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            if version != self._version:
+                self._cache = dict(self._db.execute("SELECT id, trust FROM usefulness").fetchall())
+                for memory_id, n in self._pending.items():  # not written yet
+                    base = self._cache.get(memory_id, DEFAULT_TRUST)
+                    self._cache[memory_id] = min(1.0, base + n * HIT_NUDGE)
+                self._version = version
+        except sqlite3.Error as exc:
+            return exc
+        return None
 
     # -- writes ------------------------------------------------------------
 
@@ -128,29 +199,51 @@ class UsefulnessStore:
             self.flush()
 
     def feedback(self, memory_id: str, helpful: bool) -> Usefulness:
-        """Move trust by ±FEEDBACK_STEP, clamped to [0, 1]; returns the new values."""
+        """Move trust by ±FEEDBACK_STEP, clamped to [0, 1]; returns the new values.
+
+        Raises IndexError_ when the file cannot take the change (a full disk).
+        """
         step = FEEDBACK_STEP if helpful else -FEEDBACK_STEP
         self.flush()
-        with self._lock:
-            self._db.execute(
-                "INSERT INTO usefulness (id, hits, trust, helpful, unhelpful, updated) "
-                "VALUES (?, 0, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                "trust = MAX(0.0, MIN(1.0, trust + ?)), helpful = helpful + ?, "
-                "unhelpful = unhelpful + ?, updated = excluded.updated",
-                (
-                    memory_id,
-                    max(0.0, min(1.0, DEFAULT_TRUST + step)),
-                    int(helpful),
-                    int(not helpful),
-                    time.time(),
-                    step,
-                    int(helpful),
-                    int(not helpful),
-                ),
-            )
-            self._db.commit()
-            self._version = -1  # reload the cache on the next read
+        for attempt in (0, 1):
+            try:
+                with self._lock:
+                    self._write_feedback(memory_id, step, helpful)
+                break
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                if attempt or not _damaged(exc):
+                    raise IndexError_(
+                        f"usefulness {self.path}: feedback not saved ({exc})"
+                    ) from None
+                self._failed(exc)  # damaged: started again, then one more try
         return self.get(memory_id)
+
+    def _write_feedback(self, memory_id: str, step: float, helpful: bool) -> None:
+        self._db.execute(
+            "INSERT INTO usefulness (id, hits, trust, helpful, unhelpful, updated) "
+            "VALUES (?, 0, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "trust = MAX(0.0, MIN(1.0, trust + ?)), helpful = helpful + ?, "
+            "unhelpful = unhelpful + ?, updated = excluded.updated",
+            (
+                memory_id,
+                max(0.0, min(1.0, DEFAULT_TRUST + step)),
+                int(helpful),
+                int(not helpful),
+                time.time(),
+                step,
+                int(helpful),
+                int(not helpful),
+            ),
+        )
+        self._db.commit()
+        self._version = -1  # reload the cache on the next read
+
+
+def _damaged(exc: sqlite3.Error) -> bool:
+    """Damage (not a database, malformed), as opposed to a busy or full disk."""
+    return isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
 
 
 def _write_hits(db: sqlite3.Connection, lock: threading.Lock, pending: Counter[str]) -> None:

@@ -91,6 +91,11 @@ class Catalog:
         self._by_event: dict[tuple[str, str], set[str]] = {}
         self._people: Counter[str] = Counter()  # speaker/contact field values
         self._people_tokens: set[str] | None = None
+        # Files read from disk (or dropped) whose change the indexes and the
+        # manifest may not hold yet: a lookup re-read them, or writing the
+        # derived state failed. The indexer empties it as it catches up, and
+        # never records a partial update of such a file on top of a stale row.
+        self.unindexed: set[str] = set()
 
     def reset(self) -> None:
         """Forget everything parsed; the next scan reads every file again."""
@@ -104,6 +109,7 @@ class Catalog:
         self._people.clear()
         self._people_tokens = None
         self._full_at = None
+        self.unindexed.clear()
 
     @property
     def watching(self) -> bool:
@@ -237,6 +243,8 @@ class Catalog:
         self._skipped_sigs.pop(path, None)
 
     def drop(self, path: str) -> None:
+        if path in self.files:
+            self.unindexed.add(path)
         self._forget_file(path)
         self.files.pop(path, None)
 
@@ -284,6 +292,7 @@ class Catalog:
         tf = decode(raw)
         parsed = parse(path, tf, fallback_time=datetime.fromtimestamp(sig[0] / 1e9, tz=UTC))
         self.put(path, parsed, sig)
+        self.unindexed.add(path)
         return parsed
 
     def refresh(self, path: str) -> bool:

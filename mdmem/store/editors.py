@@ -251,7 +251,9 @@ def _insert_under_topic(tf: TextFile, topic: str, lines: list[str]) -> Edit:
         last -= 1
     if last == len(tf.lines) - 1:
         first = tf.append_lines(lines, blank_before=last == start)
-        return Edit(appended_at=first, ids=[_id_of(lines)])
+        # One item after the file's other blocks: parsed with its section's
+        # heading (a parse of the appended lines alone would lose it).
+        return Edit(appended_at=first, ids=[_id_of(lines)], item=True)
     insert_at = last + 1
     new_lines = ([""] if last == start else []) + lines
     tf.insert_lines(insert_at, new_lines)

@@ -11,7 +11,9 @@ concurrent processes (they share a locked counter file).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import logging
 import os
 import re
 import secrets
@@ -23,6 +25,8 @@ from pathlib import Path
 from mdmem.errors import InvalidInputError
 
 __all__ = ["ID_PATTERN", "IdIssuer", "id_time", "is_memory_id", "new_id_text"]
+
+log = logging.getLogger("mdmem")
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 _TIME_CHARS = 10
@@ -138,42 +142,100 @@ class IdIssuer:
         self._pid = 0
         # Sequence numbers reserved in the counter file: (ms, next, last).
         self._spare = (0, 1, 0)
+        # The last (ms, seq) this process issued or reserved, the floor when
+        # the counter file cannot be used (or was started again).
+        self._local = (0, -1)
+        self._warned = False
 
-    def _handle(self) -> int:
+    def _handle(self) -> int | None:
+        """The counter file, opened again after a fork or when it was deleted
+        (the state dir removed under an open vault); None if it cannot be opened."""
+        fd = self._fd
+        if fd is not None and self._pid == os.getpid():
+            try:
+                if os.fstat(fd).st_nlink > 0:
+                    return fd
+            except OSError:
+                pass
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self._fd = None
         # Reopen after fork: a flock on an inherited descriptor is shared.
-        if self._fd is None or self._pid != os.getpid():
+        self._spare = (0, 1, 0)  # the parent may use what it reserved
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-            self._pid = os.getpid()
-            self._spare = (0, 1, 0)  # the parent may use what it reserved
+        except OSError as exc:
+            self._fd = None
+            self._unusable(exc)
+            return None
+        self._pid = os.getpid()
         return self._fd
+
+    def _unusable(self, exc: OSError) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "id counter %s unusable (%s); issuing ids from this process's clock",
+                self._path,
+                exc.strerror or exc,
+            )
+
+    def _issue_locally(self, now: int) -> str:
+        """Without the shared counter: still increasing in this process, and the
+        random tail keeps ids of other processes apart."""
+        last_ms, last_seq = self._local
+        if now > last_ms:
+            ms, seq = now, 0
+        elif last_seq + 1 < _SEQ_LIMIT:
+            ms, seq = last_ms, last_seq + 1
+        else:
+            ms, seq = last_ms + 1, 0
+        self._local = (ms, seq)
+        return new_id_text(ms, seq)
 
     def issue(self) -> str:
         with self._thread_lock:
-            fd = self._handle()
             now = int(time.time() * 1000)
             spare_ms, spare_next, spare_last = self._spare
             if spare_ms == now and spare_next <= spare_last:
                 self._spare = (now, spare_next + 1, spare_last)
+                self._local = max(self._local, (now, spare_next))
                 return new_id_text(now, spare_next)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fd = self._handle()
+            if fd is None:
+                return self._issue_locally(now)
             try:
-                raw = os.pread(fd, 64, 0).decode("ascii", "replace").split()
-                try:
-                    last_ms, last_seq = int(raw[0]), int(raw[1])
-                except (IndexError, ValueError):
-                    last_ms, last_seq = 0, -1
-                if now > last_ms:
-                    ms, seq = now, 0
-                elif last_seq + 1 < _SEQ_LIMIT:
-                    ms, seq = last_ms, last_seq + 1
-                else:
-                    ms, seq = last_ms + 1, 0
-                reserved = min(seq + _RESERVE, _SEQ_LIMIT - 1) if ms == now else seq
-                os.pwrite(fd, f"{ms} {reserved}".ljust(40).encode(), 0)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                ms, seq, reserved = self._take(fd, now)
+            except OSError as exc:  # EIO, ENOSPC: the id must not fail the write
+                self._unusable(exc)
+                return self._issue_locally(now)
             self._spare = (ms, seq + 1, reserved)
+            self._local = max(self._local, (ms, reserved))
         return new_id_text(ms, seq)
+
+    def _take(self, fd: int, now: int) -> tuple[int, int, int]:
+        """Under the file lock: the next (ms, seq) and the last sequence reserved."""
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            raw = os.pread(fd, 64, 0).decode("ascii", "replace").split()
+            try:
+                last_ms, last_seq = int(raw[0]), int(raw[1])
+            except (IndexError, ValueError):
+                last_ms, last_seq = 0, -1
+            # Ids this process issued without the file count too.
+            last_ms, last_seq = max((last_ms, last_seq), self._local)
+            if now > last_ms:
+                ms, seq = now, 0
+            elif last_seq + 1 < _SEQ_LIMIT:
+                ms, seq = last_ms, last_seq + 1
+            else:
+                ms, seq = last_ms + 1, 0
+            reserved = min(seq + _RESERVE, _SEQ_LIMIT - 1) if ms == now else seq
+            os.pwrite(fd, f"{ms} {reserved}".ljust(40).encode(), 0)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return ms, seq, reserved
 
     def __del__(self) -> None:
         if self._fd is not None and self._pid == os.getpid():

@@ -97,6 +97,8 @@ class MemoryStore:
 
     def memories(self, *, include_inactive: bool = True) -> list[Memory]:
         self.refresh()
+        # A listing must hold every memory in the files, whatever the manifest said.
+        self.writer.verify_manifest()
         return [
             Memory.from_block(b, was_new=False)
             for b in self.catalog.blocks(memories_only=True)
@@ -113,6 +115,7 @@ class MemoryStore:
             else:
                 self.refresh()
                 self.indexer.catch_up()
+                self.indexer.fill_missing_vectors(limit=None)
                 self.indexer.checkpoint(force=True)
             return self.indexer.stats()
 

@@ -17,6 +17,7 @@ rewrite blocks, set inline fields, remove blocks and create files, and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -36,6 +37,7 @@ from mdmem.errors import (
     MemoryNotFoundError,
     VaultFileError,
 )
+from mdmem.index.health import DERIVED_ERRORS
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
 from mdmem.store import blocks as blk
@@ -56,6 +58,7 @@ from mdmem.store.gitstore import GitStore, Identity, format_message
 from mdmem.store.ids import IdIssuer, normalize_id
 from mdmem.store.swap import Orphans, swap
 from mdmem.store.textfile import SkipFile, TextFile, decode, safe_path
+from mdmem.store.verify import ManifestCheck, parse_matches
 
 __all__ = ["Change", "Transaction", "Writer", "memory_trailers"]
 
@@ -339,6 +342,7 @@ class Writer:
         # Files whose indexing waited in vain for another writer's lock.
         self._index_backlog: set[str] = set()
         self._indexed_head: str | None = None
+        self._manifest_check = ManifestCheck(catalog)
 
     # -- public --------------------------------------------------------------
 
@@ -437,9 +441,31 @@ class Writer:
             if block is None:
                 self.refresh()
                 block = self.catalog.block(memory_id)
+            if block is None and self.verify_manifest():
+                # A manifest row hid it: "not found" must mean not in the files.
+                block = self.catalog.block(memory_id)
         if block is None:
             raise MemoryNotFoundError(f"no memory {memory_id}")
         return block
+
+    def verify_manifest(self) -> list[str]:
+        """Re-read files whose blocks the manifest gave but which hold other
+        memories (see :mod:`mdmem.store.verify`); returns them. Each file is
+        read once per process, so a lookup that misses again costs nothing."""
+        with self.mutex:
+            stale = self._manifest_check.stale()
+            if not stale:
+                return []
+            log.warning(
+                "the manifest was behind the files for %s; re-reading them", ", ".join(stale[:5])
+            )
+            tx = self._current
+            for rel in stale:
+                if tx is None or rel not in tx.pending:
+                    self.catalog.invalidate(rel)
+                    self.catalog.refresh(rel)  # parsed now; indexed on the next refresh
+            self.refresh()
+            return stale
 
     def refresh_file(self, rel: str) -> None:
         """Re-read one file unless the open transaction holds it."""
@@ -458,9 +484,12 @@ class Writer:
         with self.mutex:
             if self._current is not None:
                 return []
+            self.indexer.ensure_state()
             self.follow_head()
             delta = self.catalog.scan()
-            todo = dict.fromkeys([*delta.changed, *delta.removed, *self._index_backlog])
+            todo = dict.fromkeys(
+                [*delta.changed, *delta.removed, *self._index_backlog, *self.catalog.unindexed]
+            )
             if todo:
                 changed = [p for p in todo if p in self.catalog.files]
                 removed = [p for p in todo if p not in self.catalog.files]
@@ -479,14 +508,18 @@ class Writer:
         head = self.git.head()
         if head is None or head == self._indexed_head:
             return
-        indexed = self._indexed_head or self.indexer.manifest.get_meta("indexed_commit")
+        try:
+            indexed = self._indexed_head or self.indexer.manifest.get_meta("indexed_commit")
+        except DERIVED_ERRORS:
+            indexed = None  # the manifest cannot say: the stat scan alone decides this time
         if indexed and indexed != head:
             for name in self.git.changed_between(indexed, head):
                 if name.endswith(".md"):
                     self.catalog.invalidate(name)
             self.git.forget_tracked()
         self._indexed_head = head
-        self.indexer.manifest.set_meta("indexed_commit", head)
+        with contextlib.suppress(*DERIVED_ERRORS):  # a cache of a cache: set next time
+            self.indexer.manifest.set_meta("indexed_commit", head)
 
     def commit_human_edits(self, paths: list[str] | None = None) -> str | None:
         """Commit files a person changed, authored as the human; returns the sha."""
@@ -501,6 +534,9 @@ class Writer:
             if self._current is not None:
                 yield
                 return
+            # The lock file lives in the state dir: if that was deleted under
+            # us, make it (and the derived state) again first.
+            self.indexer.ensure_state()
             try:
                 self._file_lock.acquire(timeout=self.settings.git.lock_timeout)
             except FileLockTimeout:
@@ -573,7 +609,11 @@ class Writer:
             # a human's append, so a matching signature alone is not proof.
             cached = state.parsed if state is not None and state.signature == sig else None
             if cached is not None and cached.file is None:  # blocks came from the manifest
-                cached.file = decode(raw)
+                if not parse_matches(cached, raw):
+                    # The manifest was behind the file: edits must see the file's blocks.
+                    cached = None
+                else:
+                    cached.file = decode(raw)
             if cached is not None and cached.file is not None and cached.file.to_bytes() == raw:
                 parsed = cached
             else:

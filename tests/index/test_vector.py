@@ -388,12 +388,17 @@ def test_cache_shared_between_connections(tmp_path: Path, rng: np.random.Generat
     b.close()
 
 
-def test_cache_corrupt_file_raises_index_error(tmp_path: Path) -> None:
+def test_cache_corrupt_file_is_set_aside_and_started_again(tmp_path: Path) -> None:
+    # A derived file heals: the damaged copy is kept aside, the cache works empty.
     path = tmp_path / "emb.sqlite"
     path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(IndexError_):
-        cache = EmbeddingCache(path)
-        cache.get_many("m", ["h"])
+    cache = EmbeddingCache(path)
+    assert cache.recovered is not None and cache.problem is None
+    assert cache.get_many("m", ["h"]) == {}
+    cache.put_many("m", {"h": np.ones(4, dtype=np.float32)})
+    assert set(cache.get_many("m", ["h"])) == {"h"}
+    assert (tmp_path / "emb.sqlite.corrupt").read_bytes().startswith(b"this is not")
+    cache.close()
 
 
 def test_a_full_reindex_picks_the_index_kind_again(
