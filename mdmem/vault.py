@@ -295,7 +295,7 @@ class Vault:
         """
         if not purge:
             return self.store.forget(memory_id, reason=reason)
-        block = self.store.block(memory_id)
+        block = self.store.writer.sole_block(memory_id)
         self.purge(memory_id, confirm=confirm)
         return Memory.from_block(block, was_new=False)
 
@@ -305,6 +305,8 @@ class Vault:
         Derived state (time-travel snapshots, the manifest's free pages) is
         scrubbed too; clones elsewhere still hold the text.
         """
+        # A copied line would keep the text that the purge claims is gone.
+        self.store.writer.sole_block(memory_id)
         result = git_purge.purge(self.store, normalize_id(memory_id), confirm=confirm)
         self._forget_derived_copies()
         return result
@@ -442,7 +444,8 @@ class Vault:
         self.indexer.manifest.scrub()
 
     def doctor(self, *, fix: bool = False) -> DoctorReport:
-        """Check files, manifest, both indexes and git; ``fix`` repairs derived state."""
+        """Check files, manifest, both indexes and git; ``fix`` repairs derived state
+        and gives each copied line (an id on two lines) a fresh id."""
         with self.store.writer.lock():
             return run_doctor(self.store, fix=fix)
 

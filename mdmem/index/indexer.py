@@ -48,7 +48,9 @@ __all__ = ["INDEX_VERSION", "IndexStats", "Indexer", "embed_key", "embed_text", 
 
 log = logging.getLogger("mdmem")
 
-INDEX_VERSION = "1"
+# 2: a copied line (an id on two lines) is a block of its own, keyed by its
+# place; indexes built before hold one of the two lines only.
+INDEX_VERSION = "2"
 _SAVE_EVERY = 256  # vector changes between checkpoints
 _SAVE_SECONDS = 30.0
 _EMBED_BATCH = 256
@@ -60,6 +62,12 @@ def indexable(block: Block) -> bool:
     return block.is_memory or not block.id.endswith("#frontmatter")
 
 
+def _memory_text(block: Block) -> bool:
+    """A memory, or a copied line (keyed ``path#^m-…``, see the catalog): embedded
+    as the memory it copies is, so both lines rank alike."""
+    return block.is_memory or "#^" in block.id
+
+
 def embed_text(block: Block) -> str:
     """What the embedder sees: the text without #tags, with the heading for sections.
 
@@ -67,7 +75,7 @@ def embed_text(block: Block) -> str:
     matched by the keyword index and the tag boost instead).
     """
     text = _TAG.sub(lambda m: m.group(1), block.text)
-    if block.is_memory or not block.heading:
+    if _memory_text(block) or not block.heading:
         return text
     return f"{block.heading}\n{text}"
 
@@ -77,7 +85,7 @@ def embed_key(block: Block) -> str:
 
     So moving, renaming or re-tagging a block finds its vector in the cache.
     """
-    if block.is_memory or not block.heading:
+    if _memory_text(block) or not block.heading:
         return block.content_hash
     return hashlib.sha256(f"{block.heading}\0{block.content_hash}".encode()).hexdigest()[:32]
 
@@ -251,6 +259,10 @@ class Indexer:
         diffs against it again.
         """
         with self._lock:
+            removed = list(removed)
+            changed = list(changed)
+            # A file whose copied line took its id over changed keys, not text.
+            changed += [p for p in self.catalog.take_rekeyed() if p not in {*changed, *removed}]
             upserts: list[Block] = []
             deletes: list[str] = []
             to_embed: list[Block] = []
@@ -328,6 +340,9 @@ class Indexer:
                 numbered += [(position[after.id], after) for _, after in rewritten]
             self.manifest.put_blocks(path, self._file_row(path), numbered)
             self.checkpoint()
+            rekeyed = self.catalog.take_rekeyed()
+            if rekeyed:
+                self.apply(rekeyed, [])
 
     def _file_row(self, path: str) -> tuple[int, int, int, str, dict[str, Any], int]:
         state = self.catalog.files[path]
