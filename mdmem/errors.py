@@ -12,6 +12,7 @@ class::
     │   └── SecretRefusedError   text looks like it carries a secret
     ├── PathOutsideVaultError    a path or symlink would lead out of the vault
     ├── MemoryNotFoundError      no memory with that id (also KeyError)
+    ├── DuplicateIdError         the id is on more than one line (a copied line)
     ├── ConflictError            a concurrent edit could not be reconciled
     ├── LockTimeoutError         the vault lock could not be taken in time
     ├── GitError                 a git command failed
@@ -33,6 +34,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "DimensionMismatchError",
+    "DuplicateIdError",
     "EmbedderError",
     "GitError",
     "IndexError_",
@@ -111,6 +113,22 @@ class MemoryNotFoundError(MdmemError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "memory not found"
+
+
+class DuplicateIdError(MdmemError):
+    """The id a call names is on more than one line: a person copied the line.
+
+    The call is refused rather than acting on one of them; ``places`` lists
+    each line as (path, line number, scope), and ``mdmem doctor --fix`` gives
+    the copy a fresh id.
+    """
+
+    def __init__(
+        self, message: str, memory_id: str = "", places: tuple[tuple[str, int, str], ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.memory_id = memory_id
+        self.places = places
 
 
 class ConflictError(MdmemError):

@@ -313,7 +313,7 @@ class Vault:
         """
         if not purge:
             return self.store.forget(memory_id, reason=reason)
-        block = self.store.block(memory_id)
+        block = self.store.writer.sole_block(memory_id)
         self.purge(memory_id, confirm=confirm)
         return Memory.from_block(block, was_new=False)
 
@@ -325,6 +325,8 @@ class Vault:
         Derived state (indexes, manifest, time-travel snapshots) is scrubbed
         too; clones elsewhere still hold the text.
         """
+        # A copied line would keep the text that the purge claims is gone.
+        self.store.writer.sole_block(memory_id)
         result = git_purge.purge(self.store, normalize_id(memory_id), confirm=confirm)
         self._forget_derived_copies()
         return result
@@ -468,7 +470,8 @@ class Vault:
 
     def doctor(self, *, fix: bool = False) -> DoctorReport:
         """Check files, manifest, both indexes and git; ``fix`` repairs derived state
-        and renames an old vault's ``merge=union`` attributes."""
+        and renames an old vault's ``merge=union`` attributes, and gives each copied
+        line (an id on two lines) a fresh id."""
         with self.store.writer.lock():
             return run_doctor(self.store, fix=fix)
 

@@ -10,8 +10,9 @@ means today's log).
 
 The vault and the allowed scopes are fixed when the server starts (``mdmem
 serve --vault PATH --scope S``); nothing a client or model sends can change
-them. Transport: stdio by default; streamable HTTP bound to 127.0.0.1 only.
-On stdio, stdout is the protocol: logs go to stderr.
+them. Transport: stdio by default (:mod:`mdmem.agent.mcp_stdio`, which answers
+every malformed line with a JSON-RPC error); streamable HTTP bound to
+127.0.0.1 only. On stdio, stdout is the protocol: logs go to stderr.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mdmem.agent.mcp_stdio import stdio_transport
 from mdmem.agent.tools import Toolset, scope_label
 from mdmem.errors import InvalidInputError, MdmemError, ScopeDeniedError
 from mdmem.store.blocks import scope_dir
@@ -239,10 +241,9 @@ def run(
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
         return
 
-    from mcp.server.stdio import stdio_server
-
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        # Our transport, not the SDK's: it answers every malformed line (see mcp_stdio).
+        async with stdio_transport() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import (
     ConflictError,
+    DuplicateIdError,
     InvalidInputError,
     LLMError,
     LLMNotConfiguredError,
@@ -440,6 +441,8 @@ class Toolset:
             return _error("scope_denied", str(exc))
         except MemoryNotFoundError as exc:
             return _error("not_found", str(exc))
+        except DuplicateIdError as exc:
+            return _error(*self._duplicate(exc))
         except SecretRefusedError as exc:
             return _error("secret_refused", str(exc))
         except InvalidInputError as exc:
@@ -481,6 +484,22 @@ class Toolset:
                 f"scope {scope_label(scope)!r} is not allowed here; allowed: "
                 + ", ".join(scope_label(s) for s in self.allowed)
             )
+
+    def _duplicate(self, exc: DuplicateIdError) -> tuple[str, str]:
+        """A copied line's error, naming only the places in scopes this toolset may see."""
+        shown = [p for p in exc.places if self.allowed is None or p[2] in self.allowed]
+        if not shown:
+            return "scope_denied", (
+                f"memory {exc.memory_id} belongs to a scope this assistant may not access"
+            )
+        where = ", ".join(f"{path}:{line}" for path, line, _ in shown)
+        hidden = len(exc.places) - len(shown)
+        if hidden:
+            where += f", and {hidden} more outside the allowed scopes"
+        return "duplicate_id", (
+            f"{exc.memory_id} is on {len(exc.places)} lines ({where}), a copied line;"
+            " ask the user to run `mdmem doctor --fix`"
+        )
 
     def _owned(self, memory_id: str) -> Memory:
         """The memory, if its scope is allowed; otherwise ScopeDeniedError, no data."""

@@ -30,6 +30,7 @@ from mdmem.models import Block, Recall
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import RecallQuery, run_recall, to_datetime
 from mdmem.store.blocks import parse
+from mdmem.store.ids import copy_key
 from mdmem.store.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
@@ -151,6 +152,11 @@ def forget_snapshots(store: MemoryStore) -> None:
             snap.close()
 
 
+# Written into each snapshot's "complete" marker; a snapshot built by another
+# format is built again. 2: copied lines are blocks of their own.
+_FORMAT = "2"
+
+
 def _root(store: MemoryStore) -> Path:
     return store.state_dir / "asof"
 
@@ -185,7 +191,14 @@ def _build(store: MemoryStore, sha: str) -> Snapshot:
             parsed = parse(path, decode(raw))
         except SkipFile:
             continue
+        seen: dict[str, int] = {}
         for block in parsed.blocks:
+            if block.is_memory:
+                n = seen[block.id] = seen.get(block.id, 0) + 1
+                if block.id in blocks:
+                    # A copied line: keyed by its place, as the catalog does,
+                    # so the snapshot keeps both lines.
+                    block = replace(block, id=copy_key(path, block.id, n), is_memory=False)
             if indexable(block):
                 # As the live indexes hold it: a secret once typed by hand, redacted.
                 blocks[block.id] = store.indexer.derived(block)
@@ -217,7 +230,7 @@ def _build_on_disk(
         )
         # Without its vectors (the embedder did not answer) it is complete
         # all the same: _load finds the vectors short and builds it again.
-        (directory / "complete").write_text(sha)
+        (directory / "complete").write_text(f"{sha} {_FORMAT}")
     except BaseException:
         keyword.close()
         raise
@@ -262,7 +275,8 @@ def _vectors_for(
 
 def _load(store: MemoryStore, sha: str) -> Snapshot | None:
     directory = _root(store) / sha
-    if not (directory / "complete").exists():
+    marker = directory / "complete"
+    if not marker.exists() or marker.read_text(encoding="utf-8") != f"{sha} {_FORMAT}":
         return None
     try:
         rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))

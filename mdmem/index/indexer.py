@@ -57,8 +57,9 @@ __all__ = ["INDEX_VERSION", "IndexStats", "Indexer", "embed_key", "embed_text", 
 log = logging.getLogger("mdmem")
 
 # 2: documents and vectors hold text with secrets redacted; an index built
-# before holds what a person typed, so it is rebuilt on open.
-INDEX_VERSION = "2"
+# before holds what a person typed. 3: a copied line (an id on two lines) is a
+# block of its own, keyed by its place. Older indexes are rebuilt on open.
+INDEX_VERSION = "3"
 _SAVE_EVERY = 256  # vector changes between checkpoints
 _SAVE_SECONDS = 30.0
 _EMBED_BATCH = 256
@@ -70,6 +71,12 @@ def indexable(block: Block) -> bool:
     return block.is_memory or not block.id.endswith("#frontmatter")
 
 
+def _memory_text(block: Block) -> bool:
+    """A memory, or a copied line (keyed ``path#^m-…``, see the catalog): embedded
+    as the memory it copies is, so both lines rank alike."""
+    return block.is_memory or "#^" in block.id
+
+
 def embed_text(block: Block) -> str:
     """What the embedder sees: the text without #tags, with the heading for sections.
 
@@ -77,7 +84,7 @@ def embed_text(block: Block) -> str:
     matched by the keyword index and the tag boost instead).
     """
     text = _TAG.sub(lambda m: m.group(1), block.text)
-    if block.is_memory or not block.heading:
+    if _memory_text(block) or not block.heading:
         return text
     return f"{block.heading}\n{text}"
 
@@ -87,7 +94,7 @@ def embed_key(block: Block) -> str:
 
     So moving, renaming or re-tagging a block finds its vector in the cache.
     """
-    if block.is_memory or not block.heading:
+    if _memory_text(block) or not block.heading:
         return block.content_hash
     return hashlib.sha256(f"{block.heading}\0{block.content_hash}".encode()).hexdigest()[:32]
 
@@ -496,6 +503,9 @@ class Indexer:
         Returns False when that happened (it is logged, never raised).
         """
         with self._lock:
+            changed, removed = list(changed), list(removed)
+            # A file whose copied line took its id over changed keys, not text.
+            changed += [p for p in self.catalog.take_rekeyed() if p not in {*changed, *removed}]
             todo = dict.fromkeys([*changed, *removed, *sorted(self.catalog.unindexed)])
             live = [p for p in todo if p in self.catalog.files]
             gone = [p for p in todo if p not in self.catalog.files]
@@ -594,6 +604,10 @@ class Indexer:
                 if stream is not None:
                     stream.cancel()
                 self._fell_behind([path], exc)
+                return
+            rekeyed = self.catalog.take_rekeyed()
+            if rekeyed:
+                self.apply(rekeyed, [])
 
     def _add_appended(
         self,

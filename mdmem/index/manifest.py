@@ -27,7 +27,9 @@ from mdmem.models import Block
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_row"]
 
-SCHEMA_VERSION = 2
+# 3: blocks are keyed by (path, id): rows are per file, and one file's rows
+# never replace another's, whatever ids the files hold.
+SCHEMA_VERSION = 3
 
 FileRow = tuple[int, int, int, str, dict[str, Any], int]  # mtime_ns, size, ino, sha, meta, fm_lines
 
@@ -114,10 +116,10 @@ class Manifest:
             " size INTEGER, ino INTEGER, sha TEXT, meta TEXT, fm_lines INTEGER)"
         )
         db.execute(
-            "CREATE TABLE IF NOT EXISTS blocks (id TEXT PRIMARY KEY, path TEXT, ord INTEGER,"
+            "CREATE TABLE IF NOT EXISTS blocks (id TEXT, path TEXT, ord INTEGER,"
             " line_start INTEGER, line_end INTEGER, heading TEXT, text TEXT, kind TEXT,"
             " tags TEXT, scope TEXT, status TEXT, created REAL, updated REAL,"
-            " content_hash TEXT, fields TEXT, is_memory INTEGER)"
+            " content_hash TEXT, fields TEXT, is_memory INTEGER, PRIMARY KEY (path, id))"
         )
         db.execute("CREATE INDEX IF NOT EXISTS blocks_path ON blocks(path)")
         db.execute(

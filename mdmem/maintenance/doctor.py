@@ -2,28 +2,38 @@
 
 Every check is read-only; ``fix=True`` repairs what can be repaired without
 any risk to the markdown: derived state is rebuilt, interrupted temp files
-and a stale git ``index.lock`` are removed. The vault's text is never edited
-(a secret found in a file, typed there by hand since the writer refuses or
-redacts them, is reported with the command that takes it out of history);
-the one file ``--fix`` may rewrite is ``.gitattributes``, where an old
-vault's ``merge=union`` becomes ``merge=mdmem-append`` in a commit of its own
-(``Op: repair``).
+and a stale git ``index.lock`` are removed. A secret found in a file (typed
+there by hand: the writer refuses or redacts them) is reported with the
+command that takes it out of history, never edited. Two repairs do edit the
+vault, each in a commit of its own (``Op: repair``): an old vault's
+``.gitattributes`` ``merge=union`` becomes ``merge=mdmem-append``, and a
+copied line (an id on two lines) gets a fresh id on the copy.
 
 Two checks look at git itself: :func:`check_merge_attributes` (files given
 git's lossy built-in union merge) and :func:`check_git_programs` (settings of
 the vault's own ``.git/config`` that would run a program; mdmem's git calls
 neutralise or refuse them, see :mod:`mdmem.store.gitconfig`, and a person
 should remove what they did not set).
+
+For a copied line nothing but the id on the copy's line changes.
+Which line is the copy: of the lines with one id, the original is the one
+whose file held the id first in git history (``git log -S``); a file that
+never committed it comes last, and a tie (one file, or files that got the id
+in the same commit) goes to path order, then line order. So a line copied
+and edited within one file is the later one, and a line copied into another
+file is the one there even if the original's file was written since.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mdmem.errors import MdmemError
 from mdmem.maintenance.derived import (
     DERIVED_CHECKS,
     Finding,
@@ -32,7 +42,10 @@ from mdmem.maintenance.derived import (
     check_manifest,
     fix_derived,
 )
+from mdmem.models import Block
+from mdmem.store.catalog import is_copy
 from mdmem.store.gitattributes import APPEND_DRIVER, union_lines, without_union
+from mdmem.store.ids import written_id
 from mdmem.store.secret_guard import scan
 
 if TYPE_CHECKING:
@@ -77,17 +90,7 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     for path, reason in sorted(store.catalog.skipped.items()):
         report.problems.append(Problem("files parse", f"{path}: {reason}", False))
 
-    report.checks.append("ids are unique")
-    seen: dict[str, str] = {}
-    for path, state in store.catalog.files.items():
-        for block in state.parsed.memories():
-            if block.id in seen and seen[block.id] != path:
-                report.problems.append(
-                    Problem(
-                        "ids are unique", f"{block.id} is in {seen[block.id]} and {path}", False
-                    )
-                )
-            seen[block.id] = path
+    copies = check_copied_ids(store, report)
 
     _check_derived(store, report)
 
@@ -126,6 +129,8 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
 
     if fix and report.problems:
         _fix(store, report, temps, stale_lock, bool(dirty))
+        if copies:
+            fix_copied_ids(store, report, copies)
     return report
 
 
@@ -272,3 +277,105 @@ def check_git_programs(store: MemoryStore) -> list[Problem]:
     return [
         Problem("git config", setting.describe(), False) for setting in store.git.program_settings()
     ]
+
+
+# ------------------------------------------------------------ copied lines --
+
+_IDS_UNIQUE = "ids are unique"
+
+
+@dataclass(frozen=True)
+class CopiedLine:
+    """A line carrying an id that an earlier line (the original) carries too."""
+
+    memory_id: str
+    path: str
+    line: int
+    occurrence: int  # which line with this id it is in its file (1-based, file order)
+
+
+def check_copied_ids(store: MemoryStore, report: DoctorReport) -> list[CopiedLine]:
+    """Report each id that is on more than one line, with every place; return
+    the copies (every line but the original) that ``--fix`` gives fresh ids."""
+    report.checks.append(_IDS_UNIQUE)
+    out: list[CopiedLine] = []
+    for memory_id, lines in store.catalog.duplicates().items():
+        ordered = _original_first(store, memory_id, lines)
+        copies = [_copied_line(store, memory_id, b) for b in ordered[1:]]
+        places = ", ".join(f"{b.path}:{b.line_start}" for b in ordered)
+        fresh = ", ".join(f"{c.path}:{c.line}" for c in copies)
+        report.problems.append(
+            Problem(
+                _IDS_UNIQUE,
+                f"{memory_id} is on {len(ordered)} lines ({places}): a copied line;"
+                f" --fix gives {fresh} a fresh id",
+                True,
+            )
+        )
+        out.extend(copies)
+    return out
+
+
+def fix_copied_ids(store: MemoryStore, report: DoctorReport, copies: list[CopiedLine]) -> None:
+    """Give each copied line a fresh id, in one ``repair`` commit."""
+    mine = {p.detail for p in report.problems if p.check == _IDS_UNIQUE}
+    try:
+        with store.writer.transaction("repair") as tx:
+            trailers: list[tuple[str, str]] = [("Op", "repair")]
+            # Bottom-up within a file: renaming a line leaves the numbers of
+            # the lines with that id above it as they were.
+            for copy in sorted(copies, key=lambda c: (c.path, -c.occurrence)):
+                new_id = store.writer.new_id()
+                pair = [("Memory-Id", new_id), ("Copy-Of", copy.memory_id)]
+                tx.give_fresh_id(
+                    copy.path,
+                    copy.memory_id,
+                    copy.occurrence,
+                    new_id,
+                    subject=_repair_subject([copy]),
+                    trailers=[("Op", "repair"), *pair],
+                )
+                trailers += pair
+            tx.set_message(_repair_subject(copies), trailers)
+    except MdmemError as exc:
+        report.fixed = [d for d in report.fixed if d not in mine]
+        report.problems.append(Problem(_IDS_UNIQUE, f"copied lines kept their ids: {exc}", False))
+
+
+def _repair_subject(copies: list[CopiedLine]) -> str:
+    if len(copies) == 1:
+        c = copies[0]
+        return f"repair: fresh id for a copied line ^{c.memory_id} ({c.path}:{c.line})"
+    return f"repair: fresh ids for {len(copies)} copied lines"
+
+
+def _original_first(store: MemoryStore, memory_id: str, lines: list[Block]) -> list[Block]:
+    """``lines`` with the original first (see the module doc for the rule)."""
+    first_seen = {path: _first_commit(store, memory_id, path) for path in {b.path for b in lines}}
+    return sorted(lines, key=lambda b: (first_seen[b.path], b.path, b.line_start))
+
+
+def _first_commit(store: MemoryStore, memory_id: str, path: str) -> tuple[float, float]:
+    """When ``^memory_id`` first entered ``path`` in git, as (commits up to and
+    including that one, its commit time): an ancestor always counts fewer, so
+    two commits of one second still order. (inf, inf) if it never did."""
+    never = (math.inf, math.inf)
+    if not store.settings.git.enabled or store.git.head() is None:
+        return never
+    code, out, _err = store.git.execute(
+        "log", "--format=%H %ct", "--reverse", "-F", "-S", f"^{memory_id}", "HEAD", "--", path
+    )
+    first = out.split("\n", 1)[0].split() if code == 0 else []
+    if len(first) != 2 or not first[1].isdigit():
+        return never
+    code, count, _err = store.git.execute("rev-list", "--count", first[0])
+    return (float(count) if code == 0 and count.isdigit() else math.inf, float(first[1]))
+
+
+def _copied_line(store: MemoryStore, memory_id: str, block: Block) -> CopiedLine:
+    same = sorted(
+        b.line_start
+        for b in store.catalog.blocks_in(block.path)
+        if (b.is_memory or is_copy(b)) and written_id(b.id) == memory_id
+    )
+    return CopiedLine(memory_id, block.path, block.line_start, same.index(block.line_start) + 1)

@@ -26,6 +26,7 @@ from mdmem.models import KINDS, Block, Hit, Recall
 from mdmem.recall import ranking
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.store.blocks import parse_datetime, validate_scope
+from mdmem.store.ids import written_id
 
 if TYPE_CHECKING:
     from mdmem.config import RecallSettings
@@ -449,7 +450,9 @@ class _Scored:
 
 def _hit(block: Block, score: float, scores: dict[str, float]) -> Hit:
     return Hit(
-        id=block.id,
+        # A copied line is keyed by its place inside; its hit shows the id as
+        # written, so the citation (path#^id) points at that very line.
+        id=written_id(block.id),
         path=block.path,
         line_start=block.line_start,
         line_end=block.line_end,

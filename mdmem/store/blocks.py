@@ -351,12 +351,10 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
     now = fallback_time or datetime.now(UTC)
 
     parsed = ParsedFile(path=path, file=tf, frontmatter=meta, frontmatter_lines=fm_lines)
-    seen: set[str] = set()
     covered = [False] * total
     for span in spans:
-        if span.block_id in seen:
-            continue  # a duplicated id (copy-paste): the first occurrence wins
-        seen.add(span.block_id)
+        # A duplicated id (a copied line) stays a block of its own: the catalog
+        # keys the copy by its place, so neither line drops out of recall.
         raw = [_strip_eol(line) for line in tf.lines[span.start : span.end]]
         for line_no in range(span.start, span.end):
             covered[line_no] = True

@@ -6,6 +6,17 @@ an unchanged vault costs one ``stat`` per markdown file. A ``live`` catalog
 and then stats only those, falling back to the full scan whenever the feed
 cannot vouch for the tree. Files that cannot be read as markdown are skipped
 with a logged warning and listed in ``skipped``.
+
+Every block has a key of its own, which is what the manifest and both
+indexes store. For a memory that is its id; but a person can copy a line, and
+then the line seen first keeps the id (the *original*) while each later one
+is keyed by its place (:func:`~mdmem.store.ids.copy_key`, a *copy*). A copy
+is indexed and recalled like any block, but it is not a memory a write can
+name (``is_memory`` is False, as for a person's own notes), so idempotency,
+auto-resolve, consolidation and the lifecycle pass it by until ``doctor
+--fix`` gives it an id of its own. When the original goes, the first copy
+takes the id over, and its file is re-keyed (listed by
+:meth:`Catalog.take_rekeyed` until the indexer has re-indexed it).
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,10 +35,11 @@ from mdmem.index.manifest import Manifest
 from mdmem.models import Block
 from mdmem.store.blocks import ParsedFile, parse, position_of
 from mdmem.store.changefeed import ChangeFeed
+from mdmem.store.ids import copy_key, is_copy_key, written_id
 from mdmem.store.people import name_tokens, people_of
 from mdmem.store.textfile import SkipFile, decode
 
-__all__ = ["EXCLUDED_DIRS", "Catalog", "ScanDelta", "Signature", "signature_of"]
+__all__ = ["EXCLUDED_DIRS", "Catalog", "ScanDelta", "Signature", "is_copy", "signature_of"]
 
 log = logging.getLogger("mdmem")
 
@@ -60,6 +72,18 @@ class ScanDelta:
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.removed)
+
+
+def is_copy(block: Block) -> bool:
+    """A copied line: a block keyed by its place because its id is taken."""
+    return not block.is_memory and "#^" in block.id and is_copy_key(block.id)
+
+
+def _written(block: Block) -> str | None:
+    """The id written on a memory's or a copied line's last line (None for others)."""
+    if block.is_memory:
+        return block.id
+    return written_id(block.id) if is_copy(block) else None
 
 
 def _event_key(block: Block) -> tuple[str, str] | None:
@@ -96,6 +120,14 @@ class Catalog:
         # derived state failed. The indexer empties it as it catches up, and
         # never records a partial update of such a file on top of a stale row.
         self.unindexed: set[str] = set()
+        self._loading = False  # load_manifest() running: settle at its end
+        # Copied lines: written id -> keys of its copies, in the order seen.
+        self._copies: dict[str, list[str]] = {}
+        # Ids whose original went away while copies remained: one takes over.
+        self._orphans: set[str] = set()
+        # Files whose keys changed without a change of their own (a copy took
+        # an id over): the indexer must re-index them.
+        self._rekeyed: set[str] = set()
 
     def reset(self) -> None:
         """Forget everything parsed; the next scan reads every file again."""
@@ -108,6 +140,9 @@ class Catalog:
         self._by_event.clear()
         self._people.clear()
         self._people_tokens = None
+        self._copies.clear()
+        self._orphans.clear()
+        self._rekeyed.clear()
         self._full_at = None
         self.unindexed.clear()
 
@@ -134,6 +169,16 @@ class Catalog:
         if not rows:
             return
         blocks = manifest.blocks_by_path()
+        # Copies are settled once every file is in: a copy loaded before its
+        # original must not take the id over in between.
+        self._loading = True
+        try:
+            self._load_rows(rows, blocks)
+        finally:
+            self._loading = False
+        self._settle()
+
+    def _load_rows(self, rows: dict[str, tuple[Any, ...]], blocks: dict[str, list[Block]]) -> None:
         for path, (mtime_ns, size, ino, _sha, meta, fm_lines) in rows.items():
             parsed = ParsedFile(
                 path=path,
@@ -142,7 +187,12 @@ class Catalog:
                 frontmatter_lines=fm_lines,
                 blocks=blocks.get(path, []),
             )
+            keys = [b.id for b in parsed.blocks]
             self.put(path, parsed, (mtime_ns, size, ino))
+            if [b.id for b in parsed.blocks] != keys:
+                # The rows disagree with each other (two files holding one id
+                # unkeyed): the indexes hold the rows' keys, so re-index.
+                self._rekeyed.add(path)
 
     # ----------------------------------------------------------- lookups --
 
@@ -173,6 +223,25 @@ class Catalog:
                 if block.is_memory or not memories_only:
                     yield block
 
+    def copies_of(self, memory_id: str) -> list[Block]:
+        """The other lines that carry ``memory_id`` (copies of it), in the order seen."""
+        keys = self._copies.get(memory_id, ())
+        return [b for k in keys if (b := self._blocks.get(k)) is not None]
+
+    def duplicates(self) -> dict[str, list[Block]]:
+        """Each id on more than one line: its original first (if any), then its copies."""
+        out: dict[str, list[Block]] = {}
+        for memory_id in sorted(self._copies):
+            original = self._blocks.get(memory_id)
+            out[memory_id] = [*([original] if original else []), *self.copies_of(memory_id)]
+        return out
+
+    def take_rekeyed(self) -> list[str]:
+        """Files whose keys changed because a copy took its id over (then forgotten)."""
+        paths = sorted(p for p in self._rekeyed if p in self.files)
+        self._rekeyed.clear()
+        return paths
+
     def blocks_in(self, path: str) -> list[Block]:
         """The parsed blocks of one file (empty if it is not known)."""
         state = self.files.get(path)
@@ -190,26 +259,75 @@ class Catalog:
     # ----------------------------------------------------------- updates --
 
     def put(self, path: str, parsed: ParsedFile, sig: Signature) -> None:
+        """Record ``parsed`` as the file at ``path``; a copied line's block is
+        re-keyed in place (see the module doc)."""
         self._forget_file(path)
         self.files[path] = FileState(sig, parsed)
         self.skipped.pop(path, None)
         self._skipped_sigs.pop(path, None)
-        for block in parsed.blocks:
-            # The same id in two files (a move seen half-way, a copy-paste):
-            # the file parsed last wins; dropping the other file unmaps nothing.
-            self._index(path, block)
+        self._claim(path, parsed.blocks, 0)
+        self._settle()
 
     def add_blocks(self, path: str, blocks: list[Block], sig: Signature) -> None:
         """Record blocks appended to an already-parsed file (no reparse)."""
         state = self.files[path]
         state.signature = sig
+        start = len(state.parsed.blocks)
         state.parsed.blocks.extend(blocks)
-        for block in blocks:
+        self._claim(path, state.parsed.blocks, start)
+        blocks[:] = state.parsed.blocks[start:]
+        self._settle()
+
+    def _claim(self, path: str, blocks: list[Block], start: int, end: int | None = None) -> None:
+        """Index ``blocks[start:end]`` (in file order), keying copied lines by their place.
+
+        A memory whose id is free takes it; one whose id another line holds
+        is a copy. A block that arrives keyed as a copy (from the manifest)
+        stays one, so the keys match what the indexes hold.
+        """
+        for i in range(start, len(blocks) if end is None else end):
+            block = blocks[i]
+            if block.is_memory and block.id in self._by_id:
+                # Rare (a copied line), so its place in the file is counted
+                # only here: appends stay O(1) in the size of the file.
+                n = 1 + sum(1 for b in blocks[:i] if _written(b) == block.id)
+                block = blocks[i] = replace(block, id=copy_key(path, block.id, n), is_memory=False)
             self._index(path, block)
+
+    def _settle(self) -> None:
+        """Let a copy take over each id whose original went away."""
+        if self._loading:
+            return
+        while self._orphans:
+            orphans, self._orphans = self._orphans, set()
+            for memory_id in sorted(orphans):
+                keys = self._copies.get(memory_id)
+                if memory_id in self._by_id or not keys:
+                    continue
+                path = self._by_id.get(keys[0])
+                if path is not None:
+                    self._rekey(path)
+
+    def _rekey(self, path: str) -> None:
+        """Key the file's blocks again from their written ids (a copy in it may
+        now be the only line with its id)."""
+        state = self.files[path]
+        self._forget_file(path)
+        blocks = state.parsed.blocks
+        blocks[:] = [
+            replace(b, id=written_id(b.id), is_memory=True) if is_copy(b) else b for b in blocks
+        ]
+        self._claim(path, blocks, 0)
+        self._rekeyed.add(path)
 
     def _index(self, path: str, block: Block) -> None:
         self._by_id[block.id] = path
         self._blocks[block.id] = block
+        if is_copy(block):
+            memory_id = written_id(block.id)
+            self._copies.setdefault(memory_id, []).append(block.id)
+            if memory_id not in self._by_id:
+                self._orphans.add(memory_id)  # a copy loaded before (or without) its original
         if block.is_memory:
             same = self._by_hash.setdefault((block.scope, block.content_hash), [])
             if block.id not in same:
@@ -247,6 +365,8 @@ class Catalog:
             self.unindexed.add(path)
         self._forget_file(path)
         self.files.pop(path, None)
+        self._rekeyed.discard(path)
+        self._settle()
 
     def _forget_file(self, path: str) -> None:
         state = self.files.get(path)
@@ -259,6 +379,13 @@ class Catalog:
         if self._by_id.get(block.id) == path:
             del self._by_id[block.id]
             self._blocks.pop(block.id, None)
+            if is_copy(block):
+                copies = self._copies[written_id(block.id)]
+                copies.remove(block.id)
+                if not copies:
+                    del self._copies[written_id(block.id)]
+            elif block.is_memory and self._copies.get(block.id):
+                self._orphans.add(block.id)  # the original left: settled by the caller
         if block.is_memory:
             self._count_people(block, -1)
         ids = self._by_hash.get((block.scope, block.content_hash))
@@ -283,7 +410,8 @@ class Catalog:
             raise KeyError(block.id)
         self._unindex(path, blocks[i])
         blocks[i] = block
-        self._index(path, block)
+        self._claim(path, blocks, i, i + 1)
+        self._settle()
 
     # ----------------------------------------------------------- reading --
 
@@ -375,7 +503,18 @@ class Catalog:
                     stack.append((prefix + name, entry.path))
 
     def scan(self) -> ScanDelta:
-        """Re-parse the files that changed: those the change feed names, else stat them all."""
+        """Re-parse the files that changed: those the change feed names, else stat them all.
+
+        Files re-keyed meanwhile (a copied line took its id over) are listed
+        as changed too, so whoever indexes the delta re-indexes them.
+        """
+        delta = self._scan_changed()
+        for path in self.take_rekeyed():
+            if path not in delta.changed:
+                delta.changed.append(path)
+        return delta
+
+    def _scan_changed(self) -> ScanDelta:
         feed = self._feed
         if (
             feed is not None

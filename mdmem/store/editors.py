@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from mdmem.errors import MemoryNotFoundError, VaultFileError
 from mdmem.models import Block
 from mdmem.store import blocks as blk
-from mdmem.store.ids import ID_PATTERN
+from mdmem.store.ids import ID_PATTERN, is_copy_key, written_id
 from mdmem.store.textfile import TextFile
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "entry_appender",
     "field_setter",
     "file_creator",
+    "id_replacer",
     "item_appender",
     "raw_replacer",
     "require",
@@ -182,6 +183,43 @@ def block_remover(memory_id: str) -> Editor:
             end += 1
         tf.replace_lines(start, end, [])
         return Edit()
+
+    return edit
+
+
+def id_replacer(memory_id: str, occurrence: int, new_id: str) -> Editor:
+    """An edit giving the ``occurrence``-th line (1-based, in file order) that
+    carries ``^memory_id`` the id ``new_id``: a copied line's repair.
+
+    Only the id changes; the rest of the line, its ending included, stays
+    byte for byte. The line is found again by id and position, so the edit
+    replays over a person's later edits.
+    """
+
+    def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+        found = sorted(
+            (
+                b
+                for b in (parsed.blocks if parsed is not None else [])
+                if (b.is_memory or is_copy_key(b.id)) and written_id(b.id) == memory_id
+            ),
+            key=lambda b: b.line_start,
+        )
+        if not 1 <= occurrence <= len(found):
+            raise MemoryNotFoundError(
+                f"no line {occurrence} with ^{memory_id} (was it edited meanwhile?)"
+            )
+        block = found[occurrence - 1]
+        for i in range(block.line_end - 1, block.line_start - 2, -1):
+            line = tf.lines[i]
+            body = line.rstrip("\r\n")
+            match = _ID_AT_END.search(body)
+            if match is not None and match.group(1) == memory_id:
+                tf.lines[i] = (
+                    body[: match.start(1)] + new_id + body[match.end(1) :] + line[len(body) :]
+                )
+                return Edit()
+        raise VaultFileError(f"the line carrying ^{memory_id} could not be found")
 
     return edit
 

@@ -24,7 +24,16 @@ from pathlib import Path
 
 from mdmem.errors import InvalidInputError
 
-__all__ = ["ID_PATTERN", "IdIssuer", "id_time", "is_memory_id", "new_id_text"]
+__all__ = [
+    "ID_PATTERN",
+    "IdIssuer",
+    "copy_key",
+    "id_time",
+    "is_copy_key",
+    "is_memory_id",
+    "new_id_text",
+    "written_id",
+]
 
 log = logging.getLogger("mdmem")
 
@@ -37,6 +46,8 @@ ID_PATTERN = r"m-[0-9a-z]{6,32}"
 _SEQ_LIMIT = 32**_SEQ_CHARS
 _RESERVE = 8  # spare sequence numbers taken with each lock (see IdIssuer)
 _ID_RE = re.compile(rf"^{ID_PATTERN}$")
+# The key of a copied line (see copy_key): "path#^m-…", or "path#^m-… (n)".
+_COPY_KEY = re.compile(rf"^.+#\^({ID_PATTERN})(?: \(\d+\))?$")
 
 
 def _encode(value: int, width: int) -> str:
@@ -94,6 +105,29 @@ def new_id_text(ms: int, seq: int = 0) -> str:
 
 def is_memory_id(text: str) -> bool:
     return bool(_ID_RE.match(text))
+
+
+def copy_key(path: str, memory_id: str, n: int) -> str:
+    """The key of a line that carries an id another line already has (a copy).
+
+    Ids are unique in a vault, but a person can duplicate a line. The derived
+    state (catalog, manifest, keyword and vector indexes) keys blocks by id, so
+    the copy is keyed by where it is: ``path#^id`` (its citation) for the
+    first line with that id in ``path``, ``path#^id (n)`` for the n-th.
+    """
+    return f"{path}#^{memory_id}" if n == 1 else f"{path}#^{memory_id} ({n})"
+
+
+def written_id(block_id: str) -> str:
+    """The id as written in the file: a copy's key gives its ``m-…`` id back."""
+    if "#^" not in block_id:
+        return block_id
+    match = _COPY_KEY.match(block_id)
+    return match.group(1) if match else block_id
+
+
+def is_copy_key(block_id: str) -> bool:
+    return "#^" in block_id and _COPY_KEY.match(block_id) is not None
 
 
 def id_time(memory_id: str) -> datetime | None:

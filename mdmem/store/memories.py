@@ -89,7 +89,7 @@ class MemoryStore:
         return self.writer.block(memory_id)
 
     def get(self, memory_id: str) -> Memory:
-        return Memory.from_block(self.writer.block(memory_id), was_new=False)
+        return Memory.from_block(self.writer.sole_block(memory_id), was_new=False)
 
     def refresh(self) -> list[str]:
         """Notice files changed on disk and index them; returns the changed paths."""
@@ -297,7 +297,7 @@ class MemoryStore:
         if reason:
             refuse_in_metadata(reason, "the reason (it goes into the commit message)")
         with self.writer.batch(subject=None) as tx:
-            block = self.writer.block(memory_id)
+            block = self.writer.sole_block(memory_id)
             tx.remove_block(
                 memory_id,
                 subject=f"forget {block.kind}: {first_line(block.text)}",
@@ -318,7 +318,7 @@ class MemoryStore:
         """Store ``text`` as the successor of ``memory_id`` and retire the old memory."""
         memory_id = normalize_id(memory_id)
         with self.writer.batch(subject=None) as tx:
-            old = self.writer.block(memory_id)
+            old = self.writer.sole_block(memory_id)
             new = self.remember(
                 text,
                 kind=kind or old.kind,
@@ -349,7 +349,7 @@ class MemoryStore:
         if status not in ("resolved", "superseded", "active"):
             raise InvalidInputError(f"invalid status {status!r}")
         with self.writer.batch(subject=None) as tx:
-            block = self.writer.block(memory_id)
+            block = self.writer.sole_block(memory_id)
             today = self.clock.today()
             updates: dict[str, str | None] = {"status": status, "updated": today}
             if status == "active":

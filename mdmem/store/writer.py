@@ -32,6 +32,7 @@ from filelock import Timeout as FileLockTimeout
 from mdmem.config import Settings
 from mdmem.errors import (
     ConflictError,
+    DuplicateIdError,
     InvalidInputError,
     LockTimeoutError,
     MemoryNotFoundError,
@@ -51,6 +52,7 @@ from mdmem.store.editors import (
     entry_appender,
     field_setter,
     file_creator,
+    id_replacer,
     item_appender,
     raw_replacer,
 )
@@ -207,6 +209,20 @@ class Transaction:
                 subject,
                 [("Op", op), *trailers, *(("Memory-Id", i) for i in ids[:20])],
             )
+
+    def give_fresh_id(
+        self,
+        rel: str,
+        memory_id: str,
+        occurrence: int,
+        new_id: str,
+        *,
+        subject: str,
+        trailers: Trailers,
+    ) -> None:
+        """Give the ``occurrence``-th line of ``rel`` carrying ``^memory_id``
+        (1-based, file order) the id ``new_id``: the repair of a copied line."""
+        self.apply(rel, id_replacer(memory_id, occurrence, new_id), subject, trailers)
 
     def create_file(self, rel: str, lines: list[str], *, subject: str, trailers: Trailers) -> None:
         """Create a markdown file (indexed like any other); it must not exist yet."""
@@ -466,6 +482,24 @@ class Writer:
                     self.catalog.refresh(rel)  # parsed now; indexed on the next refresh
             self.refresh()
             return stale
+
+    def sole_block(self, memory_id: str) -> Block:
+        """:meth:`block` for a call that names one memory: DuplicateIdError when
+        the id is on more than one line (a copied line), rather than acting on
+        one of them (forget would leave the other; get would show half)."""
+        self.refresh()  # a line copied a moment ago counts (no-op inside a write)
+        block = self.block(memory_id)
+        copies = self.catalog.copies_of(block.id)
+        if copies:
+            places = tuple((b.path, b.line_start, b.scope) for b in (block, *copies))
+            where = ", ".join(f"{path}:{line}" for path, line, _ in places)
+            raise DuplicateIdError(
+                f"{block.id} is on {len(places)} lines ({where}), a copied line: "
+                "run `mdmem doctor --fix` to give the copy a fresh id",
+                block.id,
+                places,
+            )
+        return block
 
     def refresh_file(self, rel: str) -> None:
         """Re-read one file unless the open transaction holds it."""

@@ -217,8 +217,10 @@ def test_property_round_trip_and_isolated_edits(
     tf = decode(raw)
     assert tf.to_bytes() == raw
     parsed = blk.parse(path, tf)
-    ids = [b.id for b in parsed.memories()]
-    assert len(ids) == len(set(ids))
+    # Every line with an id is a memory, a copied line (a repeated id) too:
+    # keying the copy apart is the catalog's job, not the parser's.
+    starts = [b.line_start for b in parsed.memories()]
+    assert len(starts) == len(set(starts))
     for block in parsed.blocks:
         assert 1 <= block.line_start <= block.line_end <= len(tf.lines)
     for block in parsed.memories():
@@ -231,5 +233,5 @@ def test_property_round_trip_and_isolated_edits(
         assert edited.lines[: block.line_start - 1] == tf.lines[: block.line_start - 1]
         tail = len(tf.lines) - block.line_end
         assert edited.lines[len(edited.lines) - tail :] == tf.lines[len(tf.lines) - tail :]
-        again = blk.parse(path, edited).by_id(block.id)
-        assert again is not None and again.status == "resolved"
+        again = [b for b in blk.parse(path, edited).memories() if b.line_start == block.line_start]
+        assert [b.id for b in again] == [block.id] and again[0].status == "resolved"
