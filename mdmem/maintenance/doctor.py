@@ -128,9 +128,13 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     report.problems.extend(check_git_programs(store))
 
     if fix and report.problems:
-        _fix(store, report, temps, stale_lock, bool(dirty))
         if copies:
+            # First, so the derived state is checked against the repaired
+            # files; the person's own edit is committed, as theirs, before it.
+            if dirty:
+                store.commit_human_edits()
             fix_copied_ids(store, report, copies)
+        _fix(store, report, temps, stale_lock, bool(dirty))
     return report
 
 
@@ -338,7 +342,9 @@ def fix_copied_ids(store: MemoryStore, report: DoctorReport, copies: list[Copied
                 trailers += pair
             tx.set_message(_repair_subject(copies), trailers)
     except MdmemError as exc:
-        report.fixed = [d for d in report.fixed if d not in mine]
+        report.problems = [
+            Problem(p.check, p.detail, False) if p.detail in mine else p for p in report.problems
+        ]
         report.problems.append(Problem(_IDS_UNIQUE, f"copied lines kept their ids: {exc}", False))
 
 
