@@ -2,25 +2,29 @@
 
 Every check is read-only; ``fix=True`` repairs what can be repaired without
 any risk to the markdown: derived state is rebuilt, interrupted temp files
-and a stale git ``index.lock`` are removed. The vault's text is never edited.
+and git lock files whose git is gone (``index.lock``, ``HEAD.lock``, ref
+locks) are removed. The vault's text is never edited.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.index.indexer import indexable
+from mdmem.store.gitlocks import (
+    git_lock_files,
+    git_processes_using,
+    remove_if_stale,
+    stale_git_locks,
+)
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
 __all__ = ["DoctorReport", "Problem", "run_doctor"]
-
-_STALE_LOCK_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -119,30 +123,46 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
         )
 
     report.checks.append("git")
-    lock = store.root / ".git" / "index.lock"
-    stale_lock = lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_SECONDS
-    if stale_lock:
-        report.problems.append(Problem("git", ".git/index.lock is stale", True))
+    # Any age: what makes a lock stale is that no git process can own it
+    # (see mdmem.store.gitlocks); a person running --fix wants it gone now.
+    stale_locks = stale_git_locks(store.root, grace=0.0)
+    for lock in stale_locks:
+        rel = lock.relative_to(store.root).as_posix()
+        report.problems.append(Problem("git", f"{rel} is stale (its git is gone)", True))
+    held = [lock for lock in git_lock_files(store.root) if lock not in stale_locks]
+    if held:
+        # A person's git at work (a commit in its editor): leave it, and
+        # don't commit meanwhile (the commit would wait on its lock).
+        users = ", ".join(str(pid) for pid in git_processes_using(store.root) or []) or "?"
+        rel = held[0].relative_to(store.root).as_posix()
+        detail = f"{rel} is held by a running git (pid {users})"
+        report.problems.append(Problem("git", detail, False))
     fsck_code, _out, err = store.git.execute("fsck", "--no-progress", "--no-dangling")
     if fsck_code != 0:
         first = next((line for line in err.splitlines() if line.strip()), "failed")
         report.problems.append(Problem("git", f"git fsck: {first}", False))
     dirty = store.git.dirty_paths()
     if dirty:
-        report.problems.append(Problem("git", f"uncommitted edits: {', '.join(dirty[:5])}", True))
+        shown = ", ".join(dirty[:5])
+        report.problems.append(Problem("git", f"uncommitted edits: {shown}", not held))
 
     if fix and report.problems:
-        _fix(store, report, temps, stale_lock, bool(dirty))
+        _fix(store, report, temps, stale_locks, bool(dirty) and not held)
     return report
 
 
 def _fix(
-    store: MemoryStore, report: DoctorReport, temps: list[Path], stale_lock: bool, dirty: bool
+    store: MemoryStore,
+    report: DoctorReport,
+    temps: list[Path],
+    stale_locks: list[Path],
+    dirty: bool,
 ) -> None:
     for tmp in temps:
         os.unlink(tmp)
-    if stale_lock:
-        (store.root / ".git" / "index.lock").unlink(missing_ok=True)
+    for lock in stale_locks:
+        # Checked again right before the removal: a git may have started since.
+        remove_if_stale(lock, store.root, grace=0.0)
     if dirty:
         store.commit_human_edits()
     if any(
