@@ -16,7 +16,10 @@ using the repository and the lock has not changed for ``grace`` seconds.**
   starts with ``git`` and whose working directory is inside the vault, or
   whose command line or ``GIT_DIR``/``GIT_WORK_TREE``/``GIT_INDEX_FILE``
   names it, counts as using the repository. A git process whose details we
-  may not read (another user's) counts as using it too.
+  may not read (another user's) counts as using it too. One that started
+  after the lock was last written can't have made it (git takes its locks
+  after it starts, and fails on one that exists), so a ``git log`` left open
+  in a pager since does not keep a dead git's lock alive.
 * Programs that write git repositories without running git (libgit2, JGit)
   hold their locks for milliseconds; the grace period lets them finish.
   Without ``/proc`` (macOS, BSD) only the age can be judged, so there the
@@ -28,6 +31,7 @@ the check, so a lock a new git created meanwhile is never touched.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -46,6 +50,8 @@ __all__ = [
 WRITE_GRACE = 2.0  # seconds a lock must be unchanged before a write removes it
 NO_PROC_AGE = 60.0  # without /proc, the age that makes a lock stale
 _PROC = Path("/proc")
+# /proc gives boot time in whole seconds and start times in clock ticks.
+_START_SLACK = 2.0
 _GIT_ENV = (b"GIT_DIR=", b"GIT_WORK_TREE=", b"GIT_INDEX_FILE=", b"GIT_COMMON_DIR=")
 # git: "Unable to create '/path/.git/index.lock': File exists."
 _HELD = re.compile(r"Unable to create '([^']+\.lock)': File exists")
@@ -69,8 +75,11 @@ def git_lock_files(root: Path) -> list[Path]:
     return found
 
 
-def git_processes_using(root: Path) -> list[int] | None:
-    """Pids of live git processes that may be using the repository; None without /proc."""
+def git_processes_using(root: Path, *, started_before: float | None = None) -> list[int] | None:
+    """Pids of live git processes that may be using the repository; None without /proc.
+
+    With ``started_before`` (a Unix time), only processes started by then.
+    """
     if not (_PROC / "self").is_dir():
         return None
     root = root.resolve()
@@ -79,24 +88,23 @@ def git_processes_using(root: Path) -> list[int] | None:
     for entry in os.scandir(_PROC):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
+        proc = _PROC / entry.name
         try:
-            name = (_PROC / entry.name / "comm").read_text().strip()
+            name = (proc / "comm").read_text().strip()
         except OSError:
             continue  # exited meanwhile
-        if name.startswith("git") and _uses(_PROC / entry.name, root):
+        if not name.startswith("git"):
+            continue
+        if started_before is not None and _started_at(proc) > started_before:
+            continue
+        if _uses(proc, root):
             pids.append(int(entry.name))
     return pids
 
 
 def stale_git_locks(root: Path, *, grace: float) -> list[Path]:
     """The lock files in ``.git`` that :func:`remove_if_stale` would remove now."""
-    locks = git_lock_files(root)
-    if not locks:
-        return []
-    users = git_processes_using(root)
-    if users:
-        return []
-    return [lock for lock in locks if _old_enough(lock, grace, users is None)]
+    return [lock for lock in git_lock_files(root) if _stale(lock, root, grace)]
 
 
 def remove_if_stale(lock: Path, root: Path, *, grace: float) -> bool:
@@ -105,8 +113,7 @@ def remove_if_stale(lock: Path, root: Path, *, grace: float) -> bool:
         before = lock.stat()
     except FileNotFoundError:
         return True
-    users = git_processes_using(root)
-    if users or not _old_enough(lock, grace, users is None):
+    if not _stale(lock, root, grace):
         return False
     try:
         after = lock.stat()
@@ -118,12 +125,34 @@ def remove_if_stale(lock: Path, root: Path, *, grace: float) -> bool:
     return True
 
 
-def _old_enough(lock: Path, grace: float, no_proc: bool) -> bool:
+def _stale(lock: Path, root: Path, grace: float) -> bool:
     try:
-        age = time.time() - lock.stat().st_mtime
+        written = lock.stat().st_mtime
     except FileNotFoundError:
         return True
-    return age >= (max(grace, NO_PROC_AGE) if no_proc else grace)
+    owners = git_processes_using(root, started_before=written + _START_SLACK)
+    if owners:
+        return False
+    needed = max(grace, NO_PROC_AGE) if owners is None else grace
+    return time.time() - written >= needed
+
+
+def _started_at(proc: Path) -> float:
+    """A process's start as a Unix time (0.0 if unknown: then it counts as old)."""
+    try:
+        # Field 22, counted after the parenthesised name (which may hold spaces).
+        ticks = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[19])
+        return _boot_time() + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+@functools.cache
+def _boot_time() -> float:
+    for line in (_PROC / "stat").read_text().splitlines():
+        if line.startswith("btime "):
+            return float(line.split()[1])
+    raise ValueError("no btime in /proc/stat")
 
 
 def _uses(proc: Path, root: Path) -> bool:

@@ -125,6 +125,38 @@ def test_the_lock_of_a_live_git_is_never_taken(
     assert not lock.exists()
 
 
+def idle_git(root: Path) -> subprocess.Popen[bytes]:
+    """A git that runs on without locking anything (like ``git log`` in a pager)."""
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch-check"],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"HEAD\n")
+    proc.stdin.flush()
+    assert b" commit " in proc.stdout.readline()  # it is git now, not the forked parent
+    return proc
+
+
+@needs_proc
+def test_a_git_started_after_the_lock_was_left_cannot_own_it(vault: Vault) -> None:
+    lock = vault.root / ".git" / "index.lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - 30, time.time() - 30))  # left by a kill 30 s ago
+    later = idle_git(vault.root)
+    try:
+        assert later.pid in (git_processes_using(vault.root) or [])
+        assert remove_if_stale(lock, vault.root, grace=0.0) is True
+        # One that was running before the lock was written might own it.
+        lock.write_text("")
+        assert remove_if_stale(lock, vault.root, grace=0.0) is False
+    finally:
+        later.kill()
+        later.wait()
+
+
 def test_a_lock_younger_than_the_grace_period_is_left_alone(vault: Vault) -> None:
     """A lock younger than the grace period may belong to a program that isn't git."""
     lock = vault.root / ".git" / "index.lock"
@@ -200,6 +232,11 @@ def test_writers_killed_during_their_commit_never_wedge_the_vault(vault: Vault) 
     _left, failed = kill_writers_mid_commit(vault.root, 2)
     assert failed == 0
     assert git(vault.root, "log", "-1", "--format=%an").strip() == "survivor"
+    # What git didn't need again (a killed commit's next-index-<pid>.lock) is
+    # litter, not a wedge: doctor --fix clears it.
+    left = {p.name for p in git_lock_files(vault.root)}
+    assert not left & {"index.lock", "HEAD.lock", "main.lock"}
+    vault.doctor(fix=True)
     assert git_lock_files(vault.root) == []
 
 
