@@ -2,7 +2,8 @@
 
 Every check is read-only; ``fix=True`` repairs what can be repaired without
 any risk to the markdown: derived state is rebuilt, interrupted temp files
-and a stale git ``index.lock`` are removed. A secret found in a file (typed
+and git lock files whose git is gone (``index.lock``, ``HEAD.lock``, ref
+locks) are removed. A secret found in a file (typed
 there by hand: the writer refuses or redacts them) is reported with the
 command that takes it out of history, never edited. Two repairs do edit the
 vault, each in a commit of its own (``Op: repair``): an old vault's
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +45,12 @@ from mdmem.maintenance.derived import (
 from mdmem.models import Block
 from mdmem.store.catalog import is_copy
 from mdmem.store.gitattributes import APPEND_DRIVER, union_lines, without_union
+from mdmem.store.gitlocks import (
+    git_lock_files,
+    git_processes_using,
+    remove_if_stale,
+    stale_git_locks,
+)
 from mdmem.store.ids import written_id
 from mdmem.store.secret_guard import scan
 
@@ -60,8 +66,6 @@ __all__ = [
     "fix_merge_attributes",
     "run_doctor",
 ]
-
-_STALE_LOCK_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -110,17 +114,28 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
         )
 
     report.checks.append("git")
-    lock = store.root / ".git" / "index.lock"
-    stale_lock = lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_SECONDS
-    if stale_lock:
-        report.problems.append(Problem("git", ".git/index.lock is stale", True))
+    # Any age: what makes a lock stale is that no git process can own it
+    # (see mdmem.store.gitlocks); a person running --fix wants it gone now.
+    stale_locks = stale_git_locks(store.root, grace=0.0)
+    for lock in stale_locks:
+        rel = lock.relative_to(store.root).as_posix()
+        report.problems.append(Problem("git", f"{rel} is stale (its git is gone)", True))
+    held = [lock for lock in git_lock_files(store.root) if lock not in stale_locks]
+    if held:
+        # A person's git at work (a commit in its editor): leave it, and
+        # don't commit meanwhile (the commit would wait on its lock).
+        users = ", ".join(str(pid) for pid in git_processes_using(store.root) or []) or "?"
+        rel = held[0].relative_to(store.root).as_posix()
+        detail = f"{rel} is held by a running git (pid {users})"
+        report.problems.append(Problem("git", detail, False))
     fsck_code, _out, err = store.git.execute("fsck", "--no-progress", "--no-dangling")
     if fsck_code != 0:
         first = next((line for line in err.splitlines() if line.strip()), "failed")
         report.problems.append(Problem("git", f"git fsck: {first}", False))
     dirty = store.git.dirty_paths()
     if dirty:
-        report.problems.append(Problem("git", f"uncommitted edits: {', '.join(dirty[:5])}", True))
+        shown = ", ".join(dirty[:5])
+        report.problems.append(Problem("git", f"uncommitted edits: {shown}", not held))
 
     report.checks.append("merge drivers")
     report.problems.extend(check_merge_attributes(store))
@@ -131,10 +146,10 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
         if copies:
             # First, so the derived state is checked against the repaired
             # files; the person's own edit is committed, as theirs, before it.
-            if dirty:
+            if dirty and not held:
                 store.commit_human_edits()
             fix_copied_ids(store, report, copies)
-        _fix(store, report, temps, stale_lock, bool(dirty))
+        _fix(store, report, temps, stale_locks, bool(dirty) and not held)
     return report
 
 
@@ -184,12 +199,17 @@ def derived_findings(store: MemoryStore) -> list[Finding]:
 
 
 def _fix(
-    store: MemoryStore, report: DoctorReport, temps: list[Path], stale_lock: bool, dirty: bool
+    store: MemoryStore,
+    report: DoctorReport,
+    temps: list[Path],
+    stale_locks: list[Path],
+    dirty: bool,
 ) -> None:
     for tmp in temps:
         os.unlink(tmp)
-    if stale_lock:
-        (store.root / ".git" / "index.lock").unlink(missing_ok=True)
+    for lock in stale_locks:
+        # Checked again right before the removal: a git may have started since.
+        remove_if_stale(lock, store.root, grace=0.0)
     if dirty:
         store.commit_human_edits()
     if any(p.check == "merge drivers" for p in report.problems):

@@ -18,7 +18,7 @@ from mdmem.errors import MemoryNotFoundError, VaultFileError
 from mdmem.models import Block
 from mdmem.store import blocks as blk
 from mdmem.store.ids import ID_PATTERN, is_copy_key, written_id
-from mdmem.store.textfile import TextFile
+from mdmem.store.textfile import FileStat, TextFile
 
 __all__ = [
     "FILE_TITLES",
@@ -74,6 +74,9 @@ class Pending:
     # Blocks rewritten in place: id -> (as first read, as now).
     rewritten: dict[str, tuple[Block, Block]] = field(default_factory=dict)
     only_appends: bool = True  # appends and in-place rewrites; False: diff the file
+    # The file's stat when ``original`` was read (None: unknown, or it changed
+    # during the read): tells whether git already has those bytes.
+    seen: FileStat | None = None
 
 
 def require(parsed: blk.ParsedFile | None, memory_id: str) -> Block:

@@ -25,13 +25,15 @@ of its files changed.
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import subprocess
+import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from git.cmd import Git
 from git.exc import GitCommandError, GitCommandNotFound
@@ -48,6 +50,7 @@ from mdmem.store.gitconfig import (
     include_targets,
     parse_config_list,
 )
+from mdmem.store.gitlocks import WRITE_GRACE, held_lock_in, remove_if_stale
 
 __all__ = [
     "AGENT_EMAIL_DOMAIN",
@@ -88,8 +91,12 @@ _CONFIG_ENV = (
 )
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _GC_EVERY = 256
-_LOCK_RETRIES = 40
+# How long a git write waits for a lock file a live git holds, then fails.
+_LOCK_WAIT = 10.0
 _MESSAGE_CHARS = 300  # of git's output quoted in a GitError
+
+log = logging.getLogger("mdmem")
+T = TypeVar("T", str, bytes)
 
 # A stream git reads or writes: PIPE / DEVNULL, a file descriptor or a file.
 Stream = int | IO[bytes] | None
@@ -181,25 +188,23 @@ class GitStore:
         """Run git with the safe settings; (exit status, stdout, stderr)."""
         command = self._command(args, config)
         merged = {**self._env, **self._guard_env(), **(env or {})}
+
+        def once() -> tuple[int, str, str]:
+            status, out, err = self._git.execute(
+                command,
+                env=merged,
+                with_extended_output=True,
+                with_exceptions=False,
+                strip_newline_in_stdout=strip,
+            )
+            return int(status), str(out), str(err)
+
         try:
-            for attempt in range(_LOCK_RETRIES):
-                status, out, err = self._git.execute(
-                    command,
-                    env=merged,
-                    with_extended_output=True,
-                    with_exceptions=False,
-                    strip_newline_in_stdout=strip,
-                )
-                # A git process orphaned by a killed writer may still hold
-                # index.lock for a moment: wait for it rather than fail.
-                if status == 0 or ".lock" not in str(err) or "File exists" not in str(err):
-                    break
-                time.sleep(min(0.02 * (attempt + 1), 0.2))
+            return self._waiting_for_locks(once, lambda err: err)
         except GitCommandNotFound:
             raise GitError("git is not installed or not on PATH") from None
         except GitCommandError as exc:  # pragma: no cover - with_exceptions=False
             raise GitError(first_line(str(exc.stderr), _MESSAGE_CHARS)) from None
-        return int(status), str(out), str(err)
 
     def execute_bytes(
         self,
@@ -209,19 +214,48 @@ class GitStore:
         config: Sequence[str] = (),
     ) -> tuple[int, bytes, bytes]:
         """Run git with the safe settings, ``input`` on its stdin; (status, stdout, stderr)."""
-        try:
+        command = self._command(args, config)
+        environment = self._environment(env)
+
+        def once() -> tuple[int, bytes, bytes]:
             proc = subprocess.run(
-                self._command(args, config),
+                command,
                 cwd=self.root,
-                env=self._environment(env),
+                env=environment,
                 input=input,
                 stdin=subprocess.DEVNULL if input is None else None,
                 capture_output=True,
                 check=False,
             )
+            return proc.returncode, proc.stdout, proc.stderr
+
+        try:
+            return self._waiting_for_locks(once, lambda err: err.decode("utf-8", "replace"))
         except FileNotFoundError:
             raise GitError("git is not installed or not on PATH") from None
-        return proc.returncode, proc.stdout, proc.stderr
+
+    def _waiting_for_locks(
+        self, once: Callable[[], tuple[int, T, T]], text: Callable[[T], str]
+    ) -> tuple[int, T, T]:
+        """Run ``once``; while git fails on a lock file that exists, clear or wait.
+
+        A lock whose git is gone (killed mid-write) is removed and the command
+        runs again at once; one a live git holds (a person's commit, a git
+        orphaned by a killed writer finishing up) is waited for, up to
+        :data:`_LOCK_WAIT` seconds. See :mod:`mdmem.store.gitlocks` for the rule.
+        """
+        deadline = time.monotonic() + _LOCK_WAIT
+        attempt = 0
+        while True:
+            status, out, err = once()
+            lock = held_lock_in(text(err)) if status != 0 else None
+            if lock is None or time.monotonic() >= deadline:
+                return status, out, err
+            if remove_if_stale(lock, self.root, grace=WRITE_GRACE):
+                log.warning("removed %s: the git that made it is gone", lock)
+                continue
+            attempt += 1
+            time.sleep(min(0.02 * attempt, 0.2))
 
     def run_bytes(
         self,
@@ -543,32 +577,42 @@ class GitStore:
         paths: Iterable[str] | None = None,
         *,
         allow_empty: bool = False,
+        amend: bool = False,
+        work_tree: Path | None = None,
     ) -> str | None:
         """Commit ``paths`` (or every change) as ``author``; returns the sha or None.
 
         With paths, only those paths' working-tree content is committed
         (``git commit -- paths``), whatever else is staged: one process for
         files git already tracks, which keeps a durable write near 30 ms.
+        ``work_tree`` reads them from another folder (see
+        :meth:`commit_contents`); ``amend`` replaces the last commit.
         """
         env = author.env()
         if paths is not None:
             path_list = sorted(set(paths))
             if not path_list:
                 return None
+            tree = self.root
+            if work_tree is not None:
+                env["GIT_WORK_TREE"] = str(work_tree)
+                tree = work_tree
             tracked = self.tracked()
             new = [p for p in path_list if p not in tracked]
             if new:
-                self.run("add", "-A", "--", *new)
+                self.run("add", "-A", "--", *new, env=env)
             args = ["commit", "-q", "--no-verify", *self._message_args(message)]
             if allow_empty:
                 args.append("--allow-empty")
+            if amend:
+                args.append("--amend")
             status, out, err = self.execute(*args, "--", *path_list, env=env)
             if status != 0:
                 if status == 1 and not err.strip() and "commit" in out:
                     return None  # nothing changed in those paths
                 raise GitError(f"git commit: {_failure(status, err, out)}")
-            tracked.update(p for p in path_list if (self.root / p).exists())
-            tracked.difference_update(p for p in path_list if not (self.root / p).exists())
+            tracked.update(p for p in path_list if (tree / p).exists())
+            tracked.difference_update(p for p in path_list if not (tree / p).exists())
         else:
             self.run("add", "-A")
             staged = self.run("diff", "--cached", "--name-only", "-z", strip=False)
@@ -583,6 +627,37 @@ class GitStore:
         if self._commits % _GC_EVERY == 0:
             self.run("gc", "--auto", "--quiet", ok_codes=(0, 1, 128), config=["gc.auto=6700"])
         return self.head()
+
+    def commit_contents(
+        self,
+        message: str,
+        author: Identity,
+        contents: Mapping[str, bytes | None],
+        *,
+        amend: bool = False,
+    ) -> str | None:
+        """Commit exactly ``contents`` (path -> bytes, None: deleted) as ``author``.
+
+        :meth:`commit` takes what a file holds when git reads it; a person's
+        save landing between a write and that read would be swept into the
+        writer's commit. Here git reads the bytes given, from a private copy
+        (``GIT_WORK_TREE`` pointing at a temp folder), in one ``git commit``
+        as usual. Other paths keep HEAD's content. With ``amend`` the last
+        commit is replaced by one with these contents (to take a person's
+        lines back out of an agent's commit). The vault's files are left
+        alone: bytes that differ stay as uncommitted edits. Returns the new
+        HEAD, or None if nothing changed.
+        """
+        if not contents:
+            return None
+        with tempfile.TemporaryDirectory(prefix="mdmem-exact-") as private:
+            tree = Path(private)
+            for rel, data in contents.items():
+                if data is not None:  # a path missing from the copy is committed as deleted
+                    target = tree / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+            return self.commit(message, author, paths=list(contents), amend=amend, work_tree=tree)
 
 
 def _config_key(files: list[str], env: tuple[str | None, ...]) -> tuple[object, ...]:

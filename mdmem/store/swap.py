@@ -12,18 +12,38 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from mdmem.store.editors import Pending
-from mdmem.store.textfile import atomic_write, discard_temp, fsync_file, install_temp, write_temp
+from mdmem.store.textfile import (
+    FileStat,
+    atomic_write,
+    discard_temp,
+    file_stat,
+    fsync_file,
+    install_temp,
+    write_temp,
+)
 
-__all__ = ["Orphans", "after_their_appends", "swap"]
+__all__ = ["Orphans", "Swapped", "after_their_appends", "swap"]
 
 log = logging.getLogger("mdmem")
 
 _CAREFUL_WAIT = 0.02
 _APPEND_MERGES = 3  # re-stagings per swap when someone keeps appending to the file
 _ORPHAN_WATCH = 5.0  # seconds a replaced inode is watched for late writes
+
+
+@dataclass(frozen=True)
+class Swapped:
+    """What a successful swap did."""
+
+    base: bytes | None  # the file as our rename replaced it (None: there was none)
+    ours: bytes  # what our rename put in place
+    # The file right after the rename, or None if it was no longer only ours
+    # by then (someone wrote to it within those microseconds).
+    stat: FileStat | None
 
 
 class Orphans:
@@ -78,13 +98,15 @@ def swap(
     *,
     contended: bool = False,
     careful: bool = False,
-    merge_appends: bool = False,
-) -> bool:
-    """Replace the file if it still holds what we read; False if it changed.
+) -> Swapped | None:
+    """Replace the file if it still holds what we read; None if it changed.
 
-    With ``merge_appends``, lines someone appended meanwhile are kept and
-    ours go after them, when both sides only appended. The first retry does
-    not use it, so that a person's edit is committed as theirs.
+    When both sides only appended, lines someone appended meanwhile are kept
+    and ours go after them, with no replay (a fast typist cannot starve the
+    write); ``Swapped.base`` then holds their version, which the writer
+    commits as theirs before ours. Bytes an editor writes to the replaced
+    inode after the rename are put after ours in the file, and left for the
+    next commit of human edits.
 
     The new content is staged and fsynced first, so the compare and the
     rename are microseconds apart: the window in which a human's save could
@@ -107,14 +129,10 @@ def swap(
                 current = None
             if current == expected:
                 break
-            merged = (
-                after_their_appends(expected, ours, current, pending.only_appends)
-                if merge_appends
-                else None
-            )
+            merged = after_their_appends(expected, ours, current, pending.only_appends)
             discard_temp(tmp)
             if merged is None:
-                return False
+                return None
             # Both sides only appended: our lines go after theirs, with no
             # replay, so a fast typist cannot starve the write.
             if old_fd is not None:
@@ -124,8 +142,13 @@ def swap(
             tmp = write_temp(full, ours, fsync=False)
         else:
             discard_temp(tmp)
-            return False
+            return None
+        staged = os.stat(tmp).st_ino
         install_temp(tmp, full)
+        right_after = file_stat(full)
+        if right_after is not None and right_after[:2] != (staged, len(ours)):
+            right_after = None  # written to already: what git reads may not be ours
+        done = Swapped(base=current, ours=ours, stat=right_after)
         if not synced:
             fsync_file(full)
         if careful:
@@ -147,18 +170,18 @@ def swap(
                 # it. Replaying instead could starve the write, as a fast
                 # typist appends inside every wait window.
                 atomic_write(full, now_new + theirs[len(current) :])
-                return True
+                return done
             if now_new.startswith(ours):
                 theirs += now_new[len(ours) :]
             atomic_write(full, theirs)
             pending.original = theirs
-            return False
+            return None
         if old_fd is not None and careful:
             # Keep watching the replaced inode for a moment: an editor holding
             # it open may still append there.
             orphans.watch(old_fd, len(current or b""), full)
             old_fd = None
-        return True
+        return done
     finally:
         if old_fd is not None:
             os.close(old_fd)

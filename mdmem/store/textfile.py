@@ -17,11 +17,13 @@ from mdmem.errors import PathOutsideVaultError
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "FileStat",
     "SkipFile",
     "TextFile",
     "atomic_write",
     "decode",
     "discard_temp",
+    "file_stat",
     "fsync_file",
     "install_temp",
     "safe_path",
@@ -149,6 +151,20 @@ def safe_path(root: Path, relative: str | os.PathLike[str]) -> Path:
     if resolved != real_root and real_root not in resolved.parents:
         raise PathOutsideVaultError(f"{relative} leads outside the vault (symlink?)")
     return target
+
+
+# (inode, size, mtime ns, ctime ns) of a file. The same twice means nothing
+# wrote to it in between: ctime can't be set back by anyone, unlike mtime.
+FileStat = tuple[int, int, int, int]
+
+
+def file_stat(path: Path) -> FileStat | None:
+    """What stat says of a file's current content; None if it is missing."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -26,9 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock
-from filelock import Timeout as FileLockTimeout
-
 from mdmem.config import Settings
 from mdmem.errors import (
     ConflictError,
@@ -58,8 +55,9 @@ from mdmem.store.editors import (
 )
 from mdmem.store.gitstore import GitStore, Identity, format_message
 from mdmem.store.ids import IdIssuer, normalize_id
-from mdmem.store.swap import Orphans, swap
-from mdmem.store.textfile import SkipFile, TextFile, decode, safe_path
+from mdmem.store.swap import Orphans, Swapped, swap
+from mdmem.store.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
+from mdmem.store.vaultlock import VaultLock
 from mdmem.store.verify import ManifestCheck, parse_matches
 
 __all__ = ["Change", "Transaction", "Writer", "memory_trailers"]
@@ -80,6 +78,10 @@ _STREAM_CHUNK = 100
 _MAX_ID_TRAILERS = 100
 _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
 _EDITOR_ACTIVE_FOR = 10.0  # seconds a foreign edit keeps the writer careful
+# A file's ctime comes from a coarse clock that may lag time.time() by a tick
+# (1-10 ms): a file counts as unchanged since a moment only if its ctime is
+# this much older.
+_CTIME_SLACK_NS = 20_000_000
 
 
 def memory_trailers(memory_id: str, kind: str, scope: str, op: str) -> Trailers:
@@ -342,17 +344,25 @@ class Writer:
         self.catalog = catalog
         self.indexer = indexer
         self.agent = agent
-        self.lock_path = state_dir / "vault.lock"
-        # One thread of this process at a time; recalls share it too.
+        # One process at a time, in turn (see mdmem.store.vaultlock), and one
+        # thread of this process at a time; recalls share the mutex too.
+        self.vault_lock = VaultLock(root, state_dir)
         self.mutex = threading.RLock()
         # Called at a batch's end with its new memory ids (auto-resolve).
         self.after_batch: Callable[[list[str]], None] | None = None
         self._ids = IdIssuer(state_dir)
-        self._file_lock = FileLock(str(self.lock_path))
         self._current: Transaction | None = None
         self._human: Identity | None = None
         self._known_clean = False
         self._written_sigs: dict[str, tuple[int, int, int]] = {}
+        # What git is known to have. At HEAD ``_clean_head``, a file equals its
+        # committed version if its stat is the one recorded in ``_clean_stats``
+        # or its ctime is before ``_clean_before_ns`` (when a git status found
+        # every older change committed). Whatever isn't known is committed as
+        # the person's edit before the agent's change to that file.
+        self._clean_head: str | None = None
+        self._clean_before_ns = 0
+        self._clean_stats: dict[str, FileStat] = {}
         self._foreign_edit_at: dict[str, float] = {}
         self._orphans = Orphans()
         # Files whose indexing waited in vain for another writer's lock.
@@ -568,23 +578,15 @@ class Writer:
             if self._current is not None:
                 yield
                 return
-            # The lock file lives in the state dir: if that was deleted under
+            # The lock's queue lives in the state dir: if that was deleted under
             # us, make it (and the derived state) again first.
             self.indexer.ensure_state()
-            try:
-                self._file_lock.acquire(timeout=self.settings.git.lock_timeout)
-            except FileLockTimeout:
-                raise LockTimeoutError(
-                    f"another process holds the vault lock ({self.lock_path})"
-                ) from None
-            try:
+            with self.vault_lock.hold(self.settings.git.lock_timeout):
                 if self._orphans:
                     self._orphans.rescue()
                 if sync:
                     self._sync_before_write()
                 yield
-            finally:
-                self._file_lock.release()
 
     def _sync_before_write(self) -> None:
         """Commit what a person changed since our last write, as that person.
@@ -613,25 +615,106 @@ class Writer:
     def _commit_human_edits(self, paths: list[str] | None = None) -> str | None:
         if not self.settings.git.enabled:
             return None
+        # Taken before git looks: any file older than this, git has now.
+        checked = time.time_ns() - _CTIME_SLACK_NS
+        before = self.git.head()
         dirty = self.git.dirty_paths() if paths is None else paths
-        if not dirty:
-            return None
-        shown = ", ".join(sorted(dirty)[:5]) + (
-            f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
-        )
-        message = format_message(f"edit: {shown}", trailers=[("Op", "edit")])
-        return self.git.commit(message, self._human_identity(), paths=dirty)
+        sha = None
+        if dirty:
+            shown = ", ".join(sorted(dirty)[:5]) + (
+                f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
+            )
+            message = format_message(f"edit: {shown}", trailers=[("Op", "edit")])
+            sha = self.git.commit(message, self._human_identity(), paths=dirty)
+            self._head_moved(before, dirty)
+        if paths is None:
+            self._clean_head, self._clean_before_ns = self.git.head(), checked
+            self._clean_stats.clear()
+        return sha
+
+    # -- what git has ----------------------------------------------------------
+
+    def _known_committed(self, rel: str, seen: FileStat | None) -> bool:
+        """Whether the file as it was when stat said ``seen`` is what HEAD has."""
+        if not self.settings.git.enabled:
+            return True
+        if seen is None or self._clean_head is None or self.git.head() != self._clean_head:
+            return False
+        return self._clean_stats.get(rel) == seen or seen[3] < self._clean_before_ns
+
+    def _head_moved(self, before: str | None, paths: Iterable[str]) -> None:
+        """Keep what is known after our own commit of ``paths`` moved HEAD."""
+        for rel in paths:
+            self._clean_stats.pop(rel, None)
+        if before is not None and before == self._clean_head:
+            self._clean_head = self.git.head()  # other files are as they were
+        else:
+            self._clean_head = None  # HEAD moved under us before: know nothing
+
+    def _note_clean(self, rel: str, stat: FileStat) -> None:
+        """Record that ``rel`` with ``stat`` is what HEAD has now."""
+        head = self.git.head()
+        if head != self._clean_head:
+            self._clean_head, self._clean_before_ns, self._clean_stats = head, 0, {}
+        self._clean_stats[rel] = stat
+
+    def _commit_theirs(self, rel: str, data: bytes | None) -> None:
+        """Commit exactly ``data`` for ``rel`` as the person, before the agent's change.
+
+        ``data`` is the file as the agent's rename replaced it: what a person
+        saved since git last had it (after the vault lock committed human
+        edits, or appended while the swap merged) is theirs. A no-op when
+        git already has exactly these bytes.
+        """
+        before = self.git.head()
+        message = format_message(f"edit: {rel}", trailers=[("Op", "edit")])
+        self.git.commit_contents(message, self._human_identity(), {rel: data})
+        self._head_moved(before, [rel])
+
+    def _check_commit(
+        self,
+        before: str | None,
+        message: str,
+        agent: Identity,
+        installed: dict[str, Swapped],
+    ) -> None:
+        """Make sure the agent's commit holds exactly what the agent wrote.
+
+        ``git commit -- path`` reads the file when it runs; a person who saved
+        between our rename and that read would see their lines committed as
+        the agent's. A file whose stat is the same after the commit as right
+        after our rename was not touched meanwhile; if any other was, the
+        commit is replaced by one with exactly our bytes for it (their lines
+        stay in the file, to be committed as theirs).
+        """
+        self._head_moved(before, installed)
+        touched: dict[str, bytes] = {}
+        for rel, done in installed.items():
+            now = file_stat(safe_path(self.root, rel))
+            if done.stat is not None and now == done.stat:
+                self._note_clean(rel, now)
+            else:
+                touched[rel] = done.ours
+        if touched and self.git.head() != before:
+            log.info("%s changed while git read it; their lines stay theirs", ", ".join(touched))
+            head = self.git.head()
+            self.git.commit_contents(message, agent, touched, amend=True)
+            self._head_moved(head, touched)
 
     # -- applying edits --------------------------------------------------------
 
     def load_pending(self, rel: str, full: Path) -> Pending:
         """A file's bytes and parse, as the start of a transaction's copy of it."""
+        before = file_stat(full)
         try:
             raw: bytes | None = full.read_bytes()
         except FileNotFoundError:
             raw = None
+        after = file_stat(full)
+        # Only a stat that held through the read describes what was read.
+        seen = after if after == before else None
         if raw is None:
-            return Pending(original=None, tf=TextFile.empty(), parsed=None)
+            return Pending(original=None, tf=TextFile.empty(), parsed=None, seen=seen)
         state = self.catalog.files.get(rel)
         try:
             sig = signature_of(full.stat())
@@ -658,7 +741,7 @@ class Writer:
         parsed = parsed.copy()
         assert parsed.file is not None
         tf = parsed.file = parsed.file.copy()
-        return Pending(original=raw, tf=tf, parsed=parsed)
+        return Pending(original=raw, tf=tf, parsed=parsed, seen=seen)
 
     def reparse(self, rel: str, pending: Pending, result: Edit, tx: Transaction) -> blk.ParsedFile:
         """Bring the pending parse and the catalog up to date with the pending text.
@@ -721,31 +804,34 @@ class Writer:
         return fresh
 
     def flush(self, tx: Transaction, subject: str | None) -> None:
-        """Write every pending file (compare-and-swap) and make one commit."""
+        """Write every pending file (compare-and-swap) and make one commit.
+
+        Provenance: git gets a person's version of a file, as theirs, before
+        the agent's change to it (:meth:`_commit_theirs`), and the agent's
+        commit holds exactly the agent's bytes (:meth:`_check_commit`).
+        """
         if not tx.pending:
             return
         written: list[str] = []
+        installed: dict[str, Swapped] = {}
+        git_on = self.settings.git.enabled
         for rel, pending in tx.pending.items():
             full = safe_path(self.root, rel)
             careful = self._edited_by_others_lately(rel, full)
             for attempt in range(_CAS_ATTEMPTS):
-                if swap(
+                done = swap(
                     full,
                     pending,
                     self._orphans,
                     contended=attempt >= _CONTENDED_AFTER,
                     careful=careful or attempt > 0,
-                    merge_appends=attempt > 0,
-                ):
+                )
+                if done is not None:
                     break
-                # Someone changed the file since we read it: keep their change
-                # (committed as theirs the first time), then replay our edits
-                # on top of it. Later rounds skip the commit so a fast typist
-                # cannot starve the write.
+                # Someone changed the file (not only appended) since we read
+                # it: replay our edits on top of their version.
                 log.info("%s changed during the write; replaying on top of it", rel)
-                if attempt == 0:
-                    self._commit_human_edits([rel])
-                else:
+                if attempt:
                     time.sleep(0.001 * min(attempt, 20))
                 fresh = self.load_pending(rel, full)
                 fresh.edits = pending.edits
@@ -757,6 +843,14 @@ class Writer:
                 tx.pending[rel] = fresh
             else:
                 raise ConflictError(f"{rel} keeps changing under mdmem; try again")
+            known = done.base == pending.original and self._known_committed(rel, pending.seen)
+            if git_on and not known and (done.base is not None or rel in self.git.tracked()):
+                # What our edit replaced isn't known to be in git: a person
+                # saved it after the lock committed human edits, or appended
+                # while we swapped (or deleted it: base None). It goes in
+                # first, exactly, as theirs.
+                self._commit_theirs(rel, done.base)
+            installed[rel] = done
             written.append(rel)
             try:
                 st = full.stat()
@@ -768,17 +862,18 @@ class Writer:
                     self.catalog.invalidate(rel)
             except OSError:
                 self.catalog.refresh(rel)
-        if self.settings.git.enabled and tx.ops:
+        if git_on and tx.ops:
             title, trailers = tx.message(subject)
             message = format_message(title, trailers=trailers)
+            agent = Identity.agent(self.agent)
+            before = self.git.head()
             # The commit is a git process we mostly wait on, and indexing is
             # our own CPU work: overlap them (a durable write's two halves).
             with ThreadPoolExecutor(max_workers=1) as pool:
-                committed = pool.submit(
-                    self.git.commit, message, Identity.agent(self.agent), paths=written
-                )
+                committed = pool.submit(self.git.commit, message, agent, paths=written)
                 tx.index_written(written, self.indexer, self.catalog)
                 committed.result()
+            self._check_commit(before, message, agent, installed)
         else:
             tx.index_written(written, self.indexer, self.catalog)
 
