@@ -25,6 +25,7 @@ from mdmem.index.health import CORRUPT_SUFFIX, DERIVED_ERRORS, one_line, quarant
 from mdmem.index.indexer import indexable
 from mdmem.models import Block
 from mdmem.store.blocks import parse
+from mdmem.store.ids import written_id
 from mdmem.store.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
@@ -64,9 +65,10 @@ class Finding:
 
 def _signature(block: Block) -> tuple[object, ...]:
     # What recall and get show; ``created`` of a heading section comes from
-    # the file's mtime at parse time, so it is left out.
+    # the file's mtime at parse time, so it is left out. A copied line is
+    # keyed by its place in the catalog and by its id in a lone parse.
     return (
-        block.id,
+        written_id(block.id),
         block.line_start,
         block.line_end,
         block.content_hash,
