@@ -24,7 +24,9 @@ from mdmem.models import Block
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_row"]
 
-SCHEMA_VERSION = 2
+# 3: blocks are parsed anew (escaped text, a file's folder deciding its scope), so
+# rows an older parser wrote are dropped and the files read again.
+SCHEMA_VERSION = 3
 
 FileRow = tuple[int, int, int, str, dict[str, Any], int]  # mtime_ns, size, ino, sha, meta, fm_lines
 
