@@ -711,12 +711,17 @@ _PROBE_ID = "m-00000000probe"
 _NEXT_ID = "m-00000000probf"
 
 
-def _paragraph(text: str, what: str) -> tuple[list[str], str]:
-    """(escaped lines, the text they read back as) for a one-paragraph memory."""
+def _paragraph(text: str, what: str) -> tuple[list[str], str, bool]:
+    """(escaped lines, the text they read back as, whether they need the read-back
+    check) for a one-paragraph memory."""
     plain = _paragraph_lines(text)
     if not plain:
         raise InvalidInputError(f"{what} is empty")
-    return esc.escape_lines(plain, full=True)[0], "\n".join(plain)
+    expected = "\n".join(plain)
+    escaped = esc.escape_lines(plain, full=True)[0]
+    # Nothing escaped and no backslash, field or caret: the lines are the text.
+    trivial = escaped == plain and not any(c in expected for c in ("\\", "::", "^"))
+    return escaped, expected, not trivial
 
 
 def _check_paragraph(
@@ -726,7 +731,7 @@ def _check_paragraph(
 
     The escaping makes every text line a line of one paragraph, so reading the
     block's own lines back is the whole check (no markdown parse: this runs
-    for every remembered memory, bulk imports included).
+    for remembered memories, bulk imports included).
     """
     probe = [*lines[:-1], f"{lines[-1]} {_suffix(_PROBE_ID, (), fields, '')}"]
     if _clean(probe, style, _PROBE_ID) != (expected, fields):
@@ -747,10 +752,11 @@ def render_list_item(
     fields, block ids) is escaped (:mod:`mdmem.store.escape`), so the item
     reads back as the text.
     """
-    escaped, expected = _paragraph(text, "memory text")
+    escaped, expected, check = _paragraph(text, "memory text")
     fields = list(fields)
     rendered = [f"- {escaped[0]}"] + [f"  {line}" for line in escaped[1:]]
-    _check_paragraph(rendered, "item", expected, fields)
+    if check or fields:
+        _check_paragraph(rendered, "item", expected, fields)
     rendered[-1] = f"{rendered[-1]} {_suffix(block_id, tags, fields, text)}"
     return rendered
 
@@ -760,9 +766,10 @@ def render_paragraph(
 ) -> list[str]:
     """``text #tag [k:: v] ^id`` as one paragraph (an episode's summary), escaped
     like :func:`render_list_item`; the caller keeps a blank line around it."""
-    escaped, expected = _paragraph(text, "memory text")
+    escaped, expected, check = _paragraph(text, "memory text")
     fields = list(fields)
-    _check_paragraph(escaped, "para", expected, fields)
+    if check or fields:
+        _check_paragraph(escaped, "para", expected, fields)
     return [*escaped[:-1], f"{escaped[-1]} {_suffix(block_id, tags, fields, text)}"]
 
 
