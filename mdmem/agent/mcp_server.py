@@ -56,7 +56,7 @@ MCP_TOOLS: tuple[str, ...] = (
 )
 URI_PREFIX = "mdmem://vault/"
 _CORE_FILES = ("USER.md", "MEMORY.md", "LEARNING.md")
-_DAILY = re.compile(r"^daily/(\d{4}-\d{2}-\d{2})\.md$")
+_DAILY = re.compile(r"daily/(\d{4}-\d{2}-\d{2})\.md")  # fullmatch: "$" passes a final newline
 
 _INSTRUCTIONS = """Long-term memory for this user and project, kept as markdown files under git.
 Call `recall` before answering questions that may depend on earlier sessions; call `remember`
@@ -115,7 +115,7 @@ def _resolve_uri(vault: Vault, toolset: Toolset, uri: str) -> str:
         inner = "/".join(parts[3:])
     if inner in ("daily/today", "daily/today.md"):
         inner = f"daily/{vault.store.clock.today()}.md"
-    if inner not in _CORE_FILES and not _DAILY.match(inner):
+    if inner not in _CORE_FILES and not _DAILY.fullmatch(inner):
         raise InvalidInputError(f"{uri!r} is not a core memory file")
     if scope not in _resource_scopes(toolset):
         raise ScopeDeniedError(f"{uri!r} is outside the scopes this server allows")

@@ -65,7 +65,7 @@ __all__ = [
 log = logging.getLogger("mdmem")
 
 BRANCH_PREFIX = "mdmem/consolidate-"
-_BRANCH = re.compile(r"^mdmem/consolidate-(\d{4}-\d\d-\d\d)(?:-(\d{1,4}))?$")
+_BRANCH = re.compile(r"mdmem/consolidate-(\d{4}-\d\d-\d\d)(?:-(\d{1,4}))?")  # fullmatch
 _HELD: weakref.WeakKeyDictionary[MemoryStore, tuple[tuple[tuple[str, str], ...], Held]] = (
     weakref.WeakKeyDictionary()
 )
@@ -305,7 +305,7 @@ def _branches(store: MemoryStore) -> list[tuple[str, str]]:
     for line in out.splitlines():
         ref, _sep, sha = line.partition("\0")
         name = ref.removeprefix("refs/heads/")
-        match = _BRANCH.match(name)
+        match = _BRANCH.fullmatch(name)
         if match:
             found.append(((match.group(1), int(match.group(2) or 1)), name, sha))
     return [(name, sha) for _key, name, sha in sorted(found)]
@@ -320,7 +320,7 @@ def _branch_name(branch: str) -> str:
     name = branch.strip().removeprefix("refs/heads/")
     if not name.startswith("mdmem/"):
         name = f"mdmem/{name}"
-    if not _BRANCH.match(name):
+    if not _BRANCH.fullmatch(name):
         raise InvalidInputError(
             f"{branch!r} is not a review branch (they are named {BRANCH_PREFIX}YYYY-MM-DD[-N])"
         )

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 __all__ = ["is_ancestor", "is_sha", "parsed_at", "rev_parse"]
 
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_HEX40 = re.compile(r"[0-9a-f]{40}")  # fullmatch: "$" would pass a final newline
 
 
 def is_sha(text: str) -> bool:
     """Whether ``text`` is a full (40 hex digits, lower case) commit or object id."""
-    return _HEX40.match(text) is not None
+    return _HEX40.fullmatch(text) is not None
 
 
 def rev_parse(store: MemoryStore, rev: str) -> str | None:

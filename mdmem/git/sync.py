@@ -96,7 +96,7 @@ def sync(
     set, which overwrites the remote branch (``--force-with-lease``).
     """
     git = store.git
-    if not re.match(r"^[A-Za-z0-9][\w.-]*$", remote):
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", remote):  # fullmatch: "$" passes "origin\n"
         raise ConfigError(f"invalid remote name {remote!r}")
     # Checked before taking the lock too: taking it commits pending human edits,
     # which must not land on the detached HEAD of an interrupted rebase.

@@ -28,7 +28,9 @@ from mdmem.models import Block
 __all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_row"]
 
 # 3: blocks are keyed by (path, id): rows are per file, and one file's rows
-# never replace another's, whatever ids the files hold.
+# never replace another's, whatever ids the files hold; and they are parsed
+# anew (escaped text, a file's folder deciding its scope), so rows an older
+# parser wrote are dropped and the files read again.
 SCHEMA_VERSION = 3
 
 FileRow = tuple[int, int, int, str, dict[str, Any], int]  # mtime_ns, size, ino, sha, meta, fm_lines

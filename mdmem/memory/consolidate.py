@@ -746,7 +746,10 @@ def render_episode(
     meta["pending"] = draft.pending
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).splitlines()
     summary = draft.summary or "(empty conversation)"
-    lines = ["---", *front, "---", f"# {meta['title']}", "", f"{summary} ^{episode_id}", ""]
+    # The summary is model text: rendered like any memory, so what it holds
+    # (fields, ids, headings) stays text and the block reads back as written.
+    paragraph = blk.render_paragraph(summary, episode_id)
+    lines = ["---", *front, "---", f"# {meta['title']}", "", *paragraph, ""]
     if facts:
         lines += ["## Facts", ""]
         lines += [f"- {item.text} ({_link(m.path, m.id)})" for item, m in facts]

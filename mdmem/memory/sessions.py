@@ -39,6 +39,7 @@ import yaml
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
+from mdmem.store.inputs import check_chars
 from mdmem.store.secret_guard import guard
 from mdmem.store.textfile import safe_path
 
@@ -63,9 +64,10 @@ TOOL_OUTPUT_DIR = "tool-outputs"
 MAX_TOOL_OUTPUT_CHARS = 16_000_000
 _PREVIEW_CHARS = 1_000
 _PREVIEW_LINES = 20
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_TOOL = re.compile(r"^[A-Za-z0-9_][\w.:/-]{0,63}$")
-_KEY = re.compile(r"^tout_[0-9a-f]{20}$")
+# Used with fullmatch: "$" would also match before a final newline.
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_TOOL = re.compile(r"[A-Za-z0-9_][\w.:/-]{0,63}")
+_KEY = re.compile(r"tout_[0-9a-f]{20}")
 _FIELD_BAD = re.compile(r"[\[\]()\n\r]")
 
 
@@ -73,7 +75,7 @@ def validate_session_id(session_id: str) -> str:
     """A safe file stem: letters, digits, ``. _ -``; no path separators, no ``..``."""
     if (
         not isinstance(session_id, str)
-        or not _SESSION_ID.match(session_id)
+        or not _SESSION_ID.fullmatch(session_id)
         or ".." in session_id
         or session_id.endswith((".md", "."))
     ):
@@ -96,13 +98,22 @@ def _field_value(value: str | None, what: str, *, limit: int = 200) -> str | Non
     """A value that can sit inside ``[key:: value]``; odd ones become a stable digest."""
     if value is None:
         return None
+    try:
+        check_chars(str(value), what)
+        odd = False
+    except InvalidInputError:
+        if what != "event":
+            raise
+        odd = True
     text = " ".join(str(value).split())
     if not text:
         return None
-    if _FIELD_BAD.search(text) or len(text) > limit:
+    odd = odd or bool(_FIELD_BAD.search(text)) or len(text) > limit
+    if odd:
         if what != "event":
             raise InvalidInputError(f"invalid {what} {value!r}: no brackets, parentheses, newlines")
-        text = "sha1-" + hashlib.sha1(str(value).encode("utf-8")).hexdigest()
+        raw = str(value).encode("utf-8", "surrogatepass")  # a digest can take any string
+        text = "sha1-" + hashlib.sha1(raw).hexdigest()
     return text
 
 
@@ -183,7 +194,7 @@ class Session:
         secrets: str | None = None,
     ) -> Memory:
         """Record a tool's output; past ``tool_output_max_chars`` only a preview stays here."""
-        if not isinstance(tool, str) or not _TOOL.match(tool):
+        if not isinstance(tool, str) or not _TOOL.fullmatch(tool):
             raise InvalidInputError(f"invalid tool name {tool!r}")
         if not isinstance(content, str):
             raise InvalidInputError("tool output must be a string")
@@ -194,6 +205,9 @@ class Session:
             )
         if not content.strip():
             raise InvalidInputError("tool output is empty")
+        # Kept verbatim inside a code fence (terminal colours and all), except
+        # what no file can hold; line endings are stored as LF.
+        check_chars(content, "tool output", code=True)
         mode = secrets or self.store.settings.secrets
         content = guard(content, mode)
         limit = max(200, self.store.settings.tool_output_max_chars)
@@ -333,7 +347,7 @@ def _tool_output_key(scope: str, content: str) -> str:
 
 def read_tool_output(store: MemoryStore, key: str, *, scope: str | None = None) -> str:
     """The full text stored under ``key``; ``scope`` (a host restriction) must match."""
-    if not isinstance(key, str) or not _KEY.match(key.strip()):
+    if not isinstance(key, str) or not _KEY.fullmatch(key.strip()):
         raise InvalidInputError(f"invalid tool output key {key!r} (expected tout_ + 20 hex)")
     key = key.strip()
     path = safe_path(store.root, f"{TOOL_OUTPUT_DIR}/{key}.md")

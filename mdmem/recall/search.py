@@ -106,7 +106,8 @@ class RecallQuery:
             raise InvalidInputError("recall needs a non-empty query")
         if len(query) > 4_000:
             raise InvalidInputError("recall query longer than 4,000 characters")
-        if not isinstance(k, int) or not 1 <= k <= 200:
+        # bool is an int in Python; k=True is a caller mistake, not k=1.
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 200:
             raise InvalidInputError("k must be an integer from 1 to 200")
         if mode not in MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")

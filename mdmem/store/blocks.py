@@ -28,6 +28,7 @@ from markdown_it import MarkdownIt
 
 from mdmem.errors import InvalidInputError
 from mdmem.models import KINDS, STATUSES, Block, one_line
+from mdmem.store import escape as esc
 from mdmem.store.ids import ID_PATTERN, id_time
 from mdmem.store.textfile import SkipFile, TextFile
 
@@ -43,6 +44,7 @@ __all__ = [
     "parse_datetime",
     "render_entry",
     "render_list_item",
+    "render_paragraph",
     "scope_dir",
     "scope_of_path",
     "validate_scope",
@@ -54,16 +56,12 @@ _MAX_YAML_ALIASES = 64
 _TRAILING_ID = re.compile(rf"(?:^|\s)\^({ID_PATTERN})\s*$")
 _TRAILING_ID_SUB = re.compile(rf"(^|\s)\^{ID_PATTERN}\s*$")
 _ID_REF = re.compile(rf"\^{ID_PATTERN}")
-_SPACE_RUN = re.compile(r"[ \t]{2,}")
-_FIELD = re.compile(r"[\[(]([A-Za-z][\w-]*)::[ \t]*([^\])\n]*?)[ \t]*[\])]")
 _TAG = re.compile(r"(?<![\w&/#\]\)`])#([A-Za-z_][\w/-]*)")
 _LIST_MARKER = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])(\s+\[[ xX]\])?(\s+|$)")
-_ATX = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _ATX_TEXT = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
-_SCOPE = re.compile(r"^([a-z][a-z0-9_-]{0,31}):([a-z0-9][a-z0-9._-]{0,63})$")
+# Used with fullmatch: "$" would also match before a final newline ("user:alice\n").
+_SCOPE = re.compile(r"([a-z][a-z0-9_-]{0,31}):([a-z0-9][a-z0-9._-]{0,63})")
 # The vault root scope is "" in the API; where a reader needs a word for it
 # (frontmatter, commit trailers, tool arguments) it is "root".
 ROOT_SCOPE = "root"
@@ -88,7 +86,7 @@ def validate_scope(scope: str | None) -> str:
     """``None``/``""`` is the vault root; otherwise ``kind:name`` in lower case."""
     if scope is None or scope == "":
         return ""
-    if not isinstance(scope, str) or not _SCOPE.match(scope):
+    if not isinstance(scope, str) or not _SCOPE.fullmatch(scope):
         raise InvalidInputError(
             f"invalid scope {scope!r}: use kind:name in lower case, e.g. project:marketing"
         )
@@ -110,7 +108,7 @@ def scope_of_path(path: str) -> tuple[str, str]:
     parts = PurePosixPath(path).parts
     if len(parts) >= 4 and parts[0] == "scopes":
         scope = f"{parts[1]}:{parts[2]}"
-        if _SCOPE.match(scope):
+        if _SCOPE.fullmatch(scope):
             return scope, "/".join(parts[3:])
     return "", path
 
@@ -138,9 +136,12 @@ def is_entry_file(path: str) -> bool:
 
 
 def normalize_text(text: str) -> str:
-    """The text idempotency compares: NFKC, no tags/ids/fields, folded case and space."""
+    """The text idempotency compares: NFKC, no tags/ids, folded case and space.
+
+    Field syntax in a memory's text is part of the text (the parser takes the
+    block's own fields off before this sees it), so it counts.
+    """
     text = unicodedata.normalize("NFKC", text)
-    text = _FIELD.sub(" ", text)
     text = _TAG.sub(" ", text)
     text = _ID_REF.sub(" ", text)
     text = " ".join(text.casefold().split())
@@ -400,7 +401,7 @@ def _memory_block(
     hashed: tuple[str, str] | None = None,
 ) -> Block:
     body_lines = raw[1:] if span.style == "entry" else raw
-    text, fields = _clean(body_lines, span.style)
+    text, fields = _clean(body_lines, span.style, span.block_id)
     field_map = dict(fields)
     kind = field_map.get("kind") if field_map.get("kind") in KINDS else file_kind
     status = field_map.get("status", "active")
@@ -408,7 +409,9 @@ def _memory_block(
         status = "active"
     created = parse_datetime(field_map.get("created")) or id_time(span.block_id) or fallback
     tags = tuple(dict.fromkeys([*_tags_in(" ".join(body_lines)), *file_tags]))
-    own_scope = field_map.get("scope")
+    # A file's location decides its scope: a block under scopes/<kind>/<name>/
+    # can't claim another one. Outside scopes/, a field a person typed may.
+    own_scope = None if scope_of_path(path)[0] else field_map.get("scope")
     return Block(
         id=span.block_id,
         path=path,
@@ -523,7 +526,7 @@ def rewritten_block(
 
 
 def _valid_scope(value: str | None) -> bool:
-    return bool(value) and bool(_SCOPE.match(str(value)))
+    return bool(value) and bool(_SCOPE.fullmatch(str(value)))
 
 
 def _entry_spans(
@@ -552,11 +555,17 @@ def _entry_spans(
     return result
 
 
-def _clean(lines: list[str], style: str) -> tuple[str, list[tuple[str, str]]]:
-    """Block lines to (clean text, inline fields): no marker, id or fields."""
+def _clean(lines: list[str], style: str, block_id: str) -> tuple[str, list[tuple[str, str]]]:
+    """Block lines to (text, inline fields): no marker, id or live fields, escapes decoded.
+
+    Lines inside a fenced code block are code: kept as they are (trailing
+    spaces too), with no fields read from them, except that the block's own
+    id is taken off the line that carries it.
+    """
     fields: list[tuple[str, str]] = []
     out: list[str] = []
     indent = 0
+    fence: str | None = None
     for n, line in enumerate(lines):
         if style == "item" and n == 0:
             match = _LIST_MARKER.match(line)
@@ -565,23 +574,42 @@ def _clean(lines: list[str], style: str) -> tuple[str, list[tuple[str, str]]]:
                 line = line[indent:]
         elif style == "item" and line[:indent].strip() == "":
             line = line[indent:]
-        if "::" in line:  # every inline field has one
-            for key, value in _FIELD.findall(line):
-                fields.append((key.lower(), value.strip()))
-            line = _FIELD.sub("", line)
+        if fence is not None:
+            if esc.closes_fence(line, fence):
+                fence = None
+                line = line.rstrip()
+            elif "^" in line and _own_id(line, block_id):
+                # An unclosed fence ran to the id line: its id and fields are still the block's.
+                line, found = esc.take_fields(_TRAILING_ID_SUB.sub("", line))
+                fields.extend(found)
+                line = line.rstrip()
+            else:
+                line = esc.unescape_code_line(line)
+            out.append(line)
+            continue
+        fence = esc.fence_opener(line)
+        if fence is not None:
+            if "^" in line and _own_id(line, block_id):
+                line, found = esc.take_fields(_TRAILING_ID_SUB.sub("", line))
+                fields.extend(found)
+            out.append(line.rstrip())
+            continue
         if "^" in line:
             line = _TRAILING_ID_SUB.sub("", line)
-        if style == "entry" and line.startswith("\\#"):
-            line = line[1:]
-        out.append(line.rstrip())
+        if "::" in line:  # every inline field has one
+            line, found = esc.take_fields(line)
+            fields.extend(found)
+        out.append(esc.unescape_line(line.rstrip()))
     while out and not out[-1].strip():
         out.pop()
     while out and not out[0].strip():
         out.pop(0)
-    text = "\n".join(out)
-    if style != "entry" and ("  " in text or "\t" in text):
-        text = _SPACE_RUN.sub(" ", text)
-    return text.strip(), fields
+    return "\n".join(out).strip(), fields
+
+
+def _own_id(line: str, block_id: str) -> bool:
+    match = _TRAILING_ID.search(line)
+    return match is not None and match.group(1) == block_id
 
 
 def _sections(
@@ -656,9 +684,59 @@ def _suffix(
     return " ".join(parts)
 
 
-def _text_lines(text: str) -> list[str]:
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    return [line for line in lines if line.strip()]
+def _split_lines(text: str) -> list[str]:
+    """Text as lines; CRLF and CR are line endings (a file can hold no bare CR in a line)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _paragraph_lines(text: str) -> list[str]:
+    """Text as the lines of one paragraph: no trailing space, no blank lines."""
+    lines = [line.rstrip() for line in _split_lines(text)]
+    lines = [line for line in lines if line.strip()]
+    if lines:
+        lines[0] = lines[0].lstrip()
+    return lines
+
+
+def _trim_blank(lines: list[str]) -> list[str]:
+    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), -1)
+    return lines[first : last + 1]
+
+
+# Ids the read-back checks render with (any well-formed id parses the same).
+_PROBE_ID = "m-00000000probe"
+_NEXT_ID = "m-00000000probf"
+
+
+def _paragraph(text: str, what: str) -> tuple[list[str], str, bool]:
+    """(escaped lines, the text they read back as, whether they need the read-back
+    check) for a one-paragraph memory."""
+    plain = _paragraph_lines(text)
+    if not plain:
+        raise InvalidInputError(f"{what} is empty")
+    expected = "\n".join(plain)
+    escaped = esc.escape_lines(plain, full=True)[0]
+    # Nothing escaped and no backslash, field or caret: the lines are the text.
+    trivial = escaped == plain and not any(c in expected for c in ("\\", "::", "^"))
+    return escaped, expected, not trivial
+
+
+def _check_paragraph(
+    lines: list[str], style: str, expected: str, fields: list[tuple[str, str]]
+) -> None:
+    """Refuse a block that would not read back as ``expected`` with exactly ``fields``.
+
+    The escaping makes every text line a line of one paragraph, so reading the
+    block's own lines back is the whole check (no markdown parse: this runs
+    for remembered memories, bulk imports included).
+    """
+    probe = [*lines[:-1], f"{lines[-1]} {_suffix(_PROBE_ID, (), fields, '')}"]
+    if _clean(probe, style, _PROBE_ID) != (expected, fields):
+        raise InvalidInputError(_UNFAITHFUL)
+
+
+_UNFAITHFUL = "this text or its fields can't be stored so that they read back unchanged"
 
 
 def render_list_item(
@@ -666,15 +744,72 @@ def render_list_item(
 ) -> list[str]:
     """``- text #tag [k:: v] ^id``; continuation lines indented under the marker.
 
-    Blank lines inside the text are dropped so the memory stays one paragraph,
-    whose last line carries the id.
+    The memory stays one paragraph, whose last line carries the id: blank
+    lines inside the text are dropped, trailing spaces too, and what would
+    read as structure or metadata (headings, list markers, fences, inline
+    fields, block ids) is escaped (:mod:`mdmem.store.escape`), so the item
+    reads back as the text.
     """
-    lines = _text_lines(text)
-    if not lines:
-        raise InvalidInputError("memory text is empty")
-    rendered = [f"- {lines[0].lstrip()}"] + [f"  {line}" for line in lines[1:]]
+    escaped, expected, check = _paragraph(text, "memory text")
+    fields = list(fields)
+    rendered = [f"- {escaped[0]}"] + [f"  {line}" for line in escaped[1:]]
+    if check or fields:
+        _check_paragraph(rendered, "item", expected, fields)
     rendered[-1] = f"{rendered[-1]} {_suffix(block_id, tags, fields, text)}"
     return rendered
+
+
+def render_paragraph(
+    text: str, block_id: str, *, tags: Iterable[str] = (), fields: Iterable[tuple[str, str]] = ()
+) -> list[str]:
+    """``text #tag [k:: v] ^id`` as one paragraph (an episode's summary), escaped
+    like :func:`render_list_item`; the caller keeps a blank line around it."""
+    escaped, expected, check = _paragraph(text, "memory text")
+    fields = list(fields)
+    if check or fields:
+        _check_paragraph(escaped, "para", expected, fields)
+    return [*escaped[:-1], f"{escaped[-1]} {_suffix(block_id, tags, fields, text)}"]
+
+
+def _place_suffix(body: list[str], suffix: str) -> list[str]:
+    last = body[-1]
+    if (
+        esc.fence_opener(last)
+        or last.startswith(("|", ">", "    ", "\t"))
+        or _LIST_MARKER.match(last)
+    ):
+        return [*body, "", suffix]
+    return [*body[:-1], f"{last} {suffix}"]
+
+
+def _entry_reads_back(
+    heading: str, body: list[str], expected: str, fields: list[tuple[str, str]]
+) -> bool:
+    """Whether the entry, between a title and a next entry, parses as one memory
+    holding ``expected`` and ``fields``, and leaves the next entry whole."""
+    placed = _place_suffix(body, _suffix(_PROBE_ID, (), fields, ""))
+    if all(esc.is_plain_line(line) for line in body):
+        # Plain paragraphs only (the usual chat turn or log line): no line can
+        # open a block, so reading the lines back is the whole check; a
+        # markdown parse is kept for bodies with lists, quotes, tables, code.
+        title = _ATX_TEXT.match(f"## {heading}")
+        return (
+            title is not None
+            and title.group(1).strip() == heading
+            and _clean(placed, "entry", _PROBE_ID) == (expected, fields)
+        )
+    lines = ["# Probe", "", f"## {heading}", *placed, "", "## Next", f"next ^{_NEXT_ID}"]
+    parsed = parse("daily/2000-01-01.md", TextFile(lines=[line + "\n" for line in lines]))
+    found = parsed.memories()
+    return (
+        len(found) == 2
+        and found[0].id == _PROBE_ID
+        and (found[0].line_start, found[0].line_end) == (3, len(lines) - 3)
+        and found[0].heading == heading
+        and found[0].text == expected
+        and list(found[0].fields) == fields
+        and (found[1].id, found[1].text) == (_NEXT_ID, "next")
+    )
 
 
 def render_entry(
@@ -688,38 +823,31 @@ def render_entry(
 ) -> list[str]:
     """``## heading`` + body + id: one memory section of an entry file.
 
-    The body may be any markdown, but it must not end the section early: lines
-    that would read as headings are escaped and an unclosed code fence is closed.
+    The body may be any markdown (lists, quotes, tables, closed code fences
+    stay as they are), but it must read back as the text and must not end the
+    section early or swallow the next one: headings, setext underlines, HTML
+    blocks and a fence that is never closed are escaped, as are inline fields
+    and block ids (:mod:`mdmem.store.escape`). Outside code fences, trailing
+    spaces are dropped. The result is read back before it is written (with a
+    markdown parse when it holds block markdown); markdown that still reads
+    differently is escaped line by line, and what even that can't store
+    faithfully is refused.
     """
-    body: list[str] = []
-    fence: str | None = None
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = line.rstrip()
-        match = _FENCE.match(line)
-        if match:
-            marker = match.group(1)
-            if fence is None:
-                fence = marker[0] * len(marker)
-            elif line.strip().startswith(fence):
-                fence = None
-        elif fence is None and (_ATX.match(line) or (_SETEXT.match(line) and body and body[-1])):
-            line = "\\" + line.lstrip()
-        body.append(line)
-    if fence is not None:
-        body.append(fence)
-    while body and not body[-1].strip():
-        body.pop()
-    while body and not body[0].strip():
-        body.pop(0)
-    if not body:
-        raise InvalidInputError("entry text is empty")
-    suffix = _suffix(block_id, tags, fields, text)
-    last = body[-1]
-    if _FENCE.match(last) or last.startswith(("|", ">", "    ")) or _LIST_MARKER.match(last):
-        body += ["", suffix]
-    else:
-        body[-1] = f"{last} {suffix}"
-    return ["#" * level + " " + heading.strip(), *body]
+    heading = heading.strip()
+    if not heading or "\n" in heading or "\r" in heading:
+        raise InvalidInputError(f"invalid entry heading {heading!r}")
+    fields = list(fields)
+    lines = _split_lines(text)
+    for full in (False, True):
+        escaped, plain = esc.escape_lines(lines, full=full)
+        body = _trim_blank(escaped)
+        if not body:
+            raise InvalidInputError("entry text is empty")
+        expected = "\n".join(_trim_blank(plain)).strip()
+        if _entry_reads_back(heading, body, expected, fields):
+            suffix = _suffix(block_id, tags, fields, text)
+            return ["#" * level + " " + heading, *_place_suffix(body, suffix)]
+    raise InvalidInputError(_UNFAITHFUL)
 
 
 def with_fields(block: Block, tf: TextFile, updates: dict[str, str | None]) -> list[str]:
@@ -734,9 +862,9 @@ def with_fields(block: Block, tf: TextFile, updates: dict[str, str | None]) -> l
     line = lines[target]
     match = _TRAILING_ID.search(line)
     assert match is not None
-    head = line[: match.start()].rstrip()
-    for key in updates:
-        head = re.sub(rf"\s*[\[(]{re.escape(key)}::[^\])\n]*[\])]", "", head, flags=re.IGNORECASE)
+    # Only live fields go: the same syntax escaped is part of the text.
+    head, _ = esc.take_fields(line[: match.start()], frozenset(k.lower() for k in updates))
+    head = head.rstrip()
     additions = [f"[{k}:: {v}]" for k, v in updates.items() if v is not None]
     pieces = [head, *additions, f"^{block.id}"] if head else [*additions, f"^{block.id}"]
     lines[target] = " ".join(p for p in pieces if p)
@@ -765,9 +893,7 @@ def replace_text(block: Block, tf: TextFile, new_text: str) -> list[str]:
         rendered = render_list_item(new_text, block.id, tags=block.tags, fields=fields)
         prefix = marker.group(0)
         return [prefix + rendered[0][2:]] + [" " * len(prefix) + line[2:] for line in rendered[1:]]
-    lines = _text_lines(new_text)
-    lines[-1] = f"{lines[-1]} {_suffix(block.id, block.tags, fields, new_text)}"
-    return lines
+    return render_paragraph(new_text, block.id, tags=block.tags, fields=fields)
 
 
 def retag(block: Block, **changes: Any) -> Block:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from mdmem.errors import MemoryNotFoundError, VaultFileError
 from mdmem.models import Block
 from mdmem.store import blocks as blk
+from mdmem.store import escape as esc
 from mdmem.store.ids import ID_PATTERN, is_copy_key, written_id
 from mdmem.store.textfile import FileStat, TextFile
 
@@ -87,10 +88,10 @@ def require(parsed: blk.ParsedFile | None, memory_id: str) -> Block:
     return block
 
 
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM_START = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 _ID_AT_END = re.compile(r"\^(" + ID_PATTERN + r")\s*$")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# An ATX heading; a closing "#" run counts only after a space ("C#" keeps its "#").
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 
 
 def _close_open_fence(tf: TextFile) -> None:
@@ -99,14 +100,14 @@ def _close_open_fence(tf: TextFile) -> None:
     Otherwise everything appended would sit inside their code block.
     """
     fence: str | None = None
-    for line in tf.lines[tf.fence_clean :]:
-        match = _FENCE_LINE.match(line)
-        if not match:
-            continue
-        marker = match.group(1)
+    for raw in tf.lines[tf.fence_clean :]:
+        line = raw.rstrip("\r\n")
+        # CommonMark's rules, as the parser reads them: "```py" inside a fence
+        # is code, not its end, and "```a`b" opens nothing. A wrong guess here
+        # appends a stray fence that swallows everything after it.
         if fence is None:
-            fence = marker[0] * len(marker)
-        elif line.strip().startswith(fence):
+            fence = esc.fence_opener(line)
+        elif esc.closes_fence(line, fence):
             fence = None
     if fence is not None:
         tf.append_lines([fence])

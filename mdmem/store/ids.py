@@ -45,9 +45,9 @@ _RANDOM_CHARS = 2
 ID_PATTERN = r"m-[0-9a-z]{6,32}"
 _SEQ_LIMIT = 32**_SEQ_CHARS
 _RESERVE = 8  # spare sequence numbers taken with each lock (see IdIssuer)
-_ID_RE = re.compile(rf"^{ID_PATTERN}$")
+_ID_RE = re.compile(ID_PATTERN)
 # The key of a copied line (see copy_key): "path#^m-…", or "path#^m-… (n)".
-_COPY_KEY = re.compile(rf"^.+#\^({ID_PATTERN})(?: \(\d+\))?$")
+_COPY_KEY = re.compile(rf"^.+#\^({ID_PATTERN})(?: \(\d+\))?\Z")
 
 
 def _encode(value: int, width: int) -> str:
@@ -104,7 +104,7 @@ def new_id_text(ms: int, seq: int = 0) -> str:
 
 
 def is_memory_id(text: str) -> bool:
-    return bool(_ID_RE.match(text))
+    return bool(_ID_RE.fullmatch(text))
 
 
 def copy_key(path: str, memory_id: str, n: int) -> str:

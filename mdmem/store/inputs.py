@@ -21,9 +21,11 @@ __all__ = [
     "MAX_MEMORY_CHARS",
     "Clock",
     "check_category",
+    "check_chars",
     "check_fields",
     "check_kind",
     "check_tags",
+    "check_topic",
     "clean_text",
     "iso_date",
     "refuse_secret_metadata",
@@ -31,10 +33,22 @@ __all__ = [
 
 MAX_MEMORY_CHARS = 20_000
 SECRET_MODES = ("refuse", "redact", "off")
-_TAG_OK = re.compile(r"^[A-Za-z_][\w/-]{0,63}$")
-_CATEGORY_OK = re.compile(r"^[\w][\w .&/-]{0,39}$")
-_FIELD_KEY_OK = re.compile(r"^[A-Za-z][\w-]{0,31}$")
-_FIELD_VALUE_BAD = re.compile(r"[\[\]()\n]")
+# Validation patterns are used with fullmatch: "$" would also match before a final newline.
+_TAG_OK = re.compile(r"[A-Za-z_][\w/-]{0,63}")
+_CATEGORY_OK = re.compile(r"[\w][\w .&/-]{0,39}")
+_FIELD_KEY_OK = re.compile(r"[A-Za-z][\w-]{0,31}")
+_FIELD_VALUE_BAD = re.compile(r"[\[\]()\n\r]")
+# Characters no stored text may hold: NUL makes the file "binary" (skipped
+# whole), a lone surrogate can't be encoded as UTF-8, other control
+# characters and the Unicode line/paragraph separators are line breaks to
+# some readers and not to others (and terminal escapes have no place in a
+# memory). Tab, LF and CR are text; CR is stored as a line ending.
+_BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# The part of those a whole file can't survive; the rest is kept verbatim
+# where text is code (a tool's output, shown inside a fence).
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+# A closing "#" sequence of an ATX heading: markdown drops it from the heading text.
+_HEADING_TAIL = re.compile(r"(?:^|[ \t])#+[ \t]*$")
 # Stands in for the text when the metadata is checked on its own: the text has
 # its own guard (which may redact), and scanning text and metadata together
 # would refuse ordinary text that happens to end in "password is" before a tag.
@@ -60,13 +74,36 @@ class Clock:
         return self.local().date().isoformat()
 
 
+def check_chars(value: str, what: str, *, code: bool = False) -> str:
+    """``value`` if it holds only characters a vault file stores faithfully.
+
+    ``code``: text kept verbatim inside a code fence (a tool's output), which
+    may hold control characters such as terminal colours; only NUL and lone
+    surrogates, which no file can hold, are refused there.
+    """
+    bad = (_UNSTORABLE if code else _BAD_CHARS).search(value)
+    if bad is not None:
+        char = bad.group(0)
+        name = "a NUL byte" if char == "\x00" else f"the character U+{ord(char):04X}"
+        raise InvalidInputError(f"{what} contains {name}, which can't be stored")
+    return value
+
+
 def clean_text(text: object, secrets: str) -> str:
-    """Memory text as it will be stored, or InvalidInputError / SecretRefusedError."""
+    """Memory text as it will be stored, or InvalidInputError / SecretRefusedError.
+
+    The stored form: line endings (CRLF, CR) become LF, trailing whitespace
+    goes from every line, and leading/trailing blank space from the whole.
+    What a write returns and what any later read returns is exactly this text
+    (a list-item memory, one paragraph, also drops blank lines; see
+    :func:`mdmem.store.blocks.render_list_item`).
+    """
     if not isinstance(text, str):
         raise InvalidInputError("memory text must be a string")
-    if "\x00" in text:
-        raise InvalidInputError("memory text contains a NUL byte")
-    text = text.strip()
+    check_chars(text, "memory text")
+    text = "\n".join(
+        line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    ).strip()
     if not text:
         raise InvalidInputError("memory text is empty")
     if len(text) > MAX_MEMORY_CHARS:
@@ -91,7 +128,7 @@ def check_tags(tags: Iterable[str]) -> list[str]:
     out: list[str] = []
     for tag in tags:
         clean = str(tag).strip().lstrip("#")
-        if not _TAG_OK.match(clean):
+        if not _TAG_OK.fullmatch(clean):
             raise InvalidInputError(f"invalid tag {tag!r}: letters, digits, _ - / only")
         if clean.lower() not in out:
             out.append(clean.lower())
@@ -99,19 +136,39 @@ def check_tags(tags: Iterable[str]) -> list[str]:
 
 
 def check_fields(fields: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Inline fields ``(key, value)`` a caller sets; a value is read back stripped, so
+    it must not start or end with space, nor hold brackets or line breaks."""
     out = []
     for key, value in fields:
-        if not _FIELD_KEY_OK.match(key) or _FIELD_VALUE_BAD.search(str(value)):
-            raise InvalidInputError(f"invalid field {key!r}")
-        out.append((key.lower(), str(value)))
+        text = str(value)
+        if (
+            not isinstance(key, str)
+            or not _FIELD_KEY_OK.fullmatch(key)
+            or _FIELD_VALUE_BAD.search(text)
+            or text != text.strip()
+        ):
+            raise InvalidInputError(f"invalid field {key!r}: {text!r}")
+        out.append((key.lower(), check_chars(text, f"field {key}")))
     return out
 
 
 def check_category(category: str) -> str:
+    check_chars(str(category), "log category")
     category = " ".join(str(category).split())
-    if not _CATEGORY_OK.match(category):
+    if not _CATEGORY_OK.fullmatch(category):
         raise InvalidInputError(f"invalid log category {category!r}")
     return category
+
+
+def check_topic(topic: object) -> str:
+    """A learning topic: one line that reads back as itself in ``## Topic: <topic>``."""
+    if not isinstance(topic, str):
+        raise InvalidInputError("topic must be a string")
+    check_chars(topic, "topic")
+    topic = " ".join(topic.split())
+    if not topic or len(topic) > 120 or topic.startswith("#") or _HEADING_TAIL.search(topic):
+        raise InvalidInputError(f"invalid topic {topic!r}")
+    return topic
 
 
 def iso_date(value: datetime | date | str) -> str:

@@ -27,9 +27,11 @@ from mdmem.store.inputs import (
     MASK,
     Clock,
     check_category,
+    check_chars,
     check_fields,
     check_kind,
     check_tags,
+    check_topic,
     clean_text,
     iso_date,
     refuse_secret_metadata,
@@ -125,6 +127,7 @@ class MemoryStore:
     def batch(self, subject: str | None = "batch import") -> Iterator[Transaction]:
         """Group many writes into one commit (see :meth:`Writer.batch`)."""
         if subject:
+            check_chars(subject, "the batch subject")
             refuse_in_metadata(subject, "the batch subject (it goes into the commit message)")
         with self.writer.batch(subject) as tx:
             yield tx
@@ -238,9 +241,7 @@ class MemoryStore:
     ) -> Memory:
         """Add an insight under ``## Topic: <topic>`` in LEARNING.md (section made if missing)."""
         scope = blk.validate_scope(scope)
-        topic = " ".join(str(topic).split())
-        if not topic or len(topic) > 120 or topic.startswith("#"):
-            raise InvalidInputError(f"invalid topic {topic!r}")
+        topic = check_topic(topic)
         body = self.clean_text(text, secrets)
         rel = str(blk.scope_dir(scope) / "LEARNING.md")
         with self.writer.batch(subject=None) as tx:
@@ -295,6 +296,7 @@ class MemoryStore:
         """Remove a memory's block from its file; git history keeps it."""
         memory_id = normalize_id(memory_id)
         if reason:
+            check_chars(reason, "the reason")
             refuse_in_metadata(reason, "the reason (it goes into the commit message)")
         with self.writer.batch(subject=None) as tx:
             block = self.writer.sole_block(memory_id)
