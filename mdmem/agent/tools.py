@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import (
@@ -42,6 +43,7 @@ from mdmem.errors import (
 from mdmem.models import KINDS, Hit, Memory, to_jsonable
 from mdmem.recall.search import render_context
 from mdmem.store.blocks import ROOT_SCOPE, validate_scope
+from mdmem.store.secret_guard import scrub
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -593,14 +595,14 @@ class Toolset:
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         return self._memory_dict(self._owned(args["memory_id"]))
 
-    @staticmethod
-    def _memory_dict(memory: Memory) -> dict[str, Any]:
+    def _memory_dict(self, memory: Memory) -> dict[str, Any]:
         anchor = f"^{memory.id}" if memory.id.startswith("m-") else ""
         return {
             "id": memory.id,
             "source_kind": memory.kind,
             "source_ref": f"{memory.path}#{anchor}" if anchor else memory.path,
-            "content": memory.text,
+            # A secret a person typed into the file stays there, not in the model's context.
+            "content": scrub(memory.text, self.vault.settings.secrets),
             "event_time": memory.created.isoformat(),
             "path": memory.path,
             "line": memory.line,
@@ -619,7 +621,11 @@ class Toolset:
             # allow every scope may read its past.
             if self.allowed is not None:
                 raise
-        versions = self.vault.history(memory_id)
+        mode = self.vault.settings.secrets
+        versions = [
+            replace(v, text=scrub(v.text, mode)) if v.text else v
+            for v in self.vault.history(memory_id)
+        ]
         return {"id": memory_id, "versions": to_jsonable(versions)}
 
     def _context(self, args: dict[str, Any]) -> dict[str, Any]:

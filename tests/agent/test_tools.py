@@ -324,3 +324,23 @@ def test_example_agent_loop_remembers_and_recalls(tmp_path: Path) -> None:
     assert "From memory: The user's cat is called Miso." in out
     stored = (target / "scopes" / "user" / "demo" / "USER.md").read_text(encoding="utf-8")
     assert "The user's cat is called Miso." in stored
+
+
+def test_get_and_history_hide_a_secret_a_person_typed_into_a_memory(vault: Vault) -> None:
+    from ..conftest import git
+    from ..secret_samples import FORMATS
+
+    sample = FORMATS[0]
+    m = vault.remember("The deploy token for staging lives in the vault notes.")
+    path = vault.root / m.path
+    # A person pastes the token into the memory's line in their editor.
+    path.write_text(
+        path.read_text().replace("in the vault notes.", f"in the vault notes. {sample.text}")
+    )
+    git(vault.root, "commit", "-qam", "edit by hand")
+    tools = Toolset(vault, tools=["get", "history"])
+    content = tools.dispatch("get", {"memory_id": m.id})["content"]
+    assert sample.text in vault.get(m.id).text  # the file keeps what they typed...
+    assert not any(f in content for f in sample.fragments)  # ...the model never sees it
+    versions = tools.dispatch("history", {"memory_id": m.id})["versions"]
+    assert versions and not any(f in json.dumps(versions) for f in sample.fragments)
