@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
 from mdmem.git.revisions import rev_parse
-from mdmem.index.health import DERIVED_ERRORS, one_line
+from mdmem.index.health import DERIVED_ERRORS, error_line
 from mdmem.index.indexer import embed_key, embed_text, indexable
 from mdmem.index.keyword import KeywordIndex
 from mdmem.index.manifest import block_from_row, block_to_row
@@ -208,7 +208,7 @@ def _build(store: MemoryStore, sha: str) -> Snapshot:
     except DERIVED_ERRORS as exc:
         # The state dir cannot take it (a full disk): answer from the blocks.
         shutil.rmtree(directory, ignore_errors=True)
-        why = f"time-travel snapshot not built ({one_line(exc)}); scanning its blocks"
+        why = f"time-travel snapshot not built ({error_line(exc)}); scanning its blocks"
         log.warning("%s", why)
         return Snapshot(
             sha, blocks, None, None, None, {b for b in blocks}, [("keyword", why), ("vector", why)]
@@ -263,7 +263,7 @@ def _vectors_for(
             found.update(items)
     except EmbedderError as exc:
         # Keyword-only for now; the snapshot is built again next time.
-        why = f"time-travel vectors unavailable: {one_line(exc)}"
+        why = f"time-travel vectors unavailable: {error_line(exc)}"
         return None, None, {b.id for b in blocks}, [("vector", why)]
     if blocks:
         vectors.upsert(

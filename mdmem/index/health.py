@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from mdmem.errors import EmbedderError, IndexError_, LockTimeoutError
+from mdmem.models import one_line
 
 __all__ = [
     "CORRUPT_SUFFIX",
@@ -164,10 +165,19 @@ def file_id(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def one_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
     """An exception as one short line (for logs, ``status`` and ``doctor``)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    return one_line(str(exc), 300) or type(exc).__name__
+
+
+def quick_check(db: sqlite3.Connection) -> str | None:
+    """SQLite's own consistency check: None when fine, else the first complaint."""
+    try:
+        rows = db.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.Error as exc:
+        return sqlite_problem(exc)
+    first = str(rows[0][0]) if rows else "ok"
+    return None if first == "ok" else first
 
 
 class Gate:
@@ -193,7 +203,7 @@ class Gate:
 
     def failed(self, exc: BaseException) -> None:
         first = self._down is None
-        reason = f"{self.what} unavailable: {one_line(exc)}"
+        reason = f"{self.what} unavailable: {error_line(exc)}"
         self._down = (time.monotonic(), reason)
         if first:
             log.warning(

@@ -41,7 +41,7 @@ import numpy as np
 
 from mdmem.errors import DimensionMismatchError, EmbedderError, IndexError_, LockTimeoutError
 from mdmem.index import health
-from mdmem.index.health import DERIVED_ERRORS, Gate, file_id, one_line, quarantine
+from mdmem.index.health import DERIVED_ERRORS, Gate, error_line, file_id, quarantine
 from mdmem.index.keyword import BulkStream, KeywordIndex
 from mdmem.index.manifest import Manifest
 from mdmem.models import Block
@@ -211,7 +211,7 @@ class Indexer:
         try:
             index = KeywordIndex.create(directory)
         except (IndexError_, OSError) as exc:
-            self._keyword_problem = f"keyword index unusable: {one_line(exc)}"
+            self._keyword_problem = f"keyword index unusable: {error_line(exc)}"
             log.warning(
                 "%s; recall uses the vectors or a scan until it is rebuilt", self._keyword_problem
             )
@@ -241,7 +241,7 @@ class Indexer:
             except IndexError_:
                 index = KeywordIndex.create(directory)
         except (IndexError_, OSError) as exc:
-            self._keyword_problem = f"keyword index unusable: {one_line(exc)}"
+            self._keyword_problem = f"keyword index unusable: {error_line(exc)}"
             raise IndexError_(self._keyword_problem) from None
         self._keyword_problem = None
         self._keyword = index
@@ -446,7 +446,7 @@ class Indexer:
             if len(self.keyword) != expected:
                 self._reconcile_keyword()
         except DERIVED_ERRORS as exc:
-            log.warning("keyword index not checked at open (%s)", one_line(exc))
+            log.warning("keyword index not checked at open (%s)", error_line(exc))
 
     def _reopen_manifest_only(self, *, damaged: bool) -> None:
         with contextlib.suppress(*DERIVED_ERRORS):
@@ -561,7 +561,7 @@ class Indexer:
                 "indexing %s failed (%s): the files and git hold the change; "
                 "the indexes catch up on the next call",
                 ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else ""),
-                one_line(exc),
+                error_line(exc),
             )
 
     def open_stream(self) -> AppendStream | None:
@@ -790,7 +790,7 @@ class Indexer:
             except DERIVED_ERRORS as exc:
                 if self._save_problem is None:
                     log.warning("%s; kept in memory, saved again later", exc)
-                self._save_problem = f"vector index not saved: {one_line(exc)}"
+                self._save_problem = f"vector index not saved: {error_line(exc)}"
                 self._last_save = time.monotonic()
                 return
             self._save_problem = None

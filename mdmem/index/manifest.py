@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mdmem.errors import IndexError_
-from mdmem.index.health import open_sqlite, sqlite_problem
+from mdmem.index.health import open_sqlite, quick_check, sqlite_problem
 from mdmem.models import Block
 
 __all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_row"]
@@ -94,13 +94,8 @@ class Manifest:
 
     def check(self) -> str | None:
         """SQLite's own consistency check: None when fine, else the first complaint."""
-        try:
-            with self._lock:
-                rows = self._db.execute("PRAGMA quick_check").fetchall()
-        except sqlite3.Error as exc:
-            return sqlite_problem(exc)
-        first = str(rows[0][0]) if rows else "ok"
-        return None if first == "ok" else first
+        with self._lock:
+            return quick_check(self._db)
 
     def _create(self) -> None:
         db = self._db

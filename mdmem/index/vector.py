@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError
-from mdmem.index.health import open_sqlite, sqlite_problem
+from mdmem.index.health import open_sqlite, quick_check
 
 __all__ = ["HNSW_THRESHOLD", "EmbeddingCache", "VectorIndex"]
 
@@ -550,13 +550,8 @@ class EmbeddingCache:
 
     def check(self) -> str | None:
         """SQLite's own consistency check: None when fine, else the first complaint."""
-        try:
-            with self._lock:
-                rows = self._db.execute("PRAGMA quick_check").fetchall()
-        except sqlite3.Error as exc:
-            return sqlite_problem(exc)
-        first = str(rows[0][0]) if rows else "ok"
-        return None if first == "ok" else first
+        with self._lock:
+            return quick_check(self._db)
 
     def get_many(self, model: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of those hashes that are present, keyed by hash."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import IndexError_
-from mdmem.index.health import CORRUPT_SUFFIX, DERIVED_ERRORS, one_line, quarantine
+from mdmem.index.health import CORRUPT_SUFFIX, DERIVED_ERRORS, error_line, quarantine
 from mdmem.index.indexer import indexable
 from mdmem.models import Block
 from mdmem.store.blocks import parse
@@ -87,7 +87,7 @@ def check_manifest(store: MemoryStore) -> list[Finding]:
     try:
         rows = manifest.files()
     except IndexError_ as exc:
-        return [Finding(check, f"manifest unreadable: {one_line(exc)}", True)]
+        return [Finding(check, f"manifest unreadable: {error_line(exc)}", True)]
     out: list[Finding] = []
     seen: set[str] = set()
     for rel, sig in store.catalog.walk():
@@ -104,7 +104,7 @@ def check_manifest(store: MemoryStore) -> list[Finding]:
         try:
             recorded = [_signature(b) for b in manifest.blocks(rel)]
         except IndexError_ as exc:
-            return [*out, Finding(check, f"manifest unreadable: {one_line(exc)}", True)]
+            return [*out, Finding(check, f"manifest unreadable: {error_line(exc)}", True)]
         if recorded != [_signature(b) for b in parsed.blocks]:
             what = "stale" if tuple(row[:3]) != sig else "out of step with the file"
             out.append(Finding(check, f"{rel}: manifest rows {what}", True))
@@ -121,7 +121,7 @@ def check_indexes(store: MemoryStore) -> list[Finding]:
     try:
         have = indexer.keyword.ids()
     except IndexError_ as exc:
-        out.append(Finding("keyword index", f"unusable: {one_line(exc)}", True))
+        out.append(Finding("keyword index", f"unusable: {error_line(exc)}", True))
     else:
         if wanted - have:
             out.append(
@@ -195,15 +195,15 @@ def _sqlite_check(path: Path) -> str | None:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
     except sqlite3.Error as exc:
-        return one_line(exc)
+        return error_line(exc)
     try:
         rows = db.execute("PRAGMA quick_check").fetchall()
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             return None  # another process is writing: not damage
-        return one_line(exc)
+        return error_line(exc)
     except sqlite3.Error as exc:
-        return one_line(exc)
+        return error_line(exc)
     finally:
         db.close()
     first = str(rows[0][0]) if rows else "ok"
@@ -264,7 +264,7 @@ def fix_derived(store: MemoryStore, findings: list[Finding]) -> list[str]:
         store.indexer.ensure_state()
         store.reindex(full=True)
     except DERIVED_ERRORS as exc:
-        return [f"could not rebuild the indexes: {one_line(exc)}"]
+        return [f"could not rebuild the indexes: {error_line(exc)}"]
     return []
 
 
