@@ -37,6 +37,7 @@ KINDS: tuple[str, ...] = (
     "session_summary",
     "chat_message",
     "tool_output",
+    "document_chunk",  # a heading section of an ingested document (documents/)
     "note",
 )
 STATUSES: tuple[str, ...] = ("active", "resolved", "superseded")

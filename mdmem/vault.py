@@ -39,7 +39,9 @@ from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
 from mdmem.memory import consolidate as consolidation
+from mdmem.memory import documents as docs
 from mdmem.memory import lifecycle, reflect, sessions
+from mdmem.memory.contacts import Contacts
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.recaller import Recaller
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from mdmem.git.purge import PurgeResult
     from mdmem.git.review import Review, ReviewDecision, UndoResult
     from mdmem.memory.consolidate import ConsolidationResult
+    from mdmem.memory.documents import IngestResult
     from mdmem.memory.lifecycle import RetentionReport
     from mdmem.memory.reflect import FlushResult, Reflection
     from mdmem.memory.sessions import Session
@@ -118,6 +121,7 @@ class Vault:
         self.store.auto_resolve = self.resolver
         self.store.writer.after_batch = self.resolver.after_batch
         self.recaller = Recaller(self.store, human_of=self._written_by_human)
+        self.contacts = Contacts(self.store)  # profiles and identity links: link, profile, list
 
     # -- the parts, by their wave-1 names ------------------------------------
 
@@ -292,6 +296,10 @@ class Vault:
 
     def get(self, memory_id: str) -> Memory:
         return self.store.get(memory_id)
+
+    def ingest(self, path: str | os.PathLike[str], *, scope: str | None = None) -> IngestResult:
+        """Copy/convert a markdown, text, HTML or PDF file into documents/ as chunks."""
+        return docs.ingest(self.store, Path(path), scope=scope)
 
     def block(self, memory_id: str) -> Block:
         """The parsed block of a memory, with its inline fields."""
@@ -552,14 +560,18 @@ class Vault:
         *,
         scope: str | None = None,
     ) -> Session:
-        """Short-term memory of one conversation: ``.record()``, ``.record_tool_output()``."""
+        """Short-term memory of one conversation: ``.record()``, ``.record_tool_output()``.
+
+        With no ``scope``, a contact linked to a person records into the person's scope.
+        """
         return sessions.Session(
             self.store,
             session_id,
             source=source,
             contact=contact,
-            scope=scope,
+            scope=scope if scope is not None else self.contacts.scope_for(contact),
             after_write=self._maybe_consolidate,
+            on_contact=self.contacts.seen,
         )
 
     def _maybe_consolidate(self) -> None:

@@ -62,7 +62,7 @@ log = logging.getLogger("mdmem.agent.tools")
 ANY_SCOPE = "any"
 MAX_TOP_K = 20
 MAX_CONTENT_CHARS = 4000  # per recalled item; `get` returns the whole memory
-WRITABLE_KINDS = tuple(k for k in KINDS if k != "note")
+WRITABLE_KINDS = tuple(k for k in KINDS if k not in ("note", "document_chunk"))
 
 # What an agent loop sees by default; `history` and `context` are for MCP clients.
 DEFAULT_TOOLS: tuple[str, ...] = (
@@ -73,7 +73,7 @@ DEFAULT_TOOLS: tuple[str, ...] = (
     "reflect",
     "read_tool_output",
 )
-ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context")
+ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context", "contact_profile")
 
 _SCOPE_HELP = (
     'Scope to use, e.g. "user:alice" or "project:marketing"; "root" is the shared vault root. '
@@ -209,6 +209,20 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         "Every version of one memory from the vault's git history, oldest first: who "
         "wrote or changed it, when, and what it said.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "contact_profile": (
+        "Who a person is: display name, the platform ids linked to them (telegram:123, "
+        "whatsapp:+1...), first and last seen, and the ids of the facts known about them "
+        "(open one with get). Read-only: links are set by the application, not by you.",
+        _params(
+            {
+                "who": {
+                    "type": "string",
+                    "description": "A person id (user:alice) or a platform id (telegram:123).",
+                }
+            },
+            ["who"],
+        ),
     ),
     "context": (
         'A ready-to-paste "## Recalled Memory" block for a prompt: the memories most '
@@ -399,6 +413,7 @@ class Toolset:
             "read_tool_output": self._read_tool_output,
             "history": self._history,
             "context": self._context,
+            "contact_profile": self._contact_profile,
         }
 
     # ------------------------------------------------------------- public --
@@ -657,3 +672,25 @@ class Toolset:
         raise ScopeDeniedError(
             f"tool output {key} belongs to a scope this assistant may not access"
         )
+
+    def _contact_profile(self, args: dict[str, Any]) -> dict[str, Any]:
+        profile = self.vault.contacts.profile(args["who"])
+        # A person is a scope: a confined assistant sees only the people it serves,
+        # and of their facts only those in scopes it may read.
+        if self.allowed is not None and profile.person not in self.allowed:
+            raise ScopeDeniedError(
+                f"{args['who']} belongs to a scope this assistant may not access"
+            )
+        facts = [
+            m.id
+            for m in (self.vault.get(i) for i in profile.facts)
+            if self.allowed is None or m.scope in self.allowed
+        ]
+        return {
+            "person": profile.person,
+            "display_name": profile.display_name,
+            "platform_ids": profile.platform_ids,
+            "first_seen": profile.first_seen,
+            "last_seen": profile.last_seen,
+            "facts": facts,
+        }

@@ -325,6 +325,13 @@ def _recall_options(func: F) -> F:
         [
             click.option("-k", "k", type=int, default=None, help="How many memories (default 5)."),
             click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS)),
+            click.option(
+                "--exclude-kind",
+                "exclude_kinds",
+                multiple=True,
+                type=click.Choice(KINDS),
+                help="Leave a kind out (e.g. document_chunk).",
+            ),
             click.option("-t", "--tag", "tags", multiple=True),
             click.option("--scope", "scopes", multiple=True, help="Scope filter (repeatable)."),
             click.option("--since", default=None, help="Created on/after (ISO date or time)."),
@@ -350,6 +357,7 @@ def _recall_options(func: F) -> F:
 def _filters(
     k: int | None,
     kinds: tuple[str, ...],
+    exclude_kinds: tuple[str, ...],
     tags: tuple[str, ...],
     scopes: tuple[str, ...],
     since: str | None,
@@ -360,7 +368,8 @@ def _filters(
 ) -> dict[str, Any]:
     return {
         "k": k,
-        "kinds": kinds or None,
+        # "-kind" leaves a kind out (RecallQuery); mixing both is refused there.
+        "kinds": (*kinds, *(f"-{x}" for x in exclude_kinds)) or None,
         "tags": tags or None,
         "scope": [("" if s in ("root", "(root)") else s) for s in scopes] or None,
         "since": since,

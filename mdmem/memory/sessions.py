@@ -135,8 +135,11 @@ class Session:
         contact: str | None = None,
         scope: str | None = None,
         after_write: Callable[[], object] | None = None,
+        on_contact: Callable[[str, datetime | None], object] | None = None,
     ) -> None:
         self.store = store
+        # Called inside a turn's transaction (the contact's profile: mdmem.memory.contacts).
+        self.on_contact = on_contact
         # Called after each recorded entry (the facade's automatic consolidation).
         self.after_write = after_write
         self.id = validate_session_id(session_id)
@@ -165,7 +168,7 @@ class Session:
         body = self.store.clean_text(content, secrets)
         event = _field_value(event_id, "event")
         fields = self._fields(role, when) + ([("event", event)] if event else [])
-        with self.store.writer.transaction(None):
+        with self.store.writer.transaction(None) as tx:
             dup = self._duplicate(body, event)
             if dup is not None:
                 log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
@@ -181,6 +184,11 @@ class Session:
                 subject=f"record {role}: {first_line(body)}",
                 trailers=[("Session", self.id)],
             )
+            if self.contact and self.on_contact is not None:
+                # The profile's first/last seen change in the turn's own commit,
+                # which keeps the turn's title.
+                self.on_contact(self.contact, when)
+                tx.set_message(f"record {role}: {first_line(body)}", tx.trailers)
         memory = Memory.from_block(self.store.block(memory_id), was_new=True)
         self._after_write()
         return memory

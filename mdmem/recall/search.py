@@ -111,7 +111,7 @@ class RecallQuery:
             raise InvalidInputError("k must be an integer from 1 to 200")
         if mode not in MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")
-        kind_set = _as_set(kinds)
+        kind_set = _kinds_wanted(_as_set(kinds))
         if kind_set is not None:
             unknown = kind_set - set(KINDS)
             if unknown:
@@ -148,6 +148,19 @@ class RecallQuery:
         if self.since is not None and block.created < self.since:
             return False
         return not (self.until is not None and block.created > self.until)
+
+
+def _kinds_wanted(kinds: frozenset[str] | None) -> frozenset[str] | None:
+    """``-kind`` entries exclude a kind (``kinds="-document_chunk"``: all but documents)."""
+    if kinds is None or not any(str(k).startswith("-") for k in kinds):
+        return kinds
+    if not all(str(k).startswith("-") for k in kinds):
+        raise InvalidInputError("kinds: give kinds to keep or -kinds to leave out, not both")
+    left_out = frozenset(str(k)[1:] for k in kinds)
+    unknown = left_out - set(KINDS)
+    if unknown:
+        raise InvalidInputError(f"unknown kind(s): {', '.join(sorted(unknown))}")
+    return frozenset(KINDS) - left_out
 
 
 def _as_set(value: Iterable[str] | str | None) -> frozenset[str] | None:

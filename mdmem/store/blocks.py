@@ -73,7 +73,7 @@ _FILE_KINDS = {
     "WORLD.md": "world",
     "JOURNAL.md": "journal",
 }
-_ENTRY_KINDS = frozenset({"log", "journal", "chat_message"})
+_ENTRY_KINDS = frozenset({"log", "journal", "chat_message", "document_chunk"})
 
 # Inline parsing is a third of the cost and nothing here needs inline tokens.
 _md = MarkdownIt("commonmark").enable("table").disable("inline")
@@ -125,6 +125,8 @@ def default_kind_for(path: str) -> str:
         return "episode"
     if parts and parts[0] == "sessions":
         return "chat_message"
+    if len(parts) == 2 and parts[0] == "documents":
+        return "document_chunk"  # mdmem.memory.documents writes these files
     return "note"
 
 

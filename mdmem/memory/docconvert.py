@@ -1,0 +1,207 @@
+"""Turn a document file into markdown, and markdown into heading-delimited chunks.
+
+Pure functions, no vault: :mod:`mdmem.memory.documents` stores what they make.
+Supported inputs: markdown, plain text, HTML (``markdownify``) and PDF
+(``pypdf``: text only, one section per page, since a PDF has no headings).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mdmem.errors import InvalidInputError
+from mdmem.models import one_line
+
+__all__ = ["MAX_CHUNK_CHARS", "SUFFIXES", "Chunk", "chunk_markdown", "to_markdown"]
+
+# Martha indexes "every chunk of every uploaded document" but gives no size.
+# ~2,000 characters is ~500 tokens: small enough that one chunk is about one
+# thing (so its vector means something), large enough that a section usually
+# stays whole. Far below the 20,000-character memory limit.
+MAX_CHUNK_CHARS = 2_000
+MAX_HEADING_CHARS = 120
+# Larger documents are most likely a mistake (a data dump, not prose).
+MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+
+_MARKDOWN = (".md", ".markdown", ".mdown")
+_TEXT = (".txt", ".text")
+_HTML = (".html", ".htm", ".xhtml")
+_PDF = (".pdf",)
+SUFFIXES: tuple[str, ...] = (*_MARKDOWN, *_TEXT, *_HTML, *_PDF)
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a document: the heading path it sits under and its text."""
+
+    heading: str
+    text: str
+
+
+def to_markdown(path: Path, raw: bytes) -> str:
+    """The document's text as markdown (``raw`` is the file's bytes)."""
+    suffix = path.suffix.lower()
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise InvalidInputError(
+            f"{path.name} is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"
+        )
+    if suffix in _PDF:
+        return _pdf_text(path, raw)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path.name} is not UTF-8 text (byte {exc.start})") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if suffix in _HTML:
+        return _html_markdown(text)
+    if suffix in _MARKDOWN or suffix in _TEXT:
+        return text
+    raise InvalidInputError(f"can't ingest {path.name}: supported files are {', '.join(SUFFIXES)}")
+
+
+def _html_markdown(html: str) -> str:
+    # Imported when used: the CLI start stays cheap.
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(html, "html.parser")
+    # Scripts, styles and the head are what the browser runs or reads, not the
+    # document's text (markdownify's strip= would keep their contents).
+    for tag in soup(["script", "style", "noscript", "template", "head"]):
+        tag.decompose()
+    return str(MarkdownConverter(heading_style="ATX").convert_soup(soup))
+
+
+def _pdf_text(path: Path, raw: bytes) -> str:
+    import io
+
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise InvalidInputError(
+            f"{path.name} is not a readable PDF ({one_line(str(exc), 80)})"
+        ) from None
+    # A PDF has no heading structure: each page is a section.
+    parts = [f"# Page {n}\n\n{text.strip()}" for n, text in enumerate(pages, 1) if text.strip()]
+    if not parts:
+        raise InvalidInputError(f"{path.name} holds no extractable text (a scanned PDF?)")
+    return "\n\n".join(parts)
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """(the document's own YAML frontmatter or None, the rest)."""
+    if not text.startswith("---\n"):
+        return None, text
+    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+    if end is None:
+        return None, text
+    return text[4 : 4 + end.start()].strip("\n"), text[4 + end.end() :].lstrip("\n")
+
+
+def chunk_markdown(text: str, title: str) -> list[Chunk]:
+    """Split markdown at its headings into chunks of at most MAX_CHUNK_CHARS.
+
+    A chunk's heading is the path of headings above it (``Install › Linux``);
+    text before the first heading sits under ``title``. Headings inside code
+    fences are code. A section longer than the bound is split at blank lines,
+    then at line ends, then hard, and its parts are numbered.
+    """
+    front, body = split_frontmatter(text)
+    sections: list[tuple[str, list[str]]] = []
+    if front:
+        # The document's own frontmatter is data like the rest of its text: it
+        # is kept (and escaped when written), never read as mdmem's metadata.
+        sections.append(("Frontmatter", ["---", *front.split("\n"), "---"]))
+    path: list[tuple[int, str]] = []
+    current: list[str] = []
+    heading = title
+    fence: str | None = None
+    for line in body.split("\n"):
+        if fence is None:
+            opened = _FENCE.match(line)
+            if opened:
+                fence = opened.group(1)[0] * len(opened.group(1))
+            else:
+                match = _ATX.match(line)
+                if match:
+                    sections.append((heading, current))
+                    level, name = len(match.group(1)), _heading_text(match.group(2) or "")
+                    path = [(lv, nm) for lv, nm in path if lv < level]
+                    if name:
+                        path.append((level, name))
+                    heading = " › ".join(nm for _, nm in path) or title
+                    current = []
+                    continue
+        elif line.lstrip().startswith(fence):
+            fence = None
+        current.append(line)
+    sections.append((heading, current))
+
+    chunks: list[Chunk] = []
+    for name, lines in sections:
+        text_of = "\n".join(line.rstrip() for line in lines).strip()
+        if not text_of:
+            continue
+        parts = _split(text_of)
+        for n, part in enumerate(parts, 1):
+            label = name if len(parts) == 1 else f"{name} ({n}/{len(parts)})"
+            chunks.append(Chunk(heading=_cut(label), text=part))
+    return chunks
+
+
+def _heading_text(raw: str) -> str:
+    # A heading becomes an entry heading: one line, without the characters a
+    # heading line would read differently ("#" at the end, "^id", "[k:: v]").
+    text = one_line(raw.replace("[", "(").replace("]", ")").replace("^", "").rstrip("#"))
+    return text.strip()
+
+
+def _cut(label: str) -> str:
+    return one_line(label, MAX_HEADING_CHARS)
+
+
+def _split(text: str) -> list[str]:
+    if len(text) <= MAX_CHUNK_CHARS:
+        return [text]
+    parts: list[str] = []
+    current = ""
+    for piece in _pieces(text):
+        joined = f"{current}\n\n{piece}" if current else piece
+        if len(joined) <= MAX_CHUNK_CHARS:
+            current = joined
+            continue
+        if current:
+            parts.append(current)
+        current = piece
+    if current:
+        parts.append(current)
+    return parts
+
+
+def _pieces(text: str) -> list[str]:
+    """Paragraphs, each cut to MAX_CHUNK_CHARS at line ends (or hard, for one long line)."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip("\n")
+        if not para.strip():
+            continue
+        while len(para) > MAX_CHUNK_CHARS:
+            cut = para.rfind("\n", 0, MAX_CHUNK_CHARS)
+            if cut <= 0:
+                cut = para.rfind(" ", 0, MAX_CHUNK_CHARS)
+            if cut <= 0:
+                cut = MAX_CHUNK_CHARS
+            out.append(para[:cut].rstrip())
+            para = para[cut:].strip("\n ")
+        if para.strip():
+            out.append(para)
+    return out
