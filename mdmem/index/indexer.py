@@ -258,14 +258,18 @@ class Indexer:
                 self._embedder_error = "vectors are switched off (embedder.provider = none)"
                 return None
             from mdmem.index.embedders import make_embedder
+            from mdmem.index.registry import resolve_auto_embedder
 
+            provider, model = cfg.provider, cfg.model or None
+            base_url, api_key = cfg.base_url or None, self.settings.embedder_api_key()
+            if provider.strip().lower() == "auto":
+                # Follow the LLM's endpoint (Otto); an explicit embedder base_url wins.
+                auto = resolve_auto_embedder(self.settings)
+                provider, model = auto.provider, auto.model
+                base_url, api_key = base_url or auto.base_url, auto.api_key or api_key
             try:
                 self._embedder = make_embedder(
-                    cfg.provider,
-                    cfg.model or None,
-                    base_url=cfg.base_url or None,
-                    api_key=self.settings.embedder_api_key(),
-                    dim=cfg.dim or None,
+                    provider, model, base_url=base_url, api_key=api_key, dim=cfg.dim or None
                 )
             except EmbedderError as exc:
                 self._embedder_error = str(exc)

@@ -465,6 +465,14 @@ def client_from_settings(settings: Settings) -> LLMClient | None:
         timeout=cfg.timeout,
         max_retries=cfg.max_retries,
     )
+    name = cfg.provider.strip().lower() or "openai"
+    if name != "openai":
+        from mdmem.index import registry  # entry points are read only when asked
+
+        # A provider from an installed package (mdmem.llms entry point): it is
+        # configured by being chosen, and may need no endpoint or key.
+        client: LLMClient = registry.load("llm", name)(config)
+        return client
     if config.configured:
         return LLMClient(config)
     missing = _missing_setting(settings, config)
