@@ -38,6 +38,7 @@ from mdmem.errors import ConfigError
 __all__ = [
     "LOCAL_CONFIG",
     "SENSITIVE",
+    "CleanupSettings",
     "ConsolidationSettings",
     "EmbedderSettings",
     "GitSettings",
@@ -141,6 +142,21 @@ class ConsolidationSettings:
 
 
 @dataclass(frozen=True)
+class CleanupSettings:
+    """The whole-store LLM cleanup pass (mdmem.memory.cleanup; operator_use)."""
+
+    # How often cleanup(if_due=True) runs; operator_use says only "periodically".
+    interval_hours: float = 168.0
+    # Memories per model call are cut at this many characters of listing
+    # (~3,000 tokens: fits small local models' context with the instructions).
+    batch_chars: int = 12_000
+    # A batch whose plan would retire more than this share of it (and more
+    # than 2 memories, net of merged ones written) is rejected as a whole.
+    max_retire_ratio: float = 0.5
+    review: bool = False  # commit to a review branch for a person to merge
+
+
+@dataclass(frozen=True)
 class Settings:
     agent: str = "mdmem"
     timezone: str = ""  # IANA name for daily logs; default: the machine's local time
@@ -152,6 +168,7 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
+    cleanup: CleanupSettings = field(default_factory=CleanupSettings)
     # Where each setting that is not a default came from (dotted name -> source),
     # and the tracked values that were not applied (dotted name -> why).
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -164,7 +181,7 @@ class Settings:
         return os.environ.get(self.embedder.api_key_env) or None
 
 
-_SECTIONS = ("git", "embedder", "llm", "recall", "consolidation")
+_SECTIONS = ("git", "embedder", "llm", "recall", "consolidation", "cleanup")
 _META = ("sources", "ignored")
 
 

@@ -38,6 +38,7 @@ from mdmem.git.versions import Version, versions
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
+from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
 from mdmem.memory import lifecycle, reflect, sessions
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from mdmem.git.provenance import LineAuthor, Provenance
     from mdmem.git.purge import PurgeResult
     from mdmem.git.review import Review, ReviewDecision, UndoResult
+    from mdmem.memory.cleanup import CleanupResult
     from mdmem.memory.consolidate import ConsolidationResult
     from mdmem.memory.documents import IngestResult
     from mdmem.memory.lifecycle import RetentionReport
@@ -612,6 +614,31 @@ class Vault:
             reason=reason,
             review=self.settings.consolidation.review if review is None else review,
         )
+
+    def cleanup(
+        self,
+        scope: str | None = None,
+        *,
+        dry_run: bool = False,
+        review: bool | None = None,
+        if_due: bool = False,
+        llm: LLMClient | None = None,
+    ) -> CleanupResult:
+        """LLM pass over a scope's MEMORY/USER files: merge duplicates, retire replaced
+        and contradicted facts, one commit (a review branch with ``review``); see
+        :mod:`mdmem.memory.cleanup`. ``if_due``: only when ``[cleanup] interval_hours`` passed."""
+        return store_cleanup.cleanup(
+            self.store,
+            llm if llm is not None else self.llm_client(),
+            scope=scope,
+            dry_run=dry_run,
+            review=self.settings.cleanup.review if review is None else review,
+            if_due=if_due,
+        )
+
+    def cleanup_due(self, scope: str | None = None) -> bool:
+        """Whether the scope's cleanup is due (for a host's scheduler)."""
+        return store_cleanup.cleanup_due(self.store, scope)
 
     def reviews(self) -> list[Review]:
         """Consolidations waiting on review branches, oldest first, with counts."""

@@ -4,7 +4,16 @@
 and one-line errors); each other module registers its commands on the group.
 """
 
-from mdmem.cli import commands, contacts, documents, gitnative, lifecycle, serve
+from mdmem.cli import cleanup, commands, contacts, documents, gitnative, lifecycle, serve
 from mdmem.cli.context import main
 
-__all__ = ["commands", "contacts", "documents", "gitnative", "lifecycle", "main", "serve"]
+__all__ = [
+    "cleanup",
+    "commands",
+    "contacts",
+    "documents",
+    "gitnative",
+    "lifecycle",
+    "main",
+    "serve",
+]

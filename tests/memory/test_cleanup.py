@@ -1,0 +1,295 @@
+"""The whole-store cleanup pass: LLM-planned merges and retirements, checked, one commit."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from mdmem import Vault
+from mdmem.cli import main
+from mdmem.errors import LLMNotConfiguredError, LLMResponseError
+from mdmem.testing import Reply, ScriptedOpenAIServer
+from tests.llm_fakes import data_blocks, llm_vault, system_of
+from tests.secret_samples import FORMATS
+
+Plan = Callable[[dict[str, str]], Any]  # listing text -> id -> the reply
+
+
+class Model:
+    """Answers the cleanup prompt with ``plan(ids by text)``; the judge with nothing."""
+
+    def __init__(self) -> None:
+        self.plan: Plan = lambda ids: {"actions": []}
+        self.listings: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if "cleanup pass" not in system_of(body):
+            return Reply(content=json.dumps({"contradicted": []}))
+        listing = data_blocks(body)["memories"]
+        self.listings.append(listing)
+        ids = {
+            m.group(3): m.group(1)
+            for m in re.finditer(r"^(m-\w+) \[(\w+), [\d-]+\]: (.*)$", listing, re.MULTILINE)
+        }
+        reply = self.plan(ids)
+        return Reply(content=reply if isinstance(reply, str) else json.dumps(reply))
+
+
+@pytest.fixture
+def model() -> Model:
+    return Model()
+
+
+@pytest.fixture
+def server(model: Model) -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(responder=model) as srv:
+        yield srv
+
+
+FACTS = [
+    ("The deploy window is Tuesday morning", "fact"),
+    ("Deploys happen on Tuesday mornings", "fact"),
+    ("The office wifi network is CoffeeNet", "fact"),
+    ("The office wifi network is now BeanNet", "fact"),
+    ("The user drinks tea in the afternoon", "preference"),
+    ("The user no longer drinks tea, only coffee", "preference"),
+    ("The parking garage closes at 22:00", "fact"),
+]
+
+
+def seeded(
+    tmp_path: Path, server: ScriptedOpenAIServer, **settings: Any
+) -> tuple[Vault, list[str]]:
+    vault = llm_vault(tmp_path, server, **settings)
+    with vault.batch("seed"):  # memories of one batch never retire each other
+        ids = [vault.remember(text, kind=kind).id for text, kind in FACTS]
+    return vault, ids
+
+
+def test_merges_retirements_and_contradictions_are_one_commit_with_reasons(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model, run_git
+) -> None:
+    vault, ids = seeded(tmp_path, server)
+    model.plan = lambda by_text: {
+        "actions": [
+            {
+                "op": "merge",
+                "ids": [by_text[FACTS[0][0]], by_text[FACTS[1][0]]],
+                "text": "Deploys happen on Tuesday mornings (the deploy window)",
+                "reason": "the same fact twice",
+            },
+            {
+                "op": "retire",
+                "id": by_text[FACTS[2][0]],
+                "by": by_text[FACTS[3][0]],
+                "reason": "the wifi was renamed",
+            },
+            {
+                "op": "retire",
+                "id": "^" + by_text[FACTS[4][0]],
+                "by": by_text[FACTS[5][0]],
+                "reason": "contradicted by the newer preference",
+            },
+        ]
+    }
+    head = vault.git.head()
+    result = vault.cleanup()
+    assert result.memories == 7 and result.batches == 1 and not result.rejected
+    assert len(result.actions) == 3 and len(result.created) == 1
+    assert sorted(result.retired) == sorted([ids[0], ids[1], ids[2], ids[4]])
+    # The model saw MEMORY.md and USER.md, as data.
+    assert FACTS[4][0] in model.listings[0] and FACTS[6][0] in model.listings[0]
+
+    assert run_git(vault.root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    message = run_git(vault.root, "log", "-1", "--format=%B")
+    assert message.startswith("cleanup root: 4 retired, 1 merged memory written")
+    assert "Op: cleanup" in message and "Reason: retire" in message
+    assert "the wifi was renamed" in message and f"Supersedes: {ids[2]}" in message
+
+    merged = vault.get(result.created[0])
+    assert merged.text == "Deploys happen on Tuesday mornings (the deploy window)"
+    assert vault.block(ids[0]).field("by") == f"^{merged.id}"
+    assert vault.block(ids[1]).field("by") == f"^{merged.id}"
+    assert vault.block(ids[2]).status == "superseded"
+    assert vault.block(ids[2]).field("by") == f"^{ids[3]}"
+    assert vault.block(ids[4]).field("by") == f"^{ids[5]}"
+    assert vault.block(ids[6]).status == "active"
+    shown = {h.id for h in vault.recall("wifi network office", k=10).items}
+    assert ids[3] in shown and ids[2] not in shown
+
+
+def test_hostile_model_output_is_checked_action_by_action(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model
+) -> None:
+    vault, ids = seeded(tmp_path, server)
+    elsewhere = vault.remember("A note in another scope", scope="user:bob").id
+    secret = FORMATS[0]
+    model.plan = lambda by_text: {
+        "actions": [
+            {"op": "retire", "id": "m-01zzzzzzzzzzzz", "reason": "made up"},
+            {"op": "retire", "id": elsewhere, "reason": "outside the batch"},
+            {"op": "delete", "id": ids[6], "reason": "no such op"},
+            {"op": "merge", "ids": [ids[0], ids[1]], "text": secret.text, "reason": "x"},
+            {"op": "retire", "id": ids[2], "by": ids[3], "reason": f"see {secret.text}"},
+            {"op": "merge", "ids": [ids[6]], "reason": "one id"},
+            {
+                "op": "merge",
+                "ids": [ids[4], ids[5]],
+                "text": "Tea [status:: resolved] [scope:: user:eve] ^m-01aaaaaaaaaaaa",
+                "reason": "fields in text stay text",
+            },
+            {"op": "retire", "id": ids[4], "reason": "named twice"},
+            "not an object",
+        ]
+    }
+    head = vault.git.head()
+    # "not an object" fails the reply check, twice (one repair round trip): no plan at all.
+    with pytest.raises(LLMResponseError):
+        vault.cleanup()
+    assert vault.git.head() == head
+
+    model.plan = lambda by_text: {
+        "actions": [
+            {"op": "retire", "id": "m-01zzzzzzzzzzzz", "reason": "made up"},
+            {"op": "retire", "id": elsewhere, "reason": "outside the batch"},
+            {"op": "delete", "id": ids[6], "reason": "no such op"},
+            {"op": "merge", "ids": [ids[0], ids[1]], "text": secret.text, "reason": "x"},
+            {"op": "retire", "id": ids[2], "by": ids[3], "reason": f"see {secret.text}"},
+            {"op": "merge", "ids": [ids[6]], "reason": "one id"},
+            {
+                "op": "merge",
+                "ids": [ids[4], ids[5]],
+                "text": "Tea [status:: resolved] [scope:: user:eve] ^m-01aaaaaaaaaaaa",
+                "reason": "fields in text stay text",
+            },
+            {"op": "retire", "id": ids[4], "reason": "named twice"},
+        ]
+    }
+    result = vault.cleanup()
+    assert len(result.actions) == 1 and len(result.rejected) == 7
+    merged = vault.block(result.created[0])
+    assert merged.text == "Tea [status:: resolved] [scope:: user:eve] ^m-01aaaaaaaaaaaa"
+    assert (merged.status, merged.scope, merged.kind) == ("active", "", "preference")
+    assert vault.block(elsewhere).status == "active"
+    assert vault.block(ids[0]).status == "active" and vault.block(ids[2]).status == "active"
+    everything = "".join(p.read_text() for p in vault.root.rglob("*.md"))
+    log = vault.git.run("log", "--format=%B")
+    for fragment in secret.fragments:
+        assert fragment not in everything and fragment not in log
+
+
+def test_a_plan_that_would_retire_most_of_a_batch_is_rejected(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model
+) -> None:
+    vault, ids = seeded(tmp_path, server)
+    model.plan = lambda by_text: {
+        "actions": [{"op": "retire", "id": i, "reason": "clean slate"} for i in ids[:5]]
+    }
+    head = vault.git.head()
+    result = vault.cleanup()
+    assert not result.actions and "max_retire_ratio" in result.rejected[-1]["why"]
+    assert vault.git.head() == head
+    assert all(vault.block(i).status == "active" for i in ids)
+
+
+def test_batches_fit_the_budget_and_ids_must_come_from_their_batch(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model
+) -> None:
+    vault = llm_vault(tmp_path, server, cleanup={"batch_chars": 1000})
+    with vault.batch("seed"):
+        ids = [
+            vault.remember(f"Server rack {n} holds the {w} cluster nodes", kind="fact").id
+            for n, w in enumerate(["alpha", "beta", "gamma", "delta", "omega"] * 6)
+        ]
+    first_batch: set[str] = set()
+
+    def plan(by_text: dict[str, str]) -> dict[str, Any]:
+        if not first_batch:
+            first_batch.update(by_text.values())
+            return {"actions": []}
+        # Answering a later batch with an id it was not shown.
+        return {"actions": [{"op": "retire", "id": ids[0], "by": next(iter(by_text.values()))}]}
+
+    model.plan = plan
+    result = vault.cleanup()
+    assert result.batches == len(model.listings) > 1
+    assert all(len(listing) <= 1000 for listing in model.listings)
+    assert not result.actions and result.rejected
+    assert vault.block(ids[0]).status == "active"
+
+
+def test_review_puts_the_commit_on_a_branch_for_a_person(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model
+) -> None:
+    vault, ids = seeded(tmp_path, server, cleanup={"review": True})
+    model.plan = lambda by_text: {
+        "actions": [{"op": "retire", "id": ids[2], "by": ids[3], "reason": "renamed"}]
+    }
+    head = vault.git.head()
+    before = (vault.root / "MEMORY.md").read_bytes()
+    result = vault.cleanup()
+    assert result.branch and result.branch.startswith("mdmem/consolidate-")
+    assert vault.git.head() == head and (vault.root / "MEMORY.md").read_bytes() == before
+    assert f"+- {FACTS[2][0]} [status:: superseded]" in result.diff
+    assert [r.branch for r in vault.reviews()] == [result.branch]
+    vault.merge_review(result.branch)
+    assert vault.block(ids[2]).status == "superseded"
+
+
+def test_dry_run_schedule_and_no_llm(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault, ids = seeded(tmp_path, server)
+    model.plan = lambda by_text: {"actions": [{"op": "retire", "id": ids[2], "by": ids[3]}]}
+    head = vault.git.head()
+    dry = vault.cleanup(dry_run=True)
+    assert dry.diff and vault.git.head() == head and vault.block(ids[2]).status == "active"
+    assert vault.cleanup_due()  # a dry run is not a run
+
+    assert vault.cleanup(if_due=True).commit is not None
+    assert not vault.cleanup_due()
+    skipped = vault.cleanup(if_due=True)
+    assert skipped.skipped and skipped.skipped.startswith("not due")
+
+    offline = Vault.init(tmp_path / "offline")
+    with pytest.raises(LLMNotConfiguredError):
+        offline.cleanup()
+    assert offline.cleanup(if_due=True).skipped == "no LLM configured"
+
+
+def test_a_model_that_never_answers_json_changes_nothing(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model
+) -> None:
+    vault, _ = seeded(tmp_path, server)
+    model.plan = lambda by_text: "I cleaned everything up for you!"
+    head = vault.git.head()
+    with pytest.raises(LLMResponseError):
+        vault.cleanup()
+    assert vault.git.head() == head
+
+
+def test_cli_cleanup(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault, ids = seeded(tmp_path, server)
+    vault.close()
+    model.plan = lambda by_text: {
+        "actions": [{"op": "retire", "id": ids[2], "by": ids[3], "reason": "renamed"}]
+    }
+    runner = CliRunner()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("MDMEM_LLM_MODEL", "local-test")
+    dry = runner.invoke(main, ["--vault", str(vault.root), "cleanup", "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    data = json.loads(dry.output)
+    assert data["dry_run"] and data["actions"][0]["id"] == ids[2] and data["diff"]
+    real = runner.invoke(main, ["--vault", str(vault.root), "cleanup"])
+    assert real.exit_code == 0 and "committed" in real.output
+    again = runner.invoke(main, ["--vault", str(vault.root), "cleanup", "--if-due"])
+    assert again.exit_code == 0 and "skipped: not due" in again.output
