@@ -4,7 +4,16 @@
 and one-line errors); each other module registers its commands on the group.
 """
 
-from mdmem.cli import cleanup, commands, contacts, documents, gitnative, lifecycle, serve
+from mdmem.cli import (
+    cleanup,
+    commands,
+    contacts,
+    documents,
+    gitnative,
+    lifecycle,
+    providers,
+    serve,
+)
 from mdmem.cli.context import main
 
 __all__ = [
@@ -15,5 +24,6 @@ __all__ = [
     "gitnative",
     "lifecycle",
     "main",
+    "providers",
     "serve",
 ]

@@ -130,8 +130,8 @@ class Contacts:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
-        self._cache: tuple[tuple[tuple[str, int, int], ...], dict[str, dict[str, Any]]] | None
-        self._cache = None
+        # vault path -> ((mtime_ns, size, inode), its frontmatter or None).
+        self._parsed: dict[str, tuple[tuple[int, int, int], dict[str, Any] | None]] = {}
 
     # -- reads ---------------------------------------------------------------
 
@@ -212,7 +212,6 @@ class Contacts:
                 return meta
 
             self._update(tx, person, merge, f"link {platform_id} → {person}")
-        self._cache = None
         return self.profile(person)
 
     def unlink(self, platform_id: str) -> Profile:
@@ -223,7 +222,6 @@ class Contacts:
             raise MemoryNotFoundError(f"{platform_id} is not linked to anyone")
         with self.store.writer.batch(subject=None) as tx:
             self._update(tx, person, lambda m: _drop_id(m, platform_id), f"unlink {platform_id}")
-        self._cache = None
         return self.profile(person)
 
     def rename(self, who: str, display_name: str) -> Profile:
@@ -234,7 +232,6 @@ class Contacts:
             raise MemoryNotFoundError(f"no contact profile for {who}")
         with self.store.writer.batch(subject=None) as tx:
             self._update(tx, person, lambda m: {**m, "display_name": name}, f"rename {person}")
-        self._cache = None
         return self.profile(person)
 
     def refresh(self, who: str | None = None) -> builtins.list[Profile]:
@@ -244,7 +241,6 @@ class Contacts:
             for person in people:
                 if person in self._profiles():
                     self._update(tx, person, lambda m: m, f"refresh {person}")
-        self._cache = None
         return [self.profile(p) for p in people if p in self._profiles()]
 
     def seen(self, platform_id: str, when: datetime | None = None) -> str | None:
@@ -264,10 +260,14 @@ class Contacts:
         meta = self._profiles().get(person)
         if (
             meta is not None
-            and str(meta.get("last_seen", "")) >= stamp >= str(meta.get("first_seen", ""))
             and platform_id in meta["platform_ids"]
+            and stamp >= str(meta.get("first_seen", ""))
+            and stamp[:10] <= str(meta.get("last_seen", ""))[:10]
         ):
-            return person  # nothing new (same minute): no rewrite, no diff
+            # Seen already today: the note is not rewritten on every turn (that
+            # doubled a turn's cost); profile() reads the exact last turn from
+            # the session entries.
+            return person
 
         def touch(m: dict[str, Any]) -> dict[str, Any]:
             ids = [str(i) for i in m.get("platform_ids") or []]
@@ -279,7 +279,6 @@ class Contacts:
 
         with self.store.writer.batch(subject=None) as tx:
             self._update(tx, person, touch, f"seen {platform_id}", op=None)
-        self._cache = None
         return person
 
     # -- internals -------------------------------------------------------------
@@ -314,47 +313,56 @@ class Contacts:
         tx.apply(rel, _profile_editor(person, change, facts), f"contact: {what}", trailers)
 
     def _profiles(self) -> dict[str, dict[str, Any]]:
-        """person -> frontmatter of every profile on disk (cached by file stat)."""
+        """person -> frontmatter of every profile, with the open transaction's edits.
+
+        Each file's parse is cached by its stat, so a chat turn (which asks
+        several times) reads only the profiles that changed.
+        """
         base = self.store.root / CONTACTS_DIR
         files = sorted(base.glob("*/*.md")) if base.is_dir() else []
-        key = tuple(
-            (f.relative_to(base).as_posix(), st.st_mtime_ns, st.st_size)
-            for f in files
-            for st in [f.stat()]
-        )
-        pending = self.store.writer.current
-        if pending is None and self._cache is not None and self._cache[0] == key:
-            return self._cache[1]
-        out: dict[str, dict[str, Any]] = {}
+        fresh: dict[str, tuple[tuple[int, int, int], dict[str, Any] | None]] = {}
         for full in files:
             rel = full.relative_to(self.store.root).as_posix()
-            text = _pending_text(pending, rel)
-            meta = _meta(text if text is not None else _read(full))
+            try:
+                st = full.stat()
+            except OSError:
+                continue
+            # The writer replaces files (a new inode), so a same-size rewrite
+            # within one mtime tick still shows.
+            sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+            cached = self._parsed.get(rel)
+            fresh[rel] = (
+                cached if cached is not None and cached[0] == sig else (sig, _meta(_read(full)))
+            )
+        self._parsed = fresh
+        metas = {rel: entry[1] for rel, entry in fresh.items()}
+        tx = self.store.writer.current
+        for rel in list(tx.pending) if tx is not None else []:
+            if _person_of_path(rel) is not None:
+                metas[rel] = _meta(_pending_text(tx, rel) or "")
+        out: dict[str, dict[str, Any]] = {}
+        for rel, meta in sorted(metas.items()):
             person = _person_of_path(rel)
             if person is None or not meta or meta.get("merged_into"):
                 continue
-            out[person] = _normal(meta)
-        if pending is not None:
-            for rel in list(pending.pending):
-                person = _person_of_path(rel)
-                if person is None or person in out:
-                    continue
-                meta = _meta(_pending_text(pending, rel) or "")
-                if meta and not meta.get("merged_into"):
-                    out[person] = _normal(meta)
-        else:
-            self._cache = (key, out)
+            out[person] = _normal(dict(meta))
         return out
 
     def _as_profile(self, person: str, meta: dict[str, Any]) -> Profile:
         name = meta.get("display_name")
+        seen = dict(meta)
+        # The note is written at most daily per contact; the turns say exactly when.
+        ids = set(meta["platform_ids"])
+        for b in self.store.catalog.blocks(memories_only=True):
+            if b.kind == "chat_message" and b.field("contact") in ids:
+                _widen(seen, _stamp(b.created), _stamp(b.created))
         return Profile(
             person=person,
             path=profile_path(person),
             display_name=str(name) if name else None,
             platform_ids=list(meta["platform_ids"]),
-            first_seen=str(meta["first_seen"]) if meta.get("first_seen") else None,
-            last_seen=str(meta["last_seen"]) if meta.get("last_seen") else None,
+            first_seen=str(seen["first_seen"]) if seen.get("first_seen") else None,
+            last_seen=str(seen["last_seen"]) if seen.get("last_seen") else None,
             facts=[b.id for b in self._facts_of(person, meta["platform_ids"])],
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import textwrap
 import tomllib
@@ -186,3 +187,15 @@ def test_a_tracked_mdmem_toml_cannot_choose_a_provider_or_point_auto_anywhere(
     assert settings.embedder.provider == "minilm"
     assert {"llm.provider", "llm.base_url", "embedder.provider"} <= set(settings.ignored)
     assert registry.resolve_auto_embedder(settings).provider == "minilm"
+
+
+def test_cli_lists_the_providers(fake_provider: Path) -> None:
+    from click.testing import CliRunner
+
+    from mdmem.cli import main
+
+    out = CliRunner().invoke(main, ["providers", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["embedder"][:2] == ["minilm", "openai"] and "tiny" in data["embedder"]
+    assert data["llm"] == ["openai", "echo"] and data["reranker"] == ["length"]

@@ -40,10 +40,14 @@ def test_two_platforms_resolve_to_one_person_one_scope_one_profile(vault: Vault,
     log = run_git(vault.root, "log", "-1", "--name-only", "--format=%s")
     assert log.split("\n")[0] == "record user: My sister is visiting in May"
     assert "contacts/user/alice.md" in log and "scopes/user/alice/sessions/wa-1.md" in log
-    # A turn in the same minute changes nothing in the profile.
+    # Later turns the same day leave the note alone (no rewrite per turn), and the
+    # profile still says when the contact was last seen, from the turns.
     before = (vault.root / profile.path).read_bytes()
-    wa.record("user", "and she brings her dog", when=t(5))
+    wa.record("user", "and she brings her dog", when=t(5, 15))
     assert (vault.root / profile.path).read_bytes() == before
+    assert vault.contacts.profile("user:alice").last_seen == "2026-03-05T15:00+00:00"
+    tg.record("user", "see you tomorrow", when=t(6, 9))
+    assert "last_seen: 2026-03-06T09:00+00:00" in (vault.root / profile.path).read_text()
 
 
 def test_a_contact_seen_before_its_link_is_folded_into_the_person(vault: Vault) -> None:

@@ -235,3 +235,19 @@ def test_scoped_ingest_and_cli(tmp_path: Path) -> None:
     assert all(i["kind"] != "document_chunk" for i in json.loads(left_out.output)["items"])
     missing = runner.invoke(main, ["--vault", str(root), "ingest", str(tmp_path / "nope.md")])
     assert missing.exit_code != 0 and "Traceback" not in missing.output
+
+
+def test_cli_ingests_a_folder(tmp_path: Path) -> None:
+    runner = CliRunner()
+    root = tmp_path / "v"
+    assert runner.invoke(main, ["init", str(root)]).exit_code == 0
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.md").write_text("# A\n\nAlpha text.\n")
+    (docs / "sub" / "b.txt").write_text("Beta text.\n")
+    (docs / "c.bin").write_bytes(b"\x00\x01")
+    (docs / ".hidden").mkdir()
+    (docs / ".hidden" / "d.md").write_text("secret drafts\n")
+    out = runner.invoke(main, ["--vault", str(root), "ingest", str(docs), "--json"])
+    assert out.exit_code == 0, out.output
+    assert [r["path"] for r in json.loads(out.output)] == ["documents/a.md", "documents/b.md"]
