@@ -76,6 +76,9 @@ def ingest(
     except OSError as exc:
         raise InvalidInputError(f"can't read {source}: {exc.strerror or exc}") from None
     source_name = str(source.resolve())
+    if store.root.resolve() in source.resolve().parents:
+        # A note in the vault is indexed as it is; a copy would be recalled twice.
+        raise InvalidInputError(f"{source.name} is already in the vault: it is indexed as it is")
     checksum = "sha256:" + hashlib.sha256(raw).hexdigest()
     name = title if title is not None else source.stem
     name = _clean_title(name)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,6 +154,18 @@ def test_document_text_is_data_not_metadata_and_reads_back(vault: Vault, tmp_pat
     )
     assert all(not b.fields for b in blocks)
     assert fresh.recall("plain line", kinds="document_chunk").items[0].status == "active"
+    # And through a fresh process, byte for byte.
+    code = (
+        "import json, sys; from mdmem import Vault; v = Vault.open(sys.argv[1]); "
+        "print(json.dumps([v.get(i).text for i in sys.argv[2:]]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(vault.root), *result.chunks],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out) == [b.text for b in blocks]
 
 
 def test_a_secret_in_a_document_is_refused_and_nothing_is_written(
@@ -191,6 +205,8 @@ def test_html_and_pdf_are_converted(vault: Vault, tmp_path: Path) -> None:
     bad.write_bytes(b"%PDF-1.4 not really")
     with pytest.raises(InvalidInputError):
         vault.ingest(bad)
+    with pytest.raises(InvalidInputError, match="already in the vault"):
+        vault.ingest(vault.root / "MEMORY.md")
     with pytest.raises(InvalidInputError, match="supported files"):
         (tmp_path / "x.docx").write_bytes(b"PK")
         vault.ingest(tmp_path / "x.docx")
