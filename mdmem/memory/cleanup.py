@@ -3,7 +3,9 @@ merges duplicates, retires superseded facts and settles contradictions (operator
 ``MemoryConsolidateWorkflow``, done the mdmem way).
 
 1. **Batches.** The scope's active memories in ``MEMORY.md`` and ``USER.md``
-   are listed (``id [kind, date]: text``) and cut into batches of at most
+   are listed (``id [kind, date]: text``), each followed by its near
+   neighbours (cosine >= 0.6 on the cached embeddings, so duplicates far
+   apart in the files share a batch), and cut into batches of at most
    ``[cleanup] batch_chars`` characters, one model call each, so each fits
    the context window. The memories are DATA in the prompt, never
    instructions (:func:`mdmem.memory.llm.data_block`).
@@ -137,7 +139,7 @@ def cleanup(
             "MDMEM_LLM_MODEL)"
         )
     result.model = llm.model
-    memories = _memories(store, scope)
+    memories = _neighbours_together(store, _memories(store, scope))
     result.memories = len(memories)
     batches = _batches(memories, max(1_000, store.settings.cleanup.batch_chars))
     result.batches = len(batches)
@@ -164,6 +166,43 @@ def _memories(store: MemoryStore, scope: str) -> list[Block]:
             continue
         out.extend(b for b in state.parsed.blocks if b.is_memory and b.status == "active")
     return out
+
+
+# Memories at least this similar (cosine) are listed next to each other, so a
+# duplicate or contradiction lands in one batch even when the files hold them
+# far apart. MiniLM puts restatements of one fact above ~0.7 and related facts
+# of one subject above ~0.6.
+_NEAR = 0.6
+
+
+def _neighbours_together(store: MemoryStore, memories: list[Block]) -> list[Block]:
+    """File order, except that each memory pulls its near neighbours in after it.
+
+    Uses the cached embeddings; without vectors the file order stays.
+    """
+    if len(memories) < 3:
+        return memories
+    vectors = [store.indexer.cached_vector(b) for b in memories]
+    if any(v is None for v in vectors):
+        return memories
+    import numpy as np  # with vectors on, numpy is loaded already
+
+    matrix = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+    sims = matrix @ matrix.T
+    order: list[int] = []
+    placed = np.zeros(len(memories), dtype=bool)
+    for i in range(len(memories)):
+        if placed[i]:
+            continue
+        placed[i] = True
+        order.append(i)
+        for j in np.argsort(-sims[i], kind="stable"):
+            if sims[i, j] < _NEAR:
+                break
+            if not placed[j]:
+                placed[j] = True
+                order.append(int(j))
+    return [memories[i] for i in order]
 
 
 def _line(block: Block) -> str:

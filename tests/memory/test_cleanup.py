@@ -293,3 +293,22 @@ def test_cli_cleanup(
     assert real.exit_code == 0 and "committed" in real.output
     again = runner.invoke(main, ["--vault", str(vault.root), "cleanup", "--if-due"])
     assert again.exit_code == 0 and "skipped: not due" in again.output
+
+
+def test_near_duplicates_far_apart_in_the_files_share_a_batch(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model
+) -> None:
+    vault = llm_vault(tmp_path, server, cleanup={"batch_chars": 1000})
+    filler = [f"Locker {n} belongs to team {w}" for n, w in enumerate("abcdefghijklmnopqrst")]
+    with vault.batch("seed"):
+        first = vault.remember("The quarterly report is due on the fifth business day").id
+        for text in filler:
+            vault.remember(text)
+        last = vault.remember(
+            "The quarterly report is due by the fifth business day of the month"
+        ).id
+    model.plan = lambda by_text: {"actions": []}
+    result = vault.cleanup()
+    assert result.batches > 1 and first != last
+    together = [listing for listing in model.listings if first in listing]
+    assert len(together) == 1 and last in together[0]
