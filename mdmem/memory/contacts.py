@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from mdmem.errors import InvalidInputError, MemoryNotFoundError
+from mdmem.errors import InvalidInputError, MemoryNotFoundError, VaultFileError
 from mdmem.models import FACT_KINDS, Block, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
@@ -47,6 +48,8 @@ from mdmem.store.secret_guard import refuse_in_metadata
 from mdmem.store.textfile import SkipFile, TextFile, decode
 
 __all__ = ["CONTACTS_DIR", "Contacts", "Profile"]
+
+log = logging.getLogger("mdmem")
 
 CONTACTS_DIR = "contacts"
 _PLATFORM_BAD = re.compile(r"[\[\]()\s]")
@@ -277,8 +280,13 @@ class Contacts:
             _widen(m, stamp, stamp)
             return m
 
-        with self.store.writer.batch(subject=None) as tx:
-            self._update(tx, person, touch, f"seen {platform_id}", op=None)
+        try:
+            with self.store.writer.batch(subject=None) as tx:
+                self._update(tx, person, touch, f"seen {platform_id}", op=None)
+        except VaultFileError as exc:
+            # A profile a person broke by hand must not cost the turn: the
+            # edit fails before it is applied, and doctor/the person fixes it.
+            log.warning("contact profile of %s not updated: %s", person, exc)
         return person
 
     # -- internals -------------------------------------------------------------

@@ -155,3 +155,15 @@ def test_cli_contacts(tmp_path: Path) -> None:
     assert run("unlink", "whatsapp:+15550100")["platform_ids"] == ["telegram:123"]
     bad = runner.invoke(main, ["--vault", str(root), "contacts", "link", "x y", "user:a"])
     assert bad.exit_code != 0 and "Traceback" not in bad.output
+
+
+def test_a_profile_broken_by_hand_does_not_cost_the_turn(vault: Vault) -> None:
+    session = vault.session("tg", source="telegram", contact="telegram:123")
+    session.record("user", "hello", when=t(19))
+    [own] = vault.contacts.list()
+    note = vault.root / own.path
+    note.write_text("---\nperson: [unclosed\n---\n# Contact\n")
+    turn = session.record("user", "still here", when=t(20))
+    assert vault.get(turn.id).text == "still here"
+    # The unreadable note is left as the person wrote it.
+    assert note.read_text().startswith("---\nperson: [unclosed")
