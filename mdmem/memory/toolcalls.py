@@ -56,6 +56,10 @@ _ERRORISH = re.compile(
     r"error|exception|traceback|failed|failure|fatal|not found|denied|cannot|can't|no such",
     re.IGNORECASE,
 )
+_EXCEPTION = re.compile(
+    r"\b[A-Z]\w*(?:Error|Exception|Exit)\b:|(?:^|\s)(?:error|fatal|panic)(?:\[\w+\])?:",
+    re.IGNORECASE,
+)
 # A path-like token with an extension, optionally followed by :line[:col].
 _FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][\w]{0,7})(?::\d+)*")
 _FIELD_SAFE = re.compile(r"[^\w./@+-]")
@@ -138,8 +142,11 @@ def _error_line(output: str) -> str:
     lines = [ln.strip() for ln in _CONTROL.sub(" ", output).splitlines() if ln.strip()]
     if not lines:
         return "no output"
+    # An exception line ("TypeError: …", "error: …") says more than a summary
+    # line ("FAILED tests/…"), which says more than the last line.
+    strong = [ln for ln in lines if _EXCEPTION.search(ln)]
     telling = [ln for ln in lines if _ERRORISH.search(ln)]
-    return one_line((telling or lines)[-1], _MAX_ERROR_CHARS)
+    return one_line((strong or telling or lines)[-1], _MAX_ERROR_CHARS)
 
 
 def _files_named(text: str) -> list[str]:
