@@ -25,7 +25,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdmem.agent import prompt
+from mdmem.agent import prompt, steps
 from mdmem.config import Settings, load_settings
 from mdmem.errors import InvalidInputError, MdmemError, VaultExistsError, VaultNotFoundError
 from mdmem.git import history as git_history
@@ -39,8 +39,10 @@ from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
 from mdmem.memory import consolidate as consolidation
-from mdmem.memory import lifecycle, reflect, sessions, summaries, toolcalls
+from mdmem.memory import lifecycle, reflect, reminders, sessions, summaries, toolcalls
+from mdmem.memory.actions import ActionMemory
 from mdmem.memory.llm import LLMClient, client_from_settings
+from mdmem.memory.pending import PendingBuffer
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
@@ -52,6 +54,7 @@ from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.memories import MemoryStore
 
 if TYPE_CHECKING:
+    from mdmem.agent.steps import Step, StepCompaction
     from mdmem.git.history import Changes
     from mdmem.git.provenance import LineAuthor, Provenance
     from mdmem.git.purge import PurgeResult
@@ -687,6 +690,29 @@ class Vault:
     def mark_seen(self, *, session: str | None = None, agent: str | None = None) -> Seen:
         """Record the current commit as seen by this agent (and session)."""
         return seen.mark_seen(self.store, agent or self.agent, session=session)
+
+    @property
+    def pending(self) -> PendingBuffer:
+        """Messages waiting for the agent's next task: ``push``, ``take``, ``peek`` (FIFO, TTL)."""
+        return PendingBuffer(self.store)
+
+    def flush_reminder(self, *, session: str | None = None, scope: str | None = None) -> str | None:
+        """OrcBot's reminder to store what matters before consolidation, when due; else None."""
+        return reminders.flush_reminder(self.store, self.agent, session=session, scope=scope)
+
+    def consolidate_stale(self) -> ConsolidationResult | None:
+        """Consolidate conversations idle for ``consolidation.stale_minutes`` (for a timer)."""
+        return consolidation.consolidate_stale(
+            self.store, lambda entries: self.consolidate(entries=entries, reason="stale")
+        )
+
+    def action(self, action_id: str, *, scope: str | None = None) -> ActionMemory:
+        """Short-term notes of one action: ``.add()``, ``.memories()``, ``.complete()``."""
+        return ActionMemory(self.store, action_id, scope=scope)
+
+    def compact_steps(self, history: list[Step], llm: LLMClient | None = None) -> StepCompaction:
+        """Keep the first 2 and last 5 of > 10 steps, summarise the middle (OrcBot)."""
+        return steps.compact_steps(history, llm if llm is not None else self.llm_client())
 
     def llm_client(self) -> LLMClient | None:
         """The configured LLM (``[llm]`` + OPENAI_* environment), or None."""

@@ -13,6 +13,8 @@
                 each line cut at 420 characters      (thread_recent_n, thread_relevant_n)
     changes     with ``session_start=True``: what changed since this agent's
                 last session (mdmem.git.seen), then marked seen   (changes_chars)
+    pending     with ``pending_channel``: the messages that waited for this
+                task (mdmem.memory.pending), taken from the buffer once  (pending_n)
 
 Every section has its own character budget, so one noisy source cannot crowd
 out the others; the retrieval sections run in parallel threads. A memory
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
 from mdmem.git.seen import LAST_SESSION, render_changes
+from mdmem.memory.pending import render_pending
 from mdmem.models import Block, Hit, one_line
 from mdmem.store.blocks import scope_dir, validate_scope
 from mdmem.store.secret_guard import scrub
@@ -67,6 +70,8 @@ class PromptBudgets:
     thread_line_chars: int = 420  # threadContextMaxLineLen
     entry_chars: int = 1500  # memoryContentMaxLength: one memory's text at most
     changes_chars: int = 2000  # "what changed since the last session", at session start
+    pending_n: int = 20  # waiting messages handed to a task at most (as recent_n)
+    pending_chars: int = 3000
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -90,7 +95,17 @@ class PromptSection:
         return bool(self.text.strip())
 
 
-_ORDER = ("user", "changes", "learning", "journal", "episodes", "semantic", "recent", "thread")
+_ORDER = (
+    "user",
+    "changes",
+    "pending",
+    "learning",
+    "journal",
+    "episodes",
+    "semantic",
+    "recent",
+    "thread",
+)
 _TITLES = {
     "user": "## User Profile",
     "learning": "## Learning",
@@ -100,6 +115,7 @@ _TITLES = {
     "recent": "## Recent Memory",
     "thread": "## Thread Context",
     "changes": "## Changed since your last session",
+    "pending": "## Messages While You Were Busy",
 }
 
 
@@ -215,6 +231,7 @@ def prompt_context(
     parallel: bool = True,
     session_start: bool = False,
     session: str | None = None,
+    pending_channel: str | None = None,
     **budgets: int,
 ) -> PromptContext:
     """Assemble the memory context for ``task`` (see the module docstring).
@@ -225,7 +242,9 @@ def prompt_context(
     from those scopes' USER/LEARNING/JOURNAL (the vault root's when None).
     ``session_start``: add the "changed since your last session" section
     (for ``session``, if given) and record the current commit as seen, so
-    the next session start lists only what comes after.
+    the next session start lists only what comes after. ``pending_channel``:
+    take the messages waiting in that channel of ``vault.pending`` (each is
+    handed to one task only) into their own section.
     Keyword ``budgets`` override :class:`PromptBudgets` fields.
     """
     if not isinstance(task, str) or not task.strip():
@@ -381,6 +400,22 @@ def prompt_context(
 
     if session_start:
         sections["changes"] = _changes_section(vault, b, scopes, session, safe)
+    if pending_channel is not None and b.pending_n > 0:
+        taken = vault.pending.take(channel=pending_channel, limit=b.pending_n)
+        # Every taken message is shown (they leave the buffer): lines are cut
+        # to the thread line length instead of dropping whole messages.
+        sections["pending"] = PromptSection(
+            "pending",
+            _TITLES["pending"],
+            text=safe(
+                render_pending(
+                    taken,
+                    max(b.pending_chars, len(taken) * (b.thread_line_chars + 1)),
+                    b.thread_line_chars,
+                )
+            ),
+            budget=b.pending_chars,
+        )
 
     return PromptContext(
         task=task.strip(),

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.models import first_line, one_line
 from mdmem.store import blocks as blk
+from mdmem.store.secret_guard import scrub
 
 __all__ = ["HANDLERS", "SPECS"]
 
@@ -59,6 +60,12 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
     vault = tools.vault
     scopes = tools.readable_scopes(None)
+    mode = vault.settings.secrets
+
+    def safe(text: str) -> str:
+        """A secret a person typed into the vault stays out of the model's context."""
+        return scrub(text, mode)
+
     result = vault.changes(args.get("since") or LAST_SESSION)
 
     def scope_of(memory_id: str) -> str | None:
@@ -76,7 +83,7 @@ def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": c.id,
             "kind": c.kind,
-            "first_line": one_line(first_line(c.text or ""), _LINE_CHARS),
+            "first_line": safe(one_line(first_line(c.text or ""), _LINE_CHARS)),
             "author": c.author,
             "by_agent": c.is_agent,
             "date": c.date,
@@ -84,7 +91,7 @@ def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
 
     return {
         "since": result.since,
-        "text": text or "(no changes)",
+        "text": safe(text) or "(no changes)",
         "truncated": truncated,
         "added": [item(c) for c in result.remembered if allowed(c.path)],
         "retired": [item(c) for c in (*result.resolved, *result.forgotten) if allowed(c.path)],

@@ -126,3 +126,18 @@ def test_changes_over_mcp(vault: Vault) -> None:
     result = seen["changes"].structured_content  # type: ignore[attr-defined]
     assert [c["id"] for c in result["added"]] == [news.id]
     assert hidden.id not in json.dumps(result)
+
+
+def test_changes_tool_and_section_redact_a_secret_typed_by_hand(vault: Vault) -> None:
+    vault.mark_seen()
+    token = "ghp_" + "Zq8vLm3Rt6Yp1Wx4Nc7Bd0Fg2Hj5Kk9Ls1Qa"
+    memory = vault.remember("The mirror token lives in the CI settings.")
+    path = vault.root / memory.path
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("in the CI settings", f"in the CI settings: {token}"), "utf-8")
+    git(vault.root, "commit", "-qam", "add token", human=True)
+    result = Toolset(vault, tools=["changes"]).dispatch("changes", {})
+    assert token not in json.dumps(result)
+    ctx = vault.prompt_context("start", session_start=True)
+    assert token not in ctx.render()
+    assert memory.id in ctx["changes"].text

@@ -135,3 +135,16 @@ def test_hooks_session_end_writes_one_summary(vault: Vault) -> None:
     hooks.on_session_end([])  # a second end: no second summary
     hooks.shutdown()
     assert [m.id for m in vault.memories() if m.kind == "session_summary"] == [summary.id]
+
+
+def test_summarize_session_cli(vault: Vault) -> None:
+    vault.session("cli-s").record("user", "Archive the 2024 invoices into cold storage.")
+    runner = CliRunner()
+    out = runner.invoke(main, ["--vault", str(vault.root), "summarize-session", "cli-s", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["kind"] == "session_summary" and data["was_new"] is True
+    again = runner.invoke(main, ["--vault", str(vault.root), "summarize-session", "cli-s"])
+    assert again.exit_code == 0 and data["id"] in again.output
+    none = runner.invoke(main, ["--vault", str(vault.root), "summarize-session", "nope"])
+    assert none.exit_code == 0 and "has no turns" in none.output

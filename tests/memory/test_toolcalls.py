@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from mdmem import Vault
+from mdmem.cli import main
 from mdmem.errors import InvalidInputError
 from mdmem.memory.toolcalls import ToolCall
 from tests.conftest import git
@@ -113,3 +117,39 @@ def test_capture_refuses_what_is_not_a_tool_call(vault: Vault) -> None:
         vault.capture_tool_results("code-4", [{"tool": "Bash"}])  # type: ignore[list-item]
     with pytest.raises(InvalidInputError):
         vault.capture_tool_results("../etc", [FAIL])
+
+
+def test_capture_tools_cli_reads_jsonl(vault: Vault, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(
+        "\n".join(
+            json.dumps(c)
+            for c in (
+                {
+                    "tool": "Bash",
+                    "input": {"command": "make"},
+                    "output": "error: no rule",
+                    "exit_code": 2,
+                    "id": "a",
+                },
+                {
+                    "tool": "Bash",
+                    "input": {"command": "make"},
+                    "output": "ok",
+                    "exit_code": 0,
+                    "id": "b",
+                },
+            )
+        ),
+        encoding="utf-8",
+    )
+    runner = CliRunner()
+    args = ["--vault", str(vault.root), "capture-tools", "s-cli", str(calls), "--json"]
+    out = runner.invoke(main, args)
+    assert out.exit_code == 0, out.output
+    assert [m["kind"] for m in json.loads(out.output)] == ["gotcha", "bug_fix"]
+    assert json.loads(runner.invoke(main, args).output) == []  # idempotent
+    bad = runner.invoke(
+        main, ["--vault", str(vault.root), "capture-tools", "s-cli", "-"], input="[{}]"
+    )
+    assert bad.exit_code != 0 and "'tool'" in bad.output
