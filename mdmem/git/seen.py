@@ -12,7 +12,8 @@ The marks are derived state (``<state>/seen.sqlite``): not in the vault, not
 in git, untouched by reindex. If they are lost (or name a commit a purge
 rewrote away) the base is rebuilt from git: the agent's last
 ``session_summary`` commit, i.e. the end of its last summarised session;
-with none, the whole history.
+with none, the whole history. Either way at most :data:`MAX_COMMITS`
+commits are looked at (the label says so when the cut applies).
 """
 
 from __future__ import annotations
@@ -35,9 +36,18 @@ from mdmem.store.statedb import state_db
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["LAST_SESSION", "Seen", "changes_since", "last_seen", "mark_seen", "render_changes"]
+__all__ = [
+    "LAST_SESSION",
+    "MAX_COMMITS",
+    "Seen",
+    "changes_since",
+    "last_seen",
+    "mark_seen",
+    "render_changes",
+]
 
 LAST_SESSION = "last-session"
+MAX_COMMITS = 200
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS marks (
     agent TEXT NOT NULL, session TEXT NOT NULL,
@@ -145,6 +155,17 @@ def _base(store: MemoryStore, agent: str, session: str | None) -> tuple[str | No
     if base is not None and rev_parse(store, base) is None:
         # History was rewritten (purge) since the mark: fall back to git.
         base = _rebuilt_base(store, agent)
+    # A first session of a new agent in an old vault (or one back after
+    # months) would parse the whole history for a section of a few lines:
+    # look back MAX_COMMITS at most, and say so.
+    head = store.git.head()
+    if head is not None:
+        rng = f"{base}..HEAD" if base else "HEAD"
+        count = int(store.git.run("rev-list", "--count", "--no-merges", rng, "--").strip() or 0)
+        if count > MAX_COMMITS:
+            cut = store.git.run("rev-list", "--no-merges", f"--skip={MAX_COMMITS}", "-1", rng, "--")
+            base = cut.strip() or base
+            label += f" (the last {MAX_COMMITS} commits)"
     return base, label
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from mdmem import Vault
@@ -141,3 +142,16 @@ def test_changes_tool_and_section_redact_a_secret_typed_by_hand(vault: Vault) ->
     ctx = vault.prompt_context("start", session_start=True)
     assert token not in ctx.render()
     assert memory.id in ctx["changes"].text
+
+
+def test_a_long_absence_looks_back_a_bounded_number_of_commits(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mdmem.git import seen
+
+    monkeypatch.setattr(seen, "MAX_COMMITS", 3)
+    vault.mark_seen()
+    made = [vault.remember(f"Fact number {n} about the garden.") for n in range(5)]
+    result = vault.changes()
+    assert _ids(result) == {m.id for m in made[-3:]}
+    assert "the last 3 commits" in result.since
