@@ -8,7 +8,8 @@ An agent loop calls :class:`MemoryHooks` at fixed points::
     hooks.queue_prefetch(next_query)            # warm the next turn in the background
     hooks.on_pre_compact(messages)              # before compaction: memory flush
     hooks.on_memory_write("add", "user", text)  # mirror writes made by another memory tool
-    hooks.on_session_end(messages)              # final flush
+    hooks.on_tool_result(ToolCall(...))         # tool output recorded; failures -> gotchas
+    hooks.on_session_end(messages)              # final flush, then the session summary
     hooks.shutdown()                            # join background work
 
 Hooks never break the agent: failures are logged and the hook returns an
@@ -37,6 +38,7 @@ from mdmem.recall.search import render_context
 
 if TYPE_CHECKING:
     from mdmem.memory.sessions import Session
+    from mdmem.memory.toolcalls import ToolCall
     from mdmem.vault import Vault
 
 __all__ = ["MemoryHooks", "compact_with_vault", "extract_facts", "vault_llm"]
@@ -339,6 +341,26 @@ class MemoryHooks:
             else:
                 self._bump()
         return stored
+
+    def on_tool_result(self, call: ToolCall) -> list[Memory]:
+        """After a tool ran: record its output in the session, and a failure as a
+        ``gotcha`` (its later fix as a linked ``bug_fix``); returns those memories."""
+        if not self.enabled:
+            return []
+        session = self._session_log()
+        if session is None or self.session_id is None:
+            return []
+        try:
+            if call.output.strip():
+                session.record_tool_output(call.tool, call.output)
+            found = self.vault.capture_tool_results(
+                self.session_id, [call], scope=self.write_scope
+            )
+        except Exception as exc:
+            log.warning("capturing a tool result failed: %s: %s", type(exc).__name__, exc)
+            return []
+        self._bump()
+        return found
 
     def on_pre_compact(self, messages: Sequence[dict[str, Any]]) -> list[Memory]:
         """Memory flush before compaction drops ``messages``: durable facts reach the vault."""

@@ -167,11 +167,16 @@ def summarize_session(
         ]
         if method == "extractive":
             fields.append(("summarizer", "extractive"))
+        # A secret the model echoes (or a turn kept under secrets="off"
+        # elsewhere) is redacted, not refused: refusing would lose the
+        # summary and fail the resolve-session that asked for it.
+        mode = "off" if store.settings.secrets == "off" else "redact"
         return store.remember(
             f"{head}: {text}",
             kind=SUMMARY_KIND,
             scope=blk.validate_scope(session.scope),
             fields=fields,
+            secrets=mode,
         )
 
 

@@ -235,7 +235,6 @@ def capture_tool_results(
             tool = _clean(call.tool)[:64] or "tool"
             command = one_line(call.command, _MAX_COMMAND_CHARS)
             base = [("session", session_id), ("tool", _FIELD_SAFE.sub("_", tool)), ("call", key)]
-            created = [("created", call.when.isoformat(timespec="seconds"))] if call.when else []
             if call.failed:
                 error = _error_line(call.output)
                 code = f" (exit {call.exit_code})" if call.exit_code not in (None, 0) else ""
@@ -247,7 +246,8 @@ def capture_tool_results(
                     f"{tool} `{command}` failed{code}: {error}",
                     kind="gotcha",
                     scope=scope,
-                    fields=fields + created,
+                    fields=fields,
+                    created=call.when,
                     secrets=mode,
                 )
                 out.append(memory)
@@ -268,7 +268,8 @@ def capture_tool_results(
                     text,
                     kind="bug_fix",
                     scope=scope,
-                    fields=[*base, ("fixes", f"^{gotcha.id}"), *created],
+                    fields=[*base, ("fixes", f"^{gotcha.id}")],
+                    created=call.when,
                     secrets=mode,
                 )
                 out.append(memory)

@@ -148,3 +148,15 @@ def test_summarize_session_cli(vault: Vault) -> None:
     assert again.exit_code == 0 and data["id"] in again.output
     none = runner.invoke(main, ["--vault", str(vault.root), "summarize-session", "nope"])
     assert none.exit_code == 0 and "has no turns" in none.output
+
+
+def test_a_secret_in_the_model_summary_is_redacted_not_fatal(tmp_path: Path) -> None:
+    token = "ghp_" + "Zq8vLm3Rt6Yp1Wx4Nc7Bd0Fg2Hj5Kk9Ls1Qa"
+    with ScriptedOpenAIServer(responder=lambda body: f"The agent used the token {token}.") as srv:
+        vault = llm_vault(tmp_path, srv)
+        entry = vault.session("leaky").record("user", "Set up the mirror job please.")
+        resolved = vault.resolve_session("leaky")
+    assert [m.id for m in resolved] == [entry.id]
+    (summary,) = [m for m in vault.memories() if m.kind == "session_summary"]
+    assert token not in summary.text and "REDACTED" in summary.text
+    assert token not in git(vault.root, "log", "-p", "--all")

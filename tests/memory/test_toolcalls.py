@@ -153,3 +153,17 @@ def test_capture_tools_cli_reads_jsonl(vault: Vault, tmp_path: Path) -> None:
         main, ["--vault", str(vault.root), "capture-tools", "s-cli", "-"], input="[{}]"
     )
     assert bad.exit_code != 0 and "'tool'" in bad.output
+
+
+def test_runtime_hooks_record_the_output_and_capture_the_failure(vault: Vault) -> None:
+    from mdmem.agent.hooks import MemoryHooks
+
+    hooks = MemoryHooks(vault, session_id="rt-1", background=False)
+    (gotcha,) = hooks.on_tool_result(FAIL)
+    (fix,) = hooks.on_tool_result(PASS)
+    assert gotcha.kind == "gotcha" and vault.block(fix.id).field("fixes") == f"^{gotcha.id}"
+    outputs = [m for m in vault.session("rt-1").entries() if m.kind == "tool_output"]
+    assert len(outputs) == 2 and "AssertionError" in outputs[0].text
+    # A broken call never breaks the agent loop.
+    assert hooks.on_tool_result(ToolCall("bad name!", "x", "boom", exit_code=1)) == []
+    hooks.shutdown()
