@@ -362,6 +362,17 @@ class MemoryHooks:
         self._bump()
         return found
 
+    def flush_reminder(self) -> str | None:
+        """OrcBot's "store what matters before consolidation" text for this session,
+        when 25 of its turns are pending and none was shown for 30 minutes; else None."""
+        if not self.enabled or self.session_id is None:
+            return None
+        try:
+            return self.vault.flush_reminder(session=self.session_id, scope=self.write_scope)
+        except Exception as exc:
+            log.warning("flush reminder failed: %s: %s", type(exc).__name__, exc)
+            return None
+
     def on_pre_compact(self, messages: Sequence[dict[str, Any]]) -> list[Memory]:
         """Memory flush before compaction drops ``messages``: durable facts reach the vault."""
         if not self.enabled:

@@ -92,3 +92,16 @@ def test_flush_reminder_cooldown_expires(vault: Vault) -> None:
     assert flush_reminder(vault.store, vault.agent, session="c", now=now)
     assert flush_reminder(vault.store, vault.agent, session="c", now=now + 29 * 60) is None
     assert flush_reminder(vault.store, vault.agent, session="c", now=now + 31 * 60)
+
+
+def test_runtime_hooks_surface_the_reminder_for_their_session(vault: Vault) -> None:
+    from mdmem.agent.hooks import MemoryHooks
+
+    hooks = MemoryHooks(vault, session_id="hooked", background=False)
+    for n in range(13):  # 26 turns: user + assistant each
+        hooks.on_turn_complete(f"Question {n} about the data pipeline?", f"Answer {n}.")
+    text = hooks.flush_reminder()
+    assert text is not None and "26 entries" in text
+    assert hooks.flush_reminder() is None
+    assert MemoryHooks(vault, enabled=False, session_id="hooked").flush_reminder() is None
+    hooks.shutdown()
