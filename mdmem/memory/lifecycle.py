@@ -486,7 +486,8 @@ def _episodes_retired_with(store: MemoryStore, retiring: set[str]) -> list[str]:
     out: list[str] = []
     for episode in sorted({e for i in retiring for e in links.episodes_of(i)}):
         summary = catalog.block(episode)
-        if summary is None or summary.status != "active":
+        # A session summary outlives its session (memory.summaries).
+        if summary is None or summary.status != "active" or summary.kind == "session_summary":
             continue
         sources = links.sources.get(episode, {})
         if all(
@@ -595,6 +596,12 @@ def _copies_in(
     if not plan:
         return {}
     paths = {p for e in plan.episodes for p in links.notes.get(e, ())}
+    # A session summary is a block in a ledger file, not an episode note.
+    paths |= {
+        p
+        for e in plan.episodes
+        if e not in links.notes and (p := store.catalog.path_of(e)) is not None
+    }
     paths |= {
         p
         for e in plan.episodes

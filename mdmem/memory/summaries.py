@@ -5,7 +5,7 @@ of ``sessions/<id>.md`` that no earlier summary covers. The summary is an
 ordinary list item of the scope's MEMORY.md; its links are inline fields set
 by code, never read from the text::
 
-    - Session s1 (2026-01-15, 12 turns): Deployed the API … [kind:: session_summary]
+    - Session s1 (2026-01-15, 12 turns). Deployed the API … [kind:: session_summary]
       [session:: s1] [from:: ^m-…] [to:: ^m-…] [turns:: 12] ^m-…
 
 ``from``/``to`` name the first and last turn it covers (ids sort by creation
@@ -171,8 +171,11 @@ def summarize_session(
         # elsewhere) is redacted, not refused: refusing would lose the
         # summary and fail the resolve-session that asked for it.
         mode = "off" if store.settings.secrets == "off" else "redact"
+        # The header is a sentence of its own, so each sentence of the text
+        # can be matched to the turn it came from (store.derived: purge and
+        # retention mark the copies of a turn).
         return store.remember(
-            f"{head}: {text}",
+            f"{head}. {text}",
             kind=SUMMARY_KIND,
             scope=blk.validate_scope(session.scope),
             fields=fields,

@@ -160,3 +160,37 @@ def test_a_secret_in_the_model_summary_is_redacted_not_fatal(tmp_path: Path) -> 
     (summary,) = [m for m in vault.memories() if m.kind == "session_summary"]
     assert token not in summary.text and "REDACTED" in summary.text
     assert token not in git(vault.root, "log", "-p", "--all")
+
+
+SECRETISH = "The door code of the Lisbon office is 4417 and changes monthly."
+
+
+def _summarised_session(vault: Vault) -> tuple[str, str]:
+    s = vault.session("door")
+    turn = s.record("user", SECRETISH)
+    s.record("assistant", "Understood, the visitors will get the new code from reception.")
+    summary = vault.summarize_session("door")
+    assert summary is not None and "4417" in summary.text
+    return turn.id, summary.id
+
+
+def test_purging_a_turn_purges_its_copy_in_the_session_summary(vault: Vault) -> None:
+    turn, summary = _summarised_session(vault)
+    result = vault.purge(turn, confirm=True)
+    assert summary in result.episodes
+    text = vault.get(summary).text
+    assert "4417" not in text and "[PURGED]" in text
+    assert "reception" in text  # the other turn's sentence stays
+    assert "4417" not in git(vault.root, "log", "-p", "--all")
+
+
+def test_retention_redacts_a_retired_turn_in_the_summary_and_resolve_keeps_it(
+    vault: Vault,
+) -> None:
+    turn, summary = _summarised_session(vault)
+    vault.resolve_session("door")
+    assert vault.get(summary).status == "active"
+    report = vault.anonymize_retired(days=0, apply=True)
+    assert turn in [m.id for m in report.memories] and summary in report.copies
+    text = vault.get(summary).text
+    assert "4417" not in text and "[REDACTED]" in text
