@@ -194,3 +194,25 @@ def test_retention_redacts_a_retired_turn_in_the_summary_and_resolve_keeps_it(
     assert turn in [m.id for m in report.memories] and summary in report.copies
     text = vault.get(summary).text
     assert "4417" not in text and "[REDACTED]" in text
+
+
+def test_two_hosts_ending_the_same_session_write_one_summary(vault: Vault) -> None:
+    s = vault.session("race")
+    for n in range(4):
+        s.record("user", f"Step {n}: rotate the keys on host {n}.")
+    vault.close()
+    code = (
+        "import sys; from mdmem import Vault; v=Vault.open(sys.argv[1]);"
+        "m=v.summarize_session('race'); print(m.id)"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(vault.root)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    ids = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert len(ids) == 1
+    fresh = Vault.open(vault.root)
+    assert [m.id for m in fresh.memories() if m.kind == "session_summary"] == list(ids)
+    fresh.close()
