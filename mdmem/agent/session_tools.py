@@ -49,6 +49,12 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     "default": 4000,
                     "description": "Size cap of the text in characters (default 4000).",
                 },
+                "mark_seen": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Record that you have seen these changes, so the next "
+                    "session lists only newer ones (do it once, at the start of a session).",
+                },
             },
             "required": [],
             "additionalProperties": False,
@@ -72,6 +78,8 @@ def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
         block = vault.catalog.block(memory_id)
         return block.scope if block is not None else None
 
+    if args.get("mark_seen"):
+        vault.mark_seen()
     text, _ids, truncated = render_changes(
         result, scopes=scopes, scope_of=scope_of, max_chars=args.get("max_chars") or 4000
     )

@@ -89,6 +89,11 @@ def test_changes_cli_tool_and_session_start_context(vault: Vault) -> None:
     assert news.id in ctx.render()
     again = vault.prompt_context("start", session_start=True, session="s3")
     assert news.id not in again["changes"].text
+    # An MCP-only agent marks through the tool: shown, then marked.
+    later = vault.remember("The ops wiki moved to /ops.", scope="project:ops")
+    marked = tools.dispatch("changes", {"mark_seen": True})
+    assert [c["id"] for c in marked["added"]] == [later.id]
+    assert tools.dispatch("changes", {})["added"] == []
 
 
 def test_changes_over_mcp(vault: Vault) -> None:
@@ -155,3 +160,14 @@ def test_a_long_absence_looks_back_a_bounded_number_of_commits(
     result = vault.changes()
     assert _ids(result) == {m.id for m in made[-3:]}
     assert "the last 3 commits" in result.since
+
+
+def test_a_damaged_marks_file_is_set_aside_and_rebuilt(vault: Vault) -> None:
+    vault.mark_seen()
+    after = vault.remember("The backup window is 01:00-03:00.")
+    (vault.state_dir / "seen.sqlite").write_bytes(b"this is not a database" * 100)
+    result = vault.changes()  # no crash: the file is quarantined, the base rebuilt from git
+    assert after.id in _ids(result)
+    vault.mark_seen()
+    assert vault.changes().empty
+    assert (vault.state_dir / "seen.sqlite.corrupt").exists()
