@@ -132,6 +132,13 @@ class ConsolidationSettings:
     threshold: int = 30
     batch: int = 20
     auto: bool = True
+    # OrcBot interactionStaleMinutes: a conversation idle this long is
+    # consolidated without waiting for the count threshold (0: off).
+    stale_minutes: int = 10
+    # OrcBot memoryFlushSoftThreshold / memoryFlushCooldownMinutes: the
+    # flush reminder hosts can show the model (mdmem.memory.reminders).
+    flush_soft_threshold: int = 25
+    flush_cooldown_minutes: int = 30
     review: bool = False  # commit to a mdmem/consolidate-<date> branch for review
     max_drop_ratio: float = 0.25
     retention_days: int = 30

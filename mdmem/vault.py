@@ -25,14 +25,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdmem.agent import prompt
+from mdmem.agent import prompt, steps
 from mdmem.config import Settings, load_settings
 from mdmem.errors import InvalidInputError, MdmemError, VaultExistsError, VaultNotFoundError
 from mdmem.git import history as git_history
 from mdmem.git import provenance as git_provenance
 from mdmem.git import purge as git_purge
 from mdmem.git import review as git_review
-from mdmem.git import timetravel
+from mdmem.git import seen, timetravel
 from mdmem.git.sync import SyncResult, sync
 from mdmem.git.versions import Version, versions
 from mdmem.index.indexer import Indexer, IndexStats
@@ -43,7 +43,10 @@ from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
 from mdmem.memory import lifecycle, reflect, sessions
 from mdmem.memory.contacts import Contacts
+from mdmem.memory import lifecycle, reflect, reminders, sessions, summaries, toolcalls
+from mdmem.memory.actions import ActionMemory
 from mdmem.memory.llm import LLMClient, client_from_settings
+from mdmem.memory.pending import PendingBuffer
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
@@ -55,16 +58,19 @@ from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.memories import MemoryStore
 
 if TYPE_CHECKING:
+    from mdmem.agent.steps import Step, StepCompaction
     from mdmem.git.history import Changes
     from mdmem.git.provenance import LineAuthor, Provenance
     from mdmem.git.purge import PurgeResult
     from mdmem.git.review import Review, ReviewDecision, UndoResult
     from mdmem.memory.cleanup import CleanupResult
+    from mdmem.git.seen import Seen
     from mdmem.memory.consolidate import ConsolidationResult
     from mdmem.memory.documents import IngestResult
     from mdmem.memory.lifecycle import RetentionReport
     from mdmem.memory.reflect import FlushResult, Reflection
     from mdmem.memory.sessions import Session
+    from mdmem.memory.toolcalls import ToolCall
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
@@ -695,8 +701,58 @@ class Vault:
         return lifecycle.anonymize_retired(self.store, days, apply=apply)
 
     def resolve_session(self, session_id: str, *, scope: str | None = None) -> list[Memory]:
-        """Resolve every active memory of a session (its entries and facts), one commit."""
-        return lifecycle.resolve_session(self.store, session_id, scope=scope)
+        """Summarise the session, then resolve its active memories (entries, facts): one commit."""
+        return summaries.resolve_session(self.store, session_id, scope=scope, llm=self.llm_client())
+
+    def summarize_session(
+        self, session_id: str, *, scope: str | None = None, llm: LLMClient | None = None
+    ) -> Memory | None:
+        """A ``session_summary`` of the turns no summary covers yet (LLM, else extractive)."""
+        client = llm if llm is not None else self.llm_client()
+        return summaries.summarize_session(self.store, session_id, scope=scope, llm=client)
+
+    def capture_tool_results(
+        self, session_id: str, calls: Iterable[ToolCall], *, scope: str | None = None
+    ) -> list[Memory]:
+        """Failed tool calls as gotchas, later fixes as bug_fixes linked by ``[fixes:: ^id]``."""
+        return toolcalls.capture_tool_results(self.store, session_id, calls, scope=scope)
+
+    def changes(
+        self,
+        since: str | date | datetime = "last-session",
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> Changes:
+        """What changed since this agent's last session (or a commit or date); see git.seen."""
+        return seen.changes_since(self.store, since, agent=agent or self.agent, session=session)
+
+    def mark_seen(self, *, session: str | None = None, agent: str | None = None) -> Seen:
+        """Record the current commit as seen by this agent (and session)."""
+        return seen.mark_seen(self.store, agent or self.agent, session=session)
+
+    @property
+    def pending(self) -> PendingBuffer:
+        """Messages waiting for the agent's next task: ``push``, ``take``, ``peek`` (FIFO, TTL)."""
+        return PendingBuffer(self.store)
+
+    def flush_reminder(self, *, session: str | None = None, scope: str | None = None) -> str | None:
+        """OrcBot's reminder to store what matters before consolidation, when due; else None."""
+        return reminders.flush_reminder(self.store, self.agent, session=session, scope=scope)
+
+    def consolidate_stale(self) -> ConsolidationResult | None:
+        """Consolidate conversations idle for ``consolidation.stale_minutes`` (for a timer)."""
+        return consolidation.consolidate_stale(
+            self.store, lambda entries: self.consolidate(entries=entries, reason="stale")
+        )
+
+    def action(self, action_id: str, *, scope: str | None = None) -> ActionMemory:
+        """Short-term notes of one action: ``.add()``, ``.memories()``, ``.complete()``."""
+        return ActionMemory(self.store, action_id, scope=scope)
+
+    def compact_steps(self, history: list[Step], llm: LLMClient | None = None) -> StepCompaction:
+        """Keep the first 2 and last 5 of > 10 steps, summarise the middle (OrcBot)."""
+        return steps.compact_steps(history, llm if llm is not None else self.llm_client())
 
     def llm_client(self) -> LLMClient | None:
         """The configured LLM (``[llm]`` + OPENAI_* environment), or None."""

@@ -8,7 +8,8 @@ An agent loop calls :class:`MemoryHooks` at fixed points::
     hooks.queue_prefetch(next_query)            # warm the next turn in the background
     hooks.on_pre_compact(messages)              # before compaction: memory flush
     hooks.on_memory_write("add", "user", text)  # mirror writes made by another memory tool
-    hooks.on_session_end(messages)              # final flush
+    hooks.on_tool_result(ToolCall(...))         # tool output recorded; failures -> gotchas
+    hooks.on_session_end(messages)              # final flush, then the session summary
     hooks.shutdown()                            # join background work
 
 Hooks never break the agent: failures are logged and the hook returns an
@@ -37,6 +38,7 @@ from mdmem.recall.search import render_context
 
 if TYPE_CHECKING:
     from mdmem.memory.sessions import Session
+    from mdmem.memory.toolcalls import ToolCall
     from mdmem.vault import Vault
 
 __all__ = ["MemoryHooks", "compact_with_vault", "extract_facts", "vault_llm"]
@@ -228,6 +230,8 @@ class MemoryHooks:
         self.contact = contact
         self.background = background
         self._session: Session | None = None
+        # The summary on_session_end wrote (or found), for the host to show.
+        self.last_summary: Memory | None = None
         self._lock = threading.Lock()
         self._generation = 0  # bumped by every write through the hooks
         self._warm: tuple[str, int, Future[str]] | None = None
@@ -321,11 +325,53 @@ class MemoryHooks:
         return stored
 
     def on_session_end(self, messages: Sequence[dict[str, Any]] | None = None) -> list[Memory]:
-        """Final pass at session end: wait for pending work, then flush ``messages``."""
+        """Final pass at session end: wait for pending work, flush ``messages``, and
+        write the session's summary (``last_summary``); returns the flushed memories."""
         if not self.enabled:
             return []
         self.drain()
-        return self._flush(list(messages or []))
+        stored = self._flush(list(messages or []))
+        if self.session_id is not None:
+            try:
+                self.last_summary = self.vault.summarize_session(
+                    self.session_id, scope=self.write_scope, llm=self.llm
+                )
+            except Exception as exc:
+                log.warning("session summary failed: %s: %s", type(exc).__name__, exc)
+            else:
+                self._bump()
+        return stored
+
+    def on_tool_result(self, call: ToolCall) -> list[Memory]:
+        """After a tool ran: record its output in the session, and a failure as a
+        ``gotcha`` (its later fix as a linked ``bug_fix``); returns those memories."""
+        if not self.enabled:
+            return []
+        session = self._session_log()
+        if session is None or self.session_id is None:
+            return []
+        try:
+            if call.output.strip():
+                session.record_tool_output(call.tool, call.output)
+            found = self.vault.capture_tool_results(
+                self.session_id, [call], scope=self.write_scope
+            )
+        except Exception as exc:
+            log.warning("capturing a tool result failed: %s: %s", type(exc).__name__, exc)
+            return []
+        self._bump()
+        return found
+
+    def flush_reminder(self) -> str | None:
+        """OrcBot's "store what matters before consolidation" text for this session,
+        when 25 of its turns are pending and none was shown for 30 minutes; else None."""
+        if not self.enabled or self.session_id is None:
+            return None
+        try:
+            return self.vault.flush_reminder(session=self.session_id, scope=self.write_scope)
+        except Exception as exc:
+            log.warning("flush reminder failed: %s: %s", type(exc).__name__, exc)
+            return None
 
     def on_pre_compact(self, messages: Sequence[dict[str, Any]]) -> list[Memory]:
         """Memory flush before compaction drops ``messages``: durable facts reach the vault."""

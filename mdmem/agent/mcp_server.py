@@ -54,6 +54,7 @@ MCP_TOOLS: tuple[str, ...] = (
     "history",
     "context",
     "contact_profile",
+    "changes",
 )
 URI_PREFIX = "mdmem://vault/"
 _CORE_FILES = ("USER.md", "MEMORY.md", "LEARNING.md")

@@ -22,12 +22,14 @@ front doors share one validation and one set of scope rules.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from mdmem.agent import session_tools
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
@@ -73,7 +75,9 @@ DEFAULT_TOOLS: tuple[str, ...] = (
     "reflect",
     "read_tool_output",
 )
-ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context", "contact_profile")
+ALL_TOOLS: tuple[str, ...] = (
+    *DEFAULT_TOOLS, "history", "context", "contact_profile", *session_tools.SPECS
+)
 
 _SCOPE_HELP = (
     'Scope to use, e.g. "user:alice" or "project:marketing"; "root" is the shared vault root. '
@@ -255,6 +259,10 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+# Tools kept in their own modules, registered beside the ones above.
+_SPECS.update(session_tools.SPECS)
+
+
 class _ArgError(InvalidInputError):
     """Arguments that do not match the tool's schema."""
 
@@ -415,6 +423,8 @@ class Toolset:
             "context": self._context,
             "contact_profile": self._contact_profile,
         }
+        for extra, handler in session_tools.HANDLERS.items():
+            self._handlers[extra] = functools.partial(handler, self)
 
     # ------------------------------------------------------------- public --
 

@@ -12,6 +12,7 @@ from mdmem.cli import (
     gitnative,
     lifecycle,
     providers,
+    seeds,
     serve,
 )
 from mdmem.cli.context import main
@@ -25,5 +26,6 @@ __all__ = [
     "lifecycle",
     "main",
     "providers",
+    "seeds",
     "serve",
 ]

@@ -72,8 +72,10 @@ __all__ = [
     "EpisodeInfo",
     "Rejection",
     "consolidate",
+    "consolidate_stale",
     "maybe_auto_consolidate",
     "pending_entries",
+    "stale_entries",
 ]
 
 log = logging.getLogger("mdmem")
@@ -790,7 +792,8 @@ def render_diff(changes: Iterable[tuple[str, bytes | None, bytes]]) -> str:
 def maybe_auto_consolidate(
     store: MemoryStore, run: Callable[[list[Block]], ConsolidationResult]
 ) -> ConsolidationResult | None:
-    """After a session write: consolidate the oldest batch once too many are pending.
+    """After a session write: consolidate the oldest batch once too many are pending,
+    else the entries of conversations gone idle (:func:`stale_entries`).
 
     Failures are logged, never raised (the turn was recorded), and back off for
     a few minutes so a down LLM does not slow every turn.
@@ -803,7 +806,9 @@ def maybe_auto_consolidate(
         return None
     pending = pending_entries(store)
     if len(pending) <= cfg.threshold:
-        return None
+        pending = stale_entries(store, pending)
+        if not pending:
+            return None
     oldest = [b for b in pending if not any(b.id in r for r in state.rejected)][: cfg.batch]
     if not oldest:
         return None
@@ -816,6 +821,48 @@ def maybe_auto_consolidate(
         return None
     finally:
         state.running = False
+
+
+# A lone entry is not yet a conversation: it waits for a reply, the count
+# threshold or a manual consolidate.
+MIN_STALE_ENTRIES = 2
+
+
+def stale_entries(
+    store: MemoryStore, pending: list[Block] | None = None, *, now: float | None = None
+) -> list[Block]:
+    """Pending entries of the conversations idle for ``consolidation.stale_minutes``.
+
+    A conversation is a session file; it is idle when the file was last
+    written that long ago (the file's time, not the entries' ``created``,
+    which an import may set years back). Oldest conversation first.
+    """
+    minutes = store.settings.consolidation.stale_minutes
+    if minutes <= 0:
+        return []
+    pending = pending_entries(store) if pending is None else pending
+    cutoff_ns = int(((time.time() if now is None else now) - minutes * 60) * 1e9)
+    by_file: dict[str, list[Block]] = {}
+    for block in pending:
+        by_file.setdefault(block.path, []).append(block)
+    idle: list[tuple[int, list[Block]]] = []
+    for path, blocks in by_file.items():
+        state = store.catalog.files.get(path)
+        if state is None or len(blocks) < MIN_STALE_ENTRIES:
+            continue
+        written = state.signature[0]
+        if 0 < written <= cutoff_ns:
+            idle.append((written, blocks))
+    idle.sort(key=lambda item: item[0])
+    return [b for _, blocks in idle for b in blocks]
+
+
+def consolidate_stale(
+    store: MemoryStore, run: Callable[[list[Block]], ConsolidationResult]
+) -> ConsolidationResult | None:
+    """Consolidate the conversations gone idle now (for a host's timer); None if none are."""
+    entries = stale_entries(store)[: store.settings.consolidation.batch]
+    return run(entries) if entries else None
 
 
 def episode_stem(path: str) -> str:

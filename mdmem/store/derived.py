@@ -22,7 +22,10 @@ Consolidation (:mod:`mdmem.memory.consolidate`) links everything it writes:
   (a tie counts as a copy: the text came from S at least as much as from
   anything else);
 * of a fact F of E: its own line in E's ``## Facts`` list;
-* of the episode E itself (its summary block): the daily-log quote.
+* of the episode E itself (its summary block): the daily-log quote;
+* of a session turn S: a sentence of a ``session_summary`` whose span
+  (``[from:: ^a] [to:: ^b]`` of ``[session:: …]``) holds S, by the same
+  share rule against the span's other turns.
 
 Nothing else is a copy. The same words elsewhere in the vault - another
 memory, a person's note, ``mdmem.toml`` - belong to that text, not to this
@@ -44,6 +47,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import PurePosixPath
 
 import yaml
 
@@ -134,12 +138,23 @@ class Links:
     facts: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     notes: dict[str, set[str]] = field(default_factory=dict)
     logs: dict[str, set[str]] = field(default_factory=dict)
+    # A session summary (memory.summaries) names a span of one session's
+    # turns, ``[session:: s] [from:: ^a] [to:: ^b]``: each turn in it is a
+    # source of the summary, as an episode's entries are of the episode.
+    # By session file: (summary id, first, last) and the turns seen.
+    spans: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)
+    turns: dict[str, dict[str, set[str]]] = field(default_factory=dict)
 
     def add_file(self, parsed: blk.ParsedFile) -> None:
         note = str(parsed.frontmatter.get("kind", "")) == "episode"
+        in_session = _is_session_file(parsed.path)
         for block in parsed.blocks:
             if not block.is_memory:
                 continue
+            if block.kind == "session_summary":
+                self._add_span(block)
+            elif in_session and block.kind in _TURN_KINDS:
+                self._add_turn(parsed.path, block)
             for episode in linked_ids(block.field("consolidated")):
                 self.sources.setdefault(episode, {}).setdefault(block.id, set()).add(block.text)
             for episode in linked_ids(block.field("episode")):
@@ -153,6 +168,23 @@ class Links:
             quote = _LOG_QUOTE.search(block.text)
             if quote is not None and not note:
                 self.logs.setdefault(quote.group("id"), set()).add(block.id)
+
+    def _add_span(self, summary: Block) -> None:
+        session, first, last = (summary.field(k) for k in ("session", "from", "to"))
+        if not (session and first and last):
+            return
+        path = str(blk.scope_dir(summary.scope) / "sessions" / f"{session}.md")
+        first, last = first.lstrip("^"), last.lstrip("^")
+        self.spans.setdefault(path, set()).add((summary.id, first, last))
+        for turn, texts in self.turns.get(path, {}).items():
+            if first <= turn <= last:  # ids sort by creation time
+                self.sources.setdefault(summary.id, {}).setdefault(turn, set()).update(texts)
+
+    def _add_turn(self, path: str, turn: Block) -> None:
+        self.turns.setdefault(path, {}).setdefault(turn.id, set()).add(turn.text)
+        for summary, first, last in self.spans.get(path, ()):
+            if first <= turn.id <= last:
+                self.sources.setdefault(summary, {}).setdefault(turn.id, set()).add(turn.text)
 
     def add_texts(self, memory_id: str, texts: Iterable[str]) -> None:
         """More versions of a memory's text (from history), wherever it is linked."""
@@ -175,6 +207,14 @@ class Links:
 
     def episodes_with_fact(self, memory_id: str) -> set[str]:
         return {e for e, members in self.facts.items() if memory_id in members}
+
+
+_TURN_KINDS = ("chat_message", "tool_output")
+
+
+def _is_session_file(path: str) -> bool:
+    parts = PurePosixPath(blk.scope_of_path(path)[1]).parts
+    return len(parts) == 2 and parts[0] == "sessions" and parts[1].endswith(".md")
 
 
 @dataclass(frozen=True)
