@@ -41,10 +41,9 @@ from mdmem.maintenance.watch import Watcher
 from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
-from mdmem.memory import lifecycle, reflect, sessions
-from mdmem.memory.contacts import Contacts
 from mdmem.memory import lifecycle, reflect, reminders, sessions, summaries, toolcalls
 from mdmem.memory.actions import ActionMemory
+from mdmem.memory.contacts import Contacts
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.memory.pending import PendingBuffer
 from mdmem.models import Block, Memory, Recall
@@ -63,8 +62,8 @@ if TYPE_CHECKING:
     from mdmem.git.provenance import LineAuthor, Provenance
     from mdmem.git.purge import PurgeResult
     from mdmem.git.review import Review, ReviewDecision, UndoResult
-    from mdmem.memory.cleanup import CleanupResult
     from mdmem.git.seen import Seen
+    from mdmem.memory.cleanup import CleanupResult
     from mdmem.memory.consolidate import ConsolidationResult
     from mdmem.memory.documents import IngestResult
     from mdmem.memory.lifecycle import RetentionReport
