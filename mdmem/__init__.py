@@ -7,9 +7,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see __getattr__)
 if TYPE_CHECKING:
     from mdmem.errors import (
         ConfigError,
@@ -80,10 +78,12 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name) or ("mdmem.errors" if name in __all__ else None)
     if home is None or name == "__version__":
         raise AttributeError(f"module 'mdmem' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value  # later lookups skip this function
     return value

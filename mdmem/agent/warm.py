@@ -22,16 +22,20 @@ Protocol: one request per connection, one JSON object per line each way::
 
 from __future__ import annotations
 
+# Standard library only, and only what a call needs: a CLI call or a hook that
+# the server answers pays for every import here (no pathlib, typing, tempfile).
 import hashlib
 import json
 import os
 import socket
 import stat
 import sys
-import tempfile
 import time
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 __all__ = [
     "PROTOCOL",
@@ -76,28 +80,48 @@ class ServerPaths:
 
 def runtime_dir() -> Path:
     """The per-user folder for server sockets (not created here)."""
-    override = os.environ.get("MDMEM_RUNTIME_DIR")
-    if override:
-        return Path(override).expanduser()
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and Path(xdg).is_dir():
-        return Path(xdg) / "mdmem"
-    return Path(tempfile.gettempdir()) / f"mdmem-{_uid()}"
+    from pathlib import Path
+
+    return Path(_runtime_dir())
 
 
 def paths_for(vault_root: str | os.PathLike[str]) -> ServerPaths:
     """Where the server of the vault at ``vault_root`` listens (its real path is the key)."""
+    from pathlib import Path
+
+    folder, key = _locate(vault_root)
+    return ServerPaths(Path(folder), key)
+
+
+def _runtime_dir() -> str:
+    override = os.environ.get("MDMEM_RUNTIME_DIR")
+    if override:
+        return os.path.expanduser(override)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isdir(xdg):
+        return os.path.join(xdg, "mdmem")
+    return _tmp_folder()
+
+
+def _tmp_folder() -> str:
+    # tempfile.gettempdir()'s first choices, without importing tempfile (and random).
+    tmp = os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"
+    return os.path.join(tmp, f"mdmem-{_uid()}")
+
+
+def _locate(vault_root: str | os.PathLike[str]) -> tuple[str, str]:
+    """The socket folder and the vault's key (a hash of its real path and state dir)."""
     real = os.path.realpath(os.fspath(vault_root))
     seed = f"{real}\n{os.environ.get('MDMEM_STATE_DIR', '')}"
     key = hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    folder = runtime_dir()
-    if len(str(folder / f"{key}.sock").encode()) > _SUN_PATH_MAX:
+    folder = _runtime_dir()
+    if len(os.path.join(folder, f"{key}.sock").encode()) > _SUN_PATH_MAX:
         # A deep runtime dir would overflow sockaddr_un: fall back to the short one.
-        folder = Path(tempfile.gettempdir()) / f"mdmem-{_uid()}"
-    return ServerPaths(folder, key)
+        folder = _tmp_folder()
+    return folder, key
 
 
-def private_folder_ok(folder: Path) -> bool:
+def private_folder_ok(folder: str | os.PathLike[str]) -> bool:
     """True when ``folder`` is a real directory owned by this user that nobody else can enter."""
     try:
         st = os.lstat(folder)
@@ -126,8 +150,9 @@ def request(
     :class:`~mdmem.errors.MdmemError` subclass it was there.
     """
     deadline = time.monotonic() + max(timeout, 0.0)
-    paths = paths_for(vault_root)
-    if not private_folder_ok(paths.folder) or not paths.socket.exists():
+    folder, key = _locate(vault_root)
+    socket_path = os.path.join(folder, f"{key}.sock")
+    if not private_folder_ok(folder) or not os.path.exists(socket_path):
         return None
     message = {
         "v": PROTOCOL,
@@ -144,7 +169,7 @@ def request(
         return None
     try:
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        sock.connect(str(paths.socket))
+        sock.connect(socket_path)
         send_message(sock, message)
         sock.shutdown(socket.SHUT_WR)
         answer = recv_message(sock, deadline)
@@ -230,7 +255,7 @@ def cli_command(argv: list[str]) -> str | None:
     return None
 
 
-def find_root(argv: list[str], cwd: Path | None = None) -> Path | None:
+def find_root(argv: list[str], cwd: str | None = None) -> str | None:
     """The vault ``mdmem ARGV`` would open: --vault (before or after the command),
     $MDMEM_VAULT, else the nearest folder with mdmem.toml; None if there is none."""
     given: str | None = None
@@ -244,14 +269,17 @@ def find_root(argv: list[str], cwd: Path | None = None) -> Path | None:
             given = word.split("=", 1)[1]
             break
     given = given or os.environ.get("MDMEM_VAULT")
-    here = Path(given).expanduser() if given else (cwd or Path.cwd())
     if given:
-        return here.resolve() if (here / "mdmem.toml").is_file() else None
-    here = here.resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / "mdmem.toml").is_file():
-            return candidate
-    return None
+        here = os.path.realpath(os.path.expanduser(given))
+        return here if os.path.isfile(os.path.join(here, "mdmem.toml")) else None
+    here = os.path.realpath(cwd or os.getcwd())
+    while True:
+        if os.path.isfile(os.path.join(here, "mdmem.toml")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 def thin_cli(argv: list[str]) -> int | None:
