@@ -30,6 +30,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_ERROR = 1
 EXIT_USAGE = 2  # click's (and argparse's) code for a bad command line
 EXIT_INTERNAL = 2
+LOG_FORMAT = "%(levelname)s: %(message)s"
 
 
 class OpenedVault:
@@ -222,7 +223,7 @@ def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: b
     """mdmem: agent memory in a markdown vault under git."""
     logging.basicConfig(
         level=logging.ERROR if quiet else logging.WARNING,
-        format="%(levelname)s: %(message)s",
+        format=LOG_FORMAT,
     )
     opened = ctx.obj.vault if isinstance(ctx.obj, OpenedVault) else None
     ctx.obj = Context(vault_path, agent, quiet, opened)

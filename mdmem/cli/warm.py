@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mdmem.agent.warm import READ_COMMANDS, cli_command, paths_for, request
-from mdmem.cli.context import EXIT_ERROR, Context, OpenedVault, emit, json_option, main
+from mdmem.cli.context import (
+    EXIT_ERROR,
+    LOG_FORMAT,
+    Context,
+    OpenedVault,
+    emit,
+    json_option,
+    main,
+)
 from mdmem.errors import InvalidInputError, MdmemError
 
 if TYPE_CHECKING:
@@ -46,11 +54,32 @@ def cli_method(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     command = cli_command(argv)
     if command not in READ_COMMANDS:
         raise InvalidInputError(f"the warm server runs only read commands, not {command!r}")
-    result = CliRunner().invoke(main, argv, obj=OpenedVault(vault), prog_name="mdmem")
+    # What the command logs goes to the caller's stderr, as in its own process
+    # (the server's log handlers hold the server's stderr, not the captured one).
+    quiet = any(a in ("-q", "--quiet") for a in argv[: argv.index(command)])
+    handler = logging.StreamHandler(_CapturedStderr())
+    handler.setLevel(logging.ERROR if quiet else logging.WARNING)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root_logger = logging.getLogger()
+    root_logger.addHandler(handler)
+    try:
+        result = CliRunner().invoke(main, argv, obj=OpenedVault(vault), prog_name="mdmem")
+    finally:
+        root_logger.removeHandler(handler)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         # The group turns every error into a line and an exit code; this is a bug.
         raise MdmemError(f"internal error ({type(result.exception).__name__}: {result.exception})")
     return {"stdout": result.stdout, "stderr": result.stderr, "code": result.exit_code}
+
+
+class _CapturedStderr:
+    """A stream that writes to whatever ``sys.stderr`` is at the moment (the runner's capture)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def _root(obj: Context, override: str | None) -> Path:
