@@ -49,6 +49,7 @@ __all__ = [
     "request",
     "runtime_dir",
     "send_message",
+    "settings_env",
     "thin_cli",
 ]
 
@@ -62,6 +63,16 @@ READ_COMMANDS = frozenset({"recall", "context", "get", "history", "status"})
 _GROUP_VALUE_OPTIONS = ("--vault", "--agent")
 _GROUP_FLAGS = ("-q", "--quiet")
 CLI_TIMEOUT_SECONDS = 30.0  # then the command runs in-process after all
+# Variables that steer the client or the server itself, not the vault's settings.
+_PROCESS_ONLY = frozenset(
+    {
+        "MDMEM_NO_SERVER",
+        "MDMEM_SERVER_TIMEOUT",
+        "MDMEM_SERVER_IDLE",
+        "MDMEM_RUNTIME_DIR",
+        "MDMEM_DEBUG",
+    }
+)
 
 
 class ServerPaths:
@@ -282,11 +293,26 @@ def find_root(argv: list[str], cwd: str | None = None) -> str | None:
         here = parent
 
 
+def settings_env() -> str:
+    """A digest of the environment that settings are read from (``MDMEM_*``,
+    ``OPENAI_*``, the config and cache homes): a server started with another
+    one would answer with other settings, so the CLI does not use it."""
+    names = sorted(
+        k
+        for k in os.environ
+        if (k.startswith(("MDMEM_", "OPENAI_")) and k not in _PROCESS_ONLY)
+        or k in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
+    )
+    seed = "\0".join(f"{k}={os.environ[k]}" for k in names)
+    return hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
 def thin_cli(argv: list[str]) -> int | None:
     """Run ``mdmem ARGV`` through the vault's warm server; the exit code, or None.
 
     None (the caller runs the full CLI) unless ARGV is a read command of
-    :data:`READ_COMMANDS`, a server answers for its vault, and neither
+    :data:`READ_COMMANDS`, a server answers for its vault with the same
+    settings environment (:func:`settings_env`), and neither
     ``MDMEM_NO_SERVER`` nor ``MDMEM_DEBUG`` (tracebacks come from in-process)
     is set. The server runs the same command, so the output is the same.
     """
@@ -294,8 +320,8 @@ def thin_cli(argv: list[str]) -> int | None:
         return None
     if cli_command(argv) not in READ_COMMANDS or "--" in argv:
         return None
-    if any(word in ("-h", "--help") for word in argv):
-        return None
+    if any(word in ("-h", "--help") or word.startswith("--agent") for word in argv):
+        return None  # help is the full CLI's; --agent: the server's vault has its own
     root = find_root(argv)
     if root is None:
         return None
@@ -304,7 +330,7 @@ def thin_cli(argv: list[str]) -> int | None:
     except ValueError:
         timeout = CLI_TIMEOUT_SECONDS
     try:
-        answer = request(root, "cli", {"argv": argv}, timeout=timeout)
+        answer = request(root, "cli", {"argv": argv, "env": settings_env()}, timeout=timeout)
     except Exception:  # the server refused the request itself: let the full CLI say why
         return None
     if not isinstance(answer, dict) or not isinstance(answer.get("code"), int):

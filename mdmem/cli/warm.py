@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mdmem.agent.warm import READ_COMMANDS, cli_command, paths_for, request
+from mdmem.agent.warm import READ_COMMANDS, cli_command, paths_for, request, settings_env
 from mdmem.cli.context import (
     EXIT_ERROR,
     LOG_FORMAT,
@@ -44,10 +44,19 @@ BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
 START_SECONDS = 120.0  # opening a big vault and loading the embedder, on a busy machine
 
 
-def cli_method(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
-    """``cli``: run ``mdmem ARGV`` (a read command) against the open vault; its output."""
+def cli_method(vault: Vault, params: dict[str, Any], *, env: str | None = None) -> dict[str, Any]:
+    """``cli``: run ``mdmem ARGV`` (a read command) against the open vault; its output.
+
+    ``env``: the server's :func:`~mdmem.agent.warm.settings_env`; a caller with
+    another one is refused (it runs the command itself, with its settings).
+    """
     from click.testing import CliRunner
 
+    if env is not None and params.get("env") != env:
+        raise InvalidInputError(
+            "this warm server was started with other MDMEM_*/OPENAI_* settings; "
+            "restart it (mdmem server stop; mdmem serve --daemon) to use them"
+        )
     argv = params.get("argv")
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise InvalidInputError("cli needs 'argv', a list of strings")
@@ -184,7 +193,8 @@ def server_run(obj: Context, idle: float | None) -> None:
     vault = Vault.open(root, agent=obj.agent)
     try:
         server = WarmServer(vault, idle_seconds=idle, paths=paths, lock=lock)
-        server.register("cli", cli_method)
+        env = settings_env()
+        server.register("cli", lambda v, params: cli_method(v, params, env=env))
         warm_up(vault)
         server.bind()
         click.echo(f"mdmem warm server pid {os.getpid()} on {paths.socket}", err=True)

@@ -175,3 +175,17 @@ def test_warnings_logged_while_the_server_runs_a_command_reach_the_caller(daemon
     assert quiet.returncode == 0 and quiet.stderr == ""
     status = json.loads(mdmem("status", "--json", "--vault", str(daemon)).stdout)
     assert "other-broken.md" in status["skipped"]
+
+
+def test_a_caller_with_other_settings_is_not_answered_with_the_servers(daemon: Path) -> None:
+    other = {"MDMEM_RECALL_K": "1"}  # the server was started without it (k = 5)
+    warm = mdmem("recall", "launch", "--json", "--vault", str(daemon), env=other)
+    cold = mdmem("recall", "launch", "--json", "--vault", str(daemon),
+                 env={**other, "MDMEM_NO_SERVER": "1"})
+    assert warm.returncode == cold.returncode == 0, warm.stderr
+    w, c = json.loads(warm.stdout), json.loads(cold.stdout)
+    w.pop("took_ms"), c.pop("took_ms")
+    assert w == c and len(w["items"]) == 1
+    # --agent goes in-process too: `status` names the agent.
+    named = mdmem("--agent", "someone-else", "status", "--json", "--vault", str(daemon))
+    assert json.loads(named.stdout)["agent"] == "someone-else"
