@@ -49,7 +49,9 @@ __all__ = [
     "request",
     "runtime_dir",
     "send_message",
+    "server_socket_exists",
     "settings_env",
+    "spawn_server",
     "thin_cli",
 ]
 
@@ -67,6 +69,8 @@ CLI_TIMEOUT_SECONDS = 30.0  # then the command runs in-process after all
 _PROCESS_ONLY = frozenset(
     {
         "MDMEM_NO_SERVER",
+        "MDMEM_SERVER",
+        "MDMEM_VAULT",  # which vault: the socket already says
         "MDMEM_SERVER_TIMEOUT",
         "MDMEM_SERVER_IDLE",
         "MDMEM_RUNTIME_DIR",
@@ -293,6 +297,42 @@ def find_root(argv: list[str], cwd: str | None = None) -> str | None:
         here = parent
 
 
+def server_socket_exists(vault_root: str | os.PathLike[str]) -> bool:
+    """Whether the vault's server socket is there (it may still be a stale one)."""
+    folder, key = _locate(vault_root)
+    return os.path.exists(os.path.join(folder, f"{key}.sock"))
+
+
+def spawn_server(vault_root: str | os.PathLike[str]) -> bool:
+    """Start the vault's warm server in the background, not waiting for it (True if launched).
+
+    Several callers may race: the server's lock lets one run, the others exit.
+    """
+    import subprocess  # only on this path: a served call never needs it
+
+    folder, key = _locate(vault_root)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    if not private_folder_ok(folder):
+        return False
+    root = os.path.realpath(os.fspath(vault_root))
+    try:
+        with open(os.path.join(folder, f"{key}.log"), "ab") as log_file:
+            subprocess.Popen(
+                [sys.executable, "-m", "mdmem", "--vault", root, "server", "run"],
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                start_new_session=True,  # outlives this command and its terminal's Ctrl-C
+                close_fds=True,
+            )
+    except OSError:
+        return False
+    return True
+
+
 def settings_env() -> str:
     """A digest of the environment that settings are read from (``MDMEM_*``,
     ``OPENAI_*``, the config and cache homes): a server started with another
@@ -315,6 +355,8 @@ def thin_cli(argv: list[str]) -> int | None:
     settings environment (:func:`settings_env`), and neither
     ``MDMEM_NO_SERVER`` nor ``MDMEM_DEBUG`` (tracebacks come from in-process)
     is set. The server runs the same command, so the output is the same.
+    With ``MDMEM_SERVER=auto`` a call that finds no server starts one in the
+    background for the calls after it.
     """
     if os.environ.get("MDMEM_NO_SERVER") or os.environ.get("MDMEM_DEBUG"):
         return None
@@ -324,6 +366,9 @@ def thin_cli(argv: list[str]) -> int | None:
         return None  # help is the full CLI's; --agent: the server's vault has its own
     root = find_root(argv)
     if root is None:
+        return None
+    if os.environ.get("MDMEM_SERVER") == "auto" and not server_socket_exists(root):
+        spawn_server(root)  # for the next call; this one runs in-process
         return None
     try:
         timeout = float(os.environ.get("MDMEM_SERVER_TIMEOUT") or CLI_TIMEOUT_SECONDS)

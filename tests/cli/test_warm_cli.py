@@ -189,3 +189,28 @@ def test_a_caller_with_other_settings_is_not_answered_with_the_servers(daemon: P
     # --agent goes in-process too: `status` names the agent.
     named = mdmem("--agent", "someone-else", "status", "--json", "--vault", str(daemon))
     assert json.loads(named.stdout)["agent"] == "someone-else"
+
+
+def test_mdmem_server_auto_starts_one_for_the_next_calls(vault: Vault) -> None:
+    vault.remember("Launch is May 12", kind="fact")
+    root = vault.root
+    vault.close()
+    auto = {"MDMEM_SERVER": "auto", "MDMEM_SERVER_IDLE": "60"}
+    first = mdmem("recall", "launch", "--json", "--vault", str(root), env=auto)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["items"][0]["text"].startswith("Launch is May 12")
+    deadline = time.monotonic() + 120
+    info = None
+    while info is None and time.monotonic() < deadline:
+        info = request(root, "ping", timeout=1)
+        time.sleep(0.2)
+    assert info is not None, "no server came up"
+    try:
+        # Started with MDMEM_SERVER=auto, it still serves a caller without it.
+        second = mdmem("recall", "launch", "--json", "--vault", str(root))
+        assert json.loads(second.stdout)["items"] == json.loads(first.stdout)["items"]
+        assert request(root, "ping", timeout=5)["requests"] >= 2  # it answered the second
+        assert info["idle_seconds"] == 60
+    finally:
+        if request(root, "stop", timeout=5) is None:
+            os.kill(info["pid"], signal.SIGTERM)
