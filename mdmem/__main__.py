@@ -20,7 +20,7 @@ def run() -> None:
         sys.exit(code)
     from mdmem.cli import main
 
-    main()
+    main(args=sys.argv[1:])  # explicit args: the group does not offer them to the server again
 
 
 if __name__ == "__main__":

@@ -100,6 +100,18 @@ def memory_line(verb: str, memory: Memory) -> None:
 class _Group(click.Group):
     """Turns library and usage errors into one line and an exit code."""
 
+    def main(self, args: Any = None, *rest: Any, **extra: Any) -> Any:
+        # An `mdmem` script installed before the entry point moved to
+        # mdmem.__main__:run calls the group with no args: offer the command
+        # line to the warm server here as well (run() passes args explicitly).
+        if args is None:
+            from mdmem.agent.warm import thin_cli
+
+            code = thin_cli(sys.argv[1:])
+            if code is not None:
+                sys.exit(code)
+        return super().main(args, *rest, **extra)
+
     def make_context(
         self,
         info_name: str | None,

@@ -190,18 +190,20 @@ def server_run(obj: Context, idle: float | None) -> None:
     if not lock.acquire():
         click.echo(f"a warm server already runs for {root}", err=True)
         raise click.exceptions.Exit(EXIT_RUNNING)
-    vault = Vault.open(root, agent=obj.agent)
     try:
-        server = WarmServer(vault, idle_seconds=idle, paths=paths, lock=lock)
-        env = settings_env()
-        server.register("cli", lambda v, params: cli_method(v, params, env=env))
-        warm_up(vault)
-        server.bind()
-        click.echo(f"mdmem warm server pid {os.getpid()} on {paths.socket}", err=True)
-        server.serve_forever()
+        vault = Vault.open(root, agent=obj.agent)
+        try:
+            server = WarmServer(vault, idle_seconds=idle, paths=paths, lock=lock)
+            env = settings_env()
+            server.register("cli", lambda v, params: cli_method(v, params, env=env))
+            warm_up(vault)
+            server.bind()
+            click.echo(f"mdmem warm server pid {os.getpid()} on {paths.socket}", err=True)
+            server.serve_forever()
+        finally:
+            vault.close()  # checkpointed before a new server may take the lock
     finally:
         lock.release()
-        vault.close()
 
 
 @server_group.command("status")

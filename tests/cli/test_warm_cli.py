@@ -214,3 +214,22 @@ def test_mdmem_server_auto_starts_one_for_the_next_calls(vault: Vault) -> None:
     finally:
         if request(root, "stop", timeout=5) is None:
             os.kill(info["pid"], signal.SIGTERM)
+
+
+def test_a_script_with_the_old_entry_point_is_served_too(daemon: Path) -> None:
+    """`mdmem` scripts installed before the entry point moved call mdmem.cli:main."""
+    before = request(daemon, "ping", timeout=5)["requests"]
+    code = (
+        "import sys\n"
+        f"sys.argv = ['mdmem', 'recall', 'launch', '--json', '--vault', {str(daemon)!r}]\n"
+        "from mdmem.cli import main\n"
+        "sys.exit(main())\n"
+    )
+    old = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert old.returncode == 0, old.stderr
+    assert request(daemon, "ping", timeout=5)["requests"] == before + 2  # its call, and ours
+    cold = mdmem("recall", "launch", "--json", "--vault", str(daemon),
+                 env={"MDMEM_NO_SERVER": "1"})
+    w, c = json.loads(old.stdout), json.loads(cold.stdout)
+    w.pop("took_ms"), c.pop("took_ms")
+    assert w == c
