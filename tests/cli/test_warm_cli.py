@@ -233,3 +233,23 @@ def test_a_script_with_the_old_entry_point_is_served_too(daemon: Path) -> None:
     w, c = json.loads(old.stdout), json.loads(cold.stdout)
     w.pop("took_ms"), c.pop("took_ms")
     assert w == c
+
+
+def test_an_idle_daemon_process_exits_and_removes_its_socket(vault: Vault) -> None:
+    root = vault.root
+    vault.close()
+    started = mdmem("--vault", str(root), "serve", "--daemon", "--idle", "2")
+    assert started.returncode == 0, started.stderr
+    pid = request(root, "ping", timeout=5)["pid"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(pid, signal.SIGTERM)
+        pytest.fail("the idle server process did not exit")
+    assert not paths_for(root).socket.exists()
+    assert request(root, "ping", timeout=1) is None
