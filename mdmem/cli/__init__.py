@@ -14,6 +14,7 @@ from mdmem.cli import (
     providers,
     seeds,
     serve,
+    warm,
 )
 from mdmem.cli.context import main
 
@@ -28,4 +29,5 @@ __all__ = [
     "providers",
     "seeds",
     "serve",
+    "warm",
 ]

@@ -15,35 +15,56 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from mdmem.errors import MdmemError
 from mdmem.models import Memory, one_line, to_jsonable
-from mdmem.vault import Vault, find_vault_root
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2  # click's (and argparse's) code for a bad command line
 EXIT_INTERNAL = 2
+LOG_FORMAT = "%(levelname)s: %(message)s"
+
+
+class OpenedVault:
+    """A vault already open, handed to the group as ``obj`` (the warm server runs
+    commands against its own instead of opening the vault again)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
 
 
 class Context:
-    def __init__(self, vault_path: str | None, agent: str | None, quiet: bool) -> None:
+    def __init__(
+        self,
+        vault_path: str | None,
+        agent: str | None,
+        quiet: bool,
+        opened: Vault | None = None,
+    ) -> None:
         self.vault_path = vault_path
         self.agent = agent
         self.quiet = quiet
-        self._vault: Vault | None = None
+        self._vault: Vault | None = opened
 
     def root(self) -> Path:
         """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml."""
+        from mdmem.vault import find_vault_root  # the heavy modules load on first use
+
         path = self.vault_path or os.environ.get("MDMEM_VAULT")
         return Path(path) if path else find_vault_root()
 
     def vault(self) -> Vault:
         if self._vault is None:
+            from mdmem.vault import Vault
+
             self._vault = Vault.open(self.root(), agent=self.agent)
         return self._vault
 
@@ -78,6 +99,18 @@ def memory_line(verb: str, memory: Memory) -> None:
 
 class _Group(click.Group):
     """Turns library and usage errors into one line and an exit code."""
+
+    def main(self, args: Any = None, *rest: Any, **extra: Any) -> Any:
+        # An `mdmem` script installed before the entry point moved to
+        # mdmem.__main__:run calls the group with no args: offer the command
+        # line to the warm server here as well (run() passes args explicitly).
+        if args is None:
+            from mdmem.agent.warm import thin_cli
+
+            code = thin_cli(sys.argv[1:])
+            if code is not None:
+                sys.exit(code)
+        return super().main(args, *rest, **extra)
 
     def make_context(
         self,
@@ -202,9 +235,10 @@ def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: b
     """mdmem: agent memory in a markdown vault under git."""
     logging.basicConfig(
         level=logging.ERROR if quiet else logging.WARNING,
-        format="%(levelname)s: %(message)s",
+        format=LOG_FORMAT,
     )
-    ctx.obj = Context(vault_path, agent, quiet)
+    opened = ctx.obj.vault if isinstance(ctx.obj, OpenedVault) else None
+    ctx.obj = Context(vault_path, agent, quiet, opened)
 
 
 @contextmanager

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import secrets
 import shutil
 import threading
 import time
@@ -182,6 +183,7 @@ class Indexer:
         self._save_problem: str | None = None
         self._failing = False  # a derived write failed and has not succeeded since
         self._generation_seen = -1
+        self._epoch_seen: str | None = None  # changes when any process rebuilds (catch_up)
         self.missing_vectors: set[str] = set()
         # A recall's query text, embedded in the same call as the blocks its
         # refresh embeds (one forward pass instead of two), and its vector.
@@ -442,6 +444,8 @@ class Indexer:
             log.warning("%s; reading the vault's files instead", exc)
             self.catalog.reset()
             self._reopen_manifest_only(damaged=True)
+        with contextlib.suppress(*DERIVED_ERRORS):
+            self._epoch_seen = self.manifest.get_meta("epoch") or ""
         delta = self.catalog.scan()
         if delta or self.catalog.unindexed:
             self.apply(delta.changed, delta.removed)
@@ -810,8 +814,17 @@ class Indexer:
         """Another process wrote since we looked: bring our FAISS copy in step."""
         try:
             current = int(self.manifest.get_meta("generation") or 0)
+            epoch = self.manifest.get_meta("epoch") or ""
         except DERIVED_ERRORS:
             return  # the manifest cannot tell now; the next call asks again
+        if self._epoch_seen is not None and epoch != self._epoch_seen:
+            # Another process rebuilt the indexes: our Whoosh reader may hold the
+            # old files (a new index can even reuse our generation number).
+            with self._lock:
+                self._epoch_seen = epoch
+                if self._keyword is not None:
+                    self._keyword.close()
+                    self._keyword = None  # reopened, and reconciled, on next use
         if current != self._generation_seen:
             with self._lock:
                 self._generation_seen = current
@@ -865,7 +878,14 @@ class Indexer:
                 self._reopen_manifest_only(damaged=damaged)
             if self.manifest.problem is not None:
                 raise IndexError_(f"cannot rebuild the indexes: {self.manifest.problem}")
+            previous = int(self.manifest.get_meta("generation") or 0)
             self.manifest.clear()
+            # The generation keeps growing and the epoch changes, so that a
+            # long-lived process (warm server, MCP server) sees in catch_up()
+            # that its index handles predate this rebuild.
+            self.manifest.set_meta("generation", str(previous))
+            self._epoch_seen = secrets.token_hex(8)
+            self.manifest.set_meta("epoch", self._epoch_seen)
             try:
                 self._keyword = KeywordIndex.create(self.state_dir / "keyword")
             except OSError as exc:

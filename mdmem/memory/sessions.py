@@ -29,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -45,6 +46,7 @@ from mdmem.store.textfile import safe_path
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
+    from mdmem.store.writer import Transaction
 
 __all__ = [
     "DEDUPE_WINDOW",
@@ -147,6 +149,7 @@ class Session:
         self.contact = _field_value(contact, "contact")
         self.scope = blk.validate_scope(scope)
         self.path = str(blk.scope_dir(self.scope) / "sessions" / f"{self.id}.md")
+        self._header_lines: list[str] | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id!r}, source={self.source!r}, contact={self.contact!r})"
@@ -168,7 +171,7 @@ class Session:
         body = self.store.clean_text(content, secrets)
         event = _field_value(event_id, "event")
         fields = self._fields(role, when) + ([("event", event)] if event else [])
-        with self.store.writer.transaction(None) as tx:
+        with self._write() as tx:
             dup = self._duplicate(body, event)
             if dup is not None:
                 log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
@@ -237,7 +240,7 @@ class Session:
         body = "\n".join(body_lines)
         if len(body) > 2 * limit + 1000:  # pragma: no cover - guarded by the preview cut
             raise InvalidInputError("tool output preview too large")
-        with self.store.writer.transaction(None) as tx:
+        with self._write() as tx:
             if key is not None:
                 rel = f"{TOOL_OUTPUT_DIR}/{key}.md"
                 if not (self.store.root / rel).exists():
@@ -285,6 +288,13 @@ class Session:
         return f"{moment:%Y-%m-%d %H:%M:%S} · {label}"
 
     def _header(self) -> list[str]:
+        # Used only when the file is new, but asked on every turn: made once per
+        # Session (YAML's emitter is a good part of a turn's cost in an import).
+        if self._header_lines is None:
+            self._header_lines = self._new_header()
+        return self._header_lines
+
+    def _new_header(self) -> list[str]:
         meta: dict[str, str] = {"session": self.id}
         if self.source:
             meta["source"] = self.source
@@ -308,10 +318,21 @@ class Session:
         header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
         return f"---\n{header}---\n{content}".encode()
 
+    def _write(self) -> AbstractContextManager[Transaction]:
+        """The turn's own commit, or, inside ``vault.batch()``, the batch's (one
+        commit for a whole import; the duplicate check sees the batch's turns)."""
+        writer = self.store.writer
+        if writer.current is not None:
+            return writer.batch(None)
+        return writer.transaction(None)
+
     def _duplicate(self, body: str, event: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
-        self.store.catalog.refresh(self.path)
+        current = self.store.writer.current
+        if current is None or self.path not in current.pending:
+            # (A file the open batch has edited is already parsed from its pending text.)
+            self.store.catalog.refresh(self.path)
         if event is not None:
             # An event id is unique at its source, however old: a platform
             # redelivering a day-old message must not record it twice.
@@ -319,32 +340,33 @@ class Session:
             if same:
                 return same[0]
         for block in self._recent_blocks(now):
-            if block.kind != "chat_message":
-                continue
-            if block.field("source") != self.source:
-                continue
+            # The hash first: it rules out nearly every entry, and reading a
+            # field parses it (a long import would pay that per turn per entry).
             if (
                 block.content_hash == digest
+                and block.kind == "chat_message"
+                and block.field("source") == self.source
                 and block.field("contact") == self.contact
                 and abs(now - block.created) <= DEDUPE_WINDOW
             ):
                 return block
         return None
 
-    def _recent_blocks(self, now: datetime) -> list[Block]:
+    def _recent_blocks(self, now: datetime) -> Iterator[Block]:
         """This session's entries, plus those of session files written within the window."""
         catalog = self.store.catalog
         cutoff_ns = int((now - DEDUPE_WINDOW).timestamp() * 1e9)
-        out: list[Block] = []
         for path, state in list(catalog.files.items()):
             other = path != self.path
-            if other and (session_id_of(path) is None or state.signature[0] < cutoff_ns):
+            # The mtime test first: it is what rules out nearly every file of a big vault.
+            if other and (state.signature[0] < cutoff_ns or session_id_of(path) is None):
                 continue
-            out.extend(b for b in state.parsed.blocks if b.is_memory)
-        return out
+            yield from (b for b in state.parsed.blocks if b.is_memory)
 
     def _after_write(self) -> None:
-        if self.after_write is not None:
+        # Inside vault.batch() the hook (automatic consolidation, which makes its
+        # own commit) waits for the batch's end: Vault.batch runs it then.
+        if self.after_write is not None and self.store.writer.current is None:
             self.after_write()
 
 
