@@ -1,0 +1,474 @@
+"""The hook kit's events: what ``mdmem hook <event> --host H`` does with a host's payload.
+
+Entry point (the warm server runs it by name, the CLI runs it in-process)::
+
+    from mdmem.agent.hostkit import run_event
+    stdout: str = run_event(vault, host, event, payload, policy, *, warm=False)
+
+``vault`` is an open :class:`mdmem.Vault`; ``host`` one of
+:data:`~mdmem.agent.hostformats.HOSTS` (``claude-code``, ``codex``,
+``cursor``); ``event`` one of :data:`~mdmem.agent.hostformats.EVENTS`;
+``payload`` the host's stdin JSON, already parsed (any value); ``policy`` a
+:class:`~mdmem.agent.projectpolicy.Policy` (``resolve_policy(cwd)``);
+``warm=True`` when the caller holds a warm vault (embedder loaded), so
+prompt-submit may use hybrid recall; otherwise it uses keyword recall and
+says ``degraded``. The return value is exactly what the host reads on
+stdout. ``run_event`` never raises: an error becomes a log entry and a
+one-line notice where the host shows one, with a valid (empty) answer.
+
+Events:
+
+* ``session-start`` — pinned profile facts (the active ``USER.md`` entries
+  and memories tagged ``#pinned``) and what changed since the host's last
+  session, within ``policy.session_tokens``.
+* ``prompt-submit`` — the top recalled memories within
+  ``policy.prompt_tokens`` and ``policy.prompt_latency_ms``.
+* ``post-tool-use`` — with ``capture = "everything"``: the call and its output
+  as a session turn (``Session.record_tool_output``: secrets guard, large
+  outputs stored once under a key).
+* ``pre-compact`` — a deterministic flush, no LLM: the transcript's turns into
+  the session file (``everything``; event ids make a second run a no-op) and
+  extractive facts (``summaries`` and up).
+* ``stop`` / ``session-end`` — a session summary (LLM if configured, else
+  extractive) and decisions, gotchas and bug fixes found in the assistant's
+  words, stored with ``[captured:: agent]`` so a person can review them.
+
+Tokens are estimated as ``ceil(chars / 4)`` (no tokenizer is installed; four
+characters a token is the usual rule of thumb for English text), and every
+injected block fits its budget by that estimate.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mdmem.agent.hooklog import HookLog
+from mdmem.agent.hostformats import EVENTS, HookInput, parse_input, render_output
+from mdmem.agent.projectpolicy import Policy
+from mdmem.agent.transcript import Turn, read_transcript
+from mdmem.errors import MdmemError
+from mdmem.memory import extractive, reflect
+from mdmem.models import Hit, one_line
+from mdmem.store.blocks import validate_scope
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
+
+__all__ = ["PROBE_ENV", "estimate_tokens", "run_event"]
+
+log = logging.getLogger("mdmem.agent.hostkit")
+
+#: Set by ``mdmem hooks doctor``: run the hook for real but change no bookkeeping.
+PROBE_ENV = "MDMEM_HOOK_PROBE"
+_MAX_LINE_CHARS = 400
+_MAX_CAPTURES = 10
+_CUES = {
+    "decision": re.compile(
+        r"\b(?:decided|decision|we(?:'ll| will) go with|going with|chose|opted)\b", re.I
+    ),
+    "bug_fix": re.compile(
+        r"\b(?:fixed|the fix (?:was|is)|root cause|resolved the (?:bug|issue|error))\b", re.I
+    ),
+    "gotcha": re.compile(r"\b(?:gotcha|pitfall|caveat|watch out|turns out|beware)\b", re.I),
+}
+_TOOL_NAME_BAD = re.compile(r"[^\w.:/-]")
+
+
+def estimate_tokens(text: str) -> int:
+    """A dependency-free token estimate: one token per four characters, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def run_event(
+    vault: Vault,
+    host: str,
+    event: str,
+    payload: Any,
+    policy: Policy,
+    *,
+    warm: bool = False,
+) -> str:
+    """Handle one hook event and return the host's stdout; never raises (see module doc)."""
+    started = time.perf_counter()
+    entry: dict[str, Any] = {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "event": event,
+        "host": host,
+    }
+    context = notice = ""
+    try:
+        if event not in EVENTS:
+            raise ValueError(f"unknown event {event!r}")
+        inp = parse_input(host, event, payload)
+        entry.update(session=inp.session_id, cwd=inp.cwd, policy=policy.source)
+        if policy.notes:
+            entry["policy_notes"] = list(policy.notes)
+        if not policy.enabled:
+            entry["skipped"] = "disabled by policy"
+        else:
+            scope = validate_scope(policy.scope) or None
+            run = _Run(vault, inp, policy, scope, warm, entry, started)
+            context = run.handle()
+    except Exception as exc:  # a hook must answer the host whatever went wrong
+        log.warning("hook %s (%s) failed: %s", event, host, exc, exc_info=True)
+        entry["error"] = f"{type(exc).__name__}: {one_line(str(exc))}"
+        notice = f"mdmem {event} hook failed: {one_line(str(exc))[:200]} (see mdmem hooks log)"
+        context = ""
+    entry["tokens"] = estimate_tokens(context)
+    entry["injected"] = bool(context)
+    entry["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    try:
+        HookLog(vault.state_dir).append(entry)
+    except OSError as exc:
+        log.warning("could not write the hook log: %s", exc)
+    try:
+        return render_output(host, event, context, notice)
+    except ValueError:
+        return "{}"
+
+
+class _Run:
+    def __init__(
+        self,
+        vault: Vault,
+        inp: HookInput,
+        policy: Policy,
+        scope: str | None,
+        warm: bool,
+        entry: dict[str, Any],
+        started: float,
+    ) -> None:
+        self.vault = vault
+        self.inp = inp
+        self.policy = policy
+        self.scope = scope
+        self.warm = warm
+        self.entry = entry
+        self.started = started
+        self.probe = bool(os.environ.get(PROBE_ENV))
+        self.log = HookLog(vault.state_dir)
+
+    def handle(self) -> str:
+        event = self.inp.event
+        if event == "session-start":
+            return self.session_start()
+        if event == "prompt-submit":
+            return self.prompt_submit()
+        if event == "post-tool-use":
+            self.post_tool_use()
+        elif event == "pre-compact":
+            self.pre_compact()
+        else:  # stop, session-end
+            self.stop()
+        return ""
+
+    # -- injection -------------------------------------------------------------
+
+    def _in_scope(self, scope: str) -> bool:
+        return scope in ("", self.scope or "")
+
+    def session_start(self) -> str:
+        budget = self.policy.session_tokens
+        pinned = []
+        for block in self.vault.catalog.blocks(memories_only=True):
+            if block.status != "active" or not self._in_scope(block.scope):
+                continue
+            if block.path.endswith("USER.md") or "pinned" in block.tags:
+                pinned.append((block.id, f"- {_clip(block.text)} ({block.path}#^{block.id})"))
+        changed = self._changes()
+        sections = [
+            ("### Profile (pinned)", pinned),
+            ("### Changed since your last session", changed),
+        ]
+        text, ids = _fit("## mdmem memory", sections, budget)
+        self.entry["ids"] = ids
+        self.entry["source"] = self.inp.source
+        return text
+
+    def _changes(self) -> list[tuple[str, str]]:
+        key = f"last_seen:{self.inp.host}:{self.scope or 'root'}"
+        head = self.vault.git.head()
+        seen = self.log.state().get(key)
+        if not self.probe and head:
+            self.log.update_state(key, head)
+        if not seen or seen == head:
+            return []
+        try:
+            diff = self.vault.diff(seen)
+        except MdmemError as exc:  # a rewritten history (purge) loses the old commit
+            self.entry["changes_error"] = one_line(str(exc))
+            return []
+        lines: list[tuple[str, str]] = []
+        for change in reversed(diff.remembered):
+            if change.status == "active" and change.text and change.kind not in _TURN_KINDS:
+                lines.append((change.id, f"- new: {_clip(change.text)} (^{change.id})"))
+        for sup in diff.superseded:
+            if sup.new_text:
+                lines.append((sup.new_id or sup.old_id, f"- replaced: {_clip(sup.new_text)}"))
+        for change in diff.forgotten:
+            lines.append((change.id, f"- forgotten: {_clip(change.text or change.id)}"))
+        if diff.human_edits:
+            lines.append(("", f"- {len(diff.human_edits)} edit(s) by a person since then"))
+        return lines
+
+    def prompt_submit(self) -> str:
+        prompt = (self.inp.prompt or "").strip()
+        if not prompt:
+            return ""
+        budget_s = self.policy.prompt_latency_ms / 1000
+        mode = "hybrid" if self.warm else "keyword"
+        degraded = not self.warm
+        k = max(1, min(20, self.policy.prompt_tokens // 60 or 1))
+        hits, timed_out = _bounded(
+            lambda: self.vault.recall(prompt[:2000], k=k, scope=self.scope, mode=mode),
+            budget_s - (time.perf_counter() - self.started),
+        )
+        if timed_out or hits is None:
+            self.entry.update(degraded=True, timed_out=timed_out, ids=[])
+            return (
+                "## Recalled Memory (mdmem, degraded)\n"
+                "_No memories in time: recall exceeded its latency budget._\n"
+            )
+        degraded = degraded or bool(hits.degraded)
+        items = [h for h in hits.items if h.kind not in ("tool_output",)]
+        lines = [(h.id, f"- {_clip(h.text)} ({h.citation})") for h in items]
+        title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
+        text, ids = _fit(title, [("", lines)], self.policy.prompt_tokens)
+        chosen = set(ids)
+        self.entry.update(
+            degraded=degraded,
+            mode=mode,
+            ids=ids,
+            why=[_why(h) for h in items if h.id in chosen],
+        )
+        return text if ids else ""
+
+    # -- capture ---------------------------------------------------------------
+
+    def post_tool_use(self) -> None:
+        if not self.policy.captures("everything") or self.probe:
+            self.entry["captured"] = 0
+            return
+        tool = _TOOL_NAME_BAD.sub("_", self.inp.tool_name or "tool")[:64] or "tool"
+        body = f"input: {_as_text(self.inp.tool_input)}\n\noutput: {_as_text(self.inp.tool_output)}"
+        session = self._session()
+        memory = session.record_tool_output(tool, body)
+        self.entry.update(captured=1, ids=[memory.id])
+
+    def _session(self) -> Any:
+        return self.vault.session(_session_id(self.inp), source=self.inp.host, scope=self.scope)
+
+    def _turns(self) -> list[Turn]:
+        path = self.inp.transcript_path
+        return read_transcript(path) if path else []
+
+    def _record_turns(self, turns: list[Turn]) -> list[str]:
+        """Turns into the session file, one commit; event ids make a re-run write nothing."""
+        session = self._session()
+        new: list[str] = []
+        with self.vault.batch(f"hook {self.inp.event}: {len(turns)} turns of {session.id}"):
+            for turn in turns:
+                try:
+                    m = session.record(turn.role, turn.text, event_id=turn.event_id, when=turn.when)
+                except MdmemError as exc:
+                    self.entry.setdefault("skipped_turns", []).append(one_line(str(exc))[:120])
+                    continue
+                if m.was_new:
+                    new.append(m.id)
+        return new
+
+    def pre_compact(self) -> None:
+        if not self.policy.captures("summaries") or self.probe:
+            return
+        turns = self._turns()
+        ids = self._record_turns(turns) if self.policy.captures("everything") else []
+        messages = [{"role": t.role, "content": t.text} for t in turns]
+        # No LLM here on purpose: compaction must not wait on (or pay for) a model.
+        result = reflect.flush(
+            self.vault.store,
+            self.vault.resolver,
+            messages,
+            llm=None,
+            scope=self.scope,
+            session=_session_id(self.inp),
+        )
+        ids += [m.id for m in result.memories if m.was_new]
+        self.entry.update(captured=len(ids), ids=ids, turns=len(turns))
+
+    def stop(self) -> None:
+        if not self.policy.captures("summaries") or self.probe:
+            return
+        turns = self._turns()
+        ids = self._record_turns(turns) if self.policy.captures("everything") else []
+        ids += self._capture(turns)
+        summary = self._summary(turns)
+        if summary:
+            ids.append(summary)
+        self.entry.update(captured=len(ids), ids=ids, turns=len(turns))
+
+    def _fields(self) -> list[tuple[str, str]]:
+        # Set by the host side, never parsed from the text: a person reviews these.
+        return [("captured", "agent"), ("host", self.inp.host), ("session", _session_id(self.inp))]
+
+    def _capture(self, turns: list[Turn]) -> list[str]:
+        found: list[tuple[str, str]] = []
+        for turn in turns:
+            if turn.role != "assistant":
+                continue
+            for sentence in extractive.sentences(turn.text):
+                for kind, cue in _CUES.items():
+                    if cue.search(sentence) and len(sentence) >= 20:
+                        found.append((kind, sentence))
+                        break
+        out: list[str] = []
+        with self.vault.batch(f"hook {self.inp.event}: capture from {_session_id(self.inp)}"):
+            for kind, text in found[-_MAX_CAPTURES:]:
+                try:
+                    m = self.vault.remember(
+                        text, kind=kind, scope=self.scope, fields=self._fields()
+                    )
+                except MdmemError as exc:
+                    self.entry.setdefault("skipped_captures", []).append(one_line(str(exc))[:120])
+                    continue
+                if m.was_new:
+                    out.append(m.id)
+        return out
+
+    def _summary(self, turns: list[Turn]) -> str | None:
+        """One live summary per session, rewritten (superseded) only when new turns came."""
+        if not turns:
+            return None
+        sid = _session_id(self.inp)
+        key = f"summary:{self.inp.host}:{sid}"
+        state = self.log.state().get(key) or {}
+        span = turns[-1].event_id
+        if state.get("span") == span:
+            return None  # this span is summarised already
+        text = _summarize(self.vault, turns)
+        if not text:
+            return None
+        fields = [*self._fields(), ("turns", str(len(turns)))]
+        memory = self.vault.remember(text, kind="session_summary", scope=self.scope, fields=fields)
+        old = state.get("id")
+        if old and old != memory.id:
+            # The newer summary covers the older one's turns too; retire, don't delete.
+            try:
+                self.vault.resolve(old, status="superseded")
+            except MdmemError as exc:  # forgotten or edited away by a person meanwhile
+                self.entry["summary_note"] = one_line(str(exc))[:120]
+        self.log.update_state(key, {"span": span, "id": memory.id})
+        return memory.id if memory.was_new else None
+
+
+_TURN_KINDS = ("chat_message", "tool_output")
+
+
+def _summarize(vault: Vault, turns: list[Turn]) -> str:
+    pairs = [(t.role, t.text) for t in turns]
+    llm = vault.llm_client()
+    if llm is not None:
+        from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
+
+        convo = "\n".join(f"{r}: {t}" for r, t in pairs)[-20_000:]
+        try:
+            reply = llm.chat(
+                [
+                    {
+                        "role": "system",
+                        "content": "Summarise this coding session in at most five sentences: "
+                        "the goal, what was done, decisions and open problems. "
+                        + DATA_INSTRUCTIONS,
+                    },
+                    {"role": "user", "content": data_block("session", convo)},
+                ]
+            )
+            text = " ".join(reply.split())
+            if text:
+                return "Session summary (LLM): " + text[:2000]
+        except MdmemError as exc:
+            log.warning("LLM summary failed, using the extractive one: %s", exc)
+    text = extractive.summarize(pairs, max_sentences=4, max_chars=900)
+    return f"Session summary (extractive): {text}" if text else ""
+
+
+def _session_id(inp: HookInput) -> str:
+    raw = re.sub(r"[^A-Za-z0-9._-]", "-", inp.session_id).strip(".-") or "unknown"
+    return f"{inp.host}-{raw}"[:128].rstrip(".")
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_LINE_CHARS else flat[: _MAX_LINE_CHARS - 1] + "…"
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _why(hit: Hit) -> dict[str, Any]:
+    return {
+        "id": hit.id,
+        "score": round(hit.score, 4),
+        "scores": {k: round(v, 4) for k, v in hit.scores.items()},
+        "citation": hit.citation,
+    }
+
+
+def _fit(
+    title: str, sections: Iterable[tuple[str, list[tuple[str, str]]]], budget: int
+) -> tuple[str, list[str]]:
+    """A block of ``sections`` whose estimated tokens stay within ``budget``; cited ids."""
+    out = [title]
+    ids: list[str] = []
+    for heading, lines in sections:
+        if not lines:
+            continue
+        head_added = not heading
+        for memory_id, line in lines:
+            extra = ([heading] if not head_added else []) + [line]
+            if estimate_tokens("\n".join([*out, *extra]) + "\n") > budget:
+                break
+            out.extend(extra)
+            head_added = True
+            if memory_id:
+                ids.append(memory_id)
+    if len(out) == 1:
+        return "", []
+    return "\n".join(out) + "\n", ids
+
+
+def _bounded(func: Callable[[], Any], seconds: float) -> tuple[Any, bool]:
+    """``func()`` in a daemon thread, given ``seconds``: (result or None, timed out)."""
+    if seconds <= 0:
+        return None, True
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # handed back to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="mdmem-hook-recall", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        return None, True
+    if "error" in box:
+        raise box["error"]
+    return box.get("value"), False
