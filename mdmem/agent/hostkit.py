@@ -155,6 +155,10 @@ class _Run:
         self.started = started
         self.probe = bool(os.environ.get(PROBE_ENV))
         self.log = HookLog(vault.state_dir)
+        # Captured host output is data nobody typed for storage: a secret in it is
+        # redacted (the rest kept) rather than refusing the whole turn; "off" stays off.
+        mode = vault.settings.secrets
+        self.secrets = "redact" if mode == "refuse" else mode
 
     def handle(self) -> str:
         event = self.inp.event
@@ -260,7 +264,7 @@ class _Run:
         tool = _TOOL_NAME_BAD.sub("_", self.inp.tool_name or "tool")[:64] or "tool"
         body = f"input: {_as_text(self.inp.tool_input)}\n\noutput: {_as_text(self.inp.tool_output)}"
         session = self._session()
-        memory = session.record_tool_output(tool, body)
+        memory = session.record_tool_output(tool, body, secrets=self.secrets)
         self.entry.update(captured=1, ids=[memory.id])
 
     def _session(self) -> Any:
@@ -271,18 +275,27 @@ class _Run:
         return read_transcript(path) if path else []
 
     def _record_turns(self, turns: list[Turn]) -> list[str]:
-        """Turns into the session file, one commit; event ids make a re-run write nothing."""
+        """Turns into the session file; event ids make a re-run write nothing.
+
+        One commit per new turn for now (``Session.record`` is a transaction of
+        its own); a turn already recorded costs a catalog lookup, no commit.
+        """
         session = self._session()
         new: list[str] = []
-        with self.vault.batch(f"hook {self.inp.event}: {len(turns)} turns of {session.id}"):
-            for turn in turns:
-                try:
-                    m = session.record(turn.role, turn.text, event_id=turn.event_id, when=turn.when)
-                except MdmemError as exc:
-                    self.entry.setdefault("skipped_turns", []).append(one_line(str(exc))[:120])
-                    continue
-                if m.was_new:
-                    new.append(m.id)
+        for turn in turns:
+            try:
+                m = session.record(
+                    turn.role,
+                    turn.text,
+                    event_id=turn.event_id,
+                    when=turn.when,
+                    secrets=self.secrets,
+                )
+            except MdmemError as exc:
+                self.entry.setdefault("skipped_turns", []).append(one_line(str(exc))[:120])
+                continue
+            if m.was_new:
+                new.append(m.id)
         return new
 
     def pre_compact(self) -> None:
@@ -333,7 +346,11 @@ class _Run:
             for kind, text in found[-_MAX_CAPTURES:]:
                 try:
                     m = self.vault.remember(
-                        text, kind=kind, scope=self.scope, fields=self._fields()
+                        text,
+                        kind=kind,
+                        scope=self.scope,
+                        fields=self._fields(),
+                        secrets=self.secrets,
                     )
                 except MdmemError as exc:
                     self.entry.setdefault("skipped_captures", []).append(one_line(str(exc))[:120])
@@ -356,7 +373,9 @@ class _Run:
         if not text:
             return None
         fields = [*self._fields(), ("turns", str(len(turns)))]
-        memory = self.vault.remember(text, kind="session_summary", scope=self.scope, fields=fields)
+        memory = self.vault.remember(
+            text, kind="session_summary", scope=self.scope, fields=fields, secrets=self.secrets
+        )
         old = state.get("id")
         if old and old != memory.id:
             # The newer summary covers the older one's turns too; retire, don't delete.
