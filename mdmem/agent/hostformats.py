@@ -37,7 +37,10 @@ __all__ = [
     "HOSTS",
     "HookInput",
     "Host",
+    "can_inject",
+    "context_of",
     "host",
+    "installed_commands",
     "is_mdmem_command",
     "merge_hooks",
     "parse_input",
@@ -187,6 +190,13 @@ def parse_input(host_name: str, event: str, data: Any) -> HookInput:
 
 
 # -- output -----------------------------------------------------------------
+
+
+def can_inject(host_name: str, event: str) -> bool:
+    """Whether the host lets a hook add context to the model at ``event``."""
+    if event not in INJECTING:
+        return False
+    return not (host(host_name).name == "cursor" and event == "prompt-submit")
 
 
 def render_output(host_name: str, event: str, context: str = "", notice: str = "") -> str:

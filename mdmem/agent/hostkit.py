@@ -51,13 +51,21 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mdmem.agent.hooklog import HookLog
-from mdmem.agent.hostformats import EVENTS, HookInput, parse_input, render_output
+from mdmem.agent.hostformats import (
+    EVENTS,
+    HOSTS,
+    HookInput,
+    can_inject,
+    parse_input,
+    render_output,
+)
 from mdmem.agent.projectpolicy import Policy
 from mdmem.agent.transcript import Turn, read_transcript
 from mdmem.errors import MdmemError
 from mdmem.memory import extractive, reflect
 from mdmem.models import Hit, one_line
 from mdmem.store.blocks import validate_scope
+from mdmem.store.inputs import MAX_MEMORY_CHARS
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -70,6 +78,8 @@ log = logging.getLogger("mdmem.agent.hostkit")
 PROBE_ENV = "MDMEM_HOOK_PROBE"
 _MAX_LINE_CHARS = 400
 _MAX_CAPTURES = 10
+_PROBE_BUDGET_S = 10.0
+_MAX_TURN_CHARS = MAX_MEMORY_CHARS - 200  # room for the entry's fields
 _CUES = {
     "decision": re.compile(
         r"\b(?:decided|decision|we(?:'ll| will) go with|going with|chose|opted)\b", re.I
@@ -111,6 +121,8 @@ def run_event(
         entry.update(session=inp.session_id, cwd=inp.cwd, policy=policy.source)
         if policy.notes:
             entry["policy_notes"] = list(policy.notes)
+            if event == "session-start":  # once a session, where a person will see it
+                notice = "mdmem policy: " + "; ".join(policy.notes)[:300]
         if not policy.enabled:
             entry["skipped"] = "disabled by policy"
         else:
@@ -181,12 +193,15 @@ class _Run:
 
     def session_start(self) -> str:
         budget = self.policy.session_tokens
-        pinned = []
+        candidates = []
         for block in self.vault.catalog.blocks(memories_only=True):
             if block.status != "active" or not self._in_scope(block.scope):
                 continue
             if block.path.endswith("USER.md") or "pinned" in block.tags:
-                pinned.append((block.id, f"- {_clip(block.text)} ({block.path}#^{block.id})"))
+                candidates.append(block)
+        # What the budget keeps first: explicitly pinned, then the newest profile entries.
+        candidates.sort(key=lambda b: ("pinned" not in b.tags, -b.created.timestamp()))
+        pinned = [(b.id, f"- {_clip(b.text)} ({b.path}#^{b.id})") for b in candidates]
         changed = self._changes()
         sections = [
             ("### Profile (pinned)", pinned),
@@ -227,7 +242,16 @@ class _Run:
         prompt = (self.inp.prompt or "").strip()
         if not prompt:
             return ""
+        if not can_inject(self.inp.host, "prompt-submit"):
+            # Cursor's beforeSubmitPrompt has no context field: recalling would cost
+            # time for nothing (its agents get memory at sessionStart instead).
+            self.entry.update(ids=[], skipped="the host takes no context at this event")
+            return ""
         budget_s = self.policy.prompt_latency_ms / 1000
+        if self.probe:
+            # The doctor checks the wiring and the format; a cold, loaded machine
+            # must not make that check flaky. Slowness is reported, not hidden.
+            budget_s = max(budget_s, _PROBE_BUDGET_S)
         mode = "hybrid" if self.warm else "keyword"
         degraded = not self.warm
         k = max(1, min(20, self.policy.prompt_tokens // 60 or 1))
@@ -242,6 +266,9 @@ class _Run:
                 "_No memories in time: recall exceeded its latency budget._\n"
             )
         degraded = degraded or bool(hits.degraded)
+        elapsed_ms = (time.perf_counter() - self.started) * 1000
+        if elapsed_ms > self.policy.prompt_latency_ms:
+            self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
         items = [h for h in hits.items if h.kind not in ("tool_output",)]
         lines = [(h.id, f"- {_clip(h.text)} ({h.citation})") for h in items]
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
@@ -286,7 +313,7 @@ class _Run:
             try:
                 m = session.record(
                     turn.role,
-                    turn.text,
+                    _fit_turn(turn.text),
                     event_id=turn.event_id,
                     when=turn.when,
                     secrets=self.secrets,
@@ -322,9 +349,12 @@ class _Run:
         turns = self._turns()
         ids = self._record_turns(turns) if self.policy.captures("everything") else []
         ids += self._capture(turns)
-        summary = self._summary(turns)
-        if summary:
-            ids.append(summary)
+        # Claude Code and Cursor fire stop after every reply and have a session end:
+        # the summary waits for it. Codex has no session end, so its stop summarises.
+        if self.inp.event == "session-end" or "session-end" not in HOSTS[self.inp.host].events:
+            summary = self._summary(turns)
+            if summary:
+                ids.append(summary)
         self.entry.update(captured=len(ids), ids=ids, turns=len(turns))
 
     def _fields(self) -> list[tuple[str, str]]:
@@ -416,6 +446,14 @@ def _summarize(vault: Vault, turns: list[Turn]) -> str:
             log.warning("LLM summary failed, using the extractive one: %s", exc)
     text = extractive.summarize(pairs, max_sentences=4, max_chars=900)
     return f"Session summary (extractive): {text}" if text else ""
+
+
+def _fit_turn(text: str) -> str:
+    """A turn short enough to be one memory; a longer one keeps its head and says so."""
+    if len(text) <= _MAX_TURN_CHARS:
+        return text
+    head = text[: _MAX_TURN_CHARS - 80].rstrip()
+    return f"{head}\n… ({len(text) - len(head):,} more characters in the host's transcript)"
 
 
 def _session_id(inp: HookInput) -> str:

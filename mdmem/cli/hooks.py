@@ -243,14 +243,18 @@ def install(obj: Context, host_name: str, user: bool, directory: str | None, as_
         "vault": str(vault) if vault else None,
         "backup": str(backup) if backup.exists() else None,
     }
-    emit(
-        result,
-        as_json,
-        lambda: click.echo(
-            f"{'installed' if changed else 'already installed:'} {len(commands)} {host_name} "
-            f"hooks in {path}"
-        ),
-    )
+
+    def human() -> None:
+        verb = "installed" if changed else "already installed:"
+        click.echo(f"{verb} {len(commands)} {host_name} hooks in {path}")
+        if vault is None:
+            click.echo(
+                "note: no vault given; the hooks will use $MDMEM_VAULT or `vault` in "
+                "hooks.toml (pass --vault to write one into the hooks)",
+                err=True,
+            )
+
+    emit(result, as_json, human)
 
 
 def _load_backup(path: Path) -> dict[str, Any] | None:
@@ -319,6 +323,8 @@ def hooks_log(obj: Context, limit: int, as_json: bool) -> None:
                 f"{len(e.get('ids') or [])} memories, {e.get('tokens', 0)} tokens, "
                 f"{e.get('took_ms', '?')} ms"
             )
+            if e.get("over_budget_ms"):
+                flags.append(f"over the latency budget by {e['over_budget_ms']} ms")
             if flags:
                 line += f" [{', '.join(flags)}]"
             if e.get("error"):
@@ -339,21 +345,29 @@ def hooks_log(obj: Context, limit: int, as_json: bool) -> None:
 def _doctor_payload(host_name: str, event: str, cwd: Path, prompt: str) -> dict[str, Any]:
     """A payload shaped as the host documents it (see mdmem.agent.hostformats)."""
     h = hf.host(host_name)
+    extra: dict[str, Any] = {}
+    if event == "session-start":
+        extra["source"] = "startup"
+    elif event == "prompt-submit":
+        extra["prompt"] = prompt
+    elif event == "post-tool-use":
+        output_key = "tool_output" if host_name == "cursor" else "tool_response"
+        extra.update(tool_name="Bash", tool_input={"command": "true"}, **{output_key: ""})
     if host_name == "cursor":
         return {
             "conversation_id": "mdmem-doctor",
             "generation_id": "mdmem-doctor",
             "hook_event_name": h.native(event),
             "workspace_roots": [str(cwd)],
-            "prompt": prompt,
+            "transcript_path": None,
+            **extra,
         }
     return {
         "session_id": "mdmem-doctor",
         "transcript_path": None,
         "cwd": str(cwd),
         "hook_event_name": h.native(event),
-        "source": "startup",
-        "prompt": prompt,
+        **extra,
     }
 
 
@@ -375,33 +389,18 @@ def doctor(
     """Plant a canary memory, run each installed hook as its host would, check the canary."""
     cwd = (Path(directory).expanduser() if directory else Path.cwd()).resolve()
     checks: list[dict[str, Any]] = []
+    planned: list[tuple[str, str, str]] = []  # (host, event, command)
     for host_name in hosts or tuple(hf.HOSTS):
         path = _where(host_name, user, directory)
         data, _ = _read_config(path)
         commands = hf.installed_commands(host_name, data)
-        if not commands:
-            if hosts:
-                checks.append(
-                    {
-                        "host": host_name,
-                        "event": "-",
-                        "ok": False,
-                        "problem": f"no mdmem hooks in {path}",
-                    }
-                )
-            continue
-        for event in ("session-start", "prompt-submit"):
-            if event in commands and not (host_name == "cursor" and event == "prompt-submit"):
-                checks.append(_probe(obj, host_name, event, commands[event], cwd))
-    if not checks:
-        checks.append(
-            {
-                "host": "-",
-                "event": "-",
-                "ok": False,
-                "problem": "no mdmem hooks installed here (run mdmem hooks install HOST)",
-            }
-        )
+        if not commands and hosts:
+            checks.append(_fail(host_name, "-", f"no mdmem hooks in {path}"))
+        planned += [(host_name, e, c) for e, c in commands.items()]
+    if planned:
+        checks += _run_probes(obj, planned, cwd)
+    elif not checks:
+        checks.append(_fail("-", "-", "no mdmem hooks installed here (mdmem hooks install HOST)"))
     ok = all(c["ok"] for c in checks)
 
     def human() -> None:
@@ -416,13 +415,19 @@ def doctor(
         raise click.exceptions.Exit(1)
 
 
-def _probe(obj: Context, host_name: str, event: str, command: str, cwd: Path) -> dict[str, Any]:
+def _fail(host_name: str, event: str, problem: str) -> dict[str, Any]:
+    return {"host": host_name, "event": event, "ok": False, "problem": problem}
+
+
+def _run_probes(
+    obj: Context, planned: list[tuple[str, str, str]], cwd: Path
+) -> list[dict[str, Any]]:
+    """One canary for the whole run, forgotten again whatever happens."""
     from mdmem.vault import Vault
 
     policy = resolve_policy(str(cwd))
-    root = policy.vault or _baked_vault(command) or obj.root()
+    root = policy.vault or _baked_vault(planned[0][2]) or obj.root()
     token = "mdmemcanary" + hashlib.sha1(os.urandom(8)).hexdigest()[:10]
-    result: dict[str, Any] = {"host": host_name, "event": event, "ok": False}
     with Vault.open(root, agent="mdmem-doctor") as vault:
         canary = vault.remember(
             f"Hook canary {token}: mdmem hooks doctor checks this comes back.",
@@ -430,6 +435,15 @@ def _probe(obj: Context, host_name: str, event: str, command: str, cwd: Path) ->
             tags=["pinned"],
             scope=policy.scope,
         )
+    try:
+        return [_probe(h, e, c, cwd, token) for h, e, c in planned]
+    finally:
+        with Vault.open(root, agent="mdmem-doctor") as vault:
+            vault.forget(canary.id, reason="hooks doctor canary")
+
+
+def _probe(host_name: str, event: str, command: str, cwd: Path, token: str) -> dict[str, Any]:
+    result: dict[str, Any] = {"host": host_name, "event": event, "ok": False}
     payload = _doctor_payload(host_name, event, cwd, f"what is the hook canary {token}?")
     started = time.perf_counter()
     try:
@@ -442,29 +456,27 @@ def _probe(obj: Context, host_name: str, event: str, command: str, cwd: Path) ->
             env={**os.environ, _PROBE_ENV: "1"},
             timeout=hf.host(host_name).timeouts[event],
         )
-        result["ms"] = round((time.perf_counter() - started) * 1000)
-        stdout = proc.stdout.decode("utf-8", "replace")
-        if proc.returncode != 0:
-            err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:200]
-            result["problem"] = f"exit {proc.returncode}: {err or 'no output'}"
-        elif host_name != "claude-code" and not _is_json_object(stdout):
-            result["problem"] = f"output is not the JSON {host_name} reads: {stdout[:120]!r}"
-        elif token not in hf.context_of(host_name, stdout):
-            result["problem"] = "the canary memory did not come back in the hook's context"
-        else:
-            result["ok"] = True
     except subprocess.TimeoutExpired:
         result["problem"] = "timed out"
+        return result
     except OSError as exc:
         result["problem"] = f"could not run: {exc}"
-    finally:
-        with Vault.open(root, agent="mdmem-doctor") as vault:
-            vault.forget(canary.id, reason="hooks doctor canary")
-    return result
-
-
-def _is_json_object(text: str) -> bool:
+        return result
+    result["ms"] = round((time.perf_counter() - started) * 1000)
+    stdout = proc.stdout.decode("utf-8", "replace")
     try:
-        return isinstance(json.loads(text), dict)
+        data = json.loads(stdout)
     except ValueError:
-        return False
+        data = None
+    if proc.returncode != 0:
+        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:200]
+        result["problem"] = f"exit {proc.returncode}: {err or 'no output'}"
+    elif not isinstance(data, dict):
+        result["problem"] = f"output is not the JSON object {host_name} reads: {stdout[:120]!r}"
+    elif "hook failed" in str(data.get("systemMessage") or data.get("user_message") or ""):
+        result["problem"] = str(data.get("systemMessage") or data.get("user_message"))[:300]
+    elif hf.can_inject(host_name, event) and token not in hf.context_of(host_name, stdout):
+        result["problem"] = "the canary memory did not come back in the hook's context"
+    else:
+        result["ok"] = True
+    return result

@@ -167,12 +167,18 @@ def test_pre_compact_with_summaries_capture_keeps_no_raw_turns(vault: Vault, rep
     assert any("money module" in m.text for m in vault.memories())
 
 
-def test_stop_writes_a_summary_and_captures_marked_for_review(vault: Vault, repo: Path) -> None:
-    data = payload("claude-code", "stop", repo)
-    run_event(vault, "claude-code", "stop", data, Policy())
+def captured_blocks(vault: Vault) -> list[Any]:
+    blocks = [vault.block(m.id) for m in vault.memories(include_inactive=False)]
+    return [b for b in blocks if b.field("captured") == "agent"]
+
+
+def test_session_end_writes_a_summary_and_captures_marked_for_review(
+    vault: Vault, repo: Path
+) -> None:
+    data = payload("claude-code", "session-end", repo)
+    run_event(vault, "claude-code", "session-end", data, Policy())
     assert "error" not in last_log(vault)
-    captured = [vault.block(m.id) for m in vault.memories(include_inactive=False)]
-    captured = [b for b in captured if b.field("captured") == "agent"]
+    captured = captured_blocks(vault)
     kinds = {b.kind for b in captured}
     assert {"session_summary", "decision", "bug_fix", "gotcha"} <= kinds, kinds
     for b in captured:
@@ -181,19 +187,80 @@ def test_stop_writes_a_summary_and_captures_marked_for_review(vault: Vault, repo
     summary = next(b for b in captured if b.kind == "session_summary")
     assert summary.text.startswith("Session summary (extractive):")
     n = commits(vault)
-    run_event(vault, "claude-code", "stop", data, Policy())
+    run_event(vault, "claude-code", "session-end", data, Policy())
     assert commits(vault) == n  # the same span is never summarised twice
 
 
-def test_stop_after_new_turns_retires_the_older_summary(
+def test_stop_summarises_only_on_hosts_without_a_session_end(vault: Vault, repo: Path) -> None:
+    # Claude Code fires Stop after every reply: captures yes, the summary waits for SessionEnd.
+    run_event(vault, "claude-code", "stop", payload("claude-code", "stop", repo), Policy())
+    kinds = {b.kind for b in captured_blocks(vault)}
+    assert "decision" in kinds and "session_summary" not in kinds
+    # Codex has no session end: its Stop writes the summary.
+    run_event(vault, "codex", "stop", payload("codex", "stop", repo), Policy())
+    summaries = [b for b in captured_blocks(vault) if b.kind == "session_summary"]
+    assert [b.field("host") for b in summaries] == ["codex"]
+
+
+def test_a_summary_after_new_turns_retires_the_older_one(
     vault: Vault, repo: Path, tmp_path: Path
 ) -> None:
     short = tmp_path / "short.jsonl"
     short.write_text("".join(TRANSCRIPT.read_text().splitlines(keepends=True)[:3]))
-    run_event(vault, "claude-code", "stop", payload("claude-code", "stop", repo, short), Policy())
-    run_event(vault, "claude-code", "stop", payload("claude-code", "stop", repo), Policy())
+    event = "session-end"
+    run_event(vault, "cursor", event, payload("cursor", event, repo, short), Policy())
+    run_event(vault, "cursor", event, payload("cursor", event, repo), Policy())
     summaries = [m for m in vault.memories() if m.kind == "session_summary"]
     assert sorted(vault.block(m.id).status for m in summaries) == ["active", "superseded"]
+
+
+def test_cursor_prompt_submit_does_not_recall_for_nothing(vault: Vault, repo: Path) -> None:
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    data = payload("cursor", "prompt-submit", repo)
+    assert json.loads(run_event(vault, "cursor", "prompt-submit", data, Policy())) == {
+        "continue": True
+    }
+    entry = last_log(vault)
+    assert entry["ids"] == [] and entry["injected"] is False and "skipped" in entry
+
+
+def test_policy_notes_reach_the_user_at_session_start(vault: Vault, repo: Path) -> None:
+    policy = replace(
+        Policy(), notes=(".mdmem.toml: ignored key 'llm' (a project file can't set it)",)
+    )
+    out = json.loads(
+        run_event(
+            vault,
+            "claude-code",
+            "session-start",
+            payload("claude-code", "session-start", repo),
+            policy,
+        )
+    )
+    assert "ignored key 'llm'" in out["systemMessage"]
+
+
+def test_a_turn_longer_than_a_memory_is_recorded_clipped(
+    vault: Vault, repo: Path, tmp_path: Path
+) -> None:
+    long = tmp_path / "long.jsonl"
+    text = "word " * 6000
+    long.write_text(
+        json.dumps({"type": "user", "uuid": "u-long", "message": {"role": "user", "content": text}})
+        + "\n"
+    )
+    policy = replace(Policy(), capture="everything")
+    run_event(
+        vault,
+        "claude-code",
+        "pre-compact",
+        payload("claude-code", "pre-compact", repo, long),
+        policy,
+    )
+    entry = last_log(vault)
+    assert "skipped_turns" not in entry and entry["ids"]
+    stored = vault.get(entry["ids"][0]).text
+    assert stored.startswith("word word") and "more characters in the host's transcript" in stored
 
 
 def test_post_tool_use_records_the_call_with_secrets_redacted(vault: Vault, repo: Path) -> None:
