@@ -32,14 +32,14 @@ from mdmem.git import history as git_history
 from mdmem.git import provenance as git_provenance
 from mdmem.git import purge as git_purge
 from mdmem.git import review as git_review
-from mdmem.git import timetravel
+from mdmem.git import seen, timetravel
 from mdmem.git.sync import SyncResult, sync
 from mdmem.git.versions import Version, versions
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
 from mdmem.memory import consolidate as consolidation
-from mdmem.memory import lifecycle, reflect, sessions
+from mdmem.memory import lifecycle, reflect, sessions, summaries, toolcalls
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.recaller import Recaller
@@ -56,10 +56,12 @@ if TYPE_CHECKING:
     from mdmem.git.provenance import LineAuthor, Provenance
     from mdmem.git.purge import PurgeResult
     from mdmem.git.review import Review, ReviewDecision, UndoResult
+    from mdmem.git.seen import Seen
     from mdmem.memory.consolidate import ConsolidationResult
     from mdmem.memory.lifecycle import RetentionReport
     from mdmem.memory.reflect import FlushResult, Reflection
     from mdmem.memory.sessions import Session
+    from mdmem.memory.toolcalls import ToolCall
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
@@ -656,8 +658,35 @@ class Vault:
         return lifecycle.anonymize_retired(self.store, days, apply=apply)
 
     def resolve_session(self, session_id: str, *, scope: str | None = None) -> list[Memory]:
-        """Resolve every active memory of a session (its entries and facts), one commit."""
-        return lifecycle.resolve_session(self.store, session_id, scope=scope)
+        """Summarise the session, then resolve its active memories (entries, facts): one commit."""
+        return summaries.resolve_session(self.store, session_id, scope=scope, llm=self.llm_client())
+
+    def summarize_session(
+        self, session_id: str, *, scope: str | None = None, llm: LLMClient | None = None
+    ) -> Memory | None:
+        """A ``session_summary`` of the turns no summary covers yet (LLM, else extractive)."""
+        client = llm if llm is not None else self.llm_client()
+        return summaries.summarize_session(self.store, session_id, scope=scope, llm=client)
+
+    def capture_tool_results(
+        self, session_id: str, calls: Iterable[ToolCall], *, scope: str | None = None
+    ) -> list[Memory]:
+        """Failed tool calls as gotchas, later fixes as bug_fixes linked by ``[fixes:: ^id]``."""
+        return toolcalls.capture_tool_results(self.store, session_id, calls, scope=scope)
+
+    def changes(
+        self,
+        since: str | date | datetime = "last-session",
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> Changes:
+        """What changed since this agent's last session (or a commit or date); see git.seen."""
+        return seen.changes_since(self.store, since, agent=agent or self.agent, session=session)
+
+    def mark_seen(self, *, session: str | None = None, agent: str | None = None) -> Seen:
+        """Record the current commit as seen by this agent (and session)."""
+        return seen.mark_seen(self.store, agent or self.agent, session=session)
 
     def llm_client(self) -> LLMClient | None:
         """The configured LLM (``[llm]`` + OPENAI_* environment), or None."""

@@ -59,6 +59,12 @@ class FakeModel:
         elif "memory flush" in system:
             kind = "flush"
             reply = self.flush(blocks["messages"])
+        elif "session summarizer" in system:
+            # Plain text, like a real model: one line per session transcript.
+            self.calls["summary"] = self.calls.get("summary", 0) + 1
+            (transcript,) = blocks.values()
+            turns = len(transcript.splitlines())
+            return Reply(content=f"The agent worked through {turns} turns and finished the task.")
         else:  # pragma: no cover - a prompt this fake does not know
             raise AssertionError(f"unexpected prompt: {system[:80]}")
         self.calls[kind] = self.calls.get(kind, 0) + 1

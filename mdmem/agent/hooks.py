@@ -228,6 +228,8 @@ class MemoryHooks:
         self.contact = contact
         self.background = background
         self._session: Session | None = None
+        # The summary on_session_end wrote (or found), for the host to show.
+        self.last_summary: Memory | None = None
         self._lock = threading.Lock()
         self._generation = 0  # bumped by every write through the hooks
         self._warm: tuple[str, int, Future[str]] | None = None
@@ -321,11 +323,22 @@ class MemoryHooks:
         return stored
 
     def on_session_end(self, messages: Sequence[dict[str, Any]] | None = None) -> list[Memory]:
-        """Final pass at session end: wait for pending work, then flush ``messages``."""
+        """Final pass at session end: wait for pending work, flush ``messages``, and
+        write the session's summary (``last_summary``); returns the flushed memories."""
         if not self.enabled:
             return []
         self.drain()
-        return self._flush(list(messages or []))
+        stored = self._flush(list(messages or []))
+        if self.session_id is not None:
+            try:
+                self.last_summary = self.vault.summarize_session(
+                    self.session_id, scope=self.write_scope, llm=self.llm
+                )
+            except Exception as exc:
+                log.warning("session summary failed: %s: %s", type(exc).__name__, exc)
+            else:
+                self._bump()
+        return stored
 
     def on_pre_compact(self, messages: Sequence[dict[str, Any]]) -> list[Memory]:
         """Memory flush before compaction drops ``messages``: durable facts reach the vault."""

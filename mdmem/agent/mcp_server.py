@@ -53,6 +53,7 @@ MCP_TOOLS: tuple[str, ...] = (
     "get",
     "history",
     "context",
+    "changes",
 )
 URI_PREFIX = "mdmem://vault/"
 _CORE_FILES = ("USER.md", "MEMORY.md", "LEARNING.md")

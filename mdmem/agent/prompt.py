@@ -11,6 +11,8 @@
     recent      the newest memories                  (recent_n)
     thread      recent + relevant entries from the same contact, deduplicated,
                 each line cut at 420 characters      (thread_recent_n, thread_relevant_n)
+    changes     with ``session_start=True``: what changed since this agent's
+                last session (mdmem.git.seen), then marked seen   (changes_chars)
 
 Every section has its own character budget, so one noisy source cannot crowd
 out the others; the retrieval sections run in parallel threads. A memory
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
+from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.models import Block, Hit, one_line
 from mdmem.store.blocks import scope_dir, validate_scope
 from mdmem.store.secret_guard import scrub
@@ -63,6 +66,7 @@ class PromptBudgets:
     thread_relevant_n: int = 8  # threadContextRelevantN
     thread_line_chars: int = 420  # threadContextMaxLineLen
     entry_chars: int = 1500  # memoryContentMaxLength: one memory's text at most
+    changes_chars: int = 2000  # "what changed since the last session", at session start
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -86,7 +90,7 @@ class PromptSection:
         return bool(self.text.strip())
 
 
-_ORDER = ("user", "learning", "journal", "episodes", "semantic", "recent", "thread")
+_ORDER = ("user", "changes", "learning", "journal", "episodes", "semantic", "recent", "thread")
 _TITLES = {
     "user": "## User Profile",
     "learning": "## Learning",
@@ -95,6 +99,7 @@ _TITLES = {
     "semantic": "## Recalled Memory",
     "recent": "## Recent Memory",
     "thread": "## Thread Context",
+    "changes": "## Changed since your last session",
 }
 
 
@@ -208,6 +213,8 @@ def prompt_context(
     *,
     scope: str | Sequence[str] | None = None,
     parallel: bool = True,
+    session_start: bool = False,
+    session: str | None = None,
     **budgets: int,
 ) -> PromptContext:
     """Assemble the memory context for ``task`` (see the module docstring).
@@ -216,6 +223,9 @@ def prompt_context(
     whose ``[contact:: …]`` field or file frontmatter ``contact`` matches.
     ``scope``: the scope(s) to read, None for every scope; the file tails come
     from those scopes' USER/LEARNING/JOURNAL (the vault root's when None).
+    ``session_start``: add the "changed since your last session" section
+    (for ``session``, if given) and record the current commit as seen, so
+    the next session start lists only what comes after.
     Keyword ``budgets`` override :class:`PromptBudgets` fields.
     """
     if not isinstance(task, str) or not task.strip():
@@ -369,9 +379,40 @@ def prompt_context(
         shown.update(section.ids)
         sections[name] = section
 
+    if session_start:
+        sections["changes"] = _changes_section(vault, b, scopes, session, safe)
+
     return PromptContext(
         task=task.strip(),
         contact=contact,
         sections=sections,
         took_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _changes_section(
+    vault: Vault,
+    b: PromptBudgets,
+    scopes: list[str] | None,
+    session: str | None,
+    safe: Callable[[str], str],
+) -> PromptSection:
+    result = vault.changes(LAST_SESSION, session=session)
+
+    def scope_of(memory_id: str) -> str | None:
+        block = vault.catalog.block(memory_id)
+        return block.scope if block is not None else None
+
+    text, ids, cut = render_changes(
+        result, scopes=scopes, scope_of=scope_of, max_chars=b.changes_chars
+    )
+    # Shown: from now on this agent has seen everything up to HEAD.
+    vault.mark_seen(session=session)
+    return PromptSection(
+        "changes",
+        _TITLES["changes"],
+        text=safe(text),
+        ids=ids,
+        budget=b.changes_chars,
+        truncated=cut,
     )

@@ -22,12 +22,14 @@ front doors share one validation and one set of scope rules.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from mdmem.agent import session_tools
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
@@ -73,7 +75,7 @@ DEFAULT_TOOLS: tuple[str, ...] = (
     "reflect",
     "read_tool_output",
 )
-ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context")
+ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context", *session_tools.SPECS)
 
 _SCOPE_HELP = (
     'Scope to use, e.g. "user:alice" or "project:marketing"; "root" is the shared vault root. '
@@ -241,6 +243,10 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+# Tools kept in their own modules, registered beside the ones above.
+_SPECS.update(session_tools.SPECS)
+
+
 class _ArgError(InvalidInputError):
     """Arguments that do not match the tool's schema."""
 
@@ -400,6 +406,8 @@ class Toolset:
             "history": self._history,
             "context": self._context,
         }
+        for extra, handler in session_tools.HANDLERS.items():
+            self._handlers[extra] = functools.partial(handler, self)
 
     # ------------------------------------------------------------- public --
 

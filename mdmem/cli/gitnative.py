@@ -63,12 +63,22 @@ def _print_changes(result: Changes) -> None:
 
 
 @main.command("changes")
-@click.option("--since", required=True, help="A date/time (ISO, or e.g. 'yesterday') or a commit.")
+@click.option(
+    "--since",
+    default="last-session",
+    show_default=True,
+    help="'last-session' (this agent's), a date/time (ISO, or e.g. 'yesterday') or a commit.",
+)
+@click.option("--session", default=None, help="The session asking (its start stays the base).")
+@click.option("--mark", is_flag=True, help="Then record the current commit as seen.")
 @json_option
 @click.pass_obj
-def changes_cmd(obj: Context, since: str, as_json: bool) -> None:
-    """What changed in the vault since a date or commit (for the start of a session)."""
-    result = obj.vault().diff(since)
+def changes_cmd(obj: Context, since: str, session: str | None, mark: bool, as_json: bool) -> None:
+    """What changed in the vault since the last session, a date or a commit."""
+    vault = obj.vault()
+    result = vault.changes(since, session=session)
+    if mark:
+        vault.mark_seen(session=session)
     emit(result, as_json, lambda: _print_changes(result))
 
 

@@ -433,13 +433,17 @@ class AutoResolver:
 def session_memories(
     store: MemoryStore, session_id: str, *, scope: str | None = None
 ) -> list[Block]:
-    """Active memories of a session: its entries and memories carrying ``[session:: id]``."""
+    """Active memories of a session: its entries and memories carrying ``[session:: id]``.
+
+    Its ``session_summary`` is not one of them: the summary is what stays
+    of a finished session (OAK never auto-resolves summaries either).
+    """
     validate_session_id(session_id)
     store.refresh()
     wanted_scope = None if scope is None else blk.validate_scope(scope)
     out = []
     for block in store.catalog.blocks(memories_only=True):
-        if block.status != "active":
+        if block.status != "active" or block.kind == "session_summary":
             continue
         if wanted_scope is not None and block.scope != wanted_scope:
             continue
@@ -463,7 +467,8 @@ def resolve_session(
     ids += [i for i in _episodes_retired_with(store, set(ids)) if i not in ids]
     today = store.clock.today()
     subject = f"resolve session {session_id}: {len(ids)} memories"
-    with store.writer.transaction(subject) as tx:
+    # A batch, so the session's summary (memory.summaries) can share the commit.
+    with store.writer.batch(subject) as tx:
         tx.rewrite_blocks(
             ids,
             lambda block, tf: blk.with_fields(block, tf, {"status": "resolved", "updated": today}),

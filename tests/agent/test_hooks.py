@@ -303,5 +303,7 @@ def test_session_end_flushes_after_pending_turns(
     hooks.on_turn_complete("My car is a 2012 Volvo.", "Nice car.")
     stored = hooks.on_session_end([{"role": "user", "content": "My car is a 2012 Volvo."}])
     assert [m.text for m in stored] == ["The user's car is a 2012 Volvo."]
-    assert len(server.chat_requests()) == 2  # the turn's extraction ran before the flush
+    # The turn's extraction ran before the flush; the session summary came last.
+    assert len(server.chat_requests()) == 3
+    assert hooks.last_summary is not None
     hooks.shutdown()

@@ -503,8 +503,11 @@ def test_resolve_session_retires_its_episode_and_daily_log_line(vault: Vault) ->
 
     assert {episode.id, daily, *ids} <= {m.id for m in resolved}
     assert all(m.status == "resolved" for m in resolved)
-    assert _copy_hits(vault) == []
-    assert len(_copy_hits(vault, include_inactive=True)) == 3
+    # Resolving a session first writes its summary, which stays active: it is
+    # what remains of the finished session (issue 18 item 1).
+    (summary,) = _copy_hits(vault)
+    assert summary.startswith("session_summary:")
+    assert len(_copy_hits(vault, include_inactive=True)) == 4
     assert vault.resolve_session("old-chat") == []
 
 

@@ -1,0 +1,204 @@
+"""Automatic session summaries (Otto's task summaries, OAK's ``session_summary``).
+
+:func:`summarize_session` writes one ``session_summary`` memory for the turns
+of ``sessions/<id>.md`` that no earlier summary covers. The summary is an
+ordinary list item of the scope's MEMORY.md; its links are inline fields set
+by code, never read from the text::
+
+    - Session s1 (2026-01-15, 12 turns): Deployed the API … [kind:: session_summary]
+      [session:: s1] [from:: ^m-…] [to:: ^m-…] [turns:: 12] ^m-…
+
+``from``/``to`` name the first and last turn it covers (ids sort by creation
+time, turns are appended in order), so a second call summarises only the
+turns after ``to`` and a call with nothing new returns the latest summary:
+a span is never summarised twice. With an LLM the summary is the model's
+(turns go in as delimited data, never as instructions); without one, or when
+the model fails, it is extractive (:func:`mdmem.memory.extractive.summarize`)
+and says so with the ``[summarizer:: extractive]`` field.
+
+OAK never auto-resolves ``session_summary`` observations, and neither does
+mdmem (:mod:`mdmem.memory.lifecycle` exempts the kind), so resolving a
+session keeps its summary in recall.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING
+
+from mdmem.errors import LLMError
+from mdmem.memory import extractive, lifecycle
+from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, data_block
+from mdmem.memory.sessions import Session, session_id_of
+from mdmem.models import Block, Memory, one_line
+from mdmem.store import blocks as blk
+
+if TYPE_CHECKING:
+    from mdmem.store.memories import MemoryStore
+
+__all__ = [
+    "SUMMARY_KIND",
+    "latest_summary",
+    "resolve_session",
+    "summaries_of",
+    "summarize_session",
+]
+
+log = logging.getLogger("mdmem")
+
+SUMMARY_KIND = "session_summary"
+# Otto's compaction summary keeps "intent, key decisions, tool results, the
+# current approach, and any error-handling context"; one paragraph suffices.
+_MAX_SUMMARY_CHARS = 1200
+_MAX_TURN_CHARS = 1500  # OrcBot memoryContentMaxLength: one turn's text at most
+_MAX_PROMPT_CHARS = 24_000
+_FENCE = re.compile(r"^`{3,}.*$", re.MULTILINE)
+# Terminal colours and other controls a tool output may hold verbatim: a
+# memory's text refuses them.
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
+
+_SYSTEM = (
+    "You are a session summarizer for an AI agent's memory. Summarise the session "
+    "transcript in one short paragraph (at most 5 sentences): what was asked, what "
+    "approach was taken, what was decided, which errors came up and how they were "
+    "fixed, and the outcome. Write plain sentences in the third person, no headings, "
+    "no lists, no markdown. " + DATA_INSTRUCTIONS
+)
+
+
+def summaries_of(store: MemoryStore, session_id: str, scope: str) -> list[Block]:
+    """The summaries written for a session in ``scope``, oldest first."""
+    store.refresh()
+    found = [
+        b
+        for b in store.catalog.blocks(memories_only=True)
+        if b.kind == SUMMARY_KIND and b.scope == scope and b.field("session") == session_id
+    ]
+    return sorted(found, key=lambda b: b.id)
+
+
+def latest_summary(store: MemoryStore, session_id: str, scope: str) -> Block | None:
+    found = summaries_of(store, session_id, scope)
+    return found[-1] if found else None
+
+
+def _turn_text(block: Block) -> tuple[str, str]:
+    """(role, text) of one session entry, fences and previews reduced to their words."""
+    role = block.field("role") or ("tool" if block.kind == "tool_output" else "user")
+    text = _CONTROL.sub(" ", _FENCE.sub("", block.text))
+    if block.kind == "tool_output":
+        tool = block.field("tool") or "tool"
+        text = f"{tool} output: {text}"
+    return role, one_line(text, _MAX_TURN_CHARS)
+
+
+def _llm_summary(llm: LLMClient, session_id: str, turns: list[tuple[str, str]]) -> str:
+    lines: list[str] = []
+    used = 0
+    # The newest turns matter most for "the outcome": drop from the start.
+    for role, text in reversed(turns):
+        line = f"{role}: {text}"
+        if used + len(line) > _MAX_PROMPT_CHARS:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    transcript = "\n".join(reversed(lines))
+    reply = llm.chat(
+        [
+            {"role": "system", "content": _SYSTEM},
+            {
+                "role": "user",
+                "content": data_block(f"session {session_id}", transcript)
+                + "\n\nWrite the summary now.",
+            },
+        ],
+        max_tokens=400,
+    )
+    return one_line(reply.strip().strip('"'), _MAX_SUMMARY_CHARS)
+
+
+def summarize_session(
+    store: MemoryStore,
+    session_id: str,
+    *,
+    scope: str | None = None,
+    llm: LLMClient | None = None,
+) -> Memory | None:
+    """Write the summary of the session's unsummarised turns; see the module docstring.
+
+    Returns the new summary, the latest existing one when no turn is new, or
+    None when the session has no turns.
+    """
+    session = Session(store, session_id, scope=scope)
+    entries = [
+        store.block(m.id) for m in session.entries() if m.kind in ("chat_message", "tool_output")
+    ]
+    with store.writer.batch(subject=None):
+        # Under the vault lock: two hosts ending the same session at once
+        # must not both summarise the same span.
+        last = latest_summary(store, session.id, session.scope)
+        after = (last.field("to") or "").lstrip("^") if last is not None else ""
+        fresh = [b for b in entries if not after or b.id > after]
+        if not fresh:
+            return Memory.from_block(last, was_new=False) if last is not None else None
+        turns = [_turn_text(b) for b in fresh]
+        text = ""
+        method = "llm"
+        if llm is not None:
+            try:
+                text = _llm_summary(llm, session.id, turns)
+            except LLMError as exc:
+                log.warning("LLM session summary failed, using extractive: %s", exc)
+        if not text:
+            method = "extractive"
+            text = extractive.summarize(turns, max_sentences=4, max_chars=_MAX_SUMMARY_CHARS)
+            if not text:
+                text = "; ".join(one_line(t, 160) for _, t in turns[:4])
+        day = fresh[0].created.date().isoformat()
+        # The header makes summaries of different sessions distinct texts
+        # (remember stores identical text once) and tells a reader the span.
+        head = f"Session {session.id} ({day}, {len(fresh)} turn{'s' if len(fresh) != 1 else ''})"
+        fields = [
+            ("session", session.id),
+            ("from", f"^{fresh[0].id}"),
+            ("to", f"^{fresh[-1].id}"),
+            ("turns", str(len(fresh))),
+        ]
+        if method == "extractive":
+            fields.append(("summarizer", "extractive"))
+        return store.remember(
+            f"{head}: {text}",
+            kind=SUMMARY_KIND,
+            scope=blk.validate_scope(session.scope),
+            fields=fields,
+        )
+
+
+def resolve_session(
+    store: MemoryStore,
+    session_id: str,
+    *,
+    scope: str | None = None,
+    llm: LLMClient | None = None,
+) -> list[Memory]:
+    """Summarise the session's last turns, then resolve its memories: one commit.
+
+    The summary stays active (see :func:`mdmem.memory.lifecycle.session_memories`).
+    """
+    with store.writer.batch(subject=f"resolve session {session_id}"):
+        if scope is not None:
+            scopes = [scope]
+        else:
+            # No scope given: the session's file may live in any scope.
+            store.refresh()
+            scopes = sorted(
+                {
+                    blk.scope_of_path(path)[0]
+                    for path in list(store.catalog.files)
+                    if session_id_of(path) == session_id
+                }
+            )
+        for each in scopes:
+            summarize_session(store, session_id, scope=each, llm=llm)
+        return lifecycle.resolve_session(store, session_id, scope=scope)

@@ -1,0 +1,128 @@
+"""What changed since the last session (issue 18 item 14): marks, rebuild, surfaces."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from mdmem import Vault
+from mdmem.agent.tools import Toolset
+from mdmem.cli import main
+from mdmem.git.history import Changes
+from tests.conftest import git
+
+
+def _ids(changes: Changes) -> set[str]:
+    return {c.id for c in changes.remembered}
+
+
+def test_last_session_lists_what_came_after_the_previous_session_started(vault: Vault) -> None:
+    old = vault.remember("The staging host is stage-1.")
+    first = vault.changes("last-session", session="s1")
+    assert old.id in _ids(first)  # never marked: the whole history
+    vault.mark_seen(session="s1")
+    during = vault.remember("Deploys go through the release branch.")
+    other = Vault.open(vault.root, agent="other-bot")
+    theirs = other.remember("The on-call rotation changed to Carol.")
+    # Inside session s1 the list is stable: since before s1 started.
+    assert {old.id, during.id, theirs.id} <= _ids(vault.changes(session="s1"))
+    # The next session sees what came after s1 began, not what it had seen.
+    nxt = vault.changes("last-session", session="s2")
+    assert _ids(nxt) >= {during.id, theirs.id} and old.id not in _ids(nxt)
+    authors = {c.id: c.author for c in nxt.remembered}
+    assert authors[theirs.id] == "other-bot"
+    # Marks are per agent: other-bot never marked anything.
+    assert old.id in _ids(other.changes())
+    other.close()
+    # A commit or a date still works as before.
+    assert _ids(vault.changes(git(vault.root, "rev-parse", "HEAD~1").strip())) == {theirs.id}
+
+
+def test_marks_survive_reindex_and_are_rebuilt_from_git_when_lost(vault: Vault) -> None:
+    s = vault.session("s1")
+    s.record("user", "Ship the invoice export on Monday.")
+    vault.mark_seen(session="s1")
+    after_mark = vault.remember("Invoices are exported as CSV.")
+    vault.reindex(full=True)
+    assert after_mark.id in _ids(vault.changes())
+    assert vault.changes().base is not None
+    summary = vault.summarize_session("s1")
+    assert summary is not None
+    later = vault.remember("The export runs at 02:00 UTC.")
+    # The state dir is lost: the base becomes the last summary commit.
+    (vault.state_dir / "seen.sqlite").unlink()
+    rebuilt = vault.changes()
+    assert later.id in _ids(rebuilt) and after_mark.id not in _ids(rebuilt)
+    # A mark naming a commit that no longer exists (a purge rewrote history).
+    vault.mark_seen()
+    import sqlite3
+
+    with sqlite3.connect(vault.state_dir / "seen.sqlite") as db:
+        db.execute("UPDATE marks SET sha=?", ("0" * 40,))
+    assert later.id in _ids(vault.changes())
+
+
+def test_changes_cli_tool_and_session_start_context(vault: Vault) -> None:
+    vault.remember("Old news: the wiki moved.")
+    vault.mark_seen(session="s1")
+    news = vault.remember("The database password rotates monthly.", scope="project:ops")
+    private = vault.remember("Alice's birthday is in May.", scope="user:alice")
+    runner = CliRunner()
+    out = runner.invoke(main, ["--vault", str(vault.root), "changes", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert {c["id"] for c in data["remembered"]} == {news.id, private.id}
+    human = runner.invoke(main, ["--vault", str(vault.root), "changes"])
+    assert news.id in human.output
+    # The tool is confined to the host's scopes.
+    tools = Toolset(vault, allowed_scopes=["project:ops"], tools=["changes"])
+    result = tools.dispatch("changes", {})
+    assert news.id in result["text"] and private.id not in result["text"]
+    assert [c["id"] for c in result["added"]] == [news.id]
+    # The session-start section, then the mark moves on.
+    ctx = vault.prompt_context("start", scope="project:ops", session_start=True, session="s2")
+    section = ctx["changes"]
+    assert section.title == "## Changed since your last session"
+    assert news.id in section.text and private.id not in section.text
+    assert news.id in ctx.render()
+    again = vault.prompt_context("start", session_start=True, session="s3")
+    assert news.id not in again["changes"].text
+
+
+def test_changes_over_mcp(vault: Vault) -> None:
+    import os
+    import sys
+    from pathlib import Path
+
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    vault.mark_seen()
+    news = vault.remember("The CI runners moved to arm64.")
+    hidden = vault.remember("Bob's pager number changed.", scope="user:bob")
+    env = {
+        "MDMEM_STATE_DIR": os.environ["MDMEM_STATE_DIR"],
+        "MDMEM_EMBEDDER_PROVIDER": "hash",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root), "--scope", "root"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    seen: dict[str, object] = {}
+
+    async def session() -> None:
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                seen["tools"] = [t.name for t in (await client.list_tools()).tools]
+                seen["changes"] = await client.call_tool("changes", {})
+
+    anyio.run(session)
+    assert "changes" in seen["tools"]  # type: ignore[operator]
+    result = seen["changes"].structured_content  # type: ignore[attr-defined]
+    assert [c["id"] for c in result["added"]] == [news.id]
+    assert hidden.id not in json.dumps(result)
