@@ -59,12 +59,13 @@ from mdmem.agent.hostformats import (
     parse_input,
     render_output,
 )
-from mdmem.agent.projectpolicy import Policy
+from mdmem.agent.projectpolicy import Policy, policy_from_json, resolve_policy
 from mdmem.agent.transcript import Turn, read_transcript
 from mdmem.errors import MdmemError
 from mdmem.memory import extractive, reflect
+from mdmem.memory.toolcalls import ToolCall
 from mdmem.models import Hit, one_line
-from mdmem.store.blocks import validate_scope
+from mdmem.store.blocks import scope_of_path, validate_scope
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 
 if TYPE_CHECKING:
@@ -102,9 +103,9 @@ def run_event(
     host: str,
     event: str,
     payload: Any,
-    policy: Policy,
+    policy: Policy | dict[str, Any] | None = None,
     *,
-    warm: bool = False,
+    warm: bool | None = None,
 ) -> str:
     """Handle one hook event and return the host's stdout; never raises (see module doc)."""
     started = time.perf_counter()
@@ -118,6 +119,9 @@ def run_event(
         if event not in EVENTS:
             raise ValueError(f"unknown event {event!r}")
         inp = parse_input(host, event, payload)
+        policy = _policy(policy, inp.cwd)
+        if warm is None:  # a long-lived server has loaded the embedder; a fresh process hasn't
+            warm = vault.indexer.embedder_loaded
         entry.update(session=inp.session_id, cwd=inp.cwd, policy=policy.source)
         if policy.notes:
             entry["policy_notes"] = list(policy.notes)
@@ -145,6 +149,15 @@ def run_event(
         return render_output(host, event, context, notice)
     except ValueError:
         return "{}"
+
+
+def _policy(policy: Policy | dict[str, Any] | None, cwd: str | None) -> Policy:
+    """A :class:`Policy` from itself, its JSON form (``policy_to_json``) or the payload's cwd."""
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, dict):
+        return policy_from_json(policy)
+    return resolve_policy(cwd)
 
 
 class _Run:
@@ -213,30 +226,39 @@ class _Run:
         return text
 
     def _changes(self) -> list[tuple[str, str]]:
-        key = f"last_seen:{self.inp.host}:{self.scope or 'root'}"
-        head = self.vault.git.head()
-        seen = self.log.state().get(key)
-        if not self.probe and head:
-            self.log.update_state(key, head)
-        if not seen or seen == head:
-            return []
+        """What changed since this host's last session start (``vault.changes``), then marked."""
+        agent = f"{self.inp.host}-hooks"  # one mark per host: each has its own sessions
         try:
-            diff = self.vault.diff(seen)
-        except MdmemError as exc:  # a rewritten history (purge) loses the old commit
+            diff = self.vault.changes("last-session", agent=agent)
+        except MdmemError as exc:
             self.entry["changes_error"] = one_line(str(exc))
             return []
+        finally:
+            if not self.probe:
+                self.vault.mark_seen(agent=agent)
+        if diff.base is None:
+            return []  # the host's first session here: everything is "new", nothing is news
         lines: list[tuple[str, str]] = []
         for change in reversed(diff.remembered):
-            if change.status == "active" and change.text and change.kind not in _TURN_KINDS:
+            if (
+                change.status == "active"
+                and change.text
+                and change.kind not in _TURN_KINDS
+                and self._path_in_scope(change.path)
+            ):
                 lines.append((change.id, f"- new: {_clip(change.text)} (^{change.id})"))
         for sup in diff.superseded:
             if sup.new_text:
                 lines.append((sup.new_id or sup.old_id, f"- replaced: {_clip(sup.new_text)}"))
         for change in diff.forgotten:
-            lines.append((change.id, f"- forgotten: {_clip(change.text or change.id)}"))
+            if self._path_in_scope(change.path):
+                lines.append((change.id, f"- forgotten: {_clip(change.text or change.id)}"))
         if diff.human_edits:
             lines.append(("", f"- {len(diff.human_edits)} edit(s) by a person since then"))
         return lines
+
+    def _path_in_scope(self, path: str | None) -> bool:
+        return path is not None and self._in_scope(scope_of_path(path)[0])
 
     def prompt_submit(self) -> str:
         prompt = (self.inp.prompt or "").strip()
@@ -285,14 +307,23 @@ class _Run:
     # -- capture ---------------------------------------------------------------
 
     def post_tool_use(self) -> None:
-        if not self.policy.captures("everything") or self.probe:
+        if not self.policy.captures("summaries") or self.probe:
             self.entry["captured"] = 0
             return
-        tool = _TOOL_NAME_BAD.sub("_", self.inp.tool_name or "tool")[:64] or "tool"
-        body = f"input: {_as_text(self.inp.tool_input)}\n\noutput: {_as_text(self.inp.tool_output)}"
-        session = self._session()
-        memory = session.record_tool_output(tool, body, secrets=self.secrets)
-        self.entry.update(captured=1, ids=[memory.id])
+        sid = _session_id(self.inp)
+        ids: list[str] = []
+        if self.policy.captures("everything"):
+            tool = _TOOL_NAME_BAD.sub("_", self.inp.tool_name or "tool")[:64] or "tool"
+            body = (
+                f"input: {_as_text(self.inp.tool_input)}\n\n"
+                f"output: {_as_text(self.inp.tool_output)}"
+            )
+            memory = self._session().record_tool_output(tool, body, secrets=self.secrets)
+            ids.append(memory.id)
+        # A failed call becomes a gotcha, a later fix a linked bug_fix (OAK's post-tool step).
+        captured = self.vault.capture_tool_results(sid, [_tool_call(self.inp)], scope=self.scope)
+        ids += [m.id for m in captured if m.was_new]
+        self.entry.update(captured=len(ids), ids=ids)
 
     def _session(self) -> Any:
         return self.vault.session(_session_id(self.inp), source=self.inp.host, scope=self.scope)
@@ -352,7 +383,12 @@ class _Run:
         # Claude Code and Cursor fire stop after every reply and have a session end:
         # the summary waits for it. Codex has no session end, so its stop summarises.
         if self.inp.event == "session-end" or "session-end" not in HOSTS[self.inp.host].events:
-            summary = self._summary(turns)
+            if self.policy.captures("everything"):
+                # The turns are in the session file: its summary covers each span once.
+                memory = self.vault.summarize_session(_session_id(self.inp), scope=self.scope)
+                summary = memory.id if memory is not None and memory.was_new else None
+            else:
+                summary = self._summary(turns)
             if summary:
                 ids.append(summary)
         self.entry.update(captured=len(ids), ids=ids, turns=len(turns))
@@ -446,6 +482,41 @@ def _summarize(vault: Vault, turns: list[Turn]) -> str:
             log.warning("LLM summary failed, using the extractive one: %s", exc)
     text = extractive.summarize(pairs, max_sentences=4, max_chars=900)
     return f"Session summary (extractive): {text}" if text else ""
+
+
+_EXIT = re.compile(r"\bexit(?:ed with)?(?: code|_code| status)?:?\s*(-?\d+)", re.I)
+
+
+def _tool_call(inp: HookInput) -> ToolCall:
+    """The host's view of one call; failure from its own fields (exit code, error flags)."""
+    out = inp.tool_output
+    success: bool | None = None
+    exit_code: int | None = None
+    if isinstance(out, dict):
+        for key in ("exit_code", "exitCode", "returncode", "return_code"):
+            if isinstance(out.get(key), int) and not isinstance(out.get(key), bool):
+                exit_code = out[key]
+        if out.get("is_error") or out.get("isError") or out.get("interrupted"):
+            success = False
+        elif out.get("success") is not None:
+            success = bool(out["success"])
+        text = "\n".join(str(out.get(k) or "") for k in ("stdout", "stderr", "error", "output"))
+    else:
+        text = _as_text(out) if out is not None else ""
+    first = text.strip().split("\n", 1)[0][:200]
+    if exit_code is None and (m := _EXIT.search(first)):
+        exit_code = int(m.group(1))  # e.g. "Exit code 1" on the first line
+    call_id = inp.raw.get("tool_use_id") or inp.raw.get("tool_call_id")
+    return ToolCall(
+        tool=_TOOL_NAME_BAD.sub("_", inp.tool_name or "tool")[:64] or "tool",
+        input=inp.tool_input
+        if isinstance(inp.tool_input, (str, dict))
+        else _as_text(inp.tool_input),
+        output=text.strip(),
+        success=success,
+        exit_code=exit_code,
+        id=str(call_id) if isinstance(call_id, str) and call_id else None,
+    )
 
 
 def _fit_turn(text: str) -> str:

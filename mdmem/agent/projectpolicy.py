@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,8 @@ __all__ = [
     "POLICY_FILE",
     "Policy",
     "find_policy_file",
+    "policy_from_json",
+    "policy_to_json",
     "resolve_policy",
 ]
 
@@ -218,3 +220,35 @@ def _choose_vault(wanted: Any, user: dict[str, Any]) -> tuple[Path | None, str |
         f"{POLICY_FILE}: vault {wanted!r} is not one of the user's vaults "
         f"(list it under [vaults] in {USER_FILE}); using the default"
     )
+
+
+def policy_to_json(policy: Policy) -> dict[str, Any]:
+    """A policy as plain JSON (for the warm server's ``hook`` method)."""
+    out = {f.name: getattr(policy, f.name) for f in fields(Policy)}
+    out["vault"] = str(policy.vault) if policy.vault is not None else None
+    out["notes"] = list(policy.notes)
+    return out
+
+
+def policy_from_json(data: Mapping[str, Any]) -> Policy:
+    """The inverse of :func:`policy_to_json`; unknown keys and odd values are dropped."""
+    known = {f.name: f for f in fields(Policy)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known or value is None:
+            continue
+        if key == "vault":
+            values[key] = Path(str(value))
+        elif key == "notes":
+            values[key] = tuple(str(n) for n in value) if isinstance(value, list) else ()
+        elif key == "capture":
+            values[key] = _level(value, "summaries")
+        elif key == "enabled":
+            values[key] = bool(value)
+        elif key in _BUDGETS:
+            budget = _budget(value)
+            if budget is not None:
+                values[key] = budget
+        elif key in ("scope", "source") and isinstance(value, str):
+            values[key] = value
+    return Policy(**values)

@@ -13,7 +13,6 @@ warm server doesn't answer.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import shlex
@@ -28,7 +27,7 @@ from typing import Any
 import click
 
 from mdmem.agent import hostformats as hf
-from mdmem.agent.projectpolicy import Policy, resolve_policy
+from mdmem.agent.projectpolicy import Policy, policy_to_json, resolve_policy
 from mdmem.cli.context import Context, emit, json_option, main
 from mdmem.config import config_home
 
@@ -89,21 +88,24 @@ def _vault_root(obj: Context, policy: Policy) -> Path:
 def _warm_answer(
     root: Path, host_name: str, event: str, payload: Any, policy: Policy
 ) -> str | None:
-    """The warm server's answer (it runs ``hostkit.run_event`` with ``warm=True``), or None.
+    """The warm server's answer (it runs ``hostkit.run_event`` on its open vault), or None.
 
-    The client is the warm server's stdlib-only ``request(vault_root, method,
-    params, *, timeout)``; while it isn't installed, or the server is not
-    running or slow, the hook answers in-process.
+    :func:`mdmem.agent.warm.request` is standard library only; None means no
+    server for this vault, or no answer in time: the hook then answers
+    in-process (keyword recall, marked ``degraded``).
     """
-    try:
-        client = importlib.import_module("mdmem.client")
-    except ImportError:
-        return None
+    from mdmem.agent.warm import request
+
     timeout = max(0.05, policy.prompt_latency_ms / 1000) if event == "prompt-submit" else 60.0
-    params = {"host": host_name, "event": event, "payload": payload, "cwd": str(Path.cwd())}
+    params = {
+        "host": host_name,
+        "event": event,
+        "payload": payload,
+        "policy": policy_to_json(policy),
+    }
     try:
-        result = client.request(root, "hook", params, timeout=timeout)
-    except Exception:  # the in-process path is the fallback for any client trouble
+        result = request(root, "hook", params, timeout=timeout)
+    except Exception:  # the in-process path is the fallback for any server trouble
         return None
     return result if isinstance(result, str) else None
 

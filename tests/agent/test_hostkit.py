@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -87,14 +90,30 @@ def test_prompt_submit_fits_the_token_budget_and_says_degraded(vault: Vault, rep
             vault.remember(f"Deploy note {i}: the shop service runs on fly.io machine {i}.")
     policy = replace(Policy(), prompt_tokens=120)
     out = run_event(
-        vault, "claude-code", "prompt-submit", payload("claude-code", "prompt-submit", repo), policy
+        vault,
+        "claude-code",
+        "prompt-submit",
+        payload("claude-code", "prompt-submit", repo),
+        policy,
+        warm=False,  # as in a fresh `mdmem hook` process with no server
     )
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert estimate_tokens(context) <= 120
     assert "degraded" in context  # no warm server: keyword recall only, and it says so
     entry = last_log(vault)
     assert entry["degraded"] is True and entry["ids"] and entry["tokens"] <= 120
+    assert entry["mode"] == "keyword"
     assert all("scores" in w and "score" in w for w in entry["why"])
+
+
+def test_prompt_submit_in_a_warm_process_uses_hybrid_recall(vault: Vault, repo: Path) -> None:
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    data = payload("claude-code", "prompt-submit", repo)
+    # The vault just embedded a memory: its embedder is loaded, as in the warm server.
+    out = run_event(vault, "claude-code", "prompt-submit", data, Policy())
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "fly.io" in context and "degraded" not in context
+    assert last_log(vault)["mode"] == "hybrid"
 
 
 def test_prompt_submit_out_of_time_injects_nothing_but_says_degraded(
@@ -391,3 +410,66 @@ def test_parse_input_maps_each_hosts_field_names(repo: Path) -> None:
         "claude-code", "post-tool-use", payload("claude-code", "post-tool-use", repo)
     )
     assert claude.tool_input["command"].startswith("pytest") and "stdout" in claude.tool_output
+
+
+# -- with the other parts: tool-call captures, recorded-session summaries, the warm server --
+
+
+def test_a_failed_tool_call_is_a_gotcha_and_its_fix_a_linked_bug_fix(
+    vault: Vault, repo: Path
+) -> None:
+    failed = payload("codex", "post-tool-use", repo)
+    failed["tool_response"] = "Exit code: 101\nerror[E0308]: mismatched types in src/money.rs:14"
+    run_event(vault, "codex", "post-tool-use", failed, Policy())
+    gotcha = vault.block(last_log(vault)["ids"][0])
+    assert gotcha.kind == "gotcha" and "mismatched types" in gotcha.text
+    fixed = payload("codex", "post-tool-use", repo)
+    fixed["tool_use_id"] = "call_9Kx1"
+    fixed["tool_response"] = "test result: ok. 4 passed; 0 failed"
+    run_event(vault, "codex", "post-tool-use", fixed, Policy())
+    fix = vault.block(last_log(vault)["ids"][0])
+    assert fix.kind == "bug_fix" and fix.field("fixes") == f"^{gotcha.id}"
+    n = commits(vault)
+    run_event(vault, "codex", "post-tool-use", fixed, Policy())  # redelivered: nothing new
+    assert commits(vault) == n
+
+
+def test_capture_everything_summarises_the_recorded_session(vault: Vault, repo: Path) -> None:
+    policy = replace(Policy(), capture="everything")
+    run_event(vault, "cursor", "session-end", payload("cursor", "session-end", repo), policy)
+    summaries = [vault.block(m.id) for m in vault.memories() if m.kind == "session_summary"]
+    assert len(summaries) == 1
+    assert summaries[0].field("session") == "cursor-c0ffee00-1111-4222-8333-444455556666"
+    n = commits(vault)
+    run_event(vault, "cursor", "session-end", payload("cursor", "session-end", repo), policy)
+    assert commits(vault) == n
+
+
+def test_the_hook_command_is_answered_by_the_warm_server(
+    vault: Vault, repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from mdmem.agent.warm_server import WarmServer
+    from mdmem.cli import main
+
+    runtime = Path(tempfile.mkdtemp(prefix="mdr"))  # sockaddr_un paths must stay short
+    monkeypatch.setenv("MDMEM_RUNTIME_DIR", str(runtime / "rt"))
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    server = WarmServer(vault, idle_seconds=60)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        raw = json.dumps(payload("claude-code", "prompt-submit", repo)).encode()
+        result = CliRunner().invoke(
+            main, ["--vault", str(vault.root), "hook", "prompt-submit"], input=raw
+        )
+    finally:
+        server.stop()
+        thread.join(10)
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert result.exit_code == 0
+    context = json.loads(result.output)["hookSpecificOutput"]["additionalContext"]
+    assert "fly.io" in context and "degraded" not in context  # hybrid, in the warm process
+    assert last_log(vault)["mode"] == "hybrid"
