@@ -20,20 +20,16 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from mdmem.agent import hostformats as hf
-from mdmem.agent.projectpolicy import Policy, policy_to_json, resolve_policy
+from mdmem.agent.projectpolicy import resolve_policy
 from mdmem.cli.context import Context, emit, json_option, main
 from mdmem.config import config_home
-
-MAX_STDIN_BYTES = 16 * 1024 * 1024
-_PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.agent.hostkit.PROBE_ENV
-
+from mdmem.hookmain import MAX_STDIN_BYTES, PROBE_ENV, answer_hook
 
 # -- mdmem hook <event> ---------------------------------------------------------
 
@@ -45,90 +41,7 @@ _PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.agent.hostkit.PROBE_EN
 def hook(obj: Context, event: str, host_name: str) -> None:
     """Run one hook event: host JSON on stdin, the host's answer on stdout (always exit 0)."""
     raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    click.echo(answer_hook(obj, host_name, event, raw))
-
-
-def answer_hook(obj: Context, host_name: str, event: str, raw: bytes) -> str:
-    """The stdout for one hook run; never raises."""
-    try:
-        if len(raw) > MAX_STDIN_BYTES:
-            raise ValueError("hook payload larger than 16 MB")
-        payload = json.loads(raw.decode("utf-8", "replace") or "{}")
-    except ValueError as exc:
-        return _failed(host_name, event, f"unreadable payload ({exc})")
-    try:
-        inp = hf.parse_input(host_name, event, payload)
-        policy = resolve_policy(inp.cwd)
-        if not policy.enabled:
-            return hf.render_output(host_name, event)
-        root = _vault_root(obj, policy)
-        warm = _warm_answer(root, host_name, event, payload, policy)
-        if warm is not None:
-            return warm
-        from mdmem.agent.hostkit import run_event
-        from mdmem.vault import Vault
-
-        with Vault.open(root, agent=obj.agent or f"{host_name}-hooks") as vault:
-            return run_event(vault, host_name, event, payload, policy, warm=False)
-    except Exception as exc:  # the host must get an answer whatever happened
-        return _failed(host_name, event, f"{type(exc).__name__}: {exc}")
-
-
-def _vault_root(obj: Context, policy: Policy) -> Path:
-    if policy.vault is not None:
-        return policy.vault
-    if obj.vault_path or os.environ.get("MDMEM_VAULT"):
-        return obj.root()
-    from mdmem.agent.projectpolicy import user_settings
-
-    default = user_settings()[0]["vault"]
-    return default if default is not None else obj.root()
-
-
-def _warm_answer(
-    root: Path, host_name: str, event: str, payload: Any, policy: Policy
-) -> str | None:
-    """The warm server's answer (it runs ``hostkit.run_event`` on its open vault), or None.
-
-    :func:`mdmem.agent.warm.request` is standard library only; None means no
-    server for this vault, or no answer in time: the hook then answers
-    in-process (keyword recall, marked ``degraded``).
-    """
-    from mdmem.agent.warm import request
-
-    timeout = max(0.05, policy.prompt_latency_ms / 1000) if event == "prompt-submit" else 60.0
-    params = {
-        "host": host_name,
-        "event": event,
-        "payload": payload,
-        "policy": policy_to_json(policy),
-    }
-    try:
-        result = request(root, "hook", params, timeout=timeout)
-    except Exception:  # the in-process path is the fallback for any server trouble
-        return None
-    return result if isinstance(result, str) else None
-
-
-def _failed(host_name: str, event: str, message: str) -> str:
-    line = " ".join(message.split())[:300]
-    try:
-        path = config_home() / "hook-errors.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "host": host_name,
-            "event": event,
-            "error": line,
-        }
-        with path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    except OSError:
-        pass
-    try:
-        return hf.render_output(host_name, event, notice=f"mdmem {event} hook failed: {line}")
-    except ValueError:
-        return "{}"
+    click.echo(answer_hook(obj.vault_path, obj.agent, host_name, event, raw))
 
 
 # -- mdmem hooks install / uninstall -------------------------------------------
@@ -455,7 +368,7 @@ def _probe(host_name: str, event: str, command: str, cwd: Path, token: str) -> d
             input=json.dumps(payload).encode(),
             capture_output=True,
             cwd=cwd,
-            env={**os.environ, _PROBE_ENV: "1"},
+            env={**os.environ, PROBE_ENV: "1"},
             timeout=hf.host(host_name).timeouts[event],
         )
     except subprocess.TimeoutExpired:

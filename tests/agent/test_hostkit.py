@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import replace
@@ -473,3 +474,51 @@ def test_the_hook_command_is_answered_by_the_warm_server(
     context = json.loads(result.output)["hookSpecificOutput"]["additionalContext"]
     assert "fly.io" in context and "degraded" not in context  # hybrid, in the warm process
     assert last_log(vault)["mode"] == "hybrid"
+
+
+def test_a_served_hook_process_never_loads_the_indexes(vault: Vault, repo: Path) -> None:
+    from mdmem.agent.warm_server import WarmServer
+
+    runtime = Path(tempfile.mkdtemp(prefix="mdr"))
+    env = {
+        **os.environ,
+        "MDMEM_RUNTIME_DIR": str(runtime / "rt"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    os.environ["MDMEM_RUNTIME_DIR"] = env["MDMEM_RUNTIME_DIR"]  # the server's side
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    server = WarmServer(vault, idle_seconds=60)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-m",
+                "mdmem",
+                "--vault",
+                str(vault.root),
+                "hook",
+                "prompt-submit",
+                "--host",
+                "codex",
+            ],
+            input=json.dumps(payload("codex", "prompt-submit", repo)).encode(),
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+    finally:
+        server.stop()
+        thread.join(10)
+        del os.environ["MDMEM_RUNTIME_DIR"]
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert proc.returncode == 0
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "fly.io" in context and "degraded" not in context
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()}
+    heavy = {"whoosh", "faiss", "numpy", "click", "mdmem.vault", "mdmem.index"} & imported
+    assert not heavy, heavy
