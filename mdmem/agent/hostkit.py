@@ -23,15 +23,24 @@ Events:
   session, within ``policy.session_tokens``.
 * ``prompt-submit`` — the top recalled memories within
   ``policy.prompt_tokens`` and ``policy.prompt_latency_ms``.
-* ``post-tool-use`` — with ``capture = "everything"``: the call and its output
-  as a session turn (``Session.record_tool_output``: secrets guard, large
-  outputs stored once under a key).
+* ``post-tool-use`` — a failed call as a ``gotcha`` and a later fix as a linked
+  ``bug_fix`` (``vault.capture_tool_results``; ``summaries`` and up); with
+  ``capture = "everything"`` also the call and its output as a session turn
+  (``Session.record_tool_output``: secrets guard, large outputs stored once
+  under a key).
 * ``pre-compact`` — a deterministic flush, no LLM: the transcript's turns into
   the session file (``everything``; event ids make a second run a no-op) and
   extractive facts (``summaries`` and up).
-* ``stop`` / ``session-end`` — a session summary (LLM if configured, else
-  extractive) and decisions, gotchas and bug fixes found in the assistant's
-  words, stored with ``[captured:: agent]`` so a person can review them.
+* ``stop`` / ``session-end`` — decisions, gotchas and bug fixes found in the
+  assistant's words, stored with ``[captured:: agent]`` so a person can review
+  them, and a session summary (LLM if configured, else extractive): of the
+  recorded session (``vault.summarize_session``) with ``everything``, else of
+  the transcript, rewritten only when new turns came. Hosts with a session
+  end (Claude Code, Cursor) summarise there, not after every reply.
+
+Session start lists what changed since the host's last session start
+(``vault.changes("last-session", agent="<host>-hooks")``, then
+``vault.mark_seen``).
 
 Tokens are estimated as ``ceil(chars / 4)`` (no tokenizer is installed; four
 characters a token is the usual rule of thumb for English text), and every

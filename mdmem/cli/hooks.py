@@ -26,7 +26,7 @@ from typing import Any
 import click
 
 from mdmem.agent import hostformats as hf
-from mdmem.agent.projectpolicy import resolve_policy
+from mdmem.agent.projectpolicy import policy_to_json, resolve_policy
 from mdmem.cli.context import Context, emit, json_option, main
 from mdmem.config import config_home
 from mdmem.hookmain import MAX_STDIN_BYTES, PROBE_ENV, answer_hook
@@ -213,6 +213,33 @@ def uninstall(
         as_json,
         lambda: click.echo(f"{host_name}: {how} ({path})"),
     )
+
+
+@hooks_group.command("policy")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Project folder (default: the current directory).",
+)
+@json_option
+def policy_command(directory: str | None, as_json: bool) -> None:
+    """The policy the hooks apply in a project: .mdmem.toml narrowed by your hooks.toml."""
+    cwd = str((Path(directory).expanduser() if directory else Path.cwd()).resolve())
+    policy = resolve_policy(cwd)
+    data = policy_to_json(policy)
+
+    def human() -> None:
+        click.echo(f"policy file: {policy.source or '(none: the defaults)'}")
+        for key in ("enabled", "vault", "scope", "capture"):
+            click.echo(f"{key}: {data[key]}")
+        for key in ("session_tokens", "prompt_tokens", "prompt_latency_ms"):
+            click.echo(f"{key}: {data[key]}")
+        for note in policy.notes:
+            click.echo(f"note: {note}")
+
+    emit(data, as_json, human)
 
 
 # -- mdmem hooks log ----------------------------------------------------------------

@@ -224,3 +224,15 @@ def test_hooks_doctor_passes_then_fails_when_the_command_is_broken(
     bad = mdmem("hooks", "doctor")
     assert bad.returncode == 1
     assert "FAIL claude-code session-start" in bad.stdout and "exit 127" in bad.stdout
+
+
+def test_hooks_policy_shows_what_applies_and_why(runner: CliRunner, repo: Path) -> None:
+    (repo / ".mdmem.toml").write_text('capture = "off"\nscope = "project:shop"\nendpoint = "x"\n')
+    result = runner.invoke(main, ["hooks", "policy", "--dir", str(repo / ".claude"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["source"] == str(repo / ".mdmem.toml")
+    assert (data["capture"], data["scope"], data["enabled"]) == ("off", "project:shop", True)
+    assert any("endpoint" in n for n in data["notes"])
+    human = runner.invoke(main, ["hooks", "policy", "--dir", str(repo)]).output
+    assert "capture: off" in human and "note:" in human
