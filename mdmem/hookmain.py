@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from mdmem.config import config_home
 __all__ = ["MAX_STDIN_BYTES", "PROBE_ENV", "answer_hook", "thin_hook"]
 
 MAX_STDIN_BYTES = 16 * 1024 * 1024
+_TRANSPORT_S = 0.1  # connect, send, receive on a local socket, with room for a busy machine
 PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.agent.hostkit.PROBE_ENV
 _VALUE_OPTIONS = ("--vault", "--agent")
 
@@ -79,9 +81,14 @@ def answer_hook(
         if not policy.enabled:
             return hf.render_output(host_name, event)
         root = _vault_root(vault_path, policy)
+        started = time.monotonic()
         warm = _warm_answer(root, host_name, event, payload, policy)
         if warm is not None:
             return warm
+        waited = time.monotonic() - started
+        if event == "prompt-submit" and waited >= _server_timeout(event, policy) * 0.9:
+            # A server is there but busy: a cold in-process recall would only be slower.
+            return _late(host_name, event, waited)
         from mdmem.agent.hostkit import run_event
         from mdmem.vault import Vault
 
@@ -128,7 +135,7 @@ def _warm_answer(
     """
     from mdmem.agent.warm import request
 
-    timeout = max(0.05, policy.prompt_latency_ms / 1000) if event == "prompt-submit" else 60.0
+    timeout = _server_timeout(event, policy)
     params = {
         "host": host_name,
         "event": event,
@@ -142,8 +149,24 @@ def _warm_answer(
     return result if isinstance(result, str) else None
 
 
-def _failed(host_name: str, event: str, message: str) -> str:
-    line = " ".join(message.split())[:300]
+def _server_timeout(event: str, policy: Policy) -> float:
+    """How long to wait for the server: the prompt's latency budget (the server keeps
+    it too, and answers ``degraded`` when recall runs out) plus the socket round trip."""
+    if event != "prompt-submit":
+        return 60.0
+    return max(0.05, policy.prompt_latency_ms / 1000) + _TRANSPORT_S
+
+
+def _late(host_name: str, event: str, waited: float) -> str:
+    _note_error(host_name, event, f"warm server gave no answer in {waited * 1000:.0f} ms")
+    block = (
+        "## Recalled Memory (mdmem, degraded)\n"
+        "_No memories in time: the warm server did not answer within the latency budget._\n"
+    )
+    return hf.render_output(host_name, event, block)
+
+
+def _note_error(host_name: str, event: str, line: str) -> None:
     try:
         path = config_home() / "hook-errors.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +180,11 @@ def _failed(host_name: str, event: str, message: str) -> str:
             f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     except OSError:
         pass
+
+
+def _failed(host_name: str, event: str, message: str) -> str:
+    line = " ".join(message.split())[:300]
+    _note_error(host_name, event, line)
     try:
         return hf.render_output(host_name, event, notice=f"mdmem {event} hook failed: {line}")
     except ValueError:

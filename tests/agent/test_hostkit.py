@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -522,3 +523,32 @@ def test_a_served_hook_process_never_loads_the_indexes(vault: Vault, repo: Path)
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()}
     heavy = {"whoosh", "faiss", "numpy", "click", "mdmem.vault", "mdmem.index"} & imported
     assert not heavy, heavy
+
+
+def test_a_busy_server_means_a_degraded_answer_within_the_budget(
+    vault: Vault, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from mdmem.agent.warm import paths_for
+    from mdmem.agent.warm_server import ensure_private_folder
+    from mdmem.hookmain import answer_hook
+
+    runtime = Path(tempfile.mkdtemp(prefix="mdr"))
+    monkeypatch.setenv("MDMEM_RUNTIME_DIR", str(runtime / "rt"))
+    paths = paths_for(vault.root)
+    ensure_private_folder(paths.folder)
+    mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mute.bind(str(paths.socket))
+    mute.listen(1)  # a server that accepts and never answers
+    raw = json.dumps(payload("claude-code", "prompt-submit", repo)).encode()
+    try:
+        started = time.monotonic()
+        out = answer_hook(str(vault.root), None, "claude-code", "prompt-submit", raw)
+        took = time.monotonic() - started
+    finally:
+        mute.close()
+        shutil.rmtree(runtime, ignore_errors=True)
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "degraded" in context and "did not answer" in context
+    assert took < Policy().prompt_latency_ms / 1000 + 0.5  # no cold in-process fallback
