@@ -344,12 +344,21 @@ class _Run:
     def _record_turns(self, turns: list[Turn]) -> list[str]:
         """Turns into the session file; event ids make a re-run write nothing.
 
-        One commit per new turn for now (``Session.record`` is a transaction of
-        its own); a turn already recorded costs a catalog lookup, no commit.
+        One commit for all of them where ``Session.record`` joins a batch; where
+        it can't (it refuses its first turn inside one), one commit per new turn.
         """
         session = self._session()
+        if not turns:
+            return []
+        try:
+            with self.vault.batch(f"hook {self.inp.event}: turns of {session.id}"):
+                return self._record_each(session, turns, batched=True)
+        except _UnbatchableError:
+            return self._record_each(session, turns, batched=False)
+
+    def _record_each(self, session: Any, turns: list[Turn], *, batched: bool) -> list[str]:
         new: list[str] = []
-        for turn in turns:
+        for i, turn in enumerate(turns):
             try:
                 m = session.record(
                     turn.role,
@@ -359,6 +368,8 @@ class _Run:
                     secrets=self.secrets,
                 )
             except MdmemError as exc:
+                if batched and i == 0:
+                    raise _UnbatchableError from exc  # nothing written yet: retry turn by turn
                 self.entry.setdefault("skipped_turns", []).append(one_line(str(exc))[:120])
                 continue
             if m.was_new:
@@ -463,6 +474,10 @@ class _Run:
 
 
 _TURN_KINDS = ("chat_message", "tool_output")
+
+
+class _UnbatchableError(Exception):
+    """The first turn was refused inside a batch: record the turns one by one."""
 
 
 def _summarize(vault: Vault, turns: list[Turn]) -> str:
