@@ -76,6 +76,7 @@ from mdmem.memory.toolcalls import ToolCall
 from mdmem.models import Hit, one_line
 from mdmem.store.blocks import scope_of_path, validate_scope
 from mdmem.store.inputs import MAX_MEMORY_CHARS
+from mdmem.store.secret_guard import scrub
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -210,6 +211,11 @@ class _Run:
 
     # -- injection -------------------------------------------------------------
 
+    def _show(self, text: str) -> str:
+        """A memory as the host's prompt may carry it: one line, and a secret a person
+        typed into the vault by hand (the writer never stores one) redacted."""
+        return _clip(scrub(text, self.vault.settings.secrets))
+
     def _in_scope(self, scope: str) -> bool:
         return scope in ("", self.scope or "")
 
@@ -223,7 +229,7 @@ class _Run:
                 candidates.append(block)
         # What the budget keeps first: explicitly pinned, then the newest profile entries.
         candidates.sort(key=lambda b: ("pinned" not in b.tags, -b.created.timestamp()))
-        pinned = [(b.id, f"- {_clip(b.text)} ({b.path}#^{b.id})") for b in candidates]
+        pinned = [(b.id, f"- {self._show(b.text)} ({b.path}#^{b.id})") for b in candidates]
         changed = self._changes()
         sections = [
             ("### Profile (pinned)", pinned),
@@ -255,13 +261,13 @@ class _Run:
                 and change.kind not in _TURN_KINDS
                 and self._path_in_scope(change.path)
             ):
-                lines.append((change.id, f"- new: {_clip(change.text)} (^{change.id})"))
+                lines.append((change.id, f"- new: {self._show(change.text)} (^{change.id})"))
         for sup in diff.superseded:
             if sup.new_text:
-                lines.append((sup.new_id or sup.old_id, f"- replaced: {_clip(sup.new_text)}"))
+                lines.append((sup.new_id or sup.old_id, f"- replaced: {self._show(sup.new_text)}"))
         for change in diff.forgotten:
             if self._path_in_scope(change.path):
-                lines.append((change.id, f"- forgotten: {_clip(change.text or change.id)}"))
+                lines.append((change.id, f"- forgotten: {self._show(change.text or change.id)}"))
         if diff.human_edits:
             lines.append(("", f"- {len(diff.human_edits)} edit(s) by a person since then"))
         return lines
@@ -301,7 +307,7 @@ class _Run:
         if elapsed_ms > self.policy.prompt_latency_ms:
             self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
         items = [h for h in hits.items if h.kind not in ("tool_output",)]
-        lines = [(h.id, f"- {_clip(h.text)} ({h.citation})") for h in items]
+        lines = [(h.id, f"- {self._show(h.text)} ({h.citation})") for h in items]
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
         text, ids = _fit(title, [("", lines)], self.policy.prompt_tokens)
         chosen = set(ids)

@@ -22,6 +22,7 @@ from mdmem.agent.hostformats import HOSTS, parse_input
 from mdmem.agent.hostkit import estimate_tokens, run_event
 from mdmem.agent.projectpolicy import Policy, resolve_policy
 from mdmem.agent.transcript import read_transcript
+from tests.conftest import git
 from tests.secret_samples import FORMATS
 
 DATA = Path(__file__).parent / "data" / "hooks"
@@ -83,7 +84,8 @@ def test_each_event_answers_in_the_hosts_format(
         assert data == {}
     if event == "prompt-submit":
         assert entry["tokens"] <= Policy().prompt_tokens
-        assert entry["took_ms"] <= Policy().prompt_latency_ms * 3  # budget plus the log write
+        # The recall is cut at the budget; what is left is parsing and rendering.
+        assert entry["took_ms"] <= Policy().prompt_latency_ms + 150
 
 
 def test_prompt_submit_fits_the_token_budget_and_says_degraded(vault: Vault, repo: Path) -> None:
@@ -552,3 +554,36 @@ def test_a_busy_server_means_a_degraded_answer_within_the_budget(
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "degraded" in context and "did not answer" in context
     assert took < Policy().prompt_latency_ms / 1000 + 0.5  # no cold in-process fallback
+
+
+def test_a_secret_typed_into_the_vault_by_hand_is_never_injected(vault: Vault, repo: Path) -> None:
+    token = next(s for s in FORMATS if s.name == "GitLab token")
+    memory = vault.remember(
+        "Deploy notes for the shop service live in the wiki.", kind="preference"
+    )
+    run_event(vault, "claude-code", "session-start", payload("claude-code", "session-start", repo))
+    user = vault.root / memory.path
+    # A person pastes a token into the memory's line in their editor.
+    user.write_text(
+        user.read_text(encoding="utf-8").replace(
+            "live in the wiki.", f"live in the wiki; {token.text}."
+        ),
+        encoding="utf-8",
+    )
+    git(vault.root, "commit", "-qam", "my notes", human=True)
+    vault.refresh()
+    outputs = [
+        run_event(
+            vault, "claude-code", "session-start", payload("claude-code", "session-start", repo)
+        ),
+        run_event(
+            vault,
+            "claude-code",
+            "prompt-submit",
+            {"session_id": "s", "cwd": str(repo), "prompt": "deploy notes shop wiki"},
+        ),
+    ]
+    for out in outputs:
+        context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+        assert "Deploy notes" in context
+        assert not [f for f in token.fragments if f in context], context
