@@ -51,8 +51,13 @@ class HookLog:
 
     def entries(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` entries (all when None), oldest first; bad lines skipped."""
+        return self.read_lines(self.path, limit)
+
+    @staticmethod
+    def read_lines(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+        """The JSON objects of a JSONL file, newest ``limit``, oldest first ([] if none)."""
         try:
-            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             return []
         out = []

@@ -254,10 +254,21 @@ def hooks_log(obj: Context, limit: int, as_json: bool) -> None:
     from mdmem.agent.hooklog import HookLog
 
     entries = HookLog(obj.vault().state_dir).entries(limit)
+    # Runs that failed before any vault could be opened are logged beside the user's config.
+    outside = config_home() / "hook-errors.jsonl"
+    errors = HookLog.read_lines(outside, limit)
+    if as_json:
+        emit({"entries": entries, "errors_outside_vault": errors}, True, lambda: None)
+        return
 
     def human() -> None:
         if not entries:
             click.echo("no hook runs logged yet")
+        for e in errors:
+            click.echo(
+                f"{e.get('time', '?')} {e.get('host', '?')} {e.get('event', '?')}: "
+                f"ERROR (no vault) {e.get('error', '')}"
+            )
         for e in entries:
             flags = [f for f in ("degraded", "timed_out") if e.get(f)]
             line = (
@@ -278,7 +289,7 @@ def hooks_log(obj: Context, limit: int, as_json: bool) -> None:
                 signals = ", ".join(f"{k} {v}" for k, v in (why.get("scores") or {}).items())
                 click.echo(f"    {why.get('id')} score {why.get('score')} ({signals})")
 
-    emit(entries, as_json, human)
+    emit(entries, False, human)
 
 
 # -- mdmem hooks doctor -----------------------------------------------------------

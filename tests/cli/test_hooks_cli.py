@@ -168,6 +168,10 @@ def test_hook_never_fails_the_host(runner: CliRunner, tmp_path: Path) -> None:
         assert "hook failed" in json.loads(result.output)["systemMessage"]
     errors = Path(os.environ["MDMEM_CONFIG_HOME"]) / "hook-errors.jsonl"
     assert len(errors.read_text().splitlines()) == 2
+    # `mdmem hooks log` of any vault shows them: they are not silent.
+    Vault.init(tmp_path / "other").close()
+    shown = runner.invoke(main, ["--vault", str(tmp_path / "other"), "hooks", "log"])
+    assert shown.output.count("ERROR (no vault)") == 2
 
 
 def test_hooks_log_shows_what_was_injected_and_why(
@@ -177,7 +181,7 @@ def test_hooks_log_shows_what_was_injected_and_why(
         memory = v.remember("We deploy the shop service to fly.io in the ams region.")
     raw = (DATA / "claude-code.prompt-submit.json").read_text().replace("{CWD}", str(repo))
     invoke(runner, vault_dir, "hook", "prompt-submit", stdin=raw.encode())
-    entries = json.loads(invoke(runner, vault_dir, "hooks", "log", "--json"))
+    entries = json.loads(invoke(runner, vault_dir, "hooks", "log", "--json"))["entries"]
     last = entries[-1]
     assert last["event"] == "prompt-submit" and last["ids"] == [memory.id]
     assert last["tokens"] > 0 and last["why"][0]["scores"]
