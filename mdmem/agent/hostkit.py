@@ -221,6 +221,7 @@ class _Run:
 
     def session_start(self) -> str:
         budget = self.policy.session_tokens
+        self.vault.refresh()  # a person's edits since the last index count as profile too
         candidates = []
         for block in self.vault.catalog.blocks(memories_only=True):
             if block.status != "active" or not self._in_scope(block.scope):
