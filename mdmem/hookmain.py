@@ -77,7 +77,8 @@ def answer_hook(
         return _failed(host_name, event, f"unreadable payload ({exc})")
     try:
         inp = hf.parse_input(host_name, event, payload)
-        policy = resolve_policy(inp.cwd)
+        # Hosts start hooks in the project; a payload without a cwd means that one.
+        policy = resolve_policy(inp.cwd or os.getcwd())
         if not policy.enabled:
             return hf.render_output(host_name, event)
         root = _vault_root(vault_path, policy)
