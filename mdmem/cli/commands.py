@@ -277,9 +277,7 @@ def config_cmd(obj: Context, show: bool, as_json: bool) -> None:
         {"setting": key, "value": value, "source": settings.sources.get(key, "default")}
         for key, value in setting_values(settings).items()
     ]
-    ignored = [
-        {"setting": key, "why": why} for key, why in sorted(settings.ignored.items())
-    ]
+    ignored = [{"setting": key, "why": why} for key, why in sorted(settings.ignored.items())]
 
     def human() -> None:
         width = max(len(r["setting"]) for r in rows)
@@ -308,8 +306,9 @@ def trust_cmd(obj: Context, revoke: bool, as_json: bool) -> None:
         if revoke:
             click.echo(f"mdmem.toml of {root} is no longer trusted")
         elif not trusted:
-            click.echo("mdmem.toml sets no endpoint, key variable, model or state dir: "
-                       "nothing to trust")
+            click.echo(
+                "mdmem.toml sets no endpoint, key variable, model or state dir: nothing to trust"
+            )
         else:
             for key, value in trusted.items():
                 click.echo(f"trusted {key} = {value!r}")
@@ -408,27 +407,41 @@ def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
 @main.command()
 @click.argument("query")
 @click.option("--max-chars", type=int, default=6000, show_default=True)
+@click.option("--explain", is_flag=True, help="Also show each cited memory's score and signals.")
 @_recall_options
 @json_option
 @click.pass_obj
-def context(obj: Context, query: str, max_chars: int, as_json: bool, **filters: Any) -> None:
+def context(
+    obj: Context, query: str, max_chars: int, explain: bool, as_json: bool, **filters: Any
+) -> None:
     """A "## Recalled Memory" block for a prompt, citing path#^id."""
     from mdmem.recall.search import cite_context
 
     # vault.context() in two steps, so --json can list the ids the block cites.
     result = obj.vault().recall(query, **_filters(**filters))
     block, cited = cite_context(result, max_chars)
+    why = [{"id": h.id, "score": h.score, "scores": h.scores} for h in cited]
+    data = {
+        "query": query,
+        "context": block,
+        "ids": [hit.id for hit in cited],
+        "citations": [hit.citation for hit in cited],
+        "degraded": result.degraded,
+    }
     emit(
-        {
-            "query": query,
-            "context": block,
-            "ids": [hit.id for hit in cited],
-            "citations": [hit.citation for hit in cited],
-            "degraded": result.degraded,
-        },
+        {**data, "why": why} if explain else data,
         as_json,
-        lambda: click.echo(block, nl=False),
+        lambda: click.echo(block + (explain_lines(why) if explain else ""), nl=False),
     )
+
+
+def explain_lines(why: list[dict[str, Any]]) -> str:
+    """Why each memory is in the block: its fused score and the signals behind it."""
+    lines = ["", "## Why these memories"]
+    for w in why:
+        signals = ", ".join(f"{k} {v:.3f}" for k, v in sorted(w["scores"].items()))
+        lines.append(f"- {w['id']}: score {w['score']:.3f} ({signals})")
+    return "\n".join(lines) + "\n"
 
 
 @main.command()

@@ -279,6 +279,11 @@ class Indexer:
         return self._embedder
 
     @property
+    def embedder_loaded(self) -> bool:
+        """Whether the embedder is loaded already (a warm process); never loads it."""
+        return self._embedder is not None
+
+    @property
     def vectors(self) -> VectorIndex | None:
         """The vector index, or None while vectors are off or the embedder is
         unavailable (see :meth:`problems`)."""

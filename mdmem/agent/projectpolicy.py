@@ -1,0 +1,254 @@
+"""Per-project hook policy: ``.mdmem.toml`` at a code repository's root.
+
+The hooks find the file by walking up from the payload's ``cwd``::
+
+    # .mdmem.toml — travels with the repository
+    enabled = true                # false: the hooks inject and capture nothing here
+    vault = "work"                # a name from the user's own [vaults] list (see below)
+    scope = "project:shop"        # where captures go and what recall searches
+    capture = "summaries"         # off | summaries | everything
+    session_tokens = 1500         # session-start budget
+    prompt_tokens = 800           # prompt-submit budget
+    prompt_latency_ms = 300
+
+A project file travels with the repository, so (DESIGN "Trust rules"): it can
+only choose among vaults the *user* listed, only narrow what is captured, and
+only lower budgets; it has no key that names an endpoint, a credential or a
+program. The user's own ``hooks.toml`` in the mdmem config folder
+(:func:`mdmem.config.config_home`) sets the ceilings::
+
+    vault = "/home/me/notes"      # default vault of the hooks
+    enabled = true
+    capture = "summaries"         # default for projects without .mdmem.toml
+    capture_max = "everything"    # the most a project file may ask for
+    session_tokens = 1500
+    prompt_tokens = 800
+    prompt_latency_ms = 300
+    [vaults]
+    work = "/home/me/work-vault"
+
+Without a project file: memory on, the user's default vault and scope, and
+``capture = "summaries"`` (a session summary plus decisions, gotchas and bug
+fixes; no raw turns or tool output).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from mdmem.config import config_home
+
+__all__ = [
+    "CAPTURE_LEVELS",
+    "POLICY_FILE",
+    "Policy",
+    "find_policy_file",
+    "policy_from_json",
+    "policy_to_json",
+    "resolve_policy",
+]
+
+POLICY_FILE = ".mdmem.toml"
+USER_FILE = "hooks.toml"
+CAPTURE_LEVELS = ("off", "summaries", "everything")
+DEFAULTS: dict[str, Any] = {
+    "enabled": True,
+    "capture": "summaries",
+    "capture_max": "everything",
+    "session_tokens": 1500,
+    "prompt_tokens": 800,
+    "prompt_latency_ms": 300,
+}
+_BUDGETS = ("session_tokens", "prompt_tokens", "prompt_latency_ms")
+_PROJECT_KEYS = {"enabled", "vault", "scope", "capture", *_BUDGETS}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the hooks do for one project (resolved from the user's and the project's files)."""
+
+    enabled: bool = True
+    vault: Path | None = None  # None: the hook command's --vault, $MDMEM_VAULT, then walk up
+    scope: str | None = None
+    capture: str = "summaries"
+    session_tokens: int = 1500
+    prompt_tokens: int = 800
+    prompt_latency_ms: int = 300
+    source: str | None = None  # the .mdmem.toml that applied, if any
+    notes: tuple[str, ...] = field(default_factory=tuple)  # what was ignored, and why
+
+    def captures(self, level: str) -> bool:
+        """Whether this policy captures at least ``level`` (summaries < everything)."""
+        return CAPTURE_LEVELS.index(self.capture) >= CAPTURE_LEVELS.index(level)
+
+
+def find_policy_file(cwd: str | os.PathLike[str] | None) -> Path | None:
+    """The nearest ``.mdmem.toml`` at or above ``cwd`` (None without a cwd or a file)."""
+    if not cwd:
+        return None
+    here = Path(cwd).expanduser()
+    if not here.is_absolute():
+        return None  # a relative cwd from a payload means nothing here
+    for candidate in (here, *here.parents):
+        path = candidate / POLICY_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def _read(path: Path) -> tuple[dict[str, Any], str | None]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")), None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, f"{path}: unreadable ({' '.join(str(exc).split())})"
+
+
+def _level(value: Any, default: str) -> str:
+    return value if isinstance(value, str) and value in CAPTURE_LEVELS else default
+
+
+def _budget(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def user_settings(env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The user's own hook settings (trusted), defaults filled in."""
+    path = config_home(env) / USER_FILE
+    data, problem = _read(path) if path.is_file() else ({}, None)
+    notes = [problem] if problem else []
+    out = dict(DEFAULTS)
+    for key in ("enabled",):
+        if isinstance(data.get(key), bool):
+            out[key] = data[key]
+    out["capture_max"] = _level(data.get("capture_max"), DEFAULTS["capture_max"])
+    out["capture"] = _level(data.get("capture"), DEFAULTS["capture"])
+    for key in _BUDGETS:
+        value = _budget(data.get(key))
+        if value is not None:
+            out[key] = value
+    vaults = data.get("vaults")
+    out["vaults"] = {
+        str(k): Path(str(v)).expanduser()
+        for k, v in (vaults.items() if isinstance(vaults, dict) else [])
+        if isinstance(v, str) and v
+    }
+    default = data.get("vault")
+    out["vault"] = Path(default).expanduser() if isinstance(default, str) and default else None
+    return out, notes
+
+
+def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Policy:
+    """The policy for a hook run in ``cwd``: the user's settings narrowed by the project file."""
+    user, notes = user_settings(env)
+    path = find_policy_file(cwd)
+    project: dict[str, Any] = {}
+    if path is not None:
+        project, problem = _read(path)
+        if problem:
+            notes.append(problem)
+    for key in sorted(set(project) - _PROJECT_KEYS):
+        notes.append(f"{POLICY_FILE}: ignored key {key!r} (a project file can't set it)")
+
+    enabled = bool(user["enabled"])
+    if project.get("enabled") is False:
+        enabled = False  # a project may switch memory off, never on against the user
+
+    vault: Path | None = user["vault"]
+    wanted = project.get("vault")
+    if wanted is not None:
+        vault, note = _choose_vault(wanted, user)
+        if note:
+            notes.append(note)
+
+    scope = project.get("scope")
+    if scope is not None and not isinstance(scope, str):
+        notes.append(f"{POLICY_FILE}: scope must be a string")
+        scope = None
+
+    cap_max = CAPTURE_LEVELS.index(user["capture_max"])
+    capture = user["capture"]
+    if "capture" in project:
+        asked = project["capture"]
+        if asked not in CAPTURE_LEVELS:
+            notes.append(f"{POLICY_FILE}: capture must be one of {', '.join(CAPTURE_LEVELS)}")
+        else:
+            capture = asked
+    if CAPTURE_LEVELS.index(capture) > cap_max:
+        notes.append(f"capture {capture!r} is above the user's capture_max; using it")
+        capture = CAPTURE_LEVELS[cap_max]
+
+    budgets: dict[str, int] = {}
+    for key in _BUDGETS:
+        ceiling = int(user[key])
+        asked_budget = _budget(project.get(key)) if key in project else None
+        if key in project and asked_budget is None:
+            notes.append(f"{POLICY_FILE}: {key} must be a whole number >= 0")
+        # A project may lower a budget, not raise it past the user's.
+        budgets[key] = ceiling if asked_budget is None else min(asked_budget, ceiling)
+
+    return Policy(
+        enabled=enabled,
+        vault=vault,
+        scope=scope or None,
+        capture=capture,
+        source=str(path) if path is not None else None,
+        notes=tuple(notes),
+        **budgets,
+    )
+
+
+def _choose_vault(wanted: Any, user: dict[str, Any]) -> tuple[Path | None, str | None]:
+    """A project's vault choice, honoured only when it names one of the user's vaults."""
+    default: Path | None = user["vault"]
+    known: dict[str, Path] = user["vaults"]
+    if not isinstance(wanted, str) or not wanted:
+        return default, f"{POLICY_FILE}: vault must be a name from the user's [vaults]"
+    if wanted in known:
+        return known[wanted], None
+    as_path = Path(wanted).expanduser()
+    allowed = {p.resolve() for p in known.values()} | ({default.resolve()} if default else set())
+    if as_path.is_absolute() and as_path.resolve() in allowed:
+        return as_path, None
+    return default, (
+        f"{POLICY_FILE}: vault {wanted!r} is not one of the user's vaults "
+        f"(list it under [vaults] in {USER_FILE}); using the default"
+    )
+
+
+def policy_to_json(policy: Policy) -> dict[str, Any]:
+    """A policy as plain JSON (for the warm server's ``hook`` method)."""
+    out = {f.name: getattr(policy, f.name) for f in fields(Policy)}
+    out["vault"] = str(policy.vault) if policy.vault is not None else None
+    out["notes"] = list(policy.notes)
+    return out
+
+
+def policy_from_json(data: Mapping[str, Any]) -> Policy:
+    """The inverse of :func:`policy_to_json`; unknown keys and odd values are dropped."""
+    known = {f.name: f for f in fields(Policy)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known or value is None:
+            continue
+        if key == "vault":
+            values[key] = Path(str(value))
+        elif key == "notes":
+            values[key] = tuple(str(n) for n in value) if isinstance(value, list) else ()
+        elif key == "capture":
+            values[key] = _level(value, "summaries")
+        elif key == "enabled":
+            values[key] = bool(value)
+        elif key in _BUDGETS:
+            budget = _budget(value)
+            if budget is not None:
+                values[key] = budget
+        elif key in ("scope", "source") and isinstance(value, str):
+            values[key] = value
+    return Policy(**values)
