@@ -14,10 +14,14 @@ import sys
 def run() -> None:
     """The `mdmem` entry point."""
     from mdmem.agent.warm import thin_cli
-    from mdmem.hookmain import thin_hook
 
-    # A coding agent runs `mdmem hook ...` on every prompt: no click, no indexes.
-    code = thin_hook(sys.argv[1:])
+    code = None
+    if "hook" in sys.argv[1:]:
+        # A coding agent runs `mdmem hook ...` on every prompt: no click, no
+        # indexes. Other commands don't pay for importing the hook kit.
+        from mdmem.hookmain import thin_hook
+
+        code = thin_hook(sys.argv[1:])
     if code is None:
         code = thin_cli(sys.argv[1:])
     if code is not None:
