@@ -39,7 +39,7 @@ import yaml
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
-from mdmem.store.inputs import check_chars
+from mdmem.store.inputs import check_chars, check_fields
 from mdmem.store.secret_guard import guard
 from mdmem.store.textfile import safe_path
 
@@ -117,6 +117,25 @@ def _field_value(value: str | None, what: str, *, limit: int = 200) -> str | Non
     return text
 
 
+def _speaker(value: object) -> str | None:
+    """A per-message speaker, checked like any caller field and never rewritten:
+    what is accepted reads back byte-identical, anything else is refused."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"invalid speaker {value!r}: a non-empty string")
+    if len(value) > 200:
+        raise InvalidInputError(f"invalid speaker: {len(value)} characters; the limit is 200")
+    try:
+        check_fields([("speaker", value)])
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"invalid speaker {value!r}: no brackets, parentheses, line breaks, "
+            "or spaces at either end"
+        ) from None
+    return value
+
+
 def _fence(text: str) -> list[str]:
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -156,17 +175,30 @@ class Session:
         content: str,
         event_id: str | None = None,
         *,
+        speaker: str | None = None,
         when: datetime | None = None,
         secrets: str | None = None,
     ) -> Memory:
-        """Record a message; a duplicate returns the earlier entry with ``was_new=False``."""
+        """Record a message; a duplicate returns the earlier entry with ``was_new=False``.
+
+        ``speaker`` names who said it when a conversation has several people
+        (a group chat), beside the session's ``contact``; it is kept as the
+        entry's ``[speaker:: …]`` field and read back exactly as given.
+        """
         if role not in ROLES:
             raise InvalidInputError(f"invalid role {role!r}; one of: {', '.join(ROLES)}")
+        who = _speaker(speaker)
         body = self.store.clean_text(content, secrets)
         event = _field_value(event_id, "event")
-        fields = self._fields(role, when) + ([("event", event)] if event else [])
+        fields = self._fields(role, when)
+        if who is not None:
+            # Before "created", which _fields puts last: the field order reads
+            # role, source, contact, speaker, created, event.
+            at = next((i for i, (k, _) in enumerate(fields) if k == "created"), len(fields))
+            fields.insert(at, ("speaker", who))
+        fields += [("event", event)] if event else []
         with self.store.writer.transaction(None):
-            dup = self._duplicate(body, event)
+            dup = self._duplicate(body, event, who)
             if dup is not None:
                 log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
                 return Memory.from_block(dup, was_new=False)
@@ -300,7 +332,7 @@ class Session:
         header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
         return f"---\n{header}---\n{content}".encode()
 
-    def _duplicate(self, body: str, event: str | None) -> Block | None:
+    def _duplicate(self, body: str, event: str | None, speaker: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
         self.store.catalog.refresh(self.path)
@@ -318,6 +350,8 @@ class Session:
             if (
                 block.content_hash == digest
                 and block.field("contact") == self.contact
+                # Two people in a group chat both saying "Yes!" are two turns.
+                and block.field("speaker") == speaker
                 and abs(now - block.created) <= DEDUPE_WINDOW
             ):
                 return block
