@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mdmem.agent import prompt
 from mdmem.config import Settings, load_settings
@@ -38,8 +38,8 @@ from mdmem.git.versions import Version, versions
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
+from mdmem.memory import browse, export, importer, lifecycle, reflect, sessions
 from mdmem.memory import consolidate as consolidation
-from mdmem.memory import lifecycle, reflect, sessions
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.recaller import Recaller
@@ -658,6 +658,34 @@ class Vault:
     def resolve_session(self, session_id: str, *, scope: str | None = None) -> list[Memory]:
         """Resolve every active memory of a session (its entries and facts), one commit."""
         return lifecycle.resolve_session(self.store, session_id, scope=scope)
+
+    # ------------------------------------------------ import, export, browse --
+
+    def import_(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        scope: str | None = None,
+        secrets: str | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> importer.ImportReport:
+        """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent)."""
+        return importer.import_path(
+            self.store, path, format=format, scope=scope, secrets=secrets, progress=progress
+        )
+
+    def export_jsonl(self, out: IO[str]) -> int:
+        """Write every memory with its metadata to ``out``, one JSON object a line."""
+        return export.export_jsonl(self.store, out)
+
+    def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
+        """Memories by kind/scope/status/tag/date/author, newest first (see memory.browse)."""
+        return browse.list_memories(self.store, **filters)
+
+    def show(self, memory_id: str) -> browse.Shown:
+        """One memory's text, metadata, git history and line authors together."""
+        return browse.show(self.store, memory_id)
 
     def llm_client(self) -> LLMClient | None:
         """The configured LLM (``[llm]`` + OPENAI_* environment), or None."""

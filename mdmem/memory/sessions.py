@@ -197,7 +197,8 @@ class Session:
             at = next((i for i, (k, _) in enumerate(fields) if k == "created"), len(fields))
             fields.insert(at, ("speaker", who))
         fields += [("event", event)] if event else []
-        with self.store.writer.transaction(None):
+        # A batch (an importer's, a busy host's) nests: many turns, one commit.
+        with self.store.writer.batch(None):
             dup = self._duplicate(body, event, who)
             if dup is not None:
                 log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
@@ -335,7 +336,10 @@ class Session:
     def _duplicate(self, body: str, event: str | None, speaker: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
-        self.store.catalog.refresh(self.path)
+        tx = self.store.writer.current
+        if tx is None or self.path not in tx.pending:
+            # Inside a batch the catalog holds the pending text: the disk is behind it.
+            self.store.catalog.refresh(self.path)
         if event is not None:
             # An event id is unique at its source, however old: a platform
             # redelivering a day-old message must not record it twice.

@@ -1,0 +1,113 @@
+"""``export_jsonl`` and the round trip export → import into a fresh vault."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mdmem import Vault
+
+_SYSTEM = {"created", "kind", "event", "status", "by"}
+
+
+def _fill(vault: Vault) -> None:
+    with vault.batch("seed"):
+        vault.remember("The user prefers metric units.", kind="preference", tags=["units"])
+        vault.remember(
+            "Deploys go out on Tuesdays.",
+            tags=["ops"],
+            scope="project:web",
+            fields=[("owner", "ana")],
+            created="2024-02-01T10:00:00+00:00",
+        )
+        vault.remember("The staging database is db-2.", kind="world")
+        vault.remember("We chose Postgres over SQLite.", kind="decision", tags=["db"])
+    old = vault.remember("The launch is in April.")
+    vault.resolve(old.id)
+    vault.log("Rotated the on-call roster.", category="Ops")
+    vault.journal("I should ask before deleting branches.")
+    vault.learn("Git", "Rebase keeps history linear.")
+    chat = vault.session("team-chat", source="slack")
+    chat.record(
+        "user",
+        "Lunch is at noon on Friday.",
+        "ev-1",
+        speaker="Ana",
+        when=datetime(2024, 5, 3, 9, 0, tzinfo=UTC),
+    )
+    chat.record(
+        "assistant", "Noted, Friday noon.", "ev-2", when=datetime(2024, 5, 3, 9, 1, tzinfo=UTC)
+    )
+    vault.session("plain").record("user", "A session without a source [status:: resolved].")
+
+
+def _export(vault: Vault) -> list[dict]:
+    out = io.StringIO()
+    count = vault.export_jsonl(out)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(rows) == count
+    return rows
+
+
+def _key(row: dict) -> tuple:
+    return (row["kind"], row["scope"], row["text"])
+
+
+def _meta(row: dict) -> dict:
+    fields = sorted((k, v) for k, v in row["fields"] if k not in _SYSTEM)
+    return {
+        "status": row["status"],
+        "tags": sorted(row["tags"]),
+        "fields": fields,
+        "session": row.get("session"),
+        "role": row.get("role"),
+        "source": row.get("source"),
+        "speaker": row.get("speaker"),
+        "path": row["path"],
+        "heading": row["heading"] if row["kind"] in ("learning",) else None,
+    }
+
+
+def test_export_rows_carry_metadata(vault: Vault) -> None:
+    _fill(vault)
+    rows = {r["text"]: r for r in _export(vault)}
+    deploy = rows["Deploys go out on Tuesdays. #ops"]
+    assert deploy["scope"] == "project:web" and deploy["tags"] == ["ops"]
+    assert ["owner", "ana"] in deploy["fields"]
+    assert deploy["created"] == "2024-02-01T10:00:00+00:00"
+    assert rows["The launch is in April."]["status"] == "resolved"
+    lunch = rows["Lunch is at noon on Friday."]
+    assert (lunch["session"], lunch["role"], lunch["source"], lunch["event"]) == (
+        "team-chat",
+        "user",
+        "slack",
+        "ev-1",
+    )
+    assert lunch["created"] == "2024-05-03T09:00:00+00:00"
+    assert {"id", "kind", "path", "line", "updated"} <= set(deploy)
+
+
+def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
+    _fill(vault)
+    rows = _export(vault)
+    dump = tmp_path / "export.jsonl"
+    dump.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
+    report = fresh.import_(dump)
+    assert report.refused == 0, report.refusals
+    assert report.added == len(rows)
+    again = _export(fresh)
+    before = {_key(r): _meta(r) for r in rows}
+    after = {_key(r): _meta(r) for r in again}
+    assert after == before
+    dates = {_key(r): r["created"] for r in rows if r["kind"] in ("fact", "chat_message")}
+    assert {_key(r): r["created"] for r in again if _key(r) in dates} == dates
+    for query in ("deploy day", "Friday lunch", "database choice", "units"):
+        want = [h.text for h in vault.recall(query, k=3).items]
+        got = [h.text for h in fresh.recall(query, k=3).items]
+        assert got == want, query
+    # Importing the export again adds nothing.
+    assert fresh.import_(dump).added == 0
+    assert len(_export(fresh)) == len(rows)
