@@ -36,6 +36,7 @@ from mdmem.git import timetravel
 from mdmem.git.sync import SyncResult, sync
 from mdmem.git.versions import Version, versions
 from mdmem.index.indexer import Indexer, IndexStats
+from mdmem.index.progress import Progress
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
 from mdmem.memory import browse, export, importer, lifecycle, reflect, sessions
@@ -109,8 +110,17 @@ class VaultStatus:
 class Vault:
     """An mdmem vault: markdown files under git, plus derived indexes."""
 
-    def __init__(self, root: Path, settings: Settings, *, agent: str | None = None) -> None:
-        self.store = MemoryStore(root.resolve(), settings, agent=agent or settings.agent)
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        *,
+        agent: str | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.store = MemoryStore(
+            root.resolve(), settings, agent=agent or settings.agent, progress=progress
+        )
         self._closed = False
         self._llm: tuple[LLMClient | None] | None = None
         self.resolver = lifecycle.AutoResolver(self.store, self.llm_client)
@@ -202,9 +212,11 @@ class Vault:
         path: str | os.PathLike[str] | None = None,
         *,
         agent: str | None = None,
+        progress: Progress | None = None,
         **overrides: Any,
     ) -> Vault:
-        """Open the vault at ``path`` (or found by walking up from the cwd)."""
+        """Open the vault at ``path`` (or found by walking up from the cwd); ``progress``
+        hears of the indexing it does (all of it when the state dir is gone)."""
         if path is None:
             root = find_vault_root()
         else:
@@ -217,7 +229,8 @@ class Vault:
             GitStore.init(root)
         git = GitStore(root)
         settings = load_settings(root, is_tracked=lambda rel: rel in git.tracked(), **overrides)
-        return cls(root, settings, agent=agent or os.environ.get("MDMEM_AGENT") or None)
+        agent = agent or os.environ.get("MDMEM_AGENT") or None
+        return cls(root, settings, agent=agent, progress=progress)
 
     def close(self) -> None:
         """Checkpoint the vector index and release index handles."""
@@ -317,7 +330,9 @@ class Vault:
         self.purge(memory_id, confirm=confirm)
         return Memory.from_block(block, was_new=False)
 
-    def purge(self, memory_id: str, *, confirm: bool) -> PurgeResult:
+    def purge(
+        self, memory_id: str, *, confirm: bool, progress: Progress | None = None
+    ) -> PurgeResult:
         """Forget a memory and its derived copies, and rewrite every commit without them.
 
         Only that block (matched by its id in each version of each file) and
@@ -327,7 +342,9 @@ class Vault:
         """
         # A copied line would keep the text that the purge claims is gone.
         self.store.writer.sole_block(memory_id)
-        result = git_purge.purge(self.store, normalize_id(memory_id), confirm=confirm)
+        result = git_purge.purge(
+            self.store, normalize_id(memory_id), confirm=confirm, progress=progress
+        )
         self._forget_derived_copies()
         return result
 
@@ -447,10 +464,15 @@ class Vault:
         return git_provenance.provenance(self.store, memory_id)
 
     def sync(
-        self, remote: str = "origin", *, push: bool = True, force_push: bool = False
+        self,
+        remote: str = "origin",
+        *,
+        push: bool = True,
+        force_push: bool = False,
+        progress: Progress | None = None,
     ) -> SyncResult:
         """Commit human edits, pull --rebase (block-aware merge), push, re-index what changed."""
-        return sync(self.store, remote, push=push, force_push=force_push)
+        return sync(self.store, remote, push=push, force_push=force_push, progress=progress)
 
     def _written_by_human(self, block: Block) -> bool:
         """Whether a person wrote any line of the block (git blame, cached per file version)."""
@@ -468,12 +490,12 @@ class Vault:
         shutil.rmtree(self.state_dir / "asof", ignore_errors=True)
         timetravel.forget_snapshots(self.store)
 
-    def doctor(self, *, fix: bool = False) -> DoctorReport:
+    def doctor(self, *, fix: bool = False, progress: Progress | None = None) -> DoctorReport:
         """Check files, manifest, both indexes and git; ``fix`` repairs derived state
         and renames an old vault's ``merge=union`` attributes, and gives each copied
         line (an id on two lines) a fresh id."""
         with self.store.writer.lock():
-            return run_doctor(self.store, fix=fix)
+            return run_doctor(self.store, fix=fix, progress=progress)
 
     def watch(
         self,
@@ -580,6 +602,7 @@ class Vault:
         entries: list[Block] | None = None,
         reason: str = "manual",
         review: bool | None = None,
+        progress: Progress | None = None,
     ) -> ConsolidationResult:
         """Fold pending session entries into episode notes and facts (one commit).
 
@@ -599,6 +622,7 @@ class Vault:
             entries=entries,
             reason=reason,
             review=self.settings.consolidation.review if review is None else review,
+            progress=progress,
         )
 
     def reviews(self) -> list[Review]:
@@ -668,7 +692,7 @@ class Vault:
         format: str | None = None,
         scope: str | None = None,
         secrets: str | None = None,
-        progress: Callable[[str, int, int], None] | None = None,
+        progress: Progress | None = None,
     ) -> importer.ImportReport:
         """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent)."""
         return importer.import_path(
