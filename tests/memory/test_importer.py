@@ -189,3 +189,35 @@ def test_jsonl_speaker_is_kept(vault: Vault) -> None:
     vault.import_(DATA / "messages.jsonl")
     entries = vault.session("telegram-family-chat").entries()
     assert [vault.block(e.id).field("speaker") for e in entries] == ["Maria", "Joao", None]
+
+
+def test_a_message_repeated_inside_one_import_is_recorded_once(
+    vault: Vault, tmp_path: Path
+) -> None:
+    rows = [
+        {"id": "a1", "conversation_id": "c", "role": "user", "content": "First words."},
+        {"id": "a2", "conversation_id": "c", "role": "assistant", "content": "Second words."},
+        {"id": "a1", "conversation_id": "c", "role": "user", "content": "First words."},
+    ]
+    path = tmp_path / "dup.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = vault.import_(path)
+    assert (report.added, report.duplicates, report.commits) == (2, 1, 1)
+    assert [e.text for e in vault.session("jsonl-c").entries()] == ["First words.", "Second words."]
+
+
+def test_many_turns_one_commit_each_batch(vault: Vault, tmp_path: Path) -> None:
+    path = tmp_path / "many.jsonl"
+    rows = [
+        {"id": f"e{i}", "conversation_id": f"c{i % 3}", "role": "user", "content": f"Turn {i}."}
+        for i in range(120)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = _commits(vault)
+    report = vault.import_(path)
+    assert report.added == 120 and report.commits == 1 and _commits(vault) == before + 1
+    vault.close()
+    # Durable: a fresh process sees every turn, in order, and recall finds one.
+    fresh = Vault.open(vault.root)
+    assert [e.text for e in fresh.session("jsonl-c1").entries()][:2] == ["Turn 1.", "Turn 4."]
+    assert fresh.recall("Turn 118", k=3).items
