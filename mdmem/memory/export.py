@@ -3,7 +3,8 @@
 A row: ``id, kind, scope, status, tags, fields ([key, value] pairs, in file
 order), created, updated, path, line, heading, text``, and for session
 entries ``session``, ``role``, ``source``, ``speaker``, ``contact``,
-``event`` where the entry has them. ``mdmem import --format jsonl`` reads the
+``event`` where the entry has them, and for a tool output ``output``, its
+whole text. ``mdmem import --format jsonl`` reads the
 file back (:mod:`mdmem.memory.importer`): session entries as the messages of
 their session, other memories through the verb of their kind, so an export
 imported into a fresh vault recalls the same.
@@ -18,7 +19,8 @@ import json
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
-from mdmem.memory.sessions import session_id_of
+from mdmem.errors import MdmemError
+from mdmem.memory.sessions import read_tool_output, session_id_of
 from mdmem.models import Block
 from mdmem.store.secret_guard import scrub
 
@@ -62,7 +64,26 @@ def export_rows(store: MemoryStore) -> Iterator[dict[str, Any]]:
     store.writer.verify_manifest()
     blocks = sorted(store.catalog.blocks(memories_only=True), key=lambda b: (b.path, b.line_start))
     for block in blocks:
-        yield row_of(block, store.settings.secrets)
+        row = row_of(block, store.settings.secrets)
+        if block.kind == "tool_output":
+            # The whole output, not the fenced preview: an import records it again.
+            output = _tool_output(store, block)
+            if output is not None:
+                row["output"] = scrub(output, store.settings.secrets)
+        yield row
+
+
+def _tool_output(store: MemoryStore, block: Block) -> str | None:
+    key = block.field("tout")
+    if key:
+        try:
+            return read_tool_output(store, key)
+        except MdmemError:
+            return None  # the payload file is gone: the preview is all there is
+    lines = block.text.split("\n")
+    if len(lines) >= 2 and lines[0].startswith("```") and lines[-1] == lines[0]:
+        return "\n".join(lines[1:-1])
+    return None
 
 
 def export_jsonl(store: MemoryStore, out: IO[str]) -> int:

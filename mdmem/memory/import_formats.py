@@ -26,7 +26,8 @@ and does nothing else: writing them into a vault is
   ``source`` (default ``jsonl``). A line with ``kind`` and ``text`` but no
   ``role`` is a memory as ``mdmem export --jsonl`` writes it (see
   :mod:`mdmem.memory.export`); chat entries in an export carry ``role`` and
-  read back as messages.
+  read back as messages (tool outputs as tool outputs, from ``output``, the
+  full text, when the export has it).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Message:
     event_id: str | None  # the export's message id: a re-import finds it
     speaker: str | None = None
     line: int | None = None  # where in the input (JSONL line), for reports
+    tool: str | None = None  # a tool output of an mdmem export: the tool's name
 
 
 @dataclass
@@ -78,6 +80,8 @@ class Conversation:
     title: str = ""
     messages: list[Message] = field(default_factory=list)
     session: str | None = None  # a session id to keep as is (rows of an mdmem export)
+    scope: str | None = None  # ...and its scope and contact
+    contact: str | None = None
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,7 @@ def read_claude(path: Path) -> list[Conversation]:
 def read_jsonl(path: Path) -> Iterator[Conversation | ExportedMemory | tuple[int, str]]:
     """Conversations (one per source and conversation id, in first-seen order),
     exported memories, and ``(line, reason)`` for lines that can't be read."""
-    conversations: dict[tuple[str, str], Conversation] = {}
+    conversations: dict[tuple[str, str, str, str], Conversation] = {}
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -298,10 +302,11 @@ def read_jsonl(path: Path) -> Iterator[Conversation | ExportedMemory | tuple[int
                 continue
             exported = "kind" in row and bool(row.get("session"))
             if exported:
-                # A session entry of an mdmem export: same session, same source
-                # (none if it had none), its event id or else its memory id.
+                # A session entry of an mdmem export: its session, scope, source
+                # and contact as they were (none if it had none).
                 source = str(row.get("source") or "")
                 conv = str(row["session"])
+                key = (source, conv, str(row.get("scope") or ""), str(row.get("contact") or ""))
             else:
                 source = str(row.get("source") or "jsonl")
                 conv = str(
@@ -310,21 +315,29 @@ def read_jsonl(path: Path) -> Iterator[Conversation | ExportedMemory | tuple[int
                     or row.get("session")
                     or "default"
                 )
-            key = (source, conv)
+                key = (source, conv, "", "")
             if key not in conversations:
-                conversations[key] = Conversation(source, conv, session=conv if exported else None)
+                conversations[key] = Conversation(
+                    source,
+                    conv,
+                    session=conv if exported else None,
+                    scope=key[2] or None,
+                    contact=key[3] or None,
+                )
             when = _time(
                 row.get("timestamp", row.get("created_at", row.get("created", row.get("time"))))
             )
             event = row.get("event") or row.get("id")
+            tool = row.get("tool") if exported and row.get("kind") == "tool_output" else None
             conversations[key].messages.append(
                 Message(
                     role,
-                    text,
+                    str(row.get("output") or text) if tool else text,
                     when,
                     str(event) if event not in (None, "") else None,
                     speaker=str(row["speaker"]) if row.get("speaker") else None,
                     line=number,
+                    tool=str(tool) if tool else None,
                 )
             )
     yield from conversations.values()

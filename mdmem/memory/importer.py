@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.memory import import_formats as fmt
 from mdmem.memory.sessions import Session
-from mdmem.models import one_line
+from mdmem.models import Memory, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit
 from mdmem.store.secret_guard import guard
@@ -188,7 +188,13 @@ class _Writer:
     def _session(self, conv: fmt.Conversation) -> Session | None:
         name = conv.session or fmt.session_name(conv.source, conv.id)
         try:
-            return Session(self.store, name, source=conv.source or None, scope=self.scope or None)
+            return Session(
+                self.store,
+                name,
+                source=conv.source or None,
+                contact=conv.contact,
+                scope=conv.scope or self.scope or None,
+            )
         except MdmemError as exc:
             for message in conv.messages:
                 self.report.refuse(_where(conv, message), str(exc))
@@ -199,14 +205,17 @@ class _Writer:
 
         def step() -> None:
             try:
-                memory = session.record(
-                    message.role,
-                    message.text,
-                    message.event_id,
-                    speaker=message.speaker,
-                    when=message.when,
-                    secrets=self.secrets,
-                )
+                if message.tool is not None:
+                    memory = self._record_tool_output(session, message)
+                else:
+                    memory = session.record(
+                        message.role,
+                        message.text,
+                        message.event_id,
+                        speaker=message.speaker,
+                        when=message.when,
+                        secrets=self.secrets,
+                    )
             except MdmemError as exc:
                 where = f"line {message.line}" if message.line else conv_where
                 self.report.refuse(f"{where} message {message.event_id or '?'}", str(exc))
@@ -218,6 +227,22 @@ class _Writer:
                 self.report.duplicates += 1
 
         return step
+
+    def _record_tool_output(self, session: Session, message: fmt.Message) -> Memory:
+        """A tool output of an mdmem export, recorded again unless its session has it
+        (same tool, same time: tool outputs carry no event id)."""
+        assert message.tool is not None
+        for entry in session.entries():
+            block = self.store.catalog.block(entry.id)
+            if block is not None and (
+                block.kind == "tool_output"
+                and block.field("tool") == message.tool
+                and block.field("created") == _iso(message.when)
+            ):
+                return entry
+        return session.record_tool_output(
+            message.tool, message.text, when=message.when, secrets=self.secrets
+        )
 
     def _rememberer(self, exported: fmt.ExportedMemory) -> Callable[[], None]:
         def step() -> None:
@@ -272,6 +297,10 @@ class _Writer:
         if memory.was_new and status != "active":
             store.resolve(memory.id, status=status)
         return memory.was_new
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat(timespec="seconds") if when is not None else None
 
 
 def _pairs(value: Any) -> Iterable[tuple[Any, Any]]:

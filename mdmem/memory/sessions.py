@@ -262,7 +262,9 @@ class Session:
         body = "\n".join(body_lines)
         if len(body) > 2 * limit + 1000:  # pragma: no cover - guarded by the preview cut
             raise InvalidInputError("tool output preview too large")
-        with self.store.writer.transaction(None) as tx:
+        writer = self.store.writer
+        # Inside a batch (an import) it joins the batch's commit; alone, all or nothing.
+        with (writer.batch(None) if writer.current else writer.transaction(None)) as tx:
             if key is not None:
                 rel = f"{TOOL_OUTPUT_DIR}/{key}.md"
                 if not (self.store.root / rel).exists():
@@ -286,7 +288,7 @@ class Session:
 
     def entries(self) -> list[Memory]:
         """Every entry of this session, in file order."""
-        self.store.catalog.refresh(self.path)
+        self._refresh()
         state = self.store.catalog.files.get(self.path)
         if state is None:
             return []
@@ -336,10 +338,7 @@ class Session:
     def _duplicate(self, body: str, event: str | None, speaker: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
-        tx = self.store.writer.current
-        if tx is None or self.path not in tx.pending:
-            # Inside a batch the catalog holds the pending text: the disk is behind it.
-            self.store.catalog.refresh(self.path)
+        self._refresh()
         if event is not None:
             # An event id is unique at its source, however old: a platform
             # redelivering a day-old message must not record it twice.
@@ -360,6 +359,13 @@ class Session:
             ):
                 return block
         return None
+
+    def _refresh(self) -> None:
+        """Re-read this session's file if it changed on disk, unless a batch is writing
+        it: then the catalog holds the pending text and the disk is behind it."""
+        tx = self.store.writer.current
+        if tx is None or self.path not in tx.pending:
+            self.store.catalog.refresh(self.path)
 
     def _recent_blocks(self, now: datetime) -> list[Block]:
         """This session's entries, plus those of session files written within the window."""

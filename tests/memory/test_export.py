@@ -41,6 +41,13 @@ def _fill(vault: Vault) -> None:
         "assistant", "Noted, Friday noon.", "ev-2", when=datetime(2024, 5, 3, 9, 1, tzinfo=UTC)
     )
     vault.session("plain").record("user", "A session without a source [status:: resolved].")
+    ops = vault.session("ops", source="cli", contact="telegram:42", scope="project:web")
+    ops.record("user", "Is the build green?", "o-1", when=datetime(2024, 5, 3, 10, 0, tzinfo=UTC))
+    ops.record_tool_output(
+        "pytest", "12 passed in 0.3s", when=datetime(2024, 5, 3, 10, 1, tzinfo=UTC)
+    )
+    big = "".join(f"compiling unit {i}\n" for i in range(3000))
+    ops.record_tool_output("make", big, when=datetime(2024, 5, 3, 10, 2, tzinfo=UTC))
 
 
 def _export(vault: Vault) -> list[dict]:
@@ -65,6 +72,8 @@ def _meta(row: dict) -> dict:
         "role": row.get("role"),
         "source": row.get("source"),
         "speaker": row.get("speaker"),
+        "contact": row.get("contact"),
+        "output": row.get("output"),
         "path": row["path"],
         "heading": row["heading"] if row["kind"] in ("learning",) else None,
     }
@@ -87,6 +96,13 @@ def test_export_rows_carry_metadata(vault: Vault) -> None:
     )
     assert lunch["created"] == "2024-05-03T09:00:00+00:00"
     assert {"id", "kind", "path", "line", "updated"} <= set(deploy)
+    outputs = {r["tool"]: r for r in rows.values() if r["kind"] == "tool_output"}
+    assert outputs["pytest"]["output"] == "12 passed in 0.3s"
+    assert outputs["make"]["output"].startswith("compiling unit 0\n")
+    assert len(outputs["make"]["output"]) > len(
+        outputs["make"]["text"]
+    )  # the whole, not the preview
+    assert outputs["make"]["scope"] == "project:web" and outputs["make"]["contact"] == "telegram:42"
 
 
 def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
