@@ -36,6 +36,11 @@ if [ -z "$bindir" ] && on_path /usr/local/bin && [ -w /usr/local/bin ]; then
 fi
 bindir="${bindir:-$HOME/.local/bin}"
 mkdir -p "$bindir"
+if [ -e "$bindir/mdmem" ] && [ ! -L "$bindir/mdmem" ]; then
+    # Someone else's mdmem (a pip install --user...): theirs to remove, not ours.
+    echo "install-on-path: $bindir/mdmem exists and is not a link; remove it or set BINDIR" >&2
+    exit 1
+fi
 ln -sf "$target" "$bindir/mdmem"
 echo "mdmem -> $bindir/mdmem"
 if ! on_path "$bindir"; then

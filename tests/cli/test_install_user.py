@@ -87,3 +87,20 @@ def test_install_user_says_how_to_reach_a_folder_off_path(tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     assert (home / ".local" / "bin" / "mdmem").is_symlink()
     assert "not on PATH" in out.stdout and "export PATH=" in out.stdout
+
+
+def test_install_user_leaves_another_mdmem_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    theirs = home / ".local" / "bin" / "mdmem"
+    theirs.write_text("#!/bin/sh\necho theirs\n")
+    venv = _fake_venv(tmp_path)
+    out = subprocess.run(
+        ["sh", str(ROOT / "scripts" / "install-on-path.sh"), str(venv / "bin" / "mdmem")],
+        env=_env(home, f"{home}/.local/bin:/usr/bin:/bin"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1 and "not a link" in out.stderr
+    assert theirs.read_text() == "#!/bin/sh\necho theirs\n"
