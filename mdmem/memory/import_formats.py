@@ -22,12 +22,13 @@ and does nothing else: writing them into a vault is
   ``{"type": "text", "text"}`` parts; ``text`` is accepted too), and
   optionally ``timestamp`` (ISO-8601 or Unix seconds; ``created_at``/``time``
   too), ``conversation_id`` or ``session_id`` (default ``default``),
-  ``speaker``, ``id`` (the message id that makes a re-import add nothing) and
-  ``source`` (default ``jsonl``). A line with ``kind`` and ``text`` but no
-  ``role`` is a memory as ``mdmem export --jsonl`` writes it (see
-  :mod:`mdmem.memory.export`); chat entries in an export carry ``role`` and
-  read back as messages (tool outputs as tool outputs, from ``output``, the
-  full text, when the export has it).
+  ``speaker``, ``id`` (the message id that makes a re-import add nothing;
+  without one, a digest of the conversation, role, time and text stands in)
+  and ``source`` (default ``jsonl``). Unix times in milliseconds are read as
+  such. A line with ``kind`` and ``text`` but no ``role`` is a memory as
+  ``mdmem export --jsonl`` writes it (see :mod:`mdmem.memory.export`); chat
+  entries in an export carry ``role`` and read back as messages (tool outputs
+  as tool outputs, from ``output``, the full text, when the export has it).
 """
 
 from __future__ import annotations
@@ -109,8 +110,11 @@ def _time(value: Any) -> datetime | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
+        seconds = float(value)
+        if abs(seconds) > 1e11:  # milliseconds (JavaScript's Date.now()), not year 5000
+            seconds /= 1000
         try:
-            return datetime.fromtimestamp(float(value), UTC)
+            return datetime.fromtimestamp(seconds, UTC)
         except (OverflowError, OSError, ValueError):
             return None
     if isinstance(value, str):
@@ -328,6 +332,11 @@ def read_jsonl(path: Path) -> Iterator[Conversation | ExportedMemory | tuple[int
                 row.get("timestamp", row.get("created_at", row.get("created", row.get("time"))))
             )
             event = row.get("event") or row.get("id")
+            if event in (None, ""):
+                # No message id: one from what identifies the message, so that a
+                # second import of the same file still finds it.
+                raw_id = json.dumps([source, conv, role, when and when.isoformat(), text])
+                event = "sha1-" + hashlib.sha1(raw_id.encode("utf-8")).hexdigest()
             tool = row.get("tool") if exported and row.get("kind") == "tool_output" else None
             conversations[key].messages.append(
                 Message(

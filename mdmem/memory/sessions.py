@@ -264,7 +264,8 @@ class Session:
             raise InvalidInputError("tool output preview too large")
         writer = self.store.writer
         # Inside a batch (an import) it joins the batch's commit; alone, all or nothing.
-        with (writer.batch(None) if writer.current else writer.transaction(None)) as tx:
+        write = writer.batch(None) if writer.current else writer.transaction(None)
+        with write as tx:
             if key is not None:
                 rel = f"{TOOL_OUTPUT_DIR}/{key}.md"
                 if not (self.store.root / rel).exists():

@@ -221,3 +221,19 @@ def test_many_turns_one_commit_each_batch(vault: Vault, tmp_path: Path) -> None:
     fresh = Vault.open(vault.root)
     assert [e.text for e in fresh.session("jsonl-c1").entries()][:2] == ["Turn 1.", "Turn 4."]
     assert fresh.recall("Turn 118", k=3).items
+
+
+def test_jsonl_without_ids_is_still_idempotent_and_reads_milliseconds(
+    vault: Vault, tmp_path: Path
+) -> None:
+    rows = [
+        {"session_id": "s", "role": "user", "content": "No id here.", "timestamp": 1684605780000},
+        {"session_id": "s", "role": "assistant", "content": "Nor here."},
+    ]
+    path = tmp_path / "noid.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert vault.import_(path).added == 2
+    again = vault.import_(path)
+    assert (again.added, again.duplicates) == (0, 2)
+    first = vault.session("jsonl-s").entries()[0]
+    assert first.created == datetime.fromtimestamp(1684605780, UTC)
