@@ -1,4 +1,5 @@
-"""Write-path benchmark: `remember` latency (durable, one commit each) and batch throughput.
+"""Write-path benchmark: `remember` and `Session.record` latency (durable, one commit each)
+and batch throughput.
 
 Usage: python bench/write.py [--memories 10000] [--samples 200] [--batch 5000] [--json]
 
@@ -6,7 +7,11 @@ Prints p50/p95 of a single `remember` (atomic fsynced write + git commit) on a
 vault that already holds --memories memories, batch throughput, and as a
 baseline measured in the same run the cost of the two things a durable write
 cannot avoid: an fsynced file replace and one `git commit` of one file.
-Targets (issue 2): p50 <= 40 ms single; >= 1,000 memories/s in a batch.
+Targets (issue 2): p50 <= 40 ms single; >= 1,000 memories/s in a batch. A
+recorded chat turn (issue 17) costs what a remember costs: record p50 / remember
+p50 ~ 1 (automatic consolidation, on by default, runs inside the turn that
+crosses the threshold: it shows in p95 and the mean), and turns recorded inside
+`vault.batch()` go in one commit like memories.
 """
 
 from __future__ import annotations
@@ -114,6 +119,22 @@ def main() -> None:
         vault.remember(f"Single durable memory {i} about project {i % 13}.")
         single.append((time.perf_counter() - start) * 1000)
 
+    session = vault.session("bench-chat", source="bench", contact="alice")
+    turns = []
+    for i in range(args.samples):
+        start = time.perf_counter()
+        session.record(
+            "user" if i % 2 == 0 else "assistant", f"Chat turn {i} about errand {i % 17}."
+        )
+        turns.append((time.perf_counter() - start) * 1000)
+
+    importer = vault.session("bench-import", source="bench")
+    start = time.perf_counter()
+    with vault.batch("bench import"):
+        for i in range(args.batch):
+            importer.record("user", f"Imported turn {i} about chore {i % 89}.", event_id=f"i{i}")
+    import_s = time.perf_counter() - start
+
     start = time.perf_counter()
     with vault.batch("bench batch"):
         for i in range(args.batch):
@@ -127,6 +148,11 @@ def main() -> None:
         "single_p50_ms": median(single),
         "single_p95_ms": percentile(single, 95),
         "batch_per_s": args.batch / batch_s,
+        "record_p50_ms": median(turns),
+        "record_p95_ms": percentile(turns, 95),
+        "record_mean_ms": sum(turns) / len(turns),
+        "record_p50_over_remember_p50": median(turns) / median(single),
+        "record_batch_per_s": args.batch / import_s,
         "seed_per_s": args.memories / seed_s,
         "baseline_fsync_replace_ms": median(fsync_ms),
         "baseline_git_commit_ms": median(commit_ms),
@@ -142,6 +168,15 @@ def main() -> None:
             ["single remember p50 (ms)", results["single_p50_ms"], "<= 40"],
             ["single remember p95 (ms)", results["single_p95_ms"], ""],
             [f"batch of {args.batch:,} (memories/s)", results["batch_per_s"], ">= 1,000"],
+            ["Session.record p50 (ms)", results["record_p50_ms"], "<= 40"],
+            ["Session.record p95 (ms)", results["record_p95_ms"], ""],
+            ["Session.record mean (ms, incl. auto-consolidation)", results["record_mean_ms"], ""],
+            ["record p50 / remember p50", results["record_p50_over_remember_p50"], "~ 1"],
+            [
+                f"record {args.batch:,} turns in one vault.batch() (turns/s)",
+                results["record_batch_per_s"],
+                "",
+            ],
             [f"seed batch of {args.memories:,} (memories/s)", results["seed_per_s"], ""],
             [
                 "baseline: fsynced replace of MEMORY.md (ms)",

@@ -371,10 +371,13 @@ class Vault:
         Auto-resolve (retiring what a new memory replaces) runs at the end of
         the batch, over its new memories in order and embedded together, so
         a ``Memory`` that ``remember`` returns inside a batch has an empty
-        ``superseded``; the commit lists what was retired.
+        ``superseded``; the commit lists what was retired. Session turns
+        recorded inside join the commit; automatic consolidation runs once, after.
         """
         with self.store.batch(subject):
             yield self
+        if self.store.writer.current is None:  # the outermost batch has committed
+            self._maybe_consolidate()
 
     def commit_human_edits(self) -> str | None:
         """Commit files a person changed, authored as the human; returns the sha."""

@@ -22,8 +22,6 @@ from mdmem.cli.context import (
 from mdmem.cli.gitnative import purge_cmd
 from mdmem.config import setting_values, trust_vault
 from mdmem.models import KINDS
-from mdmem.recall.search import cite_context
-from mdmem.vault import Vault
 
 # ------------------------------------------------------------------ writes ----
 
@@ -35,6 +33,8 @@ from mdmem.vault import Vault
 @click.pass_obj
 def init(obj: Context, path: str, agent_name: str | None, as_json: bool) -> None:
     """Create a vault at PATH: template files, git init, first commit."""
+    from mdmem.vault import Vault  # loaded on first use: `mdmem --help` stays quick
+
     vault = Vault.init(path, agent=agent_name or obj.agent)
     emit(
         {"root": str(vault.root), "state_dir": str(vault.state_dir)},
@@ -404,6 +404,8 @@ def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
 @click.pass_obj
 def context(obj: Context, query: str, max_chars: int, as_json: bool, **filters: Any) -> None:
     """A "## Recalled Memory" block for a prompt, citing path#^id."""
+    from mdmem.recall.search import cite_context
+
     # vault.context() in two steps, so --json can list the ids the block cites.
     result = obj.vault().recall(query, **_filters(**filters))
     block, cited = cite_context(result, max_chars)

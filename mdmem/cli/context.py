@@ -15,13 +15,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from mdmem.errors import MdmemError
 from mdmem.models import Memory, one_line, to_jsonable
-from mdmem.vault import Vault, find_vault_root
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,20 +32,38 @@ EXIT_USAGE = 2  # click's (and argparse's) code for a bad command line
 EXIT_INTERNAL = 2
 
 
+class OpenedVault:
+    """A vault already open, handed to the group as ``obj`` (the warm server runs
+    commands against its own instead of opening the vault again)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+
+
 class Context:
-    def __init__(self, vault_path: str | None, agent: str | None, quiet: bool) -> None:
+    def __init__(
+        self,
+        vault_path: str | None,
+        agent: str | None,
+        quiet: bool,
+        opened: Vault | None = None,
+    ) -> None:
         self.vault_path = vault_path
         self.agent = agent
         self.quiet = quiet
-        self._vault: Vault | None = None
+        self._vault: Vault | None = opened
 
     def root(self) -> Path:
         """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml."""
+        from mdmem.vault import find_vault_root  # the heavy modules load on first use
+
         path = self.vault_path or os.environ.get("MDMEM_VAULT")
         return Path(path) if path else find_vault_root()
 
     def vault(self) -> Vault:
         if self._vault is None:
+            from mdmem.vault import Vault
+
             # Opening indexes what changed on disk: the whole vault after the
             # state dir is gone, which deserves a bar (stderr, terminals only,
             # not for --json: a script reads the report).
@@ -210,7 +230,8 @@ def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: b
         level=logging.ERROR if quiet else logging.WARNING,
         format="%(levelname)s: %(message)s",
     )
-    ctx.obj = Context(vault_path, agent, quiet)
+    opened = ctx.obj.vault if isinstance(ctx.obj, OpenedVault) else None
+    ctx.obj = Context(vault_path, agent, quiet, opened)
 
 
 @contextmanager

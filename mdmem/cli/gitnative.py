@@ -5,10 +5,14 @@ Imported by :mod:`mdmem.cli`, which so registers them on ``main``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from mdmem.cli.context import Context, emit, json_option, main, progress_bars
-from mdmem.git.history import Change, Changes
+
+if TYPE_CHECKING:  # annotations only: the heavy modules load when a command runs
+    from mdmem.git.history import Change, Changes
 
 EXIT_CONFLICT = 3
 

@@ -6,10 +6,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from mdmem.cli.context import Context, emit, json_option, main, progress_bars
-from mdmem.git.review import Review
+
+if TYPE_CHECKING:  # annotations only: the heavy modules load when a command runs
+    from mdmem.git.review import Review
 
 __all__ = [
     "consolidate_cmd",

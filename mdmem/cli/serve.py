@@ -14,7 +14,6 @@ from pathlib import Path
 import click
 
 from mdmem.cli.context import Context, main
-from mdmem.vault import Vault, find_vault_root
 
 __all__ = ["serve"]
 
@@ -41,6 +40,17 @@ __all__ = ["serve"]
 )
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
 @click.option("--port", type=int, default=8765, show_default=True, help="Port for --http.")
+@click.option(
+    "--daemon",
+    is_flag=True,
+    help="Instead of MCP: start the warm server the CLI and hooks use, in the background.",
+)
+@click.option(
+    "--idle",
+    type=float,
+    default=None,
+    help="With --daemon: stop after this many seconds without a request (default 1800).",
+)
 @click.pass_obj
 def serve(
     obj: Context,
@@ -49,11 +59,20 @@ def serve(
     default_scope: str | None,
     http: bool,
     port: int,
+    daemon: bool,
+    idle: float | None,
 ) -> None:
-    """Run the MCP server over stdio (or --http on 127.0.0.1).
+    """Run the MCP server over stdio (or --http on 127.0.0.1); --daemon: the warm server.
 
     The vault and the allowed scopes are fixed here; clients cannot change them.
     """
+    from mdmem.vault import Vault, find_vault_root
+
+    if daemon:
+        from mdmem.cli.warm import start_daemon
+
+        start_daemon(obj, vault_override, idle)
+        return
     from mdmem.agent.mcp_server import run
 
     # stdout is the protocol on stdio: everything else goes to stderr.

@@ -29,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -45,6 +46,7 @@ from mdmem.store.textfile import safe_path
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
+    from mdmem.store.writer import Transaction
 
 __all__ = [
     "DEDUPE_WINDOW",
@@ -163,6 +165,7 @@ class Session:
         self.contact = _field_value(contact, "contact")
         self.scope = blk.validate_scope(scope)
         self.path = str(blk.scope_dir(self.scope) / "sessions" / f"{self.id}.md")
+        self._header_lines: list[str] | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id!r}, source={self.source!r}, contact={self.contact!r})"
@@ -197,8 +200,7 @@ class Session:
             at = next((i for i, (k, _) in enumerate(fields) if k == "created"), len(fields))
             fields.insert(at, ("speaker", who))
         fields += [("event", event)] if event else []
-        # A batch (an importer's, a busy host's) nests: many turns, one commit.
-        with self.store.writer.batch(None):
+        with self._write():
             dup = self._duplicate(body, event, who)
             if dup is not None:
                 log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
@@ -262,10 +264,7 @@ class Session:
         body = "\n".join(body_lines)
         if len(body) > 2 * limit + 1000:  # pragma: no cover - guarded by the preview cut
             raise InvalidInputError("tool output preview too large")
-        writer = self.store.writer
-        # Inside a batch (an import) it joins the batch's commit; alone, all or nothing.
-        write = writer.batch(None) if writer.current else writer.transaction(None)
-        with write as tx:
+        with self._write() as tx:
             if key is not None:
                 rel = f"{TOOL_OUTPUT_DIR}/{key}.md"
                 if not (self.store.root / rel).exists():
@@ -313,6 +312,13 @@ class Session:
         return f"{moment:%Y-%m-%d %H:%M:%S} · {label}"
 
     def _header(self) -> list[str]:
+        # Used only when the file is new, but asked on every turn: made once per
+        # Session (YAML's emitter is a good part of a turn's cost in an import).
+        if self._header_lines is None:
+            self._header_lines = self._new_header()
+        return self._header_lines
+
+    def _new_header(self) -> list[str]:
         meta: dict[str, str] = {"session": self.id}
         if self.source:
             meta["source"] = self.source
@@ -336,6 +342,14 @@ class Session:
         header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
         return f"---\n{header}---\n{content}".encode()
 
+    def _write(self) -> AbstractContextManager[Transaction]:
+        """The turn's own commit, or, inside ``vault.batch()``, the batch's (one
+        commit for a whole import; the duplicate check sees the batch's turns)."""
+        writer = self.store.writer
+        if writer.current is not None:
+            return writer.batch(None)
+        return writer.transaction(None)
+
     def _duplicate(self, body: str, event: str | None, speaker: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
@@ -347,12 +361,12 @@ class Session:
             if same:
                 return same[0]
         for block in self._recent_blocks(now):
-            if block.kind != "chat_message":
-                continue
-            if block.field("source") != self.source:
-                continue
+            # The hash first: it rules out nearly every entry, and reading a
+            # field parses it (a long import would pay that per turn per entry).
             if (
                 block.content_hash == digest
+                and block.kind == "chat_message"
+                and block.field("source") == self.source
                 and block.field("contact") == self.contact
                 # Two people in a group chat both saying "Yes!" are two turns.
                 and block.field("speaker") == speaker
@@ -368,20 +382,21 @@ class Session:
         if tx is None or self.path not in tx.pending:
             self.store.catalog.refresh(self.path)
 
-    def _recent_blocks(self, now: datetime) -> list[Block]:
+    def _recent_blocks(self, now: datetime) -> Iterator[Block]:
         """This session's entries, plus those of session files written within the window."""
         catalog = self.store.catalog
         cutoff_ns = int((now - DEDUPE_WINDOW).timestamp() * 1e9)
-        out: list[Block] = []
         for path, state in list(catalog.files.items()):
             other = path != self.path
-            if other and (session_id_of(path) is None or state.signature[0] < cutoff_ns):
+            # The mtime test first: it is what rules out nearly every file of a big vault.
+            if other and (state.signature[0] < cutoff_ns or session_id_of(path) is None):
                 continue
-            out.extend(b for b in state.parsed.blocks if b.is_memory)
-        return out
+            yield from (b for b in state.parsed.blocks if b.is_memory)
 
     def _after_write(self) -> None:
-        if self.after_write is not None:
+        # Inside vault.batch() the hook (automatic consolidation, which makes its
+        # own commit) waits for the batch's end: Vault.batch runs it then.
+        if self.after_write is not None and self.store.writer.current is None:
             self.after_write()
 
 

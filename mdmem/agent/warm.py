@@ -1,0 +1,288 @@
+"""The thin client of the warm server: ask a running ``mdmem`` server over its unix socket.
+
+A CLI call or a coding-agent hook runs in a fresh process on every prompt;
+opening a vault there costs the imports (numpy, GitPython, the embedder...)
+and the index load. The warm server (:mod:`mdmem.agent.warm_server`, started
+by ``mdmem serve --daemon``) keeps one vault open; this module is how a
+fresh process reaches it. It imports the standard library only, so a caller
+that gets its answer here never loads mdmem's heavy modules.
+
+Where the socket is: one folder per user, mode 0700 and owned by the user
+(``$MDMEM_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/mdmem``, else
+``<tmp>/mdmem-<uid>``); in it one socket per vault, named by a hash of the
+vault's real path (and of ``MDMEM_STATE_DIR``, which selects the derived
+state the server would use). A folder that another user owns or can enter
+is never used: the client answers None and the server refuses to start.
+
+Protocol: one request per connection, one JSON object per line each way::
+
+    → {"v": 1, "root": "/real/vault/path", "method": "recall", "params": {...}}
+    ← {"ok": true, "result": ...}   or   {"ok": false, "error": {"type": ..., "message": ...}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import stat
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PROTOCOL",
+    "READ_COMMANDS",
+    "ServerPaths",
+    "cli_command",
+    "find_root",
+    "paths_for",
+    "private_folder_ok",
+    "recv_message",
+    "request",
+    "runtime_dir",
+    "send_message",
+    "thin_cli",
+]
+
+PROTOCOL = 1
+MAX_MESSAGE = 64 * 1024 * 1024  # a hook may carry a large tool output; the server caps it too
+_SUN_PATH_MAX = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS; keep a margin
+
+# The commands a CLI process hands to a running server: they only read, so
+# falling back to running them here after a timeout can't do anything twice.
+READ_COMMANDS = frozenset({"recall", "context", "get", "history", "status"})
+_GROUP_VALUE_OPTIONS = ("--vault", "--agent")
+_GROUP_FLAGS = ("-q", "--quiet")
+CLI_TIMEOUT_SECONDS = 30.0  # then the command runs in-process after all
+
+
+class ServerPaths:
+    """The files of one vault's server: socket, lock (held while it runs) and log."""
+
+    def __init__(self, folder: Path, key: str) -> None:
+        self.folder = folder
+        self.key = key
+        self.socket = folder / f"{key}.sock"
+        self.lock = folder / f"{key}.lock"
+        self.log = folder / f"{key}.log"
+
+    def __repr__(self) -> str:
+        return f"ServerPaths({str(self.socket)!r})"
+
+
+def runtime_dir() -> Path:
+    """The per-user folder for server sockets (not created here)."""
+    override = os.environ.get("MDMEM_RUNTIME_DIR")
+    if override:
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and Path(xdg).is_dir():
+        return Path(xdg) / "mdmem"
+    return Path(tempfile.gettempdir()) / f"mdmem-{_uid()}"
+
+
+def paths_for(vault_root: str | os.PathLike[str]) -> ServerPaths:
+    """Where the server of the vault at ``vault_root`` listens (its real path is the key)."""
+    real = os.path.realpath(os.fspath(vault_root))
+    seed = f"{real}\n{os.environ.get('MDMEM_STATE_DIR', '')}"
+    key = hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    folder = runtime_dir()
+    if len(str(folder / f"{key}.sock").encode()) > _SUN_PATH_MAX:
+        # A deep runtime dir would overflow sockaddr_un: fall back to the short one.
+        folder = Path(tempfile.gettempdir()) / f"mdmem-{_uid()}"
+    return ServerPaths(folder, key)
+
+
+def private_folder_ok(folder: Path) -> bool:
+    """True when ``folder`` is a real directory owned by this user that nobody else can enter."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(st.st_mode)
+        and st.st_uid == _uid()
+        and stat.S_IMODE(st.st_mode) & 0o077 == 0
+    )
+
+
+def request(
+    vault_root: str | os.PathLike[str],
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    timeout: float = 10.0,
+) -> Any:
+    """Ask the warm server of ``vault_root`` to run ``method``; its result, or None.
+
+    None means no server is running for this vault, the socket folder is not
+    private, or no answer came within ``timeout`` seconds (the caller then
+    does the work itself, or degrades). An error the server reports (a bad
+    query, an unknown memory id) is raised as the same
+    :class:`~mdmem.errors.MdmemError` subclass it was there.
+    """
+    deadline = time.monotonic() + max(timeout, 0.0)
+    paths = paths_for(vault_root)
+    if not private_folder_ok(paths.folder) or not paths.socket.exists():
+        return None
+    message = {
+        "v": PROTOCOL,
+        "root": os.path.realpath(os.fspath(vault_root)),
+        "method": method,
+        "params": params or {},
+    }
+    family = getattr(socket, "AF_UNIX", None)
+    if family is None:  # no unix sockets on this platform: never a server
+        return None
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        sock.connect(str(paths.socket))
+        send_message(sock, message)
+        sock.shutdown(socket.SHUT_WR)
+        answer = recv_message(sock, deadline)
+    except (OSError, ValueError):
+        # No listener (a stale socket file), refused, timed out or cut off.
+        return None
+    finally:
+        sock.close()
+    if not isinstance(answer, dict):
+        return None
+    if answer.get("ok"):
+        return answer.get("result")
+    _raise(answer.get("error"))
+
+
+def send_message(sock: socket.socket, message: Any) -> None:
+    """One JSON object and a newline (non-ASCII escaped, so the line is plain bytes)."""
+    sock.sendall(json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n")
+
+
+def recv_message(sock: socket.socket, deadline: float) -> Any:
+    """Read one newline-terminated JSON object before ``deadline`` (monotonic seconds).
+
+    Raises TimeoutError when the deadline passes and ValueError on a message
+    that is cut off, too large or not JSON.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no answer in time")
+        sock.settimeout(left)
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_MESSAGE:
+            raise ValueError("message too large")
+        if chunk.endswith(b"\n"):
+            break
+    data = b"".join(chunks)
+    if not data.endswith(b"\n"):
+        raise ValueError("message cut off")
+    return json.loads(data)
+
+
+def _raise(error: Any) -> None:
+    """Re-raise a server-side error as the same class of the mdmem tree (imported only now)."""
+    import mdmem.errors as errors
+
+    info = error if isinstance(error, dict) else {}
+    name = str(info.get("type") or "MdmemError")
+    message = str(info.get("message") or "the warm server failed")
+    cls = getattr(errors, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.MdmemError)):
+        cls = errors.MdmemError
+    raise cls(message)
+
+
+def _uid() -> int:
+    getuid = getattr(os, "getuid", None)
+    return getuid() if getuid is not None else 0
+
+
+# -- the CLI's thin path ----------------------------------------------------------
+
+
+def cli_command(argv: list[str]) -> str | None:
+    """The subcommand word of ``mdmem ARGV`` (after the group's own options), or None."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in _GROUP_VALUE_OPTIONS:
+            i += 2
+        elif word in _GROUP_FLAGS or word.startswith(("--vault=", "--agent=")):
+            i += 1
+        elif word.startswith("-"):
+            return None  # -h, -V or an option the thin path does not know: the full CLI
+        else:
+            return word
+    return None
+
+
+def find_root(argv: list[str], cwd: Path | None = None) -> Path | None:
+    """The vault ``mdmem ARGV`` would open: --vault (before or after the command),
+    $MDMEM_VAULT, else the nearest folder with mdmem.toml; None if there is none."""
+    given: str | None = None
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        if word == "--vault" and i + 1 < len(argv):
+            given = argv[i + 1]
+            break
+        if word.startswith("--vault="):
+            given = word.split("=", 1)[1]
+            break
+    given = given or os.environ.get("MDMEM_VAULT")
+    here = Path(given).expanduser() if given else (cwd or Path.cwd())
+    if given:
+        return here.resolve() if (here / "mdmem.toml").is_file() else None
+    here = here.resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "mdmem.toml").is_file():
+            return candidate
+    return None
+
+
+def thin_cli(argv: list[str]) -> int | None:
+    """Run ``mdmem ARGV`` through the vault's warm server; the exit code, or None.
+
+    None (the caller runs the full CLI) unless ARGV is a read command of
+    :data:`READ_COMMANDS`, a server answers for its vault, and neither
+    ``MDMEM_NO_SERVER`` nor ``MDMEM_DEBUG`` (tracebacks come from in-process)
+    is set. The server runs the same command, so the output is the same.
+    """
+    if os.environ.get("MDMEM_NO_SERVER") or os.environ.get("MDMEM_DEBUG"):
+        return None
+    if cli_command(argv) not in READ_COMMANDS or "--" in argv:
+        return None
+    if any(word in ("-h", "--help") for word in argv):
+        return None
+    root = find_root(argv)
+    if root is None:
+        return None
+    try:
+        timeout = float(os.environ.get("MDMEM_SERVER_TIMEOUT") or CLI_TIMEOUT_SECONDS)
+    except ValueError:
+        timeout = CLI_TIMEOUT_SECONDS
+    try:
+        answer = request(root, "cli", {"argv": argv}, timeout=timeout)
+    except Exception:  # the server refused the request itself: let the full CLI say why
+        return None
+    if not isinstance(answer, dict) or not isinstance(answer.get("code"), int):
+        return None
+    sys.stdout.write(str(answer.get("stdout") or ""))
+    sys.stdout.flush()
+    sys.stderr.write(str(answer.get("stderr") or ""))
+    sys.stderr.flush()
+    return int(answer["code"])
