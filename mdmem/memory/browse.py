@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError, MdmemError
@@ -36,7 +36,10 @@ class Shown:
     problems: list[str]  # a part that could not be read (history of an uncommitted file...)
 
 
-def _moment(value: datetime | date | str | None, *, end: bool) -> datetime | None:
+def _moment(
+    value: datetime | date | str | None, *, end: bool, zone: tzinfo | None
+) -> datetime | None:
+    """A bound of ``since``/``until``: a bare day is the whole day in the vault's zone."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
@@ -53,7 +56,7 @@ def _moment(value: datetime | date | str | None, *, end: bool) -> datetime | Non
             value = parsed
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.combine(value, time.max if end else time.min, tzinfo=UTC)
+    return datetime.combine(value, time.max if end else time.min, tzinfo=zone or UTC)
 
 
 def _set(values: Iterable[str] | str | None) -> set[str] | None:
@@ -86,7 +89,9 @@ def list_memories(
     if scopes is not None:
         items = [scopes] if isinstance(scopes, str) else list(scopes)
         scope_set = {blk.validate_scope(s or None) for s in items}
-    start, end = _moment(since, end=False), _moment(until, end=True)
+    zone = store.clock.zone or datetime.now().astimezone().tzinfo
+    start = _moment(since, end=False, zone=zone)
+    end = _moment(until, end=True, zone=zone)
     store.refresh()
     store.writer.verify_manifest()
     chosen: list[Block] = []

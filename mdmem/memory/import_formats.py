@@ -175,6 +175,8 @@ def detect_format(path: Path) -> str:
     if path.is_file() and path.suffix.lower() == ".md":
         return "markdown"
     data = _load_json(path)
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        data = data["conversations"]
     first = data[0] if isinstance(data, list) and data else None
     if isinstance(first, dict) and "mapping" in first:
         return "chatgpt"
@@ -242,6 +244,8 @@ def _chatgpt_path(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]
 
 def read_claude(path: Path) -> list[Conversation]:
     data = _load_json(path)
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        data = data["conversations"]  # some exports wrap the list with the account
     if not isinstance(data, list):
         raise InvalidInputError(f"{path}: a Claude export is a list of conversations")
     out = []

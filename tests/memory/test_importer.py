@@ -237,3 +237,11 @@ def test_jsonl_without_ids_is_still_idempotent_and_reads_milliseconds(
     assert (again.added, again.duplicates) == (0, 2)
     first = vault.session("jsonl-s").entries()[0]
     assert first.created == datetime.fromtimestamp(1684605780, UTC)
+
+
+def test_claude_export_wrapped_with_its_account(vault: Vault, tmp_path: Path) -> None:
+    conversations = json.loads((DATA / "claude_conversations.json").read_text())
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"account": {"uuid": "a"}, "conversations": conversations}))
+    report = vault.import_(wrapped)
+    assert (report.format, report.added) == ("claude", 3)
