@@ -702,9 +702,9 @@ class Vault:
             self.store, path, format=format, scope=scope, secrets=secrets, progress=progress
         )
 
-    def export_jsonl(self, out: IO[str]) -> int:
+    def export_jsonl(self, out: IO[str], *, progress: Progress | None = None) -> int:
         """Write every memory with its metadata to ``out``, one JSON object a line."""
-        return export.export_jsonl(self.store, out)
+        return export.export_jsonl(self.store, out, progress)
 
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
         """Memories by kind/scope/status/tag/date/author, newest first (see memory.browse)."""

@@ -78,14 +78,15 @@ def import_cmd(
 def export_cmd(obj: Context, jsonl: bool, output: str) -> None:
     """Write every memory with its metadata (re-import with `mdmem import FILE`)."""
     vault = obj.vault()
-    if output == "-":
-        vault.export_jsonl(sys.stdout)
-        return
-    target = Path(output)
-    tmp = target.with_name(f".{target.name}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="\n") as out:
-        count = vault.export_jsonl(out)
-    tmp.replace(target)
+    with progress_bars(enabled=not obj.quiet) as progress:  # stderr: stdout may be the data
+        if output == "-":
+            vault.export_jsonl(sys.stdout, progress=progress)
+            return
+        target = Path(output)
+        tmp = target.with_name(f".{target.name}.tmp")
+        with tmp.open("w", encoding="utf-8", newline="\n") as out:
+            count = vault.export_jsonl(out, progress=progress)
+        tmp.replace(target)
     if not obj.quiet:
         click.echo(f"exported {count} memories to {target}", err=True)
 

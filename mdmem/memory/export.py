@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from mdmem.errors import MdmemError
+from mdmem.index.progress import Progress, silent
 from mdmem.memory.sessions import read_tool_output, session_id_of
 from mdmem.models import Block
 from mdmem.store.secret_guard import scrub
@@ -58,12 +59,15 @@ def row_of(block: Block, secrets: str = "refuse") -> dict[str, Any]:
     return row
 
 
-def export_rows(store: MemoryStore) -> Iterator[dict[str, Any]]:
+def export_rows(store: MemoryStore, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
     """Every memory (active or not) as a row, in path and line order."""
     store.refresh()
     store.writer.verify_manifest()
     blocks = sorted(store.catalog.blocks(memories_only=True), key=lambda b: (b.path, b.line_start))
-    for block in blocks:
+    tell = progress or silent
+    for n, block in enumerate(blocks):
+        if n % 100 == 0:
+            tell("export", n, len(blocks))
         row = row_of(block, store.settings.secrets)
         if block.kind == "tool_output":
             # The whole output, not the fenced preview: an import records it again.
@@ -71,6 +75,7 @@ def export_rows(store: MemoryStore) -> Iterator[dict[str, Any]]:
             if output is not None:
                 row["output"] = scrub(output, store.settings.secrets)
         yield row
+    tell("export", len(blocks), len(blocks))
 
 
 def _tool_output(store: MemoryStore, block: Block) -> str | None:
@@ -86,10 +91,10 @@ def _tool_output(store: MemoryStore, block: Block) -> str | None:
     return None
 
 
-def export_jsonl(store: MemoryStore, out: IO[str]) -> int:
+def export_jsonl(store: MemoryStore, out: IO[str], progress: Progress | None = None) -> int:
     """Write every memory to ``out``; returns how many."""
     count = 0
-    for row in export_rows(store):
+    for row in export_rows(store, progress):
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
         count += 1
     return count

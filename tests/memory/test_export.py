@@ -127,3 +127,10 @@ def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
     # Importing the export again adds nothing.
     assert fresh.import_(dump).added == 0
     assert len(_export(fresh)) == len(rows)
+
+
+def test_export_reports_progress(vault: Vault) -> None:
+    _fill(vault)
+    seen: list[tuple[str, int, int]] = []
+    count = vault.export_jsonl(io.StringIO(), progress=lambda *a: seen.append(a))
+    assert seen[0] == ("export", 0, count) and seen[-1] == ("export", count, count)
