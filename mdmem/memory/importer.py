@@ -128,6 +128,7 @@ def import_path(
         rows = []
         for row in fmt.read_jsonl(source):
             if isinstance(row, tuple):
+                report.messages += 1  # read, and refused: counted like any message
                 report.refuse(f"line {row[0]}", row[1])
             else:
                 rows.append(row)
@@ -159,7 +160,7 @@ class _Writer:
 
     def write(self, rows: list[fmt.Conversation | fmt.ExportedMemory]) -> None:
         total = sum(len(r.messages) if isinstance(r, fmt.Conversation) else 1 for r in rows)
-        self.report.messages = total
+        self.report.messages += total  # (besides unreadable lines, counted when read)
         self.tick("import", 0, total)
         pending: list[Callable[[], None]] = []
         for row in rows:

@@ -40,7 +40,7 @@ def test_import_json_report_and_twice(runner: CliRunner, vault_dir: Path) -> Non
     again = json.loads(cli(runner, vault_dir, "import", claude, "--format", "claude", "--json"))
     assert (again["added"], again["duplicates"], again["commits"]) == (0, 3, 0)
     human = cli(runner, vault_dir, "import", str(DATA / "messages.jsonl"))
-    assert "imported 4 of 4 messages (jsonl)" in human and "2 refused" in human
+    assert "imported 4 of 6 messages (jsonl)" in human and "2 refused" in human
 
 
 def test_import_refuses_an_unknown_format_in_one_line(runner: CliRunner, vault_dir: Path) -> None:
