@@ -50,6 +50,7 @@ __all__ = [
     "Conversation",
     "ExportedMemory",
     "Message",
+    "detect",
     "detect_format",
     "read_chatgpt",
     "read_claude",
@@ -166,29 +167,41 @@ def _load_json(path: Path) -> Any:
 
 def detect_format(path: Path) -> str:
     """The format of ``path`` when it is unambiguous, else InvalidInputError."""
+    return detect(path)[0]
+
+
+def detect(path: Path) -> tuple[str, Any]:
+    """The format of ``path`` and, for a JSON export, its parsed data (read once:
+    exports run to hundreds of megabytes)."""
     if not path.exists():
         raise InvalidInputError(f"{path} does not exist")
     if path.is_dir() and not (path / "conversations.json").is_file():
-        return "markdown"
+        return "markdown", None
     if path.is_file() and path.suffix.lower() in (".jsonl", ".ndjson"):
-        return "jsonl"
+        return "jsonl", None
     if path.is_file() and path.suffix.lower() == ".md":
-        return "markdown"
+        return "markdown", None
     data = _load_json(path)
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]
-    first = data[0] if isinstance(data, list) and data else None
+    listed = _unwrap(data)
+    first = listed[0] if isinstance(listed, list) and listed else None
     if isinstance(first, dict) and "mapping" in first:
-        return "chatgpt"
+        return "chatgpt", data
     if isinstance(first, dict) and "chat_messages" in first:
-        return "claude"
+        return "claude", data
     raise InvalidInputError(
         f"can't tell the format of {path}; pass --format ({', '.join(FORMATS)})"
     )
 
 
-def read_chatgpt(path: Path) -> list[Conversation]:
-    data = _load_json(path)
+def _unwrap(data: Any) -> Any:
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        return data["conversations"]  # some exports wrap the list with the account
+    return data
+
+
+def read_chatgpt(path: Path, data: Any = None) -> list[Conversation]:
+    """The conversations of a ChatGPT export (``data``: already parsed)."""
+    data = _unwrap(_load_json(path) if data is None else data)
     if not isinstance(data, list):
         raise InvalidInputError(f"{path}: a ChatGPT export is a list of conversations")
     out = []
@@ -242,10 +255,9 @@ def _chatgpt_path(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]
     return chain[::-1]
 
 
-def read_claude(path: Path) -> list[Conversation]:
-    data = _load_json(path)
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]  # some exports wrap the list with the account
+def read_claude(path: Path, data: Any = None) -> list[Conversation]:
+    """The conversations of a Claude.ai export (``data``: already parsed)."""
+    data = _unwrap(_load_json(path) if data is None else data)
     if not isinstance(data, list):
         raise InvalidInputError(f"{path}: a Claude export is a list of conversations")
     out = []

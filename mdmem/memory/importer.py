@@ -108,7 +108,7 @@ def import_path(
 ) -> ImportReport:
     """Import ``path`` (format detected when unambiguous); see the module docstring."""
     source = Path(path).expanduser()
-    kind = format or fmt.detect_format(source)
+    kind, data = (format, None) if format else fmt.detect(source)
     if kind not in fmt.FORMATS:
         raise InvalidInputError(f"unknown import format {kind!r}; one of: {', '.join(fmt.FORMATS)}")
     scope = blk.validate_scope(scope)
@@ -119,9 +119,9 @@ def import_path(
         return report
     rows: list[Any]
     if kind == "chatgpt":
-        rows = list(fmt.read_chatgpt(source))
+        rows = list(fmt.read_chatgpt(source, data))
     elif kind == "claude":
-        rows = list(fmt.read_claude(source))
+        rows = list(fmt.read_claude(source, data))
     else:
         if source.is_dir():
             raise InvalidInputError(f"{source} is a folder; --format jsonl reads one .jsonl file")
