@@ -175,15 +175,24 @@ class _Writer:
                 pending.extend(self._recorder(session, m) for m in row.messages)
             else:
                 pending.append(self._rememberer(row))
-        for start in range(0, len(pending), BATCH):
-            head = self.store.git.head()
-            with self.store.batch(f"import {self.report.format}: {self.report.path}"[:120]):
-                for step in pending[start : start + BATCH]:
-                    step()
-                    self.done += 1
-                    self.tick("import", self.done, total)
-            if self.store.git.head() != head:
-                self.report.commits += 1
+        writer = self.store.writer
+        # An export is a snapshot whose statuses are given: its memories must not
+        # retire each other (nor what the vault held) because they look alike.
+        after_batch = writer.after_batch
+        if any(isinstance(r, fmt.ExportedMemory) for r in rows):
+            writer.after_batch = None
+        try:
+            for start in range(0, len(pending), BATCH):
+                head = self.store.git.head()
+                with self.store.batch(f"import {self.report.format}: {self.report.path}"[:120]):
+                    for step in pending[start : start + BATCH]:
+                        step()
+                        self.done += 1
+                        self.tick("import", self.done, total)
+                if self.store.git.head() != head:
+                    self.report.commits += 1
+        finally:
+            writer.after_batch = after_batch
         self.tick("import", total, total)
 
     def _session(self, conv: fmt.Conversation) -> Session | None:

@@ -134,3 +134,22 @@ def test_export_reports_progress(vault: Vault) -> None:
     seen: list[tuple[str, int, int]] = []
     count = vault.export_jsonl(io.StringIO(), progress=lambda *a: seen.append(a))
     assert seen[0] == ("export", 0, count) and seen[-1] == ("export", count, count)
+
+
+def test_import_of_an_export_keeps_its_statuses(vault: Vault, tmp_path: Path) -> None:
+    # Two active memories on one subject (a person typed the second by hand):
+    # auto-resolve would retire the older one if they were remembered anew.
+    vault.remember("The launch is on May 12.")
+    memory_md = vault.root / "MEMORY.md"
+    hand = "- The launch is on May 19. ^m-01hhand00000000000000000000\n"
+    memory_md.write_text(memory_md.read_text() + hand)
+    vault.commit_human_edits()
+    rows = _export(vault)
+    assert sorted(r["status"] for r in rows) == ["active", "active"]
+    fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
+    # One row a file: the second import meets the first's memory in the vault.
+    for n, row in enumerate(rows):
+        part = tmp_path / f"part{n}.jsonl"
+        part.write_text(json.dumps(row) + "\n")
+        fresh.import_(part)
+    assert sorted(r["status"] for r in _export(fresh)) == ["active", "active"]
