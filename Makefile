@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.mdmem-installed
 DEMO_VAULT ?= demo-vault
 
-.PHONY: install test test-fast demo lint typecheck check bench clean
+.PHONY: install install-user test test-fast demo lint typecheck check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# `mdmem` on PATH, no venv to activate: a link to .venv/bin/mdmem in ~/.local/bin
+# (or BINDIR=...); see scripts/install-on-path.sh.
+install-user: install
+	sh scripts/install-on-path.sh "$(abspath $(BIN))/mdmem"
 
 test: install
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup

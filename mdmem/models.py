@@ -106,6 +106,12 @@ class Memory:
     was_new: bool = True
     superseded: tuple[str, ...] = ()  # ids this write retired
     commit: str | None = None
+    # The entry's inline fields as written (role, speaker, contact, ...): the
+    # caller's metadata, so a host can read back what it recorded.
+    fields: tuple[tuple[str, str], ...] = ()
+
+    def field(self, name: str) -> str | None:
+        return dict(self.fields).get(name)
 
     @classmethod
     def from_block(
@@ -130,6 +136,7 @@ class Memory:
             was_new=was_new,
             superseded=superseded,
             commit=commit,
+            fields=block.fields,
         )
 
 
@@ -151,6 +158,12 @@ class Hit:
     scores: dict[str, float] = field(default_factory=dict)
     scope: str = ""
     commit: str | None = None  # set by time-travel recall (as_of)
+    # Inline fields of the block (speaker, contact, role, ...), for hosts that
+    # show who said a recalled chat turn.
+    fields: tuple[tuple[str, str], ...] = ()
+
+    def field(self, name: str) -> str | None:
+        return dict(self.fields).get(name)
 
     @property
     def citation(self) -> str:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mdmem.agent import prompt, steps
 from mdmem.config import Settings, load_settings
@@ -36,12 +36,14 @@ from mdmem.git import seen, timetravel
 from mdmem.git.sync import SyncResult, sync
 from mdmem.git.versions import Version, versions
 from mdmem.index.indexer import Indexer, IndexStats
+from mdmem.index.progress import Progress
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
+from mdmem.memory import browse, export, importer, lifecycle, reflect, reminders, sessions
 from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
-from mdmem.memory import lifecycle, reflect, reminders, sessions, summaries, toolcalls
+from mdmem.memory import summaries, toolcalls
 from mdmem.memory.actions import ActionMemory
 from mdmem.memory.contacts import Contacts
 from mdmem.memory.llm import LLMClient, client_from_settings
@@ -119,8 +121,17 @@ class VaultStatus:
 class Vault:
     """An mdmem vault: markdown files under git, plus derived indexes."""
 
-    def __init__(self, root: Path, settings: Settings, *, agent: str | None = None) -> None:
-        self.store = MemoryStore(root.resolve(), settings, agent=agent or settings.agent)
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        *,
+        agent: str | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.store = MemoryStore(
+            root.resolve(), settings, agent=agent or settings.agent, progress=progress
+        )
         self._closed = False
         self._llm: tuple[LLMClient | None] | None = None
         self.resolver = lifecycle.AutoResolver(self.store, self.llm_client)
@@ -213,9 +224,11 @@ class Vault:
         path: str | os.PathLike[str] | None = None,
         *,
         agent: str | None = None,
+        progress: Progress | None = None,
         **overrides: Any,
     ) -> Vault:
-        """Open the vault at ``path`` (or found by walking up from the cwd)."""
+        """Open the vault at ``path`` (or found by walking up from the cwd); ``progress``
+        hears of the indexing it does (all of it when the state dir is gone)."""
         if path is None:
             root = find_vault_root()
         else:
@@ -228,7 +241,8 @@ class Vault:
             GitStore.init(root)
         git = GitStore(root)
         settings = load_settings(root, is_tracked=lambda rel: rel in git.tracked(), **overrides)
-        return cls(root, settings, agent=agent or os.environ.get("MDMEM_AGENT") or None)
+        agent = agent or os.environ.get("MDMEM_AGENT") or None
+        return cls(root, settings, agent=agent, progress=progress)
 
     def close(self) -> None:
         """Checkpoint the vector index and release index handles."""
@@ -332,7 +346,9 @@ class Vault:
         self.purge(memory_id, confirm=confirm)
         return Memory.from_block(block, was_new=False)
 
-    def purge(self, memory_id: str, *, confirm: bool) -> PurgeResult:
+    def purge(
+        self, memory_id: str, *, confirm: bool, progress: Progress | None = None
+    ) -> PurgeResult:
         """Forget a memory and its derived copies, and rewrite every commit without them.
 
         Only that block (matched by its id in each version of each file) and
@@ -342,7 +358,9 @@ class Vault:
         """
         # A copied line would keep the text that the purge claims is gone.
         self.store.writer.sole_block(memory_id)
-        result = git_purge.purge(self.store, normalize_id(memory_id), confirm=confirm)
+        result = git_purge.purge(
+            self.store, normalize_id(memory_id), confirm=confirm, progress=progress
+        )
         self._forget_derived_copies()
         return result
 
@@ -465,10 +483,15 @@ class Vault:
         return git_provenance.provenance(self.store, memory_id)
 
     def sync(
-        self, remote: str = "origin", *, push: bool = True, force_push: bool = False
+        self,
+        remote: str = "origin",
+        *,
+        push: bool = True,
+        force_push: bool = False,
+        progress: Progress | None = None,
     ) -> SyncResult:
         """Commit human edits, pull --rebase (block-aware merge), push, re-index what changed."""
-        return sync(self.store, remote, push=push, force_push=force_push)
+        return sync(self.store, remote, push=push, force_push=force_push, progress=progress)
 
     def _written_by_human(self, block: Block) -> bool:
         """Whether a person wrote any line of the block (git blame, cached per file version)."""
@@ -486,12 +509,12 @@ class Vault:
         shutil.rmtree(self.state_dir / "asof", ignore_errors=True)
         timetravel.forget_snapshots(self.store)
 
-    def doctor(self, *, fix: bool = False) -> DoctorReport:
+    def doctor(self, *, fix: bool = False, progress: Progress | None = None) -> DoctorReport:
         """Check files, manifest, both indexes and git; ``fix`` repairs derived state
         and renames an old vault's ``merge=union`` attributes, and gives each copied
         line (an id on two lines) a fresh id."""
         with self.store.writer.lock():
-            return run_doctor(self.store, fix=fix)
+            return run_doctor(self.store, fix=fix, progress=progress)
 
     def watch(
         self,
@@ -602,6 +625,7 @@ class Vault:
         entries: list[Block] | None = None,
         reason: str = "manual",
         review: bool | None = None,
+        progress: Progress | None = None,
     ) -> ConsolidationResult:
         """Fold pending session entries into episode notes and facts (one commit).
 
@@ -621,6 +645,7 @@ class Vault:
             entries=entries,
             reason=reason,
             review=self.settings.consolidation.review if review is None else review,
+            progress=progress,
         )
 
     def cleanup(
@@ -755,6 +780,34 @@ class Vault:
     def compact_steps(self, history: list[Step], llm: LLMClient | None = None) -> StepCompaction:
         """Keep the first 2 and last 5 of > 10 steps, summarise the middle (OrcBot)."""
         return steps.compact_steps(history, llm if llm is not None else self.llm_client())
+
+    # ------------------------------------------------ import, export, browse --
+
+    def import_(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        scope: str | None = None,
+        secrets: str | None = None,
+        progress: Progress | None = None,
+    ) -> importer.ImportReport:
+        """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent)."""
+        return importer.import_path(
+            self.store, path, format=format, scope=scope, secrets=secrets, progress=progress
+        )
+
+    def export_jsonl(self, out: IO[str], *, progress: Progress | None = None) -> int:
+        """Write every memory with its metadata to ``out``, one JSON object a line."""
+        return export.export_jsonl(self.store, out, progress)
+
+    def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
+        """Memories by kind/scope/status/tag/date/author, newest first (see memory.browse)."""
+        return browse.list_memories(self.store, **filters)
+
+    def show(self, memory_id: str) -> browse.Shown:
+        """One memory's text, metadata, git history and line authors together."""
+        return browse.show(self.store, memory_id)
 
     def llm_client(self) -> LLMClient | None:
         """The configured LLM (``[llm]`` + OPENAI_* environment), or None."""

@@ -15,6 +15,7 @@ from mdmem.cli import (
     providers,
     seeds,
     serve,
+    transfer,
     warm,
 )
 from mdmem.cli.context import main
@@ -31,5 +32,6 @@ __all__ = [
     "providers",
     "seeds",
     "serve",
+    "transfer",
     "warm",
 ]

@@ -473,7 +473,9 @@ def reindex(obj: Context, full: bool, as_json: bool) -> None:
 @click.pass_obj
 def doctor(obj: Context, fix: bool, as_json: bool) -> None:
     """Check files against both indexes, the manifest and git (exit 1 if unhealthy)."""
-    report = obj.vault().doctor(fix=fix)
+    vault = obj.vault()
+    with progress_bars(enabled=not as_json and not obj.quiet) as progress:
+        report = vault.doctor(fix=fix, progress=progress)
 
     def human() -> None:
         for check in report.checks:

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -65,7 +65,13 @@ class Context:
         if self._vault is None:
             from mdmem.vault import Vault
 
-            self._vault = Vault.open(self.root(), agent=self.agent)
+            # Opening indexes what changed on disk: the whole vault after the
+            # state dir is gone, which deserves a bar (stderr, terminals only,
+            # not for --json: a script reads the report).
+            current = click.get_current_context(silent=True)
+            as_json = bool(current is not None and current.params.get("as_json"))
+            with progress_bars(enabled=not self.quiet and not as_json) as progress:
+                self._vault = Vault.open(self.root(), agent=self.agent, progress=progress)
         return self._vault
 
 
@@ -243,22 +249,39 @@ def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: b
 
 @contextmanager
 def progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
-    """One rich bar per phase (keyword, vectors...) on a terminal; silent otherwise."""
+    """One rich bar per phase (keyword, vectors, import...) on stderr, on a terminal only;
+    silent otherwise. The bars start at the first report: a quick command shows none
+    and doesn't pay for importing rich."""
     if not enabled or not sys.stderr.isatty():
         yield lambda phase, done, total: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        transient=True,
-    ) as progress:
+    with ExitStack() as stack:
         tasks: dict[str, Any] = {}
+        bars: list[Any] = []
 
         def update(phase: str, done: int, total: int) -> None:
+            if not bars:
+                from rich.console import Console
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TimeRemainingColumn,
+                )
+
+                bars.append(
+                    stack.enter_context(
+                        Progress(
+                            "[progress.description]{task.description}",
+                            BarColumn(),
+                            MofNCompleteColumn(),
+                            TimeRemainingColumn(),
+                            console=Console(stderr=True),
+                            transient=True,
+                        )
+                    )
+                )
+            progress = bars[0]
             if phase not in tasks:
                 tasks[phase] = progress.add_task(phase, total=total)
             progress.update(tasks[phase], completed=done, total=total)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mdmem.cli.context import Context, emit, json_option, main
+from mdmem.cli.context import Context, emit, json_option, main, progress_bars
 
 if TYPE_CHECKING:  # annotations only: the heavy modules load when a command runs
     from mdmem.git.history import Change, Changes
@@ -120,7 +120,9 @@ def provenance_cmd(obj: Context, memory_id: str, as_json: bool) -> None:
 @click.pass_obj
 def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json: bool) -> None:
     """Pull from and push to a git remote; conflicts leave the vault unchanged."""
-    result = obj.vault().sync(remote, push=not no_push, force_push=force_push)
+    vault = obj.vault()
+    with progress_bars(enabled=not as_json and not obj.quiet) as progress:
+        result = vault.sync(remote, push=not no_push, force_push=force_push, progress=progress)
 
     def human() -> None:
         if not result.ok:
@@ -153,7 +155,9 @@ def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json
 @click.pass_obj
 def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
     """Forget a memory and erase its text from every commit (rewrites history)."""
-    result = obj.vault().purge(memory_id, confirm=yes)
+    vault = obj.vault()
+    with progress_bars(enabled=not as_json and not obj.quiet) as progress:
+        result = vault.purge(memory_id, confirm=yes, progress=progress)
 
     def human() -> None:
         click.echo(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mdmem.cli.context import Context, emit, json_option, main
+from mdmem.cli.context import Context, emit, json_option, main, progress_bars
 
 if TYPE_CHECKING:  # annotations only: the heavy modules load when a command runs
     from mdmem.git.review import Review
@@ -43,7 +43,9 @@ def consolidate_cmd(
     obj: Context, dry_run: bool, force: bool, review: bool | None, as_json: bool
 ) -> None:
     """Fold pending session entries into episode notes and facts (one commit)."""
-    result = obj.vault().consolidate(dry_run=dry_run, force=force, review=review)
+    vault = obj.vault()
+    with progress_bars(enabled=not as_json and not obj.quiet) as progress:
+        result = vault.consolidate(dry_run=dry_run, force=force, review=review, progress=progress)
 
     def human() -> None:
         if not result.episodes and not result.rejected:

@@ -47,6 +47,7 @@ from typing import IO, TYPE_CHECKING
 from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError
 from mdmem.git.provenance import clear_blame_cache
 from mdmem.git.revisions import parsed_at
+from mdmem.index.progress import Progress, silent
 from mdmem.models import Block, first_line, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.derived import CopyPlan, Links
@@ -112,6 +113,7 @@ def purge(
     *,
     confirm: bool,
     method: str | None = None,
+    progress: Progress | None = None,
 ) -> PurgeResult:
     """Forget ``memory_id`` and its derived copies, and rewrite ALL history without them.
 
@@ -138,7 +140,9 @@ def purge(
         )
     memory_id = normalize_id(memory_id)
     started = time.perf_counter()
+    tell = progress or silent  # steps: find, rewrite history, prune; then the re-index's own
     with store.writer.writing():
+        tell("purge", 0, 3)
         target = _gather(store, memory_id)
         forgotten_now = _forget_now(store, target)
         store.refresh()
@@ -149,6 +153,7 @@ def purge(
         old_head = store.git.head()
         stashes = _hold_stashes(store)
         rewriter = _Rewriter(target, forms, own)
+        tell("purge", 1, 3)
         try:
             _rewrite_history(store, rewriter, old_head)
         except GitError:
@@ -156,6 +161,7 @@ def purge(
             for n in range(len(stashes)):
                 store.git.run("update-ref", "-d", f"{_HELD_STASH}{n}", ok_codes=(0, 1))
             raise
+        tell("purge", 2, 3)
         _expire_and_prune(store)
         _restore_stashes(store, stashes, forms, own)
         after = _all_commits(store)
@@ -165,7 +171,8 @@ def purge(
         _mark_remote_stale(store, old_head)
     # Whoosh keeps deleted documents in its segments until rewritten, and
     # SQLite keeps deleted rows in free pages and its WAL.
-    store.reindex(full=True)
+    tell("purge", 3, 3)
+    store.reindex(full=True, progress=progress)
     store.indexer.manifest.scrub()
     return PurgeResult(
         memory_id=memory_id,

@@ -30,6 +30,7 @@ from mdmem.errors import ConfigError, ConflictError, GitError
 from mdmem.git.merge_driver import driver_config
 from mdmem.git.purge import clear_stale_marker, remote_is_stale
 from mdmem.git.revisions import is_ancestor
+from mdmem.index.progress import Progress, silent
 from mdmem.models import first_line
 from mdmem.store.gitconfig import ALLOWED_PROTOCOLS
 from mdmem.store.gitstore import Identity
@@ -87,6 +88,7 @@ def sync(
     *,
     push: bool = True,
     force_push: bool = False,
+    progress: Progress | None = None,
 ) -> SyncResult:
     """Pull (rebase) from ``remote`` and push; see the module docstring.
 
@@ -96,6 +98,7 @@ def sync(
     set, which overwrites the remote branch (``--force-with-lease``).
     """
     git = store.git
+    tell = progress or silent  # steps: fetch, rebase, push, re-index
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", remote):  # fullmatch: "$" passes "origin\n"
         raise ConfigError(f"invalid remote name {remote!r}")
     # Checked before taking the lock too: taking it commits pending human edits,
@@ -128,7 +131,9 @@ def sync(
         forced = False
         try:
             for attempt in range(_PUSH_ATTEMPTS):
+                tell("sync", 0, 4)
                 _fetch(store, remote, remote_branch, tracking)
+                tell("sync", 1, 4)
                 remote_sha = _rev(store, tracking)
                 # Remote commits the vault did not have (push moves the tracking ref later).
                 pulled = _count(store, old_head, remote_sha) if remote_sha else 0
@@ -150,6 +155,7 @@ def sync(
                             remote, branch, 0, 0, tuple(conflicts), (), old_head, old_head
                         )
                 pushed = _count(store, remote_sha, "HEAD")
+                tell("sync", 2, 4)
                 if not push or pushed == 0 or _push(store, remote, remote_branch, None):
                     break
                 if attempt == _PUSH_ATTEMPTS - 1:
@@ -163,8 +169,10 @@ def sync(
         if forced:
             pulled = 0
         changed = _name_status(store, old_head, new_head)
+        tell("sync", 3, 4)
         git.forget_tracked()
         store.refresh()
+        tell("sync", 4, 4)
     return SyncResult(
         remote=remote,
         branch=branch,

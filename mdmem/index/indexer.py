@@ -45,6 +45,7 @@ from mdmem.index import health
 from mdmem.index.health import DERIVED_ERRORS, Gate, error_line, file_id, quarantine
 from mdmem.index.keyword import BulkStream, KeywordIndex
 from mdmem.index.manifest import Manifest
+from mdmem.index.progress import Progress, counter, silent
 from mdmem.models import Block
 
 if TYPE_CHECKING:
@@ -172,6 +173,7 @@ class Indexer:
         self._state_id = file_id(self.manifest.path)
         self._state_tried = time.monotonic()
         self._lock = threading.RLock()
+        self._progress: Progress | None = None
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         # A remote embedder that failed is left alone for a while.
@@ -440,8 +442,16 @@ class Indexer:
         self.catalog.reset()
         self.boot()
 
-    def boot(self) -> None:
-        """Load the catalog from the manifest, then index whatever changed."""
+    def boot(self, progress: Progress | None = None) -> None:
+        """Load the catalog from the manifest, then index whatever changed (``progress``
+        hears how far: with the state dir gone, that is the whole vault)."""
+        self._progress = progress
+        try:
+            self._boot()
+        finally:
+            self._progress = None
+
+    def _boot(self) -> None:
         try:
             self.catalog.load_manifest(self.manifest)
         except IndexError_ as exc:
@@ -662,8 +672,11 @@ class Indexer:
         return (mtime_ns, size, ino, "", parsed.frontmatter, parsed.frontmatter_lines)
 
     def _write(self, upserts: list[Block], deletes: list[str], to_embed: list[Block]) -> None:
+        tell = self._progress or silent
         if upserts or deletes:
+            tell("keyword", 0, len(upserts))
             self.keyword.change(upserts=upserts, deletes=deletes)
+            tell("keyword", len(upserts), len(upserts))
         if deletes:
             vectors = self._vectors
             if vectors is not None:
@@ -671,7 +684,7 @@ class Indexer:
                 self._unsaved += len(deletes)
             self.missing_vectors.difference_update(deletes)
         if to_embed:
-            self._embed(to_embed)
+            self._embed(to_embed, progress=counter(tell, "vectors", len(to_embed)))
         if upserts or deletes or to_embed:
             self._bump_generation()
         self.checkpoint()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import MdmemError
+from mdmem.index.progress import Progress, silent
 from mdmem.maintenance.derived import (
     DERIVED_CHECKS,
     Finding,
@@ -86,8 +87,16 @@ class DoctorReport:
         return not [p for p in self.problems if p.detail not in self.fixed]
 
 
-def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
+_STEPS = 6  # progress steps of run_doctor
+
+
+def run_doctor(
+    store: MemoryStore, *, fix: bool = False, progress: Progress | None = None
+) -> DoctorReport:
     report = DoctorReport()
+    # One step per group of checks (the derived state and git fsck take longest).
+    tell = progress or silent
+    tell("doctor", 0, _STEPS)
     store.refresh()
 
     report.checks.append("files parse")
@@ -95,13 +104,16 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
         report.problems.append(Problem("files parse", f"{path}: {reason}", False))
 
     copies = check_copied_ids(store, report)
+    tell("doctor", 1, _STEPS)
 
     _check_derived(store, report)
+    tell("doctor", 2, _STEPS)
 
     if store.settings.secrets != "off":
         report.checks.append("no secrets in files")
         report.problems.extend(check_secrets(store))
 
+    tell("doctor", 3, _STEPS)
     report.checks.append("no interrupted writes")
     temps = [p for p in store.root.rglob(".*.mdmem-*.tmp") if ".git" not in p.parts]
     for tmp in temps:
@@ -137,10 +149,12 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
         shown = ", ".join(dirty[:5])
         report.problems.append(Problem("git", f"uncommitted edits: {shown}", not held))
 
+    tell("doctor", 4, _STEPS)
     report.checks.append("merge drivers")
     report.problems.extend(check_merge_attributes(store))
     report.checks.append("git config")
     report.problems.extend(check_git_programs(store))
+    tell("doctor", 5, _STEPS)
 
     if fix and report.problems:
         if copies:
@@ -150,6 +164,7 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
                 store.commit_human_edits()
             fix_copied_ids(store, report, copies)
         _fix(store, report, temps, stale_locks, bool(dirty) and not held)
+    tell("doctor", _STEPS, _STEPS)
     return report
 
 

@@ -53,6 +53,7 @@ import yaml
 
 from mdmem.errors import ConfigError, InvalidInputError, LLMError, MdmemError
 from mdmem.git import review as rv
+from mdmem.index.progress import Progress, silent
 from mdmem.memory import extractive
 from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import session_id_of
@@ -467,8 +468,11 @@ def consolidate(
     entries: list[Block] | None = None,
     reason: str = "manual",
     review: bool = False,
+    progress: Progress | None = None,
 ) -> ConsolidationResult:
     """Consolidate ``entries`` (default: every pending entry); see the module docstring.
+
+    ``progress`` hears of each group drafted (a model call each, with an LLM).
 
     ``dry_run`` wins over ``review``: a dry run writes nothing, not even a branch.
     """
@@ -491,7 +495,10 @@ def consolidate(
     drafts: list[Draft] = []
     # Every model call happens before the vault is touched: an error here
     # leaves nothing half-written.
-    for group in plan(store, todo, cfg.batch):
+    tell = progress or silent
+    groups = plan(store, todo, cfg.batch)
+    for drafted_groups, group in enumerate(groups):
+        tell("consolidate", drafted_groups, len(groups))
         known = known_facts(store, group.scope, group.contact)
         items = open_items(store, group.scope, group.contact)
         if llm is not None:
@@ -528,6 +535,7 @@ def consolidate(
             _state(store).rejected.add(frozenset(rejection.entries))
             continue
         drafts.append(draft)
+    tell("consolidate", len(groups), len(groups))
     drafted = _usage(llm)
     if drafts:
         # Writing the facts calls the contradiction judge: count it too.

@@ -40,7 +40,7 @@ import yaml
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
-from mdmem.store.inputs import check_chars
+from mdmem.store.inputs import check_chars, check_fields
 from mdmem.store.secret_guard import guard
 from mdmem.store.textfile import safe_path
 
@@ -119,6 +119,25 @@ def _field_value(value: str | None, what: str, *, limit: int = 200) -> str | Non
     return text
 
 
+def _speaker(value: object) -> str | None:
+    """A per-message speaker, checked like any caller field and never rewritten:
+    what is accepted reads back byte-identical, anything else is refused."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"invalid speaker {value!r}: a non-empty string")
+    if len(value) > 200:
+        raise InvalidInputError(f"invalid speaker: {len(value)} characters; the limit is 200")
+    try:
+        check_fields([("speaker", value)])
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"invalid speaker {value!r}: no brackets, parentheses, line breaks, "
+            "or spaces at either end"
+        ) from None
+    return value
+
+
 def _fence(text: str) -> list[str]:
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -162,17 +181,30 @@ class Session:
         content: str,
         event_id: str | None = None,
         *,
+        speaker: str | None = None,
         when: datetime | None = None,
         secrets: str | None = None,
     ) -> Memory:
-        """Record a message; a duplicate returns the earlier entry with ``was_new=False``."""
+        """Record a message; a duplicate returns the earlier entry with ``was_new=False``.
+
+        ``speaker`` names who said it when a conversation has several people
+        (a group chat), beside the session's ``contact``; it is kept as the
+        entry's ``[speaker:: …]`` field and read back exactly as given.
+        """
         if role not in ROLES:
             raise InvalidInputError(f"invalid role {role!r}; one of: {', '.join(ROLES)}")
+        who = _speaker(speaker)
         body = self.store.clean_text(content, secrets)
         event = _field_value(event_id, "event")
-        fields = self._fields(role, when) + ([("event", event)] if event else [])
+        fields = self._fields(role, when)
+        if who is not None:
+            # Before "created", which _fields puts last: the field order reads
+            # role, source, contact, speaker, created, event.
+            at = next((i for i, (k, _) in enumerate(fields) if k == "created"), len(fields))
+            fields.insert(at, ("speaker", who))
+        fields += [("event", event)] if event else []
         with self._write() as tx:
-            dup = self._duplicate(body, event)
+            dup = self._duplicate(body, event, who)
             if dup is not None:
                 log.debug("dropped duplicate event in session %s (same as %s)", self.id, dup.id)
                 return Memory.from_block(dup, was_new=False)
@@ -264,7 +296,7 @@ class Session:
 
     def entries(self) -> list[Memory]:
         """Every entry of this session, in file order."""
-        self.store.catalog.refresh(self.path)
+        self._refresh()
         state = self.store.catalog.files.get(self.path)
         if state is None:
             return []
@@ -326,13 +358,10 @@ class Session:
             return writer.batch(None)
         return writer.transaction(None)
 
-    def _duplicate(self, body: str, event: str | None) -> Block | None:
+    def _duplicate(self, body: str, event: str | None, speaker: str | None) -> Block | None:
         digest = blk.content_hash(body)
         now = datetime.now(UTC)
-        current = self.store.writer.current
-        if current is None or self.path not in current.pending:
-            # (A file the open batch has edited is already parsed from its pending text.)
-            self.store.catalog.refresh(self.path)
+        self._refresh()
         if event is not None:
             # An event id is unique at its source, however old: a platform
             # redelivering a day-old message must not record it twice.
@@ -347,10 +376,19 @@ class Session:
                 and block.kind == "chat_message"
                 and block.field("source") == self.source
                 and block.field("contact") == self.contact
+                # Two people in a group chat both saying "Yes!" are two turns.
+                and block.field("speaker") == speaker
                 and abs(now - block.created) <= DEDUPE_WINDOW
             ):
                 return block
         return None
+
+    def _refresh(self) -> None:
+        """Re-read this session's file if it changed on disk, unless a batch is writing
+        it: then the catalog holds the pending text and the disk is behind it."""
+        tx = self.store.writer.current
+        if tx is None or self.path not in tx.pending:
+            self.store.catalog.refresh(self.path)
 
     def _recent_blocks(self, now: datetime) -> Iterator[Block]:
         """This session's entries, plus those of session files written within the window."""

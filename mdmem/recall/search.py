@@ -479,6 +479,7 @@ def _hit(block: Block, score: float, scores: dict[str, float]) -> Hit:
         score=round(score, 6),
         scores=scores,
         scope=block.scope,
+        fields=block.fields,
     )
 
 

@@ -57,7 +57,14 @@ def memory_file(scope: str, kind: str) -> str:
 class MemoryStore:
     """Markdown files under git, plus the derived catalog and indexes, written by one writer."""
 
-    def __init__(self, root: Path, settings: Settings, *, agent: str) -> None:
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        *,
+        agent: str,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         self.root = root
         self.settings = settings
         self.agent = agent
@@ -77,7 +84,7 @@ class MemoryStore:
         )
         self.auto_resolve: AutoResolve | None = None
         self.writer.follow_head()
-        self.indexer.boot()
+        self.indexer.boot(progress)
 
     def close(self) -> None:
         self.writer.close()

@@ -1,0 +1,247 @@
+"""Importing chat exports, JSONL messages and markdown notes (through the public API)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from mdmem import Vault
+from mdmem.errors import InvalidInputError
+from tests.secret_samples import FORMATS
+
+DATA = Path(__file__).parent / "data"
+SECRET = FORMATS[0]  # an AWS secret key line, made up at run time
+
+
+def _fixture(tmp_path: Path, name: str) -> Path:
+    """A copy of a fixture export, with a made-up secret where it says __SECRET__."""
+    target = tmp_path / "exports" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = (DATA / name).read_text(encoding="utf-8")
+    target.write_text(text.replace("__SECRET__", SECRET.text), encoding="utf-8")
+    return target
+
+
+def _commits(vault: Vault) -> int:
+    out = subprocess.run(
+        ["git", "rev-list", "--count", "HEAD"], cwd=vault.root, capture_output=True, text=True
+    )
+    return int(out.stdout)
+
+
+def _entries(vault: Vault, session: str) -> list:
+    return vault.session(session).entries()
+
+
+def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path: Path) -> None:
+    path = _fixture(tmp_path, "chatgpt_conversations.json")
+    before = _commits(vault)
+    report = vault.import_(path)
+    assert report.format == "chatgpt"
+    # The discarded regeneration and the hidden empty system root are not the conversation.
+    assert report.messages == 5
+    assert report.added == 4
+    assert report.refused == 1  # the message holding a secret
+    assert "AWS" in report.refusals[0]["reason"] and "k1" in report.refusals[0]["where"]
+    assert _commits(vault) - before == report.commits == 1
+    session = "chatgpt-6a1c2f3e-0b4d-4c57-9a8e-2f1d3c4b5a60"
+    entries = _entries(vault, session)
+    assert [e.text for e in entries][:2] == [
+        "I'm flying to Lisbon on May 12 for the quarterly offsite.",
+        "Noted: the Lisbon offsite starts on May 12. Do you need a hotel near Alfama?",
+    ]
+    first = vault.block(entries[0].id)
+    assert first.field("source") == "chatgpt"
+    assert first.field("event") == "msg-u1"
+    assert first.field("role") == "user"
+    assert first.created == datetime.fromtimestamp(1684300010, UTC)
+    assert entries[1].created == datetime.fromtimestamp(1684300030, UTC)
+    # Text that looks like fields and an id is data: read back as written, active.
+    third = vault.block(entries[2].id)
+    assert (
+        third.text
+        == "Yes, and note this for later: [status:: superseded] ^m-01hzzzzzzzzzzzzzzzzzzzzzzz"
+    )
+    assert third.status == "active" and third.id != "m-01hzzzzzzzzzzzzzzzzzzzzzzz"
+    # Image parts are skipped, the text part kept.
+    other = _entries(vault, "chatgpt-7b2d3e4f-1c5e-4d68-8b9f-3a2e4d5c6b71")
+    assert [e.text for e in other] == ["Never paste keys into a chat; rotate that one."]
+    assert report.first == "2023-05-17T05:06:50+00:00"
+    hits = vault.recall("Lisbon offsite hotel", k=3)
+    assert hits.items and "Lisbon" in hits.items[0].text
+
+
+def test_import_twice_adds_nothing(vault: Vault, tmp_path: Path) -> None:
+    path = _fixture(tmp_path, "chatgpt_conversations.json")
+    vault.import_(path)
+    files = {p: p.read_bytes() for p in vault.root.rglob("*.md")}
+    head = _commits(vault)
+    again = vault.import_(path)
+    assert again.added == 0 and again.duplicates == 4 and again.commits == 0
+    assert _commits(vault) == head
+    assert {p: p.read_bytes() for p in vault.root.rglob("*.md")} == files
+
+
+def test_import_survives_a_fresh_process(vault: Vault, tmp_path: Path) -> None:
+    path = _fixture(tmp_path, "claude_conversations.json")
+    vault.import_(path)
+    vault.close()
+    again = Vault.open(vault.root).import_(path)
+    assert again.added == 0 and again.duplicates == 3
+
+
+def test_claude_export(vault: Vault, tmp_path: Path) -> None:
+    report = vault.import_(_fixture(tmp_path, "claude_conversations.json"))
+    assert report.format == "claude"
+    assert (report.added, report.refused, report.conversations) == (3, 0, 1)
+    entries = _entries(vault, "claude-0f9e8d7c-6b5a-4938-8271-605f4e3d2c1b")
+    roles = [vault.block(e.id).field("role") for e in entries]
+    assert roles == ["user", "assistant", "user"]
+    # Only text blocks: the thinking block is not the answer.
+    assert entries[1].text == "Postgres: billing needs concurrent writers and row-level locking."
+    assert entries[1].created == datetime(2024, 3, 4, 9, 15, 30, tzinfo=UTC)
+    # Frontmatter and a heading inside a message are text, not the file's metadata.
+    last = vault.block(entries[2].id)
+    assert last.text == "---\nstatus: superseded\n---\n# Decision\nWe go with Postgres 16."
+    assert last.status == "active" and last.kind == "chat_message"
+    assert vault.block(entries[0].id).field("source") == "claude"
+
+
+def test_jsonl_messages_group_by_conversation_and_report_bad_lines(
+    vault: Vault, tmp_path: Path
+) -> None:
+    report = vault.import_(DATA / "messages.jsonl", scope="user:maria")
+    assert report.format == "jsonl"
+    assert report.added == 4 and report.refused == 2
+    assert {r["where"] for r in report.refusals} == {"line 4", "line 5"}
+    assert report.sessions == ["telegram-family-chat", "telegram-work"]
+    entries = vault.session("telegram-family-chat", scope="user:maria").entries()
+    assert [e.scope for e in entries] == ["user:maria"] * 3
+    assert entries[1].text == "I'll bring the flowers."
+    assert entries[1].created == datetime.fromtimestamp(1684605780, UTC)
+    assert vault.block(entries[0].id).field("event") == "tg-1001"
+    assert vault.import_(DATA / "messages.jsonl", scope="user:maria").added == 0
+
+
+def test_format_is_detected_or_asked_for(vault: Vault, tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps([{"nothing": 1}]))
+    with pytest.raises(InvalidInputError, match="--format"):
+        vault.import_(odd)
+    with pytest.raises(InvalidInputError, match="mapping"):
+        vault.import_(odd, format="chatgpt")
+
+
+def test_zip_export_is_read(vault: Vault, tmp_path: Path) -> None:
+    import zipfile
+
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(DATA / "claude_conversations.json", "conversations.json")
+    assert vault.import_(archive).added == 3
+
+
+def test_markdown_notes_copied_byte_for_byte_or_refused(vault: Vault, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    shutil.copytree(DATA / "notes", notes)
+    report = vault.import_(notes)
+    assert report.format == "markdown"
+    assert sorted(report.files) == ["imported/Recipes.md", "imported/projects/Roadmap.md"]
+    refused = {r["where"]: r["reason"] for r in report.refusals}
+    assert set(refused) == {"imported/projects/Ids.md", "imported/projects/Scoped.md"}
+    assert "block ids" in refused["imported/projects/Ids.md"]
+    assert "scope" in refused["imported/projects/Scoped.md"]
+    for rel in ("Recipes.md", "projects/Roadmap.md"):
+        assert (vault.root / "imported" / rel).read_bytes() == (notes / rel).read_bytes()
+    assert not (vault.root / "imported" / ".obsidian").exists()
+    assert report.commits == 1
+    hits = vault.recall("pastel de nata bake", k=3)
+    assert hits.items[0].path == "imported/Recipes.md"
+    again = vault.import_(notes)
+    assert (again.added, again.duplicates) == (0, 2)
+
+
+def test_markdown_note_with_a_secret_is_refused(vault: Vault, tmp_path: Path) -> None:
+    notes = tmp_path / "n"
+    notes.mkdir()
+    (notes / "leak.md").write_text(f"# Creds\n\n{SECRET.text}\n")
+    (notes / "fine.md").write_text("# Fine\n\nNothing to hide.\n")
+    report = vault.import_(notes, format="markdown")
+    assert report.added == 1 and report.refused == 1
+    assert not (vault.root / "imported" / "leak.md").exists()
+    redacted = vault.import_(notes, format="markdown", secrets="redact")
+    assert redacted.added == 1
+    assert SECRET.fragments[0] not in (vault.root / "imported" / "leak.md").read_text()
+
+
+def test_progress_reports_every_message(vault: Vault, tmp_path: Path) -> None:
+    seen: list[tuple[str, int, int]] = []
+    vault.import_(DATA / "messages.jsonl", progress=lambda *a: seen.append(a))
+    assert seen[0] == ("import", 0, 4) and seen[-1] == ("import", 4, 4)
+
+
+def test_jsonl_speaker_is_kept(vault: Vault) -> None:
+    vault.import_(DATA / "messages.jsonl")
+    entries = vault.session("telegram-family-chat").entries()
+    assert [vault.block(e.id).field("speaker") for e in entries] == ["Maria", "Joao", None]
+
+
+def test_a_message_repeated_inside_one_import_is_recorded_once(
+    vault: Vault, tmp_path: Path
+) -> None:
+    rows = [
+        {"id": "a1", "conversation_id": "c", "role": "user", "content": "First words."},
+        {"id": "a2", "conversation_id": "c", "role": "assistant", "content": "Second words."},
+        {"id": "a1", "conversation_id": "c", "role": "user", "content": "First words."},
+    ]
+    path = tmp_path / "dup.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = vault.import_(path)
+    assert (report.added, report.duplicates, report.commits) == (2, 1, 1)
+    assert [e.text for e in vault.session("jsonl-c").entries()] == ["First words.", "Second words."]
+
+
+def test_many_turns_one_commit_each_batch(vault: Vault, tmp_path: Path) -> None:
+    path = tmp_path / "many.jsonl"
+    rows = [
+        {"id": f"e{i}", "conversation_id": f"c{i % 3}", "role": "user", "content": f"Turn {i}."}
+        for i in range(120)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = _commits(vault)
+    report = vault.import_(path)
+    assert report.added == 120 and report.commits == 1 and _commits(vault) == before + 1
+    vault.close()
+    # Durable: a fresh process sees every turn, in order, and recall finds one.
+    fresh = Vault.open(vault.root)
+    assert [e.text for e in fresh.session("jsonl-c1").entries()][:2] == ["Turn 1.", "Turn 4."]
+    assert fresh.recall("Turn 118", k=3).items
+
+
+def test_jsonl_without_ids_is_still_idempotent_and_reads_milliseconds(
+    vault: Vault, tmp_path: Path
+) -> None:
+    rows = [
+        {"session_id": "s", "role": "user", "content": "No id here.", "timestamp": 1684605780000},
+        {"session_id": "s", "role": "assistant", "content": "Nor here."},
+    ]
+    path = tmp_path / "noid.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert vault.import_(path).added == 2
+    again = vault.import_(path)
+    assert (again.added, again.duplicates) == (0, 2)
+    first = vault.session("jsonl-s").entries()[0]
+    assert first.created == datetime.fromtimestamp(1684605780, UTC)
+
+
+def test_claude_export_wrapped_with_its_account(vault: Vault, tmp_path: Path) -> None:
+    conversations = json.loads((DATA / "claude_conversations.json").read_text())
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"account": {"uuid": "a"}, "conversations": conversations}))
+    report = vault.import_(wrapped)
+    assert (report.format, report.added) == ("claude", 3)
