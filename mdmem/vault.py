@@ -39,11 +39,20 @@ from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.index.progress import Progress
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
-from mdmem.memory import browse, export, importer, lifecycle, reflect, reminders, sessions
+from mdmem.memory import (
+    browse,
+    export,
+    importer,
+    lifecycle,
+    reflect,
+    reminders,
+    sessions,
+    summaries,
+    toolcalls,
+)
 from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
-from mdmem.memory import summaries, toolcalls
 from mdmem.memory.actions import ActionMemory
 from mdmem.memory.contacts import Contacts
 from mdmem.memory.llm import LLMClient, client_from_settings
