@@ -203,6 +203,7 @@ class Session:
             at = next((i for i, (k, _) in enumerate(fields) if k == "created"), len(fields))
             fields.insert(at, ("speaker", who))
         fields += [("event", event)] if event else []
+        in_batch = self.store.writer.current is not None
         with self._write() as tx:
             dup = self._duplicate(body, event, who)
             if dup is not None:
@@ -221,9 +222,10 @@ class Session:
             )
             if self.contact and self.on_contact is not None:
                 # The profile's first/last seen change in the turn's own commit,
-                # which keeps the turn's title.
+                # which keeps the turn's title (a batch keeps its caller's title).
                 self.on_contact(self.contact, when)
-                tx.set_message(f"record {role}: {first_line(body)}", tx.trailers)
+                if not in_batch:
+                    tx.set_message(f"record {role}: {first_line(body)}", tx.trailers)
         memory = Memory.from_block(self.store.block(memory_id), was_new=True)
         self._after_write()
         return memory
