@@ -301,8 +301,9 @@ def open_items(store: MemoryStore, scope: str, contact: str) -> list[str]:
         meta = state.parsed.frontmatter
         if str(meta.get("contact") or "") != contact:
             continue
-        span = meta.get("time_range") or {}
-        stamp = str(span.get("to") if isinstance(span, dict) else "") + path
+        span = meta.get("time_range") or {}  # episodes written before time_to
+        end = meta.get("time_to") or (span.get("to") if isinstance(span, dict) else "")
+        stamp = str(end or "") + path
         items = meta.get("pending") or []
         if isinstance(items, list) and (latest is None or stamp > latest[0]):
             latest = (stamp, [str(i) for i in items if str(i).strip()])
@@ -661,7 +662,7 @@ def _write_one(
         op="consolidate",
         trailers=[],
     )
-    link = f"[[{rel[:-3]}#^{episode_id}]]"
+    link = f"[[{rel}#^{episode_id}]]"
     who = f" with {group.contact}" if group.contact else ""
     store.log(
         f"Consolidated {len(group.entries)} session entries{who} into {link}"
@@ -690,9 +691,14 @@ def _first_sentence(text: str, limit: int = 160) -> str:
 
 
 def _title(draft: Draft) -> str:
-    words = extractive.keywords([draft.summary], n=5) or extractive.keywords(
-        [b.text for b in draft.group.entries], n=5
+    """A phrase of the summary (its most central sentence, shortened), else of the
+    conversation; the keywords only when neither has a sentence to offer."""
+    phrase = extractive.title(draft.summary) or extractive.title(
+        "\n".join(b.text for b in draft.group.entries)
     )
+    if phrase:
+        return phrase
+    words = extractive.keywords([b.text for b in draft.group.entries], n=5)
     return " ".join(words).capitalize() if words else "Conversation"
 
 
@@ -710,7 +716,9 @@ def _episode_path(store: MemoryStore, group: Group, draft: Draft, taken: set[str
 
 
 def _link(path: str, block_id: str, alias: str | None = None) -> str:
-    target = f"{path[:-3] if path.endswith('.md') else path}#^{block_id}"
+    # The full vault path with its extension: `[[MEMORY#^id]]` matches any
+    # MEMORY.md once scopes have their own, `[[MEMORY.md#^id]]` only the root's.
+    target = f"{path}#^{block_id}"
     return f"[[{target}|{alias}]]" if alias else f"[[{target}]]"
 
 
@@ -729,15 +737,16 @@ def render_episode(
     if group.contact:
         meta["contact"] = group.contact
     meta["sessions"] = sessions
-    meta["time_range"] = {
-        "from": first.isoformat(timespec="seconds"),
-        "to": last.isoformat(timespec="seconds"),
-    }
+    # Flat properties, no nulls: Obsidian's properties view shows neither a
+    # nested map nor an empty value (old episodes' time_range is still read).
+    meta["time_from"] = first.isoformat(timespec="seconds")
+    meta["time_to"] = last.isoformat(timespec="seconds")
     meta["entries"] = len(group.entries)
-    meta["model"] = draft.model
+    if draft.model:
+        meta["model"] = draft.model
     meta["extractive"] = draft.extractive
-    # null, not absent, for an extractive draft: the field is always there to read.
-    meta["confidence"] = None if draft.confidence is None else round(draft.confidence, 3)
+    if draft.confidence is not None:
+        meta["confidence"] = round(draft.confidence, 3)
     if draft.tone:
         meta["tone"] = draft.tone
     meta["consolidated"] = datetime.now(UTC).isoformat(timespec="seconds")

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mdmem.config import Settings, state_dir_for
-from mdmem.errors import InvalidInputError
+from mdmem.errors import HumanNoteError, InvalidInputError, MemoryNotFoundError
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
@@ -37,6 +37,7 @@ from mdmem.store.inputs import (
     refuse_secret_metadata,
 )
 from mdmem.store.secret_guard import refuse_in_metadata, scrub
+from mdmem.store.textfile import safe_path
 from mdmem.store.writer import Trailers, Transaction, Writer, memory_trailers
 
 __all__ = ["AutoResolve", "MemoryStore", "memory_file"]
@@ -91,7 +92,29 @@ class MemoryStore:
         return self.writer.block(memory_id)
 
     def get(self, memory_id: str) -> Memory:
+        """A memory by id, or a section of a person's note by the ``path.md#Heading``
+        id recall gives it (such a section has no ``m-…`` id of its own)."""
+        note = self.note_block(memory_id)
+        if note is not None:
+            return Memory.from_block(note, was_new=False)
         return Memory.from_block(self.writer.sole_block(memory_id), was_new=False)
+
+    def note_block(self, block_id: str) -> Block | None:
+        """The section block ``block_id`` names when it is a note id
+        (``path.md#Heading``, ``path.md#top``, ``path.md#frontmatter``); None
+        when it is a memory id. MemoryNotFoundError when the note has no such section."""
+        if not isinstance(block_id, str) or "#" not in block_id:
+            return None
+        rel, _, anchor = block_id.strip().partition("#")
+        if anchor.startswith("^") or not rel.endswith(".md"):
+            return None  # a citation of a memory (path#^m-…): normalize_id takes it
+        safe_path(self.root, rel)  # PathOutsideVaultError for ../ or a symlink out
+        with self.writer.mutex:
+            self.writer.refresh_file(rel)
+            block = self.catalog.block(block_id.strip())
+        if block is None or block.is_memory:
+            raise MemoryNotFoundError(f"no note section {block_id.strip()}")
+        return block
 
     def refresh(self) -> list[str]:
         """Notice files changed on disk and index them; returns the changed paths."""
@@ -293,7 +316,17 @@ class MemoryStore:
         return memory_id
 
     def forget(self, memory_id: str, *, reason: str | None = None) -> Memory:
-        """Remove a memory's block from its file; git history keeps it."""
+        """Remove a memory's block from its file; git history keeps it.
+
+        A section of a person's note (``path.md#Heading``) is refused with
+        HumanNoteError: mdmem never deletes what a person wrote; they edit it.
+        """
+        note = self.note_block(memory_id)
+        if note is not None:
+            raise HumanNoteError(
+                f"{note.id} is a note a person wrote; mdmem does not delete human notes: "
+                f"edit {note.path} (line {note.line_start}) instead"
+            )
         memory_id = normalize_id(memory_id)
         if reason:
             check_chars(reason, "the reason")

@@ -255,8 +255,8 @@ def test_a_consolidated_entry_takes_its_episode_line_and_fact_along(vault: Vault
     assert places_holding(vault, b"Quillfeather") == []
     assert_only_purged_changed(before, snapshot(vault.root, copies), {secret.id, fact.id})
     note = (vault.root / episode.path).read_text()
-    assert f"- {PURGED} ([[MEMORY#^{fact.id}]])" in note
-    assert f"- {kept.text} ([[USER#^{kept.id}]])" in note
+    assert f"- {PURGED} ([[MEMORY.md#^{fact.id}]])" in note
+    assert f"- {kept.text} ([[USER.md#^{kept.id}]])" in note
     summary = vault.get(episode.id).text
     assert summary.startswith("I prefer dark mode in every editor") and summary.endswith(PURGED)
     assert vault.get(kept.id).text == kept.text

@@ -478,13 +478,13 @@ def test_retention_redacts_a_retired_facts_line_in_its_episode(vault: Vault) -> 
     result = vault.consolidate()
     fact = result.facts[0]
     episode = result.episodes[0]
-    assert f"- {fact.text} ([[USER#^{fact.id}]])" in (vault.root / episode.path).read_text()
+    assert f"- {fact.text} ([[USER.md#^{fact.id}]])" in (vault.root / episode.path).read_text()
     vault.resolve(fact.id)
 
     done = vault.anonymize_retired(days=0, apply=True)
 
     note = (vault.root / episode.path).read_text()
-    assert f"- {REDACTED} ([[USER#^{fact.id}]])" in note
+    assert f"- {REDACTED} ([[USER.md#^{fact.id}]])" in note
     assert "tea over coffee" in vault.get(episode.id).text  # the summary is the entries' copy
     assert [m.id for m in done.memories] == [fact.id] and done.copies == [episode.id]
 
