@@ -39,7 +39,9 @@ KINDS: tuple[str, ...] = (
     "tool_output",
     "note",
 )
-STATUSES: tuple[str, ...] = ("active", "resolved", "superseded")
+# "archived" (OAK) hides a memory from recall and lists without retiring it:
+# unarchive makes it active again; retention never redacts it.
+STATUSES: tuple[str, ...] = ("active", "resolved", "superseded", "archived")
 # Durable knowledge (as opposed to logs, entries and episodes): what consolidation
 # and the compaction flush may extract, and what a review counts as facts.
 FACT_KINDS: frozenset[str] = frozenset(

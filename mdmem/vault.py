@@ -347,6 +347,14 @@ class Vault:
         """Mark a memory resolved (or another status); it leaves default recall."""
         return self.store.resolve(memory_id, status=status)
 
+    def archive(self, memory_id: str) -> Memory:
+        """Hide an active memory from recall and lists without retiring it (reversible)."""
+        return self.store.archive(memory_id)
+
+    def unarchive(self, memory_id: str) -> Memory:
+        """Make an archived memory active again."""
+        return self.store.unarchive(memory_id)
+
     @contextmanager
     def batch(self, subject: str | None = "batch import") -> Iterator[Vault]:
         """Group many writes into one commit (and one file write per file).

@@ -3,7 +3,8 @@
 Built on the official ``mcp`` SDK (2.x, low-level ``Server``). The tools are
 the :class:`~mdmem.agent.tools.Toolset` (same JSON schemas, same validation, same
 scope rules): ``recall``, ``remember``, ``forget``, ``reflect``, ``get``,
-``history``, ``context``, ``read_tool_output`` (recall hands out its keys), each
+``history``, ``context``, ``read_tool_output`` (recall hands out its keys),
+``archive``, ``unarchive``, each
 with the spec's annotations (``readOnlyHint``, ``destructiveHint``,
 ``idempotentHint``) so a client knows which calls to confirm. The resources
 are the core files of each allowed scope — USER.md, MEMORY.md, LEARNING.md and
@@ -58,6 +59,8 @@ MCP_TOOLS: tuple[str, ...] = (
     "history",
     "context",
     "read_tool_output",
+    "archive",
+    "unarchive",
 )
 URI_PREFIX = "mdmem://vault/"
 _CORE_FILES = ("USER.md", "MEMORY.md", "LEARNING.md")

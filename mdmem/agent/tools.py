@@ -106,6 +106,19 @@ TOOL_HINTS: dict[str, dict[str, bool]] = {
         "idempotentHint": True,
         "openWorldHint": False,
     },
+    # Reversible status changes: nothing is removed.
+    "archive": {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+    "unarchive": {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
 }
 
 # What an agent loop sees by default; `history` and `context` are for MCP clients.
@@ -117,7 +130,8 @@ DEFAULT_TOOLS: tuple[str, ...] = (
     "reflect",
     "read_tool_output",
 )
-ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context")
+# Offered on request (``tools=``) and over MCP.
+ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context", "archive", "unarchive")
 
 _SCOPE_HELP = 'e.g. "user:alice"; "root" is the shared root. Omit for the default.'
 
@@ -202,6 +216,14 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "forget": (
         "Delete a wrong or unwanted memory by id (git history keeps it). Notes a person "
         "wrote are refused: they edit those.",
+        _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "archive": (
+        "Hide a memory from recall and lists without deleting it; unarchive restores it.",
+        _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "unarchive": (
+        "Make an archived memory active again.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
     ),
     "get": (
@@ -403,6 +425,8 @@ class Toolset:
             "read_tool_output": self._read_tool_output,
             "history": self._history,
             "context": self._context,
+            "archive": self._archive,
+            "unarchive": self._unarchive,
         }
 
     # ------------------------------------------------------------- public --
@@ -601,6 +625,14 @@ class Toolset:
         memory = self._owned(args["memory_id"])
         self.vault.forget(memory.id, reason="forgotten through the memory tools")
         return {"id": memory.id, "forgotten": True}
+
+    def _archive(self, args: dict[str, Any]) -> dict[str, Any]:
+        memory = self.vault.archive(self._owned(args["memory_id"]).id)
+        return {"id": memory.id, "status": memory.status}
+
+    def _unarchive(self, args: dict[str, Any]) -> dict[str, Any]:
+        memory = self.vault.unarchive(self._owned(args["memory_id"]).id)
+        return {"id": memory.id, "status": memory.status}
 
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         return self._memory_dict(self._owned(args["memory_id"]))

@@ -4,7 +4,7 @@
 and one-line errors); each other module registers its commands on the group.
 """
 
-from mdmem.cli import commands, gitnative, lifecycle, serve
+from mdmem.cli import archive, commands, gitnative, lifecycle, serve
 from mdmem.cli.context import main
 
-__all__ = ["commands", "gitnative", "lifecycle", "main", "serve"]
+__all__ = ["archive", "commands", "gitnative", "lifecycle", "main", "serve"]

@@ -398,6 +398,46 @@ class MemoryStore:
             )
         return self.get(memory_id)
 
+    def archive(self, memory_id: str) -> Memory:
+        """Hide an active memory from recall and lists without retiring it (reversible).
+
+        ``[status:: archived]`` on its line, committed with ``Op: archive``;
+        recall with ``include_inactive`` or ``status="archived"`` still finds it.
+        """
+        return self._set_archived(memory_id, archived=True)
+
+    def unarchive(self, memory_id: str) -> Memory:
+        """Make an archived memory active again (``Op: unarchive``)."""
+        return self._set_archived(memory_id, archived=False)
+
+    def _set_archived(self, memory_id: str, *, archived: bool) -> Memory:
+        if self.note_block(memory_id) is not None:
+            raise HumanNoteError(
+                f"{memory_id} is a note a person wrote: it has no status to change"
+            )
+        memory_id = normalize_id(memory_id)
+        verb = "archive" if archived else "unarchive"
+        with self.writer.batch(subject=None) as tx:
+            block = self.writer.sole_block(memory_id)
+            want = "active" if archived else "archived"
+            if block.status != want:
+                # Archiving a retired memory and unarchiving it later would
+                # bring back what was resolved or superseded: refused.
+                raise InvalidInputError(
+                    f"{memory_id} is {block.status}; only {want} memories can be {verb}d"
+                )
+            updates: dict[str, str | None] = {
+                "status": "archived" if archived else None,
+                "updated": self.clock.today(),
+            }
+            tx.set_fields(
+                memory_id,
+                updates,
+                op=verb,
+                subject=f"{verb} {block.kind}: {first_line(block.text)}",
+            )
+        return self.get(memory_id)
+
     def commit_human_edits(self) -> str | None:
         """Commit files a person changed, authored as the human; returns the sha."""
         with self.writer.writing():

@@ -79,6 +79,8 @@ def test_tool_list_has_read_tool_output_annotations_agent_kinds_and_stays_small(
     assert hints("forget").destructive_hint is True
     assert hints("remember").destructive_hint is False
     assert hints("remember").idempotent_hint is True
+    for name in ("archive", "unarchive"):  # reversible: nothing is removed
+        assert hints(name).read_only_hint is False and hints(name).destructive_hint is False
 
     kinds = set(tools["remember"].input_schema["properties"]["kind"]["enum"])
     assert kinds and not kinds & INTERNAL_KINDS
@@ -137,6 +139,23 @@ def test_note_ids_from_recall_open_with_get_and_forget_is_refused(vault: Vault) 
     assert refused["type"] == "human_note" and "notes/garden.md" in refused["message"]
     assert note.read_text(encoding="utf-8") == body
     assert seen["missing"].structured_content["error"]["type"] == "not_found"
+
+
+def test_archive_and_unarchive_over_mcp(vault: Vault) -> None:
+    fact = vault.remember("The VPN config lives in the team wiki.")
+    seen = _session(
+        vault,
+        [
+            ("archive", "archive", {"memory_id": fact.id}),
+            ("hidden", "recall", {"query": "VPN config team wiki"}),
+            ("unarchive", "unarchive", {"memory_id": fact.id}),
+            ("back", "recall", {"query": "VPN config team wiki"}),
+        ],
+    )
+    assert seen["archive"].structured_content == {"id": fact.id, "status": "archived"}
+    assert seen["hidden"].structured_content["items"] == []
+    assert seen["unarchive"].structured_content["status"] == "active"
+    assert seen["back"].structured_content["items"][0]["id"] == fact.id
 
 
 def test_read_tool_output_serves_the_key_recall_hands_out(vault: Vault) -> None:
