@@ -120,6 +120,8 @@ class RecallSettings:
     thread_reply_weight: float = 0.3
     thread_continuation_weight: float = 0.1
     rerank: bool = False
+    # A hit's score times 1 + w * (importance - 5) / 5 (mdmem.store.importance).
+    importance_weight: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -298,7 +300,7 @@ def load_settings(
         raise ConfigError("secrets: expected refuse, redact or off")
     if settings.recall.fusion not in ("rrf", "blend"):
         raise ConfigError("recall.fusion: expected rrf or blend")
-    for name in ("thread_reply_weight", "thread_continuation_weight"):
+    for name in ("thread_reply_weight", "thread_continuation_weight", "importance_weight"):
         if not 0.0 <= getattr(settings.recall, name) <= 1.0:
             raise ConfigError(f"recall.{name}: expected a number from 0 to 1")
     return replace(settings, sources=sources, ignored=ignored)

@@ -247,10 +247,20 @@ class Vault:
         created: datetime | date | str | None = None,
         fields: Iterable[tuple[str, str]] = (),
         secrets: str | None = None,
+        importance: int | None = None,
+        origin: str | None = None,
     ) -> Memory:
-        """Store one memory; the same normalised text in the same scope is stored once."""
+        """Store one memory (importance 1-10, capped at 5 for a planning/investigation origin)."""
         return self.store.remember(
-            text, kind, tags, scope, created=created, fields=fields, secrets=secrets
+            text,
+            kind,
+            tags,
+            scope,
+            created=created,
+            fields=fields,
+            secrets=secrets,
+            importance=importance,
+            origin=origin,
         )
 
     def log(

@@ -209,6 +209,12 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     "description": "Short topic tags (letters, digits, _ - /).",
                 },
                 "scope": {"type": "string", "description": _SCOPE_HELP},
+                "importance": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10,
+                    "description": "1-10; omit if unsure.",
+                },
             },
             ["content"],
         ),
@@ -607,7 +613,11 @@ class Toolset:
     def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
         scope = self.writable_scope(args.get("scope"))
         memory: Memory = self.vault.remember(
-            args["content"], kind=args["kind"], tags=args.get("tags") or (), scope=scope
+            args["content"],
+            kind=args["kind"],
+            tags=args.get("tags") or (),
+            scope=scope,
+            importance=args.get("importance"),
         )
         out: dict[str, Any] = {
             "id": memory.id,

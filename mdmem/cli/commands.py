@@ -23,6 +23,7 @@ from mdmem.cli.gitnative import purge_cmd
 from mdmem.config import setting_values, trust_vault
 from mdmem.models import KINDS
 from mdmem.recall.search import cite_context
+from mdmem.store.importance import ORIGINS
 from mdmem.vault import Vault
 
 # ------------------------------------------------------------------ writes ----
@@ -50,6 +51,8 @@ def init(obj: Context, path: str, agent_name: str | None, as_json: bool) -> None
 @scope_option
 @click.option("--created", default=None, help="Creation date/time (ISO), default now.")
 @click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
+@click.option("--importance", type=int, default=None, help="1-10 (OAK).")
+@click.option("--origin", type=click.Choice(ORIGINS), default=None, help="Caps importance at 5.")
 @json_option
 @click.pass_obj
 def remember(
@@ -60,6 +63,8 @@ def remember(
     scope: str | None,
     created: str | None,
     redact: bool,
+    importance: int | None,
+    origin: str | None,
     as_json: bool,
 ) -> None:
     """Store TEXT as a memory ('-' reads stdin). Idempotent per scope."""
@@ -70,6 +75,8 @@ def remember(
         scope=scope,
         created=created,
         secrets="redact" if redact else None,
+        importance=importance,
+        origin=origin,
     )
     emit(memory, as_json, lambda: memory_line("remembered", memory))
 

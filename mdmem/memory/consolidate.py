@@ -59,6 +59,7 @@ from mdmem.memory.sessions import session_id_of
 from mdmem.models import FACT_KINDS, Block, Memory, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.ids import ID_PATTERN
+from mdmem.store.importance import kind_importance, origin_of_tools
 from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
@@ -633,13 +634,23 @@ def _write_one(
     if sessions:
         base_fields.append(("session", " ".join(sessions)))
     fact_links: list[tuple[FactItem, Memory]] = []
+    # OAK: importance by kind, capped by the session's origin (its tool calls:
+    # a session that only read is investigation, capped at 5). A plain chat
+    # has no tool calls and no origin to record.
+    tools = [b.field("tool") or "" for b in group.entries if b.kind == "tool_output"]
+    origin = origin_of_tools(tools) if tools else None
     for item in draft.facts:
         try:
             if item.kind == "learning" and item.topic:
                 memory = store.learn(item.topic, item.text, scope=group.scope)
             else:
                 memory = store.remember(
-                    item.text, kind=item.kind, scope=group.scope, fields=base_fields
+                    item.text,
+                    kind=item.kind,
+                    scope=group.scope,
+                    fields=base_fields,
+                    importance=kind_importance(item.kind, origin),
+                    origin=origin,
                 )
         except InvalidInputError as exc:  # a secret, an empty or oversized line
             log.warning("consolidation skipped a fact (%s): %s", exc, item.text[:80])

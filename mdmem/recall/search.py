@@ -27,6 +27,7 @@ from mdmem.recall import ranking
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.store.blocks import parse_datetime, validate_scope
 from mdmem.store.ids import written_id
+from mdmem.store.importance import importance_factor, importance_of
 
 if TYPE_CHECKING:
     from mdmem.config import RecallSettings
@@ -299,6 +300,9 @@ def run_recall(
         if human_of is not None and settings.human_weight > 0 and human_of(block):
             human_bonus = settings.human_weight
             score += human_bonus
+        # Importance (1-10, a field): a small documented nudge, and a signal in `scores`.
+        level = importance_of(block)
+        score *= importance_factor(level, settings.importance_weight)
         ranked.append(
             _Scored(
                 round(score, 6),
@@ -310,6 +314,7 @@ def run_recall(
                 recency_value,
                 trust,
                 human_bonus,
+                level,
             )
         )
     ranked.sort(key=lambda r: (-r.score, r.block.id))
@@ -426,6 +431,7 @@ class _Scored:
     recency: float | None
     trust: float | None
     human: float
+    importance: int | None = None
 
     def hit(self) -> Hit:
         cand = self.cand
@@ -446,6 +452,8 @@ class _Scored:
             scores["trust"] = self.trust
         if self.human:
             scores["human"] = self.human
+        if self.importance is not None:
+            scores["importance"] = float(self.importance)
         return _hit(self.block, self.score, scores)
 
 

@@ -23,6 +23,7 @@ from mdmem.store import blocks as blk
 from mdmem.store.catalog import Catalog
 from mdmem.store.gitstore import GitStore
 from mdmem.store.ids import normalize_id
+from mdmem.store.importance import check_importance, check_origin
 from mdmem.store.inputs import (
     MASK,
     Clock,
@@ -169,8 +170,16 @@ class MemoryStore:
         created: datetime | date | str | None = None,
         fields: Iterable[tuple[str, str]] = (),
         secrets: str | None = None,
+        importance: int | None = None,
+        origin: str | None = None,
     ) -> Memory:
-        """Store one memory; the same normalised text in the same scope is stored once."""
+        """Store one memory; the same normalised text in the same scope is stored once.
+
+        ``importance`` (1-10) and ``origin`` (planning, investigation,
+        implementation, mixed) become ``[importance:: N]`` and ``[origin:: …]``;
+        a planning or investigation origin caps importance at 5 (see
+        :mod:`mdmem.store.importance`).
+        """
         kind = check_kind(kind)
         scope = blk.validate_scope(scope)
         tag_list = check_tags(tags)
@@ -178,10 +187,19 @@ class MemoryStore:
         # A learning without a topic goes to MEMORY.md like any other fact.
         rel = memory_file(scope, kind)
         extra = check_fields(fields)
+        if any(key in ("importance", "origin") for key, _ in extra):
+            # Through fields they would skip the 1-10 check and the origin cap.
+            raise InvalidInputError("set importance and origin with importance= and origin=")
+        origin = check_origin(origin)
+        level = check_importance(importance, origin)
         if kind != blk.default_kind_for(rel):
             extra.insert(0, ("kind", kind))
         if created is not None:
             extra.append(("created", iso_date(created)))
+        if level is not None:
+            extra.append(("importance", str(level)))
+        if origin is not None:
+            extra.append(("origin", origin))
         # Auto-resolve retires what the new memory replaces in the same commit.
         outer = self.writer.current
         with self.writer.batch(subject=None) as tx:
