@@ -42,6 +42,7 @@ from mdmem.memory import consolidate as consolidation
 from mdmem.memory import lifecycle, reflect, sessions
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.models import Block, Memory, Recall
+from mdmem.recall.controls import RecallControls
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
 from mdmem.recall.usefulness import Usefulness, UsefulnessStore
@@ -520,6 +521,7 @@ class Vault:
         *,
         mode: str = "hybrid",
         as_of: str | date | datetime | None = None,
+        **controls: Any,
     ) -> Recall:
         """The memories most relevant to ``query``, best first, with citations.
 
@@ -527,7 +529,9 @@ class Vault:
         vault root). ``mode``: hybrid (default), keyword or vector only.
         ``as_of``: a commit-ish or a date/time: search the vault as it was
         then (hits carry ``commit``). Edits made on disk since the last call
-        are indexed first.
+        are indexed first. ``controls`` (:mod:`mdmem.recall.controls`):
+        ``exclude_ids``, ``source``, ``contact``, ``session``, ``author``,
+        ``status``, ``scope_weights``, ``fallback``.
         """
         q = RecallQuery.build(
             query,
@@ -539,6 +543,7 @@ class Vault:
             until,
             include_inactive,
             mode,
+            RecallControls.build(**controls) if controls else None,
         )
         if as_of is None:
             return self.recaller.recall(q)

@@ -208,6 +208,7 @@ def prompt_context(
     *,
     scope: str | Sequence[str] | None = None,
     parallel: bool = True,
+    lean: bool = False,
     **budgets: int,
 ) -> PromptContext:
     """Assemble the memory context for ``task`` (see the module docstring).
@@ -217,7 +218,13 @@ def prompt_context(
     ``scope``: the scope(s) to read, None for every scope; the file tails come
     from those scopes' USER/LEARNING/JOURNAL (the vault root's when None).
     Keyword ``budgets`` override :class:`PromptBudgets` fields.
+    ``lean`` (OrcBot's isLeanMode, for simple tasks): no semantic and no
+    episodic retrieval; the sections are there, empty.
     """
+    if not isinstance(lean, bool):
+        raise InvalidInputError("lean must be true or false")
+    if lean:
+        budgets = {**budgets, "semantic_k": 0, "episodes_k": 0}
     if not isinstance(task, str) or not task.strip():
         raise InvalidInputError("prompt_context needs a non-empty task")
     known = {f.name for f in fields(PromptBudgets)}

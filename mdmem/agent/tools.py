@@ -41,7 +41,7 @@ from mdmem.errors import (
     ScopeDeniedError,
     SecretRefusedError,
 )
-from mdmem.models import KINDS, Hit, Memory, to_jsonable
+from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
 from mdmem.recall.search import render_context
 from mdmem.store.blocks import ROOT_SCOPE, validate_scope
 from mdmem.store.secret_guard import scrub
@@ -86,38 +86,35 @@ WRITABLE_KINDS: tuple[str, ...] = (
 # to decide what needs the user's confirmation. readOnly: changes nothing in the
 # vault; destructive: may remove what is there; idempotent: a second identical
 # call has no further effect (remember dedupes, forget of a gone id is not_found).
+# openWorldHint is left out: it costs tokens on every request and says little.
 TOOL_HINTS: dict[str, dict[str, bool]] = {
-    "recall": {"readOnlyHint": True, "openWorldHint": False},
-    "get": {"readOnlyHint": True, "openWorldHint": False},
-    "history": {"readOnlyHint": True, "openWorldHint": False},
-    "context": {"readOnlyHint": True, "openWorldHint": False},
-    "read_tool_output": {"readOnlyHint": True, "openWorldHint": False},
+    "recall": {"readOnlyHint": True},
+    "get": {"readOnlyHint": True},
+    "history": {"readOnlyHint": True},
+    "context": {"readOnlyHint": True},
+    "read_tool_output": {"readOnlyHint": True},
     # Reads memories; the configured LLM may be a remote endpoint.
     "reflect": {"readOnlyHint": True},
     "remember": {
         "readOnlyHint": False,
         "destructiveHint": False,
         "idempotentHint": True,
-        "openWorldHint": False,
     },
     "forget": {
         "readOnlyHint": False,
         "destructiveHint": True,
         "idempotentHint": True,
-        "openWorldHint": False,
     },
     # Reversible status changes: nothing is removed.
     "archive": {
         "readOnlyHint": False,
         "destructiveHint": False,
         "idempotentHint": True,
-        "openWorldHint": False,
     },
     "unarchive": {
         "readOnlyHint": False,
         "destructiveHint": False,
         "idempotentHint": True,
-        "openWorldHint": False,
     },
 }
 
@@ -132,6 +129,9 @@ DEFAULT_TOOLS: tuple[str, ...] = (
 )
 # Offered on request (``tools=``) and over MCP.
 ALL_TOOLS: tuple[str, ...] = (*DEFAULT_TOOLS, "history", "context", "archive", "unarchive")
+
+# Recall controls (mdmem.recall.controls) the recall tool passes on as given.
+_CONTROLS = ("exclude_ids", "source", "contact", "session", "author", "status", "scope_weights")
 
 _SCOPE_HELP = 'e.g. "user:alice"; "root" is the shared root. Omit for the default.'
 
@@ -172,10 +172,9 @@ _QUERY = {"type": "string", "description": "What to look for."}
 # every request (bench/mcp_tools.py prints its size; tests hold a budget).
 _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "recall": (
-        "Search long-term memory (facts, preferences, past conversations, tool outputs, "
-        "notes) by meaning and keywords. Use before answering anything that may depend on "
-        "earlier sessions. Returns matches with file, line and score; empty means nothing "
-        "relevant is stored.",
+        "Search long-term memory (facts, preferences, past chats, tool outputs, notes) by "
+        "meaning and keywords; use before answering what may depend on earlier sessions. "
+        "Empty means nothing relevant is stored.",
         _params(
             {
                 "query": _QUERY,
@@ -187,6 +186,25 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 },
                 "scope": {"type": "string", "description": 'One allowed scope, or "any".'},
                 "since": {"type": "string", "description": "ISO date, e.g. 2025-01-31."},
+                "exclude_ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Ids already seen.",
+                },
+                "source": {"type": "string", "description": "e.g. telegram"},
+                "contact": {"type": "string", "description": "e.g. telegram:123"},
+                "session": {"type": "string", "description": "Session id."},
+                "author": {"type": "string", "description": 'Or "human".'},
+                "status": {
+                    "type": "string",
+                    "enum": list(STATUSES),
+                    "description": "Default active.",
+                },
+                "scope_weights": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number", "minimum": 0},
+                    "description": "0 hides a scope.",
+                },
             },
             ["query"],
         ),
@@ -247,7 +265,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         _params({"key": {"type": "string", "description": "tout_…"}}, ["key"]),
     ),
     "history": (
-        "Every version of one memory from git, oldest first: who changed it, when, what it said.",
+        "Every version of one memory from git: who changed it, when, what it said.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
     ),
     "context": (
@@ -349,6 +367,12 @@ def _coerce(key: str, spec: Mapping[str, Any], value: Any) -> Any:
         low, high = spec.get("minimum"), spec.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
             raise _ArgError(f"{key!r} must be between {low} and {high}, got {value}")
+    elif kind == "object":
+        if not isinstance(value, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+        ):
+            raise _ArgError(f'{key!r} must be a JSON object of numbers, e.g. {{"root": 0.5}}')
+        return value
     elif kind == "array":
         # A lone string is refused, not wrapped: "a,b" or "fact preference"
         # would be taken as one odd value and the call would mean something else.
@@ -562,12 +586,20 @@ class Toolset:
 
     def _recall(self, args: dict[str, Any]) -> dict[str, Any]:
         scopes = self.readable_scopes(args.get("scope"))
+        controls = {k: args[k] for k in _CONTROLS if args.get(k) not in (None, [], {})}
+        if controls.get("status") == "active":
+            del controls["status"]  # the default: no widening
+        if "scope_weights" in controls:
+            # Weights name scopes as tools do ("root"); a weight can't reach past the allowed set.
+            for name in controls["scope_weights"]:
+                self.readable_scopes(name)
         result = self.vault.recall(
             args["query"],
             k=args["top_k"],
             kinds=args.get("source_kinds") or None,
             scope=scopes,
             since=args.get("since"),
+            **controls,
         )
         items = [self._item(hit) for hit in result.items]
         for item in items:

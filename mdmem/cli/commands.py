@@ -20,6 +20,7 @@ from mdmem.cli.context import (
     scope_option,
 )
 from mdmem.cli.gitnative import purge_cmd
+from mdmem.cli.recall_controls import control_options, controls_of
 from mdmem.config import setting_values, trust_vault
 from mdmem.models import KINDS
 from mdmem.recall.search import cite_context
@@ -351,7 +352,7 @@ def _recall_options(func: F) -> F:
         ]
     ):
         func = option(func)
-    return func
+    return control_options(func)
 
 
 def _filters(
@@ -364,8 +365,10 @@ def _filters(
     include_inactive: bool,
     mode: str,
     as_of: str | None,
+    **controls: Any,
 ) -> dict[str, Any]:
     return {
+        **controls_of(controls),
         "k": k,
         "kinds": kinds or None,
         "tags": tags or None,

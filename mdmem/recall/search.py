@@ -24,6 +24,7 @@ from mdmem.index.indexer import indexable
 from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
 from mdmem.recall import ranking
+from mdmem.recall.controls import RecallControls, substring_candidates
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.store.blocks import parse_datetime, validate_scope
 from mdmem.store.ids import written_id
@@ -89,6 +90,7 @@ class RecallQuery:
     until: datetime | None = None
     include_inactive: bool = False
     mode: str = "hybrid"
+    controls: RecallControls | None = None  # exclude_ids, field filters, weights (controls.py)
 
     @classmethod
     def build(
@@ -102,6 +104,7 @@ class RecallQuery:
         until: datetime | date | str | None,
         include_inactive: bool,
         mode: str,
+        controls: RecallControls | None = None,
     ) -> RecallQuery:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("recall needs a non-empty query")
@@ -131,12 +134,15 @@ class RecallQuery:
             scopes=scope_set,
             since=to_datetime(since),
             until=to_datetime(until, end=True),
-            include_inactive=include_inactive,
+            include_inactive=include_inactive or bool(controls and controls.widens_status),
             mode=mode,
+            controls=controls,
         )
 
     def admits(self, block: Block) -> bool:
         if not self.include_inactive and block.status != "active":
+            return False
+        if self.controls is not None and not self.controls.admits(block):
             return False
         if self.kinds is not None and block.kind not in self.kinds:
             return False
@@ -201,6 +207,8 @@ def run_recall(
             keyword_ok = True
         except IndexError_ as exc:
             _note(reasons, f"keyword index unusable: {_line(exc)}")
+        if keyword_ok and not keyword and scan is not None and _may_fall_back(q):
+            keyword = substring_candidates(q.query, scan(), _scannable(q), pool)
 
     vector: list[tuple[str, float]] = []
     if q.mode != "keyword":
@@ -303,6 +311,8 @@ def run_recall(
         # Importance (1-10, a field): a small documented nudge, and a signal in `scores`.
         level = importance_of(block)
         score *= importance_factor(level, settings.importance_weight)
+        if q.controls is not None and q.controls.scope_weights:
+            score *= q.controls.weight(block)
         ranked.append(
             _Scored(
                 round(score, 6),
@@ -328,6 +338,19 @@ def run_recall(
         took_ms=(time.perf_counter() - started) * 1000,
         degraded_reason="; ".join(reasons) if reasons else None,
     )
+
+
+def _may_fall_back(q: RecallQuery) -> bool:
+    """Substring fallback (controls.py) unless turned off, or the query is only
+    common words, which every block holds."""
+    if q.controls is not None and not q.controls.fallback:
+        return False
+    words = _WORD.findall(q.query.casefold())
+    return not words or not all(w in _SCAN_STOP for w in words)
+
+
+def _scannable(q: RecallQuery) -> Callable[[Block], bool]:
+    return lambda block: indexable(block) and q.admits(block)
 
 
 def _note(reasons: list[str], why: str) -> None:

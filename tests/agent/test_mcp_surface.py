@@ -141,7 +141,7 @@ def test_note_ids_from_recall_open_with_get_and_forget_is_refused(vault: Vault) 
     assert seen["missing"].structured_content["error"]["type"] == "not_found"
 
 
-def test_archive_and_unarchive_over_mcp(vault: Vault) -> None:
+def test_archive_unarchive_and_recall_controls_over_mcp(vault: Vault) -> None:
     fact = vault.remember("The VPN config lives in the team wiki.")
     seen = _session(
         vault,
@@ -150,12 +150,17 @@ def test_archive_and_unarchive_over_mcp(vault: Vault) -> None:
             ("hidden", "recall", {"query": "VPN config team wiki"}),
             ("unarchive", "unarchive", {"memory_id": fact.id}),
             ("back", "recall", {"query": "VPN config team wiki"}),
+            ("seen", "recall", {"query": "VPN config team wiki", "exclude_ids": [fact.id]}),
+            ("weighted", "recall", {"query": "VPN config", "scope_weights": {"root": 0}}),
         ],
     )
     assert seen["archive"].structured_content == {"id": fact.id, "status": "archived"}
     assert seen["hidden"].structured_content["items"] == []
     assert seen["unarchive"].structured_content["status"] == "active"
     assert seen["back"].structured_content["items"][0]["id"] == fact.id
+    # Recall controls over MCP: what was seen, and a scope weighed out.
+    assert seen["seen"].structured_content["items"] == []
+    assert seen["weighted"].structured_content["items"] == []
 
 
 def test_read_tool_output_serves_the_key_recall_hands_out(vault: Vault) -> None:
