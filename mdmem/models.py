@@ -152,6 +152,9 @@ class Hit:
     scores: dict[str, float] = field(default_factory=dict)
     scope: str = ""
     commit: str | None = None  # set by time-travel recall (as_of)
+    # What ``text`` holds: 2 the full text, 1 an overview, 0 a one-line abstract
+    # (recall's ``tier``; the id opens the full text).
+    tier: int = 2
 
     @property
     def citation(self) -> str:

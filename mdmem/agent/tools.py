@@ -156,7 +156,7 @@ _ALIASES: dict[str, dict[str, str]] = {"read_tool_output": {"tool_output_key": "
 
 _MEMORY_ID = {
     "type": "string",
-    "description": "From recall: m-01jd3k5x7q or notes/x.md#Heading.",
+    "description": "m-… or notes/x.md#Heading",
 }
 
 _TOP_K = {
@@ -167,6 +167,13 @@ _TOP_K = {
     "description": "How many items.",
 }
 _QUERY = {"type": "string", "description": "What to look for."}
+_TIER = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": 2,
+    "default": 2,
+    "description": "0 abstracts, 1 overviews, 2 full; get opens one by id.",
+}
 
 # Descriptions are short on purpose: a client sends the whole tool list with
 # every request (bench/mcp_tools.py prints its size; tests hold a budget).
@@ -185,7 +192,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     "description": "Only these kinds.",
                 },
                 "scope": {"type": "string", "description": 'One allowed scope, or "any".'},
-                "since": {"type": "string", "description": "ISO date, e.g. 2025-01-31."},
+                "since": {"type": "string", "description": "ISO date."},
                 "exclude_ids": {
                     "type": "array",
                     "items": {"type": "string"},
@@ -205,6 +212,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     "additionalProperties": {"type": "number", "minimum": 0},
                     "description": "0 hides a scope.",
                 },
+                "tier": _TIER,
             },
             ["query"],
         ),
@@ -238,8 +246,8 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
     "forget": (
-        "Delete a wrong or unwanted memory by id (git history keeps it). Notes a person "
-        "wrote are refused: they edit those.",
+        "Delete a wrong or unwanted memory by id (git keeps history); a person's notes "
+        "are refused.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
     ),
     "archive": (
@@ -265,12 +273,11 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         _params({"key": {"type": "string", "description": "tout_…"}}, ["key"]),
     ),
     "history": (
-        "Every version of one memory from git: who changed it, when, what it said.",
+        "Versions of a memory from git: who changed it, when, what it said.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
     ),
     "context": (
-        'A "## Recalled Memory" prompt block of the memories relevant to the query, '
-        "cited path#^id, within max_chars.",
+        'A "## Recalled Memory" prompt block for the query, citing path#^id.',
         _params(
             {
                 "query": _QUERY,
@@ -283,6 +290,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 },
                 "top_k": _TOP_K,
                 "scope": {"type": "string", "description": 'One allowed scope, or "any".'},
+                "tier": _TIER,
             },
             ["query"],
         ),
@@ -587,6 +595,8 @@ class Toolset:
     def _recall(self, args: dict[str, Any]) -> dict[str, Any]:
         scopes = self.readable_scopes(args.get("scope"))
         controls = {k: args[k] for k in _CONTROLS if args.get(k) not in (None, [], {})}
+        if args["tier"] != 2:
+            controls["tier"] = args["tier"]
         if controls.get("status") == "active":
             del controls["status"]  # the default: no widening
         if "scope_weights" in controls:
@@ -640,6 +650,8 @@ class Toolset:
         }
         if cut:
             item["truncated"] = True
+        if hit.tier < 2:
+            item["tier"] = hit.tier  # an abstract/overview: `get` gives the full text
         return item
 
     def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -715,7 +727,8 @@ class Toolset:
 
     def _context(self, args: dict[str, Any]) -> dict[str, Any]:
         scopes = self.readable_scopes(args.get("scope"))
-        result = self.vault.recall(args["query"], k=args["top_k"], scope=scopes)
+        tier = {"tier": args["tier"]} if args["tier"] != 2 else {}
+        result = self.vault.recall(args["query"], k=args["top_k"], scope=scopes, **tier)
         return {"context": render_context(result, args["max_chars"]), "total": len(result.items)}
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ CONTROL_KEYS = (
     "status",
     "scope_weights",
     "fallback",
+    "tier",
 )
 
 
@@ -49,6 +50,13 @@ def control_options(func: F) -> F:
                 help="Weigh a scope's hits (0 leaves it out; repeatable).",
             ),
             click.option(
+                "--tier",
+                type=click.IntRange(0, 2),
+                default=2,
+                show_default=True,
+                help="0 one-line abstracts, 1 overviews, 2 full text.",
+            ),
+            click.option(
                 "--no-fallback",
                 "fallback",
                 is_flag=True,
@@ -70,6 +78,9 @@ def controls_of(options: dict[str, Any]) -> dict[str, Any]:
         if key == "fallback":
             if value is False:
                 out[key] = False
+        elif key == "tier":
+            if value is not None and value != 2:
+                out[key] = value
         elif key == "scope_weights":
             if value:
                 out[key] = _weights(value)

@@ -60,6 +60,7 @@ from mdmem.models import FACT_KINDS, Block, Memory, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.ids import ID_PATTERN
 from mdmem.store.importance import kind_importance, origin_of_tools
+from mdmem.store.tiers import OVERVIEW_CHARS, abstract_of
 from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
@@ -760,6 +761,19 @@ def render_episode(
         meta["confidence"] = round(draft.confidence, 3)
     if draft.tone:
         meta["tone"] = draft.tone
+    # Tiers (store/tiers.py): L0 one line, L1 a few central sentences of the
+    # summary and the facts; L2 is the summary block itself.
+    summary_text = draft.summary or ""
+    meta["abstract"] = abstract_of(
+        _title(draft) if not summary_text else _first_sentence(summary_text)
+    )
+    overview = extractive.summarize(
+        [("user", summary_text), *(("user", item.text) for item, _ in facts)],
+        max_sentences=4,
+        max_chars=OVERVIEW_CHARS,
+    )
+    if overview:
+        meta["overview"] = overview
     meta["consolidated"] = datetime.now(UTC).isoformat(timespec="seconds")
     meta["sources"] = [_link(b.path, b.id) for b in group.entries]
     meta["facts"] = [_link(m.path, m.id) for _, m in facts]

@@ -15,6 +15,8 @@ kind, tag, scope and date.
 * ``scope_weights``: a recall across scopes multiplies each hit's score by its
   scope's weight (``{"user:alice": 1.2, "project:x": 0}``; unnamed scopes 1,
   ``"root"`` or ``""`` the vault root); 0 leaves the scope out entirely.
+* ``tier``: what a hit's text holds, 0 a one-line abstract, 1 an overview,
+  2 the full text (default; see :mod:`mdmem.store.tiers`).
 * the substring fallback: when the keyword side finds nothing (a query of
   symbols the tokenizer drops, ``C++``, ``→``, a code fragment), blocks that
   hold the query as a substring (case-insensitive; else all of its
@@ -28,15 +30,17 @@ asked by ``RecallQuery.admits`` and the scoring loop of :mod:`mdmem.recall.searc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from mdmem.errors import InvalidInputError
-from mdmem.models import STATUSES, Block
+from mdmem.models import STATUSES, Block, Hit
 from mdmem.store.blocks import validate_scope
 from mdmem.store.ids import normalize_id, written_id
+from mdmem.store.tiers import FULL, check_tier, tier_text
 
-__all__ = ["FIELD_FILTERS", "RecallControls", "substring_candidates"]
+__all__ = ["FIELD_FILTERS", "RecallControls", "at_tier", "substring_candidates"]
 
 FIELD_FILTERS: tuple[str, ...] = ("source", "contact", "session", "author")
 HUMAN_AUTHOR = "human"
@@ -91,6 +95,7 @@ class RecallControls:
     statuses: frozenset[str] | None = None
     scope_weights: tuple[tuple[str, float], ...] = ()
     fallback: bool = True
+    tier: int = FULL
 
     @classmethod
     def build(
@@ -104,13 +109,15 @@ class RecallControls:
         status: str | Iterable[str] | None = None,
         scope_weights: Mapping[str, float] | None = None,
         fallback: bool = True,
+        tier: int = FULL,
         **unknown: object,
     ) -> RecallControls:
         """Checked controls; InvalidInputError names the argument that is wrong."""
         if unknown:
             raise InvalidInputError(
                 f"unknown recall argument(s): {', '.join(sorted(unknown))}; controls are "
-                "exclude_ids, source, contact, session, author, status, scope_weights, fallback"
+                "exclude_ids, source, contact, session, author, status, scope_weights, "
+                "fallback, tier"
             )
         given = {"source": source, "contact": contact, "session": session, "author": author}
         fields = tuple(
@@ -124,7 +131,14 @@ class RecallControls:
             raise InvalidInputError(f"unknown status {bad}; one of: {', '.join(STATUSES)}")
         if not isinstance(fallback, bool):
             raise InvalidInputError("fallback must be true or false")
-        return cls(_exclusions(exclude_ids), fields, statuses, _weights(scope_weights), fallback)
+        return cls(
+            _exclusions(exclude_ids),
+            fields,
+            statuses,
+            _weights(scope_weights),
+            fallback,
+            check_tier(tier),
+        )
 
     @property
     def widens_status(self) -> bool:
@@ -191,3 +205,24 @@ def substring_candidates(
     found = whole or every
     found.sort(key=lambda b: (b.created, b.id), reverse=True)
     return [(b.id, 1.0) for b in found[:pool]]
+
+
+def at_tier(
+    hits: list[Hit],
+    tier: int,
+    block_of: Callable[[str], Block | None],
+    frontmatter_of: Callable[[str], Mapping[str, Any]],
+) -> list[Hit]:
+    """``hits`` with their text at ``tier`` (store/tiers.py): abstracts or overviews
+    first, so an agent opens only what it needs in full, by id."""
+    if tier >= FULL:
+        return hits
+    out = []
+    for hit in hits:
+        block = block_of(hit.id)
+        if block is None:
+            out.append(hit)
+            continue
+        text = tier_text(block, tier, frontmatter_of(block.path))
+        out.append(replace(hit, text=text, tier=tier))
+    return out

@@ -141,7 +141,7 @@ def test_note_ids_from_recall_open_with_get_and_forget_is_refused(vault: Vault) 
     assert seen["missing"].structured_content["error"]["type"] == "not_found"
 
 
-def test_archive_unarchive_and_recall_controls_over_mcp(vault: Vault) -> None:
+def test_archive_unarchive_recall_controls_and_tiers_over_mcp(vault: Vault) -> None:
     fact = vault.remember("The VPN config lives in the team wiki.")
     seen = _session(
         vault,
@@ -152,6 +152,7 @@ def test_archive_unarchive_and_recall_controls_over_mcp(vault: Vault) -> None:
             ("back", "recall", {"query": "VPN config team wiki"}),
             ("seen", "recall", {"query": "VPN config team wiki", "exclude_ids": [fact.id]}),
             ("weighted", "recall", {"query": "VPN config", "scope_weights": {"root": 0}}),
+            ("tiered", "recall", {"query": "VPN config team wiki", "tier": 0}),
         ],
     )
     assert seen["archive"].structured_content == {"id": fact.id, "status": "archived"}
@@ -161,6 +162,8 @@ def test_archive_unarchive_and_recall_controls_over_mcp(vault: Vault) -> None:
     # Recall controls over MCP: what was seen, and a scope weighed out.
     assert seen["seen"].structured_content["items"] == []
     assert seen["weighted"].structured_content["items"] == []
+    (abstract,) = seen["tiered"].structured_content["items"]
+    assert abstract["tier"] == 0 and abstract["content"] == "The VPN config lives in the team wiki."
 
 
 def test_read_tool_output_serves_the_key_recall_hands_out(vault: Vault) -> None:
