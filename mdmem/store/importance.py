@@ -8,7 +8,8 @@ memory's *origin* caps it: memories made in a planning or investigation
 session describe passing state ("this file is too long"), so OAK caps them at
 5 (:data:`ORIGIN_CAPS`). The origin is the caller's (``origin=``) or, for
 consolidation, computed from the session's tool calls (:func:`origin_of_tools`),
-never read from the text.
+never read from the text. It is kept as ``[origin_type:: …]`` (``origin``
+is the compaction flush's own field).
 
 What importance does, and nothing more: recall multiplies a hit's score by
 ``1 + weight * (importance - 5) / 5`` (``[recall] importance_weight``, 0.1: at

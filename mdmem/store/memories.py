@@ -176,7 +176,8 @@ class MemoryStore:
         """Store one memory; the same normalised text in the same scope is stored once.
 
         ``importance`` (1-10) and ``origin`` (planning, investigation,
-        implementation, mixed) become ``[importance:: N]`` and ``[origin:: …]``;
+        implementation, mixed: OAK's session origin type) become
+        ``[importance:: N]`` and ``[origin_type:: …]``;
         a planning or investigation origin caps importance at 5 (see
         :mod:`mdmem.store.importance`).
         """
@@ -187,7 +188,7 @@ class MemoryStore:
         # A learning without a topic goes to MEMORY.md like any other fact.
         rel = memory_file(scope, kind)
         extra = check_fields(fields)
-        if any(key in ("importance", "origin") for key, _ in extra):
+        if any(key in ("importance", "origin_type") for key, _ in extra):
             # Through fields they would skip the 1-10 check and the origin cap.
             raise InvalidInputError("set importance and origin with importance= and origin=")
         origin = check_origin(origin)
@@ -199,7 +200,7 @@ class MemoryStore:
         if level is not None:
             extra.append(("importance", str(level)))
         if origin is not None:
-            extra.append(("origin", origin))
+            extra.append(("origin_type", origin))
         # Auto-resolve retires what the new memory replaces in the same commit.
         outer = self.writer.current
         with self.writer.batch(subject=None) as tx:

@@ -28,7 +28,7 @@ def test_the_writer_sets_importance_and_origin_caps_it(vault: Vault) -> None:
     assert "[importance:: 8]" in _line_of(vault, high.id)
     capped = vault.remember("The parser module looks too long.", importance=9, origin="planning")
     line = _line_of(vault, capped.id)
-    assert "[importance:: 5]" in line and "[origin:: planning]" in line
+    assert "[importance:: 5]" in line and "[origin_type:: planning]" in line
     hit = vault.recall("release branch second Thursday").items[0]
     assert hit.id == high.id and hit.scores["importance"] == 8.0
     plain = vault.remember("The cafeteria opens at eight.")
@@ -102,9 +102,9 @@ def test_consolidation_sets_importance_capped_by_the_sessions_origin(vault: Vaul
     tea = next(m for t, m in by_text.items() if "green tea" in t)
     assert tabs.kind == tea.kind == "preference"
     assert "[importance:: 5]" in _line_of(vault, tabs.id)  # 6 for a preference, capped
-    assert "[origin:: investigation]" in _line_of(vault, tabs.id)
+    assert "[origin_type:: investigation]" in _line_of(vault, tabs.id)
     assert "[importance:: 6]" in _line_of(vault, tea.id)
-    assert "[origin::" not in _line_of(vault, tea.id)  # a chat has no tool calls to judge by
+    assert "[origin_type::" not in _line_of(vault, tea.id)  # a chat has no tool calls to judge by
 
 
 def test_retention_keeps_an_important_retired_memory_twice_as_long(vault: Vault) -> None:
