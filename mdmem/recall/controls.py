@@ -183,11 +183,18 @@ def _session_of(path: str) -> str | None:
 
 
 def substring_candidates(
-    query: str, blocks: Iterable[Block], admits: object, pool: int
+    query: str,
+    blocks: Iterable[Block],
+    admits: object,
+    pool: int,
+    shown: Callable[[str], str],
 ) -> list[tuple[str, float]]:
     """Blocks holding ``query`` as a substring (case-insensitive), else all of its
     whitespace-separated parts; newest first, as keyword-like (id, 1.0) pairs.
-    ``admits``: the query's filter (a callable on a block)."""
+    ``admits``: the query's filter (a callable on a block). ``shown``: the
+    text as the indexes hold it; a block matches only if that still holds
+    the query, so a secret typed into a file by hand can't be found by its
+    characters (as the keyword index can't)."""
     needle = " ".join(query.casefold().split())
     parts = needle.split()
     if not needle:
@@ -195,12 +202,24 @@ def substring_candidates(
     whole: list[Block] = []
     every: list[Block] = []
     check = admits if callable(admits) else (lambda _b: True)
+
+    def flat(text: str) -> str:
+        return " ".join(text.casefold().split())
+
+    def holds(text: str) -> tuple[bool, bool]:
+        hay = flat(text)
+        return needle in hay, len(parts) > 1 and all(p in hay for p in parts)
+
     for block in blocks:
-        hay = " ".join(f"{block.heading}\n{block.text}".casefold().split())
-        if needle in hay:
-            if check(block):
-                whole.append(block)
-        elif len(parts) > 1 and all(p in hay for p in parts) and check(block):
+        raw = f"{block.heading}\n{block.text}"
+        is_whole, is_every = holds(raw)
+        if not (is_whole or is_every) or not check(block):
+            continue
+        # Cheap on the raw text first; the redacted text decides.
+        is_whole, is_every = holds(f"{shown(block.heading)}\n{shown(block.text)}")
+        if is_whole:
+            whole.append(block)
+        elif is_every:
             every.append(block)
     found = whole or every
     found.sort(key=lambda b: (b.created, b.id), reverse=True)

@@ -79,6 +79,7 @@ class Recaller:
             embed_query=indexer.embed_query,
             gaps=indexer.recall_gaps,
             scan=lambda: store.catalog.blocks(memories_only=False),
+            shown=lambda text: scrub(text, store.settings.secrets),
         )
         self._note_hits(result.items)
         items = result.items

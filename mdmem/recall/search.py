@@ -178,6 +178,7 @@ def run_recall(
     embed_query: Callable[[str], F32] | None = None,
     gaps: Callable[[], list[tuple[str, str]]] | None = None,
     scan: Callable[[], Iterable[Block]] | None = None,
+    shown: Callable[[str], str] | None = None,
 ) -> Recall:
     """The ranking pipeline over already-fresh indexes.
 
@@ -187,7 +188,9 @@ def run_recall(
     embedder (the live indexer may have embedded it already).
     ``gaps``: what the indexes lack right now, as ``(part, reason)`` pairs
     (see Indexer.recall_gaps); ``scan``: every block, read when neither
-    index can answer. A part that fails here (a keyword index that cannot
+    index can answer; ``shown``: text as the indexes hold it (a secret typed
+    by hand redacted), which the substring fallback matches against (no
+    ``shown``, no fallback). A part that fails here (a keyword index that cannot
     be read, an embedder that does not answer) degrades the recall instead
     of failing it.
     """
@@ -207,8 +210,8 @@ def run_recall(
             keyword_ok = True
         except IndexError_ as exc:
             _note(reasons, f"keyword index unusable: {_line(exc)}")
-        if keyword_ok and not keyword and scan is not None and _may_fall_back(q):
-            keyword = substring_candidates(q.query, scan(), _scannable(q), pool)
+        if keyword_ok and not keyword and scan and shown and _may_fall_back(q):
+            keyword = substring_candidates(q.query, scan(), _scannable(q), pool, shown)
 
     vector: list[tuple[str, float]] = []
     if q.mode != "keyword":
