@@ -531,7 +531,8 @@ class Vault:
         then (hits carry ``commit``). Edits made on disk since the last call
         are indexed first. ``controls`` (:mod:`mdmem.recall.controls`):
         ``exclude_ids``, ``source``, ``contact``, ``session``, ``author``,
-        ``status``, ``scope_weights``, ``fallback``.
+        ``status``, ``scope_weights``, ``fallback``, and ``tier`` (0 abstracts,
+        1 overviews, 2 full text).
         """
         q = RecallQuery.build(
             query,
