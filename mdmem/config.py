@@ -125,6 +125,12 @@ class RecallSettings:
     thread_reply_weight: float = 0.3
     thread_continuation_weight: float = 0.1
     rerank: bool = False
+    # A hit's score times 1 + w * (importance - 5) / 5 (mdmem.store.importance).
+    importance_weight: float = 0.1
+    # What the prompt assembly and the hooks' prefetch inject for a task
+    # (operator_use): "recall" the top memories, or "reflect" an answer the
+    # LLM synthesises from them (recall when no LLM is configured).
+    prefetch_method: str = "recall"
 
 
 @dataclass(frozen=True)
@@ -326,7 +332,9 @@ def load_settings(
         raise ConfigError("secrets: expected refuse, redact or off")
     if settings.recall.fusion not in ("rrf", "blend"):
         raise ConfigError("recall.fusion: expected rrf or blend")
-    for name in ("thread_reply_weight", "thread_continuation_weight"):
+    if settings.recall.prefetch_method not in ("recall", "reflect"):
+        raise ConfigError("recall.prefetch_method: expected recall or reflect")
+    for name in ("thread_reply_weight", "thread_continuation_weight", "importance_weight"):
         if not 0.0 <= getattr(settings.recall, name) <= 1.0:
             raise ConfigError(f"recall.{name}: expected a number from 0 to 1")
     return replace(settings, sources=sources, ignored=ignored)

@@ -9,7 +9,8 @@ class::
     ├── VaultNotFoundError       no vault at the path / none found walking up
     ├── VaultExistsError         Vault.init on a folder that already holds one
     ├── InvalidInputError        bad kind, scope, id, text or argument (also ValueError)
-    │   └── SecretRefusedError   text looks like it carries a secret
+    │   ├── SecretRefusedError   text looks like it carries a secret
+    │   └── HumanNoteError       a write verb named a note a person wrote (path.md#Heading)
     ├── PathOutsideVaultError    a path or symlink would lead out of the vault
     ├── MemoryNotFoundError      no memory with that id (also KeyError)
     ├── DuplicateIdError         the id is on more than one line (a copied line)
@@ -37,6 +38,7 @@ __all__ = [
     "DuplicateIdError",
     "EmbedderError",
     "GitError",
+    "HumanNoteError",
     "IndexError_",
     "InvalidInputError",
     "LLMError",
@@ -102,6 +104,11 @@ class InvalidInputError(MdmemError, ValueError):
 
 class SecretRefusedError(InvalidInputError):
     """The text looks like it carries a secret and the guard is set to refuse."""
+
+
+class HumanNoteError(InvalidInputError):
+    """A verb that changes a memory was given a note a person wrote (``path.md#Heading``):
+    mdmem reads human notes but leaves editing them to people."""
 
 
 class PathOutsideVaultError(MdmemError):

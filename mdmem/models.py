@@ -40,7 +40,9 @@ KINDS: tuple[str, ...] = (
     "document_chunk",  # a heading section of an ingested document (documents/)
     "note",
 )
-STATUSES: tuple[str, ...] = ("active", "resolved", "superseded")
+# "archived" (OAK) hides a memory from recall and lists without retiring it:
+# unarchive makes it active again; retention never redacts it.
+STATUSES: tuple[str, ...] = ("active", "resolved", "superseded", "archived")
 # Durable knowledge (as opposed to logs, entries and episodes): what consolidation
 # and the compaction flush may extract, and what a review counts as facts.
 FACT_KINDS: frozenset[str] = frozenset(
@@ -164,6 +166,9 @@ class Hit:
 
     def field(self, name: str) -> str | None:
         return dict(self.fields).get(name)
+    # What ``text`` holds: 2 the full text, 1 an overview, 0 a one-line abstract
+    # (recall's ``tier``; the id opens the full text).
+    tier: int = 2
 
     @property
     def citation(self) -> str:

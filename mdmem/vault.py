@@ -58,6 +58,7 @@ from mdmem.memory.contacts import Contacts
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.memory.pending import PendingBuffer
 from mdmem.models import Block, Memory, Recall
+from mdmem.recall.controls import RecallControls
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
 from mdmem.recall.usefulness import Usefulness, UsefulnessStore
@@ -281,10 +282,20 @@ class Vault:
         created: datetime | date | str | None = None,
         fields: Iterable[tuple[str, str]] = (),
         secrets: str | None = None,
+        importance: int | None = None,
+        origin: str | None = None,
     ) -> Memory:
-        """Store one memory; the same normalised text in the same scope is stored once."""
+        """Store one memory (importance 1-10, capped at 5 for a planning/investigation origin)."""
         return self.store.remember(
-            text, kind, tags, scope, created=created, fields=fields, secrets=secrets
+            text,
+            kind,
+            tags,
+            scope,
+            created=created,
+            fields=fields,
+            secrets=secrets,
+            importance=importance,
+            origin=origin,
         )
 
     def log(
@@ -388,6 +399,14 @@ class Vault:
     def resolve(self, memory_id: str, *, status: str = "resolved") -> Memory:
         """Mark a memory resolved (or another status); it leaves default recall."""
         return self.store.resolve(memory_id, status=status)
+
+    def archive(self, memory_id: str) -> Memory:
+        """Hide an active memory from recall and lists without retiring it (reversible)."""
+        return self.store.archive(memory_id)
+
+    def unarchive(self, memory_id: str) -> Memory:
+        """Make an archived memory active again."""
+        return self.store.unarchive(memory_id)
 
     @contextmanager
     def batch(self, subject: str | None = "batch import") -> Iterator[Vault]:
@@ -552,6 +571,7 @@ class Vault:
         *,
         mode: str = "hybrid",
         as_of: str | date | datetime | None = None,
+        **controls: Any,
     ) -> Recall:
         """The memories most relevant to ``query``, best first, with citations.
 
@@ -559,7 +579,10 @@ class Vault:
         vault root). ``mode``: hybrid (default), keyword or vector only.
         ``as_of``: a commit-ish or a date/time: search the vault as it was
         then (hits carry ``commit``). Edits made on disk since the last call
-        are indexed first.
+        are indexed first. ``controls`` (:mod:`mdmem.recall.controls`):
+        ``exclude_ids``, ``source``, ``contact``, ``session``, ``author``,
+        ``status``, ``scope_weights``, ``fallback``, and ``tier`` (0 abstracts,
+        1 overviews, 2 full text).
         """
         q = RecallQuery.build(
             query,
@@ -571,6 +594,7 @@ class Vault:
             until,
             include_inactive,
             mode,
+            RecallControls.build(**controls) if controls else None,
         )
         if as_of is None:
             return self.recaller.recall(q)

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from mdmem.agent.compaction import CompactionResult, Summarizer, compact, default_summarizer
+from mdmem.agent.synthesis import check_method, synthesis_block
 from mdmem.errors import InvalidInputError
 from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.models import KINDS, Memory, one_line
@@ -190,6 +191,9 @@ class MemoryHooks:
     does nothing, without recalling; writes still run.
     ``background``: run turn recording and extraction on a worker thread
     (``drain()`` waits for it); False runs them inline.
+    ``prefetch_method``: "recall" or "reflect" (default: ``[recall]
+    prefetch_method``); "reflect" injects an LLM synthesis of the memories,
+    and the recalled memories when no synthesis can run.
     """
 
     def __init__(
@@ -207,12 +211,15 @@ class MemoryHooks:
         source: str | None = None,
         contact: str | None = None,
         background: bool = True,
+        prefetch_method: str | None = None,
     ) -> None:
         if max_prompt_chars < 100:
             raise InvalidInputError("max_prompt_chars must be at least 100")
         if not 1 <= k <= 200:
             raise InvalidInputError("k must be from 1 to 200")
         self.vault = vault
+        # "recall" (top memories) or "reflect" (an LLM synthesis; see agent/synthesis.py).
+        self.prefetch_method = check_method(prefetch_method, vault)
         self.enabled = enabled
         self.sync_turns = sync_turns
         self.prefetch_enabled = prefetch
@@ -271,6 +278,12 @@ class MemoryHooks:
             self._warm = (_key(query), self._generation, future)
 
     def _recall_block(self, query: str) -> str:
+        if self.prefetch_method == "reflect":
+            made = synthesis_block(
+                self.vault, query, k=self.k, scope=self.read_scope, max_chars=self.max_prompt_chars
+            )
+            if made is not None:
+                return made[0]
         try:
             result = self.vault.recall(query, k=self.k, scope=self.read_scope)
         except Exception as exc:

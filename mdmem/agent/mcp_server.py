@@ -3,8 +3,12 @@
 Built on the official ``mcp`` SDK (2.x, low-level ``Server``). The tools are
 the :class:`~mdmem.agent.tools.Toolset` (same JSON schemas, same validation, same
 scope rules): ``recall``, ``remember``, ``forget``, ``reflect``, ``get``,
-``history``, ``context``. The resources are the core files of each allowed
-scope — USER.md, MEMORY.md, LEARNING.md and today's daily log — as
+``history``, ``context``, ``read_tool_output`` (recall hands out its keys),
+``archive``, ``unarchive``, each
+with the spec's annotations (``readOnlyHint``, ``destructiveHint``,
+``idempotentHint``) so a client knows which calls to confirm. The resources
+are the core files of each allowed scope — USER.md, MEMORY.md, LEARNING.md and
+today's daily log — as
 ``mdmem://vault/<vault-relative path>`` (``mdmem://vault/daily/today`` always
 means today's log).
 
@@ -40,6 +44,7 @@ __all__ = [
     "core_resources",
     "read_resource_text",
     "run",
+    "tool_annotations",
 ]
 
 log = logging.getLogger("mdmem.mcp")
@@ -55,6 +60,9 @@ MCP_TOOLS: tuple[str, ...] = (
     "context",
     "contact_profile",
     "changes",
+    "read_tool_output",
+    "archive",
+    "unarchive",
 )
 URI_PREFIX = "mdmem://vault/"
 _CORE_FILES = ("USER.md", "MEMORY.md", "LEARNING.md")
@@ -155,7 +163,14 @@ def build_server(
     tool_list = []
     for name in MCP_TOOLS:
         description, params = toolset.describe(name)  # names the allowed scopes
-        tool_list.append(types.Tool(name=name, description=description, input_schema=params))
+        tool_list.append(
+            types.Tool(
+                name=name,
+                description=description,
+                input_schema=params,
+                annotations=tool_annotations(types, toolset.hints(name)),
+            )
+        )
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=tool_list)
@@ -211,6 +226,17 @@ def build_server(
         on_list_resources=list_resources,
         on_read_resource=read_resource,
     )
+
+
+def tool_annotations(types: Any, hints: dict[str, bool]) -> Any:
+    """``ToolAnnotations`` from the Toolset's camelCase hints."""
+    names = {
+        "readOnlyHint": "read_only_hint",
+        "destructiveHint": "destructive_hint",
+        "idempotentHint": "idempotent_hint",
+        "openWorldHint": "open_world_hint",
+    }
+    return types.ToolAnnotations(**{names[k]: v for k, v in hints.items()})
 
 
 def _version() -> str:

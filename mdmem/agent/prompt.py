@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mdmem.agent.synthesis import SYNTHESIS_TITLE, check_method, synthesis_block
 from mdmem.errors import InvalidInputError
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.memory.pending import render_pending
@@ -232,6 +233,8 @@ def prompt_context(
     session_start: bool = False,
     session: str | None = None,
     pending_channel: str | None = None,
+    lean: bool = False,
+    prefetch_method: str | None = None,
     **budgets: int,
 ) -> PromptContext:
     """Assemble the memory context for ``task`` (see the module docstring).
@@ -246,7 +249,17 @@ def prompt_context(
     take the messages waiting in that channel of ``vault.pending`` (each is
     handed to one task only) into their own section.
     Keyword ``budgets`` override :class:`PromptBudgets` fields.
+    ``lean`` (OrcBot's isLeanMode, for simple tasks): no semantic and no
+    episodic retrieval; the sections are there, empty.
+    ``prefetch_method``: "recall" (the top memories in the semantic section)
+    or "reflect" (an LLM synthesis of them there, titled "## Memory
+    Synthesis"; recall when none can run); default ``[recall] prefetch_method``.
     """
+    method = check_method(prefetch_method, vault)
+    if not isinstance(lean, bool):
+        raise InvalidInputError("lean must be true or false")
+    if lean:
+        budgets = {**budgets, "semantic_k": 0, "episodes_k": 0}
     if not isinstance(task, str) or not task.strip():
         raise InvalidInputError("prompt_context needs a non-empty task")
     known = {f.name for f in fields(PromptBudgets)}
@@ -327,8 +340,17 @@ def prompt_context(
     jobs: dict[str, Callable[[], Any]] = {
         "tails": tails,
         # Over-fetch: items shown in a higher section are dropped from this one.
-        "semantic": lambda: recall(
-            task, b.semantic_k and b.semantic_k + b.episodes_k + b.thread_relevant_n, None
+        "semantic": lambda: (
+            (
+                method == "reflect"
+                and b.semantic_k > 0
+                and synthesis_block(
+                    vault, task, k=b.semantic_k, scope=scopes, max_chars=b.semantic_chars
+                )
+            )
+            or recall(
+                task, b.semantic_k and b.semantic_k + b.episodes_k + b.thread_relevant_n, None
+            )
         ),
         "episodes": lambda: (
             recall(task, b.episodes_k, list(_EPISODE_KINDS))
@@ -385,11 +407,24 @@ def prompt_context(
         other = _contact_of(block, frontmatter) if block is not None else None
         return other is not None and other != contact
 
+    synthesis = results["semantic"] if isinstance(results["semantic"], tuple) else None
+    if synthesis is not None:
+        text, cited = synthesis
+        sections["semantic"] = PromptSection(
+            "semantic",
+            SYNTHESIS_TITLE,
+            text=text.split("\n", 2)[-1].strip(),
+            ids=cited,
+            budget=b.semantic_chars,
+        )
     for name, items, limit in (
         ("episodes", results["episodes"], b.episodes_k),
-        ("semantic", results["semantic"], b.semantic_k),
+        ("semantic", [] if synthesis is not None else results["semantic"], b.semantic_k),
         ("recent", results["recent"], b.recent_n),
     ):
+        if name == "semantic" and synthesis is not None:
+            shown.update(sections["semantic"].ids)
+            continue
         fresh = [x for x in items if x.id not in shown and not elsewhere(x)][:limit]
         section = _fill(
             PromptSection(name, _TITLES[name], budget=getattr(b, f"{name}_chars")),

@@ -33,6 +33,7 @@ from mdmem.agent import session_tools
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
+    HumanNoteError,
     InvalidInputError,
     LLMError,
     LLMNotConfiguredError,
@@ -42,7 +43,7 @@ from mdmem.errors import (
     ScopeDeniedError,
     SecretRefusedError,
 )
-from mdmem.models import KINDS, Hit, Memory, to_jsonable
+from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
 from mdmem.recall.search import render_context
 from mdmem.store.blocks import ROOT_SCOPE, validate_scope
 from mdmem.store.secret_guard import scrub
@@ -55,6 +56,8 @@ __all__ = [
     "DEFAULT_TOOLS",
     "MAX_TOP_K",
     "ROOT_SCOPE",
+    "TOOL_HINTS",
+    "WRITABLE_KINDS",
     "Toolset",
     "scope_label",
 ]
@@ -64,7 +67,58 @@ log = logging.getLogger("mdmem.agent.tools")
 ANY_SCOPE = "any"
 MAX_TOP_K = 20
 MAX_CONTENT_CHARS = 4000  # per recalled item; `get` returns the whole memory
-WRITABLE_KINDS = tuple(k for k in KINDS if k not in ("note", "document_chunk"))
+# Kinds an agent may store with `remember`. The others are written by mdmem
+# itself (chat_message, tool_output by sessions; episode, session_summary by
+# consolidation; log and journal by their own verbs; note is a person's text):
+# a model offered them would file a fact where recall and consolidation treat
+# it as something else.
+WRITABLE_KINDS: tuple[str, ...] = (
+    "fact",
+    "preference",
+    "decision",
+    "learning",
+    "world",
+    "gotcha",
+    "bug_fix",
+    "discovery",
+    "trade_off",
+)
+
+# MCP tool annotations (spec 2025-03-26 `ToolAnnotations`): hints a client uses
+# to decide what needs the user's confirmation. readOnly: changes nothing in the
+# vault; destructive: may remove what is there; idempotent: a second identical
+# call has no further effect (remember dedupes, forget of a gone id is not_found).
+# openWorldHint is left out: it costs tokens on every request and says little.
+TOOL_HINTS: dict[str, dict[str, bool]] = {
+    "recall": {"readOnlyHint": True},
+    "get": {"readOnlyHint": True},
+    "history": {"readOnlyHint": True},
+    "context": {"readOnlyHint": True},
+    "read_tool_output": {"readOnlyHint": True},
+    # Reads memories; the configured LLM may be a remote endpoint.
+    "reflect": {"readOnlyHint": True},
+    "remember": {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": True,
+    },
+    "forget": {
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": True,
+    },
+    # Reversible status changes: nothing is removed.
+    "archive": {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": True,
+    },
+    "unarchive": {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": True,
+    },
+}
 
 # What an agent loop sees by default; `history` and `context` are for MCP clients.
 DEFAULT_TOOLS: tuple[str, ...] = (
@@ -75,14 +129,21 @@ DEFAULT_TOOLS: tuple[str, ...] = (
     "reflect",
     "read_tool_output",
 )
+# Offered on request (``tools=``) and over MCP.
 ALL_TOOLS: tuple[str, ...] = (
-    *DEFAULT_TOOLS, "history", "context", "contact_profile", *session_tools.SPECS
+    *DEFAULT_TOOLS,
+    "history",
+    "context",
+    "archive",
+    "unarchive",
+    "contact_profile",
+    *session_tools.SPECS,
 )
 
-_SCOPE_HELP = (
-    'Scope to use, e.g. "user:alice" or "project:marketing"; "root" is the shared vault root. '
-    "Only scopes this assistant was given are accepted; omit it to use the default."
-)
+# Recall controls (mdmem.recall.controls) the recall tool passes on as given.
+_CONTROLS = ("exclude_ids", "source", "contact", "session", "author", "status", "scope_weights")
+
+_SCOPE_HELP = 'e.g. "user:alice"; "root" is the shared root. Omit for the default.'
 
 
 def scope_label(scope: str) -> str:
@@ -105,113 +166,124 @@ _ALIASES: dict[str, dict[str, str]] = {"read_tool_output": {"tool_output_key": "
 
 _MEMORY_ID = {
     "type": "string",
-    "description": "A memory id as returned by recall or remember, e.g. m-01jd3k5x7q.",
+    "description": "m-… or notes/x.md#Heading",
 }
 
+_TOP_K = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_TOP_K,
+    "default": 5,
+    "description": "How many items.",
+}
+_QUERY = {"type": "string", "description": "What to look for."}
+_TIER = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": 2,
+    "default": 2,
+    "description": "0 abstracts, 1 overviews, 2 full; get opens one by id.",
+}
+
+# Descriptions are short on purpose: a client sends the whole tool list with
+# every request (bench/mcp_tools.py prints its size; tests hold a budget).
 _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "recall": (
-        "Search long-term memory (facts, preferences, past conversations, tool outputs, "
-        "notes) by meaning and keywords. Use it before answering anything that may depend "
-        "on earlier sessions, and whenever the conversation was trimmed for length and you "
-        "need something from before. Returns the best matches with their source file, line "
-        "and score; an empty list means nothing relevant is stored.",
+        "Search long-term memory (facts, preferences, past chats, tool outputs, notes) by "
+        "meaning and keywords; use before answering what may depend on earlier sessions. "
+        "Empty means nothing relevant is stored.",
         _params(
             {
-                "query": {
-                    "type": "string",
-                    "description": "Natural-language search query; both keywords and "
-                    "meaning are matched.",
-                },
-                "top_k": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TOP_K,
-                    "default": 5,
-                    "description": f"How many items to return (1-{MAX_TOP_K}, default 5).",
-                },
+                "query": _QUERY,
+                "top_k": _TOP_K,
                 "source_kinds": {
                     "type": "array",
                     "items": {"type": "string", "enum": list(KINDS)},
-                    "description": 'Only these kinds of memory, e.g. ["fact", '
-                    '"preference"] or ["tool_output"]. Omit to search all kinds.',
+                    "description": "Only these kinds.",
                 },
-                "scope": {
+                "scope": {"type": "string", "description": 'One allowed scope, or "any".'},
+                "since": {"type": "string", "description": "ISO date."},
+                "exclude_ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Ids already seen.",
+                },
+                "source": {"type": "string", "description": "e.g. telegram"},
+                "contact": {"type": "string", "description": "e.g. telegram:123"},
+                "session": {"type": "string", "description": "Session id."},
+                "author": {"type": "string", "description": 'Or "human".'},
+                "status": {
                     "type": "string",
-                    "description": 'Where to look: one allowed scope, or "any" (default) '
-                    "for every scope this assistant may read.",
+                    "enum": list(STATUSES),
+                    "description": "Default active.",
                 },
-                "since": {
-                    "type": "string",
-                    "description": "Only memories created on or after this ISO date or "
-                    "date-time, e.g. 2025-01-31.",
+                "scope_weights": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number", "minimum": 0},
+                    "description": "0 hides a scope.",
                 },
+                "tier": _TIER,
             },
             ["query"],
         ),
     ),
     "remember": (
-        "Store a durable memory for future sessions: a fact about the user or the world, a "
-        "preference, a decision, a lesson learned. Write one self-contained statement per "
-        "call. Storing the same content twice is harmless (was_new is false); a statement "
-        "that contradicts an older one replaces it.",
+        "Store one durable, self-contained statement (a fact, preference, decision, "
+        "lesson). Storing it twice is harmless; it replaces an older one it contradicts.",
         _params(
             {
-                "content": {
-                    "type": "string",
-                    "description": "The memory, as one clear self-contained statement.",
-                },
+                "content": {"type": "string", "description": "The statement."},
                 "kind": {
                     "type": "string",
                     "enum": list(WRITABLE_KINDS),
                     "default": "fact",
-                    "description": "What sort of memory this is (default fact; preference "
-                    "for the user's likes and settings).",
+                    "description": "preference: the user's likes.",
                 },
                 "tags": {
                     "type": "array",
                     "items": {"type": "string"},
-                    "description": "Optional short topic tags (letters, digits, _ - /), "
-                    'e.g. ["units", "ui"].',
+                    "description": "Short topic tags (letters, digits, _ - /).",
                 },
                 "scope": {"type": "string", "description": _SCOPE_HELP},
+                "importance": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10,
+                    "description": "1-10; omit if unsure.",
+                },
             },
             ["content"],
         ),
     ),
     "forget": (
-        "Delete a memory by id when it is wrong or the user asks you to forget it. The "
-        "audit trail keeps the old version; recall no longer returns it.",
+        "Delete a wrong or unwanted memory by id (git keeps history); a person's notes "
+        "are refused.",
+        _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "archive": (
+        "Hide a memory from recall and lists without deleting it; unarchive restores it.",
+        _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
+    ),
+    "unarchive": (
+        "Make an archived memory active again.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
     ),
     "get": (
-        "Read one memory in full by id (recall shortens long items).",
+        "Read one memory or note section in full by id.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
     ),
     "reflect": (
-        "Ask a question that needs an answer synthesised across many memories (e.g. "
-        '"what do we know about the user\'s travel habits?"). Slower than recall; returns '
-        "an answer with the memories it cites.",
-        _params(
-            {"query": {"type": "string", "description": "The question to answer from memory."}},
-            ["query"],
-        ),
+        "Answer a question by synthesising across many memories, with citations. "
+        "Slower than recall.",
+        _params({"query": _QUERY}, ["query"]),
     ),
     "read_tool_output": (
-        "Read the full payload of an earlier tool output that memory shows only as a "
-        "preview, by its key (the tool_output_key of a recalled item, e.g. tout_abc123).",
-        _params(
-            {
-                "key": {
-                    "type": "string",
-                    "description": "The key shown with the preview.",
-                }
-            },
-            ["key"],
-        ),
+        "Read the full text of a tool output recall showed as a preview, by its "
+        "tool_output_key (tout_…).",
+        _params({"key": {"type": "string", "description": "tout_…"}}, ["key"]),
     ),
     "history": (
-        "Every version of one memory from the vault's git history, oldest first: who "
-        "wrote or changed it, when, and what it said.",
+        "Versions of a memory from git: who changed it, when, what it said.",
         _params({"memory_id": _MEMORY_ID}, ["memory_id"]),
     ),
     "contact_profile": (
@@ -229,29 +301,20 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
     "context": (
-        'A ready-to-paste "## Recalled Memory" block for a prompt: the memories most '
-        "relevant to the query, each cited as path#^id, within max_chars.",
+        'A "## Recalled Memory" prompt block for the query, citing path#^id.',
         _params(
             {
-                "query": {"type": "string", "description": "What the prompt is about."},
+                "query": _QUERY,
                 "max_chars": {
                     "type": "integer",
                     "minimum": 200,
                     "maximum": 20000,
                     "default": 6000,
-                    "description": "Size cap of the block in characters (default 6000).",
+                    "description": "Size cap.",
                 },
-                "top_k": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TOP_K,
-                    "default": 5,
-                    "description": "How many memories at most (default 5).",
-                },
-                "scope": {
-                    "type": "string",
-                    "description": 'One allowed scope, or "any" (default).',
-                },
+                "top_k": _TOP_K,
+                "scope": {"type": "string", "description": 'One allowed scope, or "any".'},
+                "tier": _TIER,
             },
             ["query"],
         ),
@@ -340,11 +403,18 @@ def _coerce(key: str, spec: Mapping[str, Any], value: Any) -> Any:
         low, high = spec.get("minimum"), spec.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
             raise _ArgError(f"{key!r} must be between {low} and {high}, got {value}")
+    elif kind == "object":
+        if not isinstance(value, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+        ):
+            raise _ArgError(f'{key!r} must be a JSON object of numbers, e.g. {{"root": 0.5}}')
+        return value
     elif kind == "array":
-        if isinstance(value, str):
-            value = [value]  # a lone string where a list was asked for
+        # A lone string is refused, not wrapped: "a,b" or "fact preference"
+        # would be taken as one odd value and the call would mean something else.
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _ArgError(f"{key!r} must be a list of strings")
+            example = json.dumps([value] if isinstance(value, str) else ["..."])
+            raise _ArgError(f"{key!r} must be a JSON array of strings, e.g. {example}")
         value = [v.strip() for v in value if v.strip()]
         allowed = spec.get("items", {}).get("enum")
         if allowed is not None:
@@ -422,6 +492,8 @@ class Toolset:
             "history": self._history,
             "context": self._context,
             "contact_profile": self._contact_profile,
+            "archive": self._archive,
+            "unarchive": self._unarchive,
         }
         for extra, handler in session_tools.HANDLERS.items():
             self._handlers[extra] = functools.partial(handler, self)
@@ -449,6 +521,10 @@ class Toolset:
             raise InvalidInputError(f"unknown tool {name!r}")
         return self._describe(name), json.loads(json.dumps(_SPECS[name][1]))
 
+    def hints(self, name: str) -> dict[str, bool]:
+        """The MCP annotation hints of one tool (readOnlyHint, destructiveHint, ...)."""
+        return dict(TOOL_HINTS.get(name, {}))
+
     def dispatch(
         self, name: str, arguments: Mapping[str, Any] | str | None = None
     ) -> dict[str, Any]:
@@ -472,6 +548,8 @@ class Toolset:
             return _error(*self._duplicate(exc))
         except SecretRefusedError as exc:
             return _error("secret_refused", str(exc))
+        except HumanNoteError as exc:
+            return _error("human_note", str(exc))
         except InvalidInputError as exc:
             return _error("invalid_arguments", str(exc))
         except LLMNotConfiguredError as exc:
@@ -547,12 +625,22 @@ class Toolset:
 
     def _recall(self, args: dict[str, Any]) -> dict[str, Any]:
         scopes = self.readable_scopes(args.get("scope"))
+        controls = {k: args[k] for k in _CONTROLS if args.get(k) not in (None, [], {})}
+        if args["tier"] != 2:
+            controls["tier"] = args["tier"]
+        if controls.get("status") == "active":
+            del controls["status"]  # the default: no widening
+        if "scope_weights" in controls:
+            # Weights name scopes as tools do ("root"); a weight can't reach past the allowed set.
+            for name in controls["scope_weights"]:
+                self.readable_scopes(name)
         result = self.vault.recall(
             args["query"],
             k=args["top_k"],
             kinds=args.get("source_kinds") or None,
             scope=scopes,
             since=args.get("since"),
+            **controls,
         )
         items = [self._item(hit) for hit in result.items]
         for item in items:
@@ -593,12 +681,18 @@ class Toolset:
         }
         if cut:
             item["truncated"] = True
+        if hit.tier < 2:
+            item["tier"] = hit.tier  # an abstract/overview: `get` gives the full text
         return item
 
     def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
         scope = self.writable_scope(args.get("scope"))
         memory: Memory = self.vault.remember(
-            args["content"], kind=args["kind"], tags=args.get("tags") or (), scope=scope
+            args["content"],
+            kind=args["kind"],
+            tags=args.get("tags") or (),
+            scope=scope,
+            importance=args.get("importance"),
         )
         out: dict[str, Any] = {
             "id": memory.id,
@@ -617,15 +711,24 @@ class Toolset:
         self.vault.forget(memory.id, reason="forgotten through the memory tools")
         return {"id": memory.id, "forgotten": True}
 
+    def _archive(self, args: dict[str, Any]) -> dict[str, Any]:
+        memory = self.vault.archive(self._owned(args["memory_id"]).id)
+        return {"id": memory.id, "status": memory.status}
+
+    def _unarchive(self, args: dict[str, Any]) -> dict[str, Any]:
+        memory = self.vault.unarchive(self._owned(args["memory_id"]).id)
+        return {"id": memory.id, "status": memory.status}
+
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         return self._memory_dict(self._owned(args["memory_id"]))
 
     def _memory_dict(self, memory: Memory) -> dict[str, Any]:
-        anchor = f"^{memory.id}" if memory.id.startswith("m-") else ""
+        # A note section's id is already its citation (path.md#Heading).
+        ref = f"{memory.path}#^{memory.id}" if memory.id.startswith("m-") else memory.id
         return {
             "id": memory.id,
             "source_kind": memory.kind,
-            "source_ref": f"{memory.path}#{anchor}" if anchor else memory.path,
+            "source_ref": ref,
             # A secret a person typed into the file stays there, not in the model's context.
             "content": scrub(memory.text, self.vault.settings.secrets),
             "event_time": memory.created.isoformat(),
@@ -655,7 +758,8 @@ class Toolset:
 
     def _context(self, args: dict[str, Any]) -> dict[str, Any]:
         scopes = self.readable_scopes(args.get("scope"))
-        result = self.vault.recall(args["query"], k=args["top_k"], scope=scopes)
+        tier = {"tier": args["tier"]} if args["tier"] != 2 else {}
+        result = self.vault.recall(args["query"], k=args["top_k"], scope=scopes, **tier)
         return {"context": render_context(result, args["max_chars"]), "total": len(result.items)}
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:

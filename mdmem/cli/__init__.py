@@ -5,6 +5,7 @@ and one-line errors); each other module registers its commands on the group.
 """
 
 from mdmem.cli import (
+    archive,
     cleanup,
     commands,
     contacts,
@@ -21,6 +22,7 @@ from mdmem.cli import (
 from mdmem.cli.context import main
 
 __all__ = [
+    "archive",
     "cleanup",
     "commands",
     "contacts",

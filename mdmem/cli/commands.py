@@ -20,8 +20,10 @@ from mdmem.cli.context import (
     scope_option,
 )
 from mdmem.cli.gitnative import purge_cmd
+from mdmem.cli.recall_controls import control_options, controls_of
 from mdmem.config import setting_values, trust_vault
 from mdmem.models import KINDS
+from mdmem.store.importance import ORIGINS
 
 # ------------------------------------------------------------------ writes ----
 
@@ -50,6 +52,8 @@ def init(obj: Context, path: str, agent_name: str | None, as_json: bool) -> None
 @scope_option
 @click.option("--created", default=None, help="Creation date/time (ISO), default now.")
 @click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
+@click.option("--importance", type=int, default=None, help="1-10 (OAK).")
+@click.option("--origin", type=click.Choice(ORIGINS), default=None, help="Caps importance at 5.")
 @json_option
 @click.pass_obj
 def remember(
@@ -60,6 +64,8 @@ def remember(
     scope: str | None,
     created: str | None,
     redact: bool,
+    importance: int | None,
+    origin: str | None,
     as_json: bool,
 ) -> None:
     """Store TEXT as a memory ('-' reads stdin). Idempotent per scope."""
@@ -70,6 +76,8 @@ def remember(
         scope=scope,
         created=created,
         secrets="redact" if redact else None,
+        importance=importance,
+        origin=origin,
     )
     emit(memory, as_json, lambda: memory_line("remembered", memory))
 
@@ -350,7 +358,7 @@ def _recall_options(func: F) -> F:
         ]
     ):
         func = option(func)
-    return func
+    return control_options(func)
 
 
 def _filters(
@@ -364,8 +372,10 @@ def _filters(
     include_inactive: bool,
     mode: str,
     as_of: str | None,
+    **controls: Any,
 ) -> dict[str, Any]:
     return {
+        **controls_of(controls),
         "k": k,
         # "-kind" leaves a kind out (RecallQuery); mixing both is refused there.
         "kinds": (*kinds, *(f"-{x}" for x in exclude_kinds)) or None,

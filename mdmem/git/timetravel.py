@@ -31,6 +31,7 @@ from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import RecallQuery, run_recall, to_datetime
 from mdmem.store.blocks import parse
 from mdmem.store.ids import copy_key
+from mdmem.store.secret_guard import scrub
 from mdmem.store.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
@@ -321,6 +322,7 @@ def recall_as_of(store: MemoryStore, q: RecallQuery, as_of: Any) -> Recall:
         embed_query=store.indexer.embed_query if snap.embedder is not None else None,
         gaps=snap.gaps,
         scan=snap.blocks.values,
+        shown=lambda text: scrub(text, store.settings.secrets),
     )
     items = [replace(hit, commit=sha) for hit in result.items]
     return replace(result, items=items)

@@ -43,6 +43,7 @@ from mdmem.maintenance.derived import (
     check_manifest,
     fix_derived,
 )
+from mdmem.maintenance.obsidian import fix_ignore_filters, stale_ignore_filters
 from mdmem.models import Block
 from mdmem.store.catalog import is_copy
 from mdmem.store.gitattributes import APPEND_DRIVER, union_lines, without_union
@@ -152,6 +153,10 @@ def run_doctor(
     tell("doctor", 4, _STEPS)
     report.checks.append("merge drivers")
     report.problems.extend(check_merge_attributes(store))
+    report.checks.append("obsidian settings")
+    stale_filters = stale_ignore_filters(store)
+    if stale_filters:
+        report.problems.append(Problem("obsidian settings", stale_filters, True))
     report.checks.append("git config")
     report.problems.extend(check_git_programs(store))
     tell("doctor", 5, _STEPS)
@@ -229,6 +234,8 @@ def _fix(
         store.commit_human_edits()
     if any(p.check == "merge drivers" for p in report.problems):
         fix_merge_attributes(store)
+    if any(p.check == "obsidian settings" for p in report.problems):
+        fix_ignore_filters(store)
     derived = [
         Finding(p.check, p.detail, p.fixable)
         for p in report.problems

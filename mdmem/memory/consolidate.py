@@ -60,6 +60,8 @@ from mdmem.memory.sessions import session_id_of
 from mdmem.models import FACT_KINDS, Block, Memory, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.ids import ID_PATTERN
+from mdmem.store.importance import kind_importance, origin_of_tools
+from mdmem.store.tiers import OVERVIEW_CHARS, abstract_of
 from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
@@ -304,8 +306,9 @@ def open_items(store: MemoryStore, scope: str, contact: str) -> list[str]:
         meta = state.parsed.frontmatter
         if str(meta.get("contact") or "") != contact:
             continue
-        span = meta.get("time_range") or {}
-        stamp = str(span.get("to") if isinstance(span, dict) else "") + path
+        span = meta.get("time_range") or {}  # episodes written before time_to
+        end = meta.get("time_to") or (span.get("to") if isinstance(span, dict) else "")
+        stamp = str(end or "") + path
         items = meta.get("pending") or []
         if isinstance(items, list) and (latest is None or stamp > latest[0]):
             latest = (stamp, [str(i) for i in items if str(i).strip()])
@@ -642,13 +645,23 @@ def _write_one(
     if sessions:
         base_fields.append(("session", " ".join(sessions)))
     fact_links: list[tuple[FactItem, Memory]] = []
+    # OAK: importance by kind, capped by the session's origin (its tool calls:
+    # a session that only read is investigation, capped at 5). A plain chat
+    # has no tool calls and no origin to record.
+    tools = [b.field("tool") or "" for b in group.entries if b.kind == "tool_output"]
+    origin = origin_of_tools(tools) if tools else None
     for item in draft.facts:
         try:
             if item.kind == "learning" and item.topic:
                 memory = store.learn(item.topic, item.text, scope=group.scope)
             else:
                 memory = store.remember(
-                    item.text, kind=item.kind, scope=group.scope, fields=base_fields
+                    item.text,
+                    kind=item.kind,
+                    scope=group.scope,
+                    fields=base_fields,
+                    importance=kind_importance(item.kind, origin),
+                    origin=origin,
                 )
         except InvalidInputError as exc:  # a secret, an empty or oversized line
             log.warning("consolidation skipped a fact (%s): %s", exc, item.text[:80])
@@ -671,7 +684,7 @@ def _write_one(
         op="consolidate",
         trailers=[],
     )
-    link = f"[[{rel[:-3]}#^{episode_id}]]"
+    link = f"[[{rel}#^{episode_id}]]"
     who = f" with {group.contact}" if group.contact else ""
     store.log(
         f"Consolidated {len(group.entries)} session entries{who} into {link}"
@@ -700,9 +713,14 @@ def _first_sentence(text: str, limit: int = 160) -> str:
 
 
 def _title(draft: Draft) -> str:
-    words = extractive.keywords([draft.summary], n=5) or extractive.keywords(
-        [b.text for b in draft.group.entries], n=5
+    """A phrase of the summary (its most central sentence, shortened), else of the
+    conversation; the keywords only when neither has a sentence to offer."""
+    phrase = extractive.title(draft.summary) or extractive.title(
+        "\n".join(b.text for b in draft.group.entries)
     )
+    if phrase:
+        return phrase
+    words = extractive.keywords([b.text for b in draft.group.entries], n=5)
     return " ".join(words).capitalize() if words else "Conversation"
 
 
@@ -720,7 +738,9 @@ def _episode_path(store: MemoryStore, group: Group, draft: Draft, taken: set[str
 
 
 def _link(path: str, block_id: str, alias: str | None = None) -> str:
-    target = f"{path[:-3] if path.endswith('.md') else path}#^{block_id}"
+    # The full vault path with its extension: `[[MEMORY#^id]]` matches any
+    # MEMORY.md once scopes have their own, `[[MEMORY.md#^id]]` only the root's.
+    target = f"{path}#^{block_id}"
     return f"[[{target}|{alias}]]" if alias else f"[[{target}]]"
 
 
@@ -739,17 +759,31 @@ def render_episode(
     if group.contact:
         meta["contact"] = group.contact
     meta["sessions"] = sessions
-    meta["time_range"] = {
-        "from": first.isoformat(timespec="seconds"),
-        "to": last.isoformat(timespec="seconds"),
-    }
+    # Flat properties, no nulls: Obsidian's properties view shows neither a
+    # nested map nor an empty value (old episodes' time_range is still read).
+    meta["time_from"] = first.isoformat(timespec="seconds")
+    meta["time_to"] = last.isoformat(timespec="seconds")
     meta["entries"] = len(group.entries)
-    meta["model"] = draft.model
+    if draft.model:
+        meta["model"] = draft.model
     meta["extractive"] = draft.extractive
-    # null, not absent, for an extractive draft: the field is always there to read.
-    meta["confidence"] = None if draft.confidence is None else round(draft.confidence, 3)
+    if draft.confidence is not None:
+        meta["confidence"] = round(draft.confidence, 3)
     if draft.tone:
         meta["tone"] = draft.tone
+    # Tiers (store/tiers.py): L0 one line, L1 a few central sentences of the
+    # summary and the facts; L2 is the summary block itself.
+    summary_text = draft.summary or ""
+    meta["abstract"] = abstract_of(
+        _title(draft) if not summary_text else _first_sentence(summary_text)
+    )
+    overview = extractive.summarize(
+        [("user", summary_text), *(("user", item.text) for item, _ in facts)],
+        max_sentences=4,
+        max_chars=OVERVIEW_CHARS,
+    )
+    if overview:
+        meta["overview"] = overview
     meta["consolidated"] = datetime.now(UTC).isoformat(timespec="seconds")
     meta["sources"] = [_link(b.path, b.id) for b in group.entries]
     meta["facts"] = [_link(m.path, m.id) for _, m in facts]

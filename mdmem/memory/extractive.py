@@ -28,6 +28,7 @@ __all__ = [
     "sentences",
     "slugify",
     "summarize",
+    "title",
 ]
 
 _STOP = frozenset(
@@ -131,6 +132,32 @@ def keywords(texts: Iterable[str], n: int = 4) -> list[str]:
         counts.update(w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2)
     ranked = sorted(counts, key=lambda w: (-counts[w] * math.log(len(w) + 1), w))
     return [w for w in ranked if not w.isdigit()][:n]
+
+
+_CLAUSE = re.compile(r"\s*(?:[,;:()]|\s[-–—]\s)\s*")
+_TRAILING = re.compile(r"[\s.,;:!?…\-–—]+$")
+
+
+def title(text: str, *, max_chars: int = 60) -> str:
+    """A readable title for ``text``: its most central sentence, shortened to
+    its first clause and then to whole words within ``max_chars``.
+
+    A phrase the conversation itself said reads better in a note list than
+    the top keywords strung together ("Bullet lisbon points team quarterly").
+    "" when ``text`` has no sentence with two content words.
+    """
+    central = summarize([("user", text)], max_sentences=1, max_chars=10_000)
+    if not central:
+        return ""
+    phrase = central.strip().lstrip("-*+> ").strip()
+    first = _CLAUSE.split(phrase, maxsplit=1)[0]
+    if len(content_words(first)) >= 2:
+        phrase = first
+    if len(phrase) > max_chars:
+        cut = phrase[: max_chars + 1].rsplit(" ", 1)[0]
+        phrase = cut if len(cut) >= max_chars // 2 else phrase[:max_chars]
+    phrase = _TRAILING.sub("", phrase).strip("\"'“”‘’ ")
+    return phrase[:1].upper() + phrase[1:]
 
 
 def slugify(text: str, *, max_words: int = 6, max_chars: int = 48) -> str:

@@ -72,6 +72,7 @@ from mdmem.memory.subjects import Verdict, compare
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
 from mdmem.store.derived import CopyPlan, Links
+from mdmem.store.importance import KEEP_LONGER, importance_of
 from mdmem.store.textfile import SkipFile, decode
 from mdmem.store.writer import memory_trailers
 
@@ -528,14 +529,25 @@ class RetentionReport:
     copies: list[str] = field(default_factory=list)
 
 
-def retired_before(store: MemoryStore, cutoff: datetime) -> list[Block]:
-    """Retired memories last changed before ``cutoff`` that still carry text."""
+def retired_before(
+    store: MemoryStore, cutoff: datetime, *, important_cutoff: datetime | None = None
+) -> list[Block]:
+    """Retired memories last changed before ``cutoff`` that still carry text.
+
+    ``important_cutoff``: the (earlier) cutoff for memories of importance
+    >= KEEP_LONGER, which retention keeps longer.
+    """
     store.refresh()
     out = []
     for block in store.catalog.blocks(memories_only=True):
         if block.status not in ("superseded", "resolved") or block.text.strip() == REDACTED:
             continue
         moment = block.updated or block.created
+        level = importance_of(block)
+        if important_cutoff is not None and level is not None and level >= KEEP_LONGER:
+            if moment < important_cutoff:
+                out.append(block)
+            continue
         if moment < cutoff:
             out.append(block)
     out.sort(key=lambda b: (b.path, b.line_start))
@@ -563,7 +575,8 @@ def anonymize_retired(
         raise InvalidInputError("retention days must be a non-negative integer")
     moment = now or datetime.now(UTC)
     cutoff = moment - timedelta(days=days)
-    targets = retired_before(store, cutoff)
+    # An important memory (>= KEEP_LONGER) keeps its text twice as long.
+    targets = retired_before(store, cutoff, important_cutoff=moment - timedelta(days=2 * days))
     memories = [Memory.from_block(b, was_new=False) for b in targets]
     if not targets:
         return RetentionReport(days, cutoff, memories, applied=False)

@@ -43,6 +43,7 @@ from mdmem.store import blocks as blk
 from mdmem.store.inputs import check_chars, check_fields
 from mdmem.store.secret_guard import guard
 from mdmem.store.textfile import safe_path
+from mdmem.store.tiers import abstract_of
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -269,6 +270,10 @@ class Session:
                 f"… {rest:,} more characters; full output: `{key}` (vault.read_tool_output)",
             ]
             fields += [("tout", key), ("chars", str(len(content)))]
+            # L0 of the tiers (store/tiers.py): a line to show before the preview.
+            abstract = abstract_of(content)
+            if abstract:
+                fields.append(("abstract", abstract))
         else:
             body_lines = _fence(content)
         body = "\n".join(body_lines)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
 from mdmem.models import Block, Hit, Recall
+from mdmem.recall.controls import at_tier
 from mdmem.recall.conversation import FileOrder
 from mdmem.recall.search import RecallQuery, run_recall, vector_query_text
 from mdmem.recall.usefulness import UsefulnessStore
@@ -77,13 +79,22 @@ class Recaller:
             embed_query=indexer.embed_query,
             gaps=indexer.recall_gaps,
             scan=lambda: store.catalog.blocks(memories_only=False),
+            shown=lambda text: scrub(text, store.settings.secrets),
         )
         self._note_hits(result.items)
+        items = result.items
+        if q.controls is not None:  # abstracts or overviews instead of full text (tier)
+            items = at_tier(items, q.controls.tier, store.catalog.block, self._frontmatter)
+        items = [self._shown(hit) for hit in items]  # after: a tier's text is scrubbed too
         return replace(
             result,
-            items=[self._shown(hit) for hit in result.items],
+            items=items,
             took_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _frontmatter(self, path: str) -> dict[str, Any]:
+        state = self.store.catalog.files.get(path)
+        return state.parsed.frontmatter if state is not None else {}
 
     def _shown(self, hit: Hit) -> Hit:
         """The hit as recall hands it out: a secret typed into the file by hand

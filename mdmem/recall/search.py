@@ -24,9 +24,11 @@ from mdmem.index.indexer import indexable
 from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
 from mdmem.recall import ranking
+from mdmem.recall.controls import RecallControls, substring_candidates
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.store.blocks import parse_datetime, validate_scope
 from mdmem.store.ids import written_id
+from mdmem.store.importance import importance_factor, importance_of
 
 if TYPE_CHECKING:
     from mdmem.config import RecallSettings
@@ -88,6 +90,7 @@ class RecallQuery:
     until: datetime | None = None
     include_inactive: bool = False
     mode: str = "hybrid"
+    controls: RecallControls | None = None  # exclude_ids, field filters, weights (controls.py)
 
     @classmethod
     def build(
@@ -101,6 +104,7 @@ class RecallQuery:
         until: datetime | date | str | None,
         include_inactive: bool,
         mode: str,
+        controls: RecallControls | None = None,
     ) -> RecallQuery:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("recall needs a non-empty query")
@@ -130,12 +134,15 @@ class RecallQuery:
             scopes=scope_set,
             since=to_datetime(since),
             until=to_datetime(until, end=True),
-            include_inactive=include_inactive,
+            include_inactive=include_inactive or bool(controls and controls.widens_status),
             mode=mode,
+            controls=controls,
         )
 
     def admits(self, block: Block) -> bool:
         if not self.include_inactive and block.status != "active":
+            return False
+        if self.controls is not None and not self.controls.admits(block):
             return False
         if self.kinds is not None and block.kind not in self.kinds:
             return False
@@ -184,6 +191,7 @@ def run_recall(
     embed_query: Callable[[str], F32] | None = None,
     gaps: Callable[[], list[tuple[str, str]]] | None = None,
     scan: Callable[[], Iterable[Block]] | None = None,
+    shown: Callable[[str], str] | None = None,
 ) -> Recall:
     """The ranking pipeline over already-fresh indexes.
 
@@ -193,7 +201,9 @@ def run_recall(
     embedder (the live indexer may have embedded it already).
     ``gaps``: what the indexes lack right now, as ``(part, reason)`` pairs
     (see Indexer.recall_gaps); ``scan``: every block, read when neither
-    index can answer. A part that fails here (a keyword index that cannot
+    index can answer; ``shown``: text as the indexes hold it (a secret typed
+    by hand redacted), which the substring fallback matches against (no
+    ``shown``, no fallback). A part that fails here (a keyword index that cannot
     be read, an embedder that does not answer) degrades the recall instead
     of failing it.
     """
@@ -213,6 +223,8 @@ def run_recall(
             keyword_ok = True
         except IndexError_ as exc:
             _note(reasons, f"keyword index unusable: {_line(exc)}")
+        if keyword_ok and not keyword and scan and shown and _may_fall_back(q):
+            keyword = substring_candidates(q.query, scan(), _scannable(q), pool, shown)
 
     vector: list[tuple[str, float]] = []
     if q.mode != "keyword":
@@ -312,6 +324,11 @@ def run_recall(
         if human_of is not None and settings.human_weight > 0 and human_of(block):
             human_bonus = settings.human_weight
             score += human_bonus
+        # Importance (1-10, a field): a small documented nudge, and a signal in `scores`.
+        level = importance_of(block)
+        score *= importance_factor(level, settings.importance_weight)
+        if q.controls is not None and q.controls.scope_weights:
+            score *= q.controls.weight(block)
         ranked.append(
             _Scored(
                 round(score, 6),
@@ -323,6 +340,7 @@ def run_recall(
                 recency_value,
                 trust,
                 human_bonus,
+                level,
             )
         )
     ranked.sort(key=lambda r: (-r.score, r.block.id))
@@ -336,6 +354,19 @@ def run_recall(
         took_ms=(time.perf_counter() - started) * 1000,
         degraded_reason="; ".join(reasons) if reasons else None,
     )
+
+
+def _may_fall_back(q: RecallQuery) -> bool:
+    """Substring fallback (controls.py) unless turned off, or the query is only
+    common words, which every block holds."""
+    if q.controls is not None and not q.controls.fallback:
+        return False
+    words = _WORD.findall(q.query.casefold())
+    return not words or not all(w in _SCAN_STOP for w in words)
+
+
+def _scannable(q: RecallQuery) -> Callable[[Block], bool]:
+    return lambda block: indexable(block) and q.admits(block)
 
 
 def _note(reasons: list[str], why: str) -> None:
@@ -439,6 +470,7 @@ class _Scored:
     recency: float | None
     trust: float | None
     human: float
+    importance: int | None = None
 
     def hit(self) -> Hit:
         cand = self.cand
@@ -459,6 +491,8 @@ class _Scored:
             scores["trust"] = self.trust
         if self.human:
             scores["human"] = self.human
+        if self.importance is not None:
+            scores["importance"] = float(self.importance)
         return _hit(self.block, self.score, scores)
 
 

@@ -29,9 +29,10 @@ Consolidation (:mod:`mdmem.memory.consolidate`) links everything it writes:
 
 Nothing else is a copy. The same words elsewhere in the vault - another
 memory, a person's note, ``mdmem.toml`` - belong to that text, not to this
-memory. The episode's title and file name (five keywords of the summary) are
-not copies either, and neither are the id links (``[[…#^S]]``), which carry
-no text.
+memory. The episode's title, ``abstract`` and ``overview`` (phrases of its
+summary) are pieces like the summary's sentences: a copy when their words
+came from S. Its file name (the title's first words as a slug) is not
+rewritten, and the id links (``[[…#^S]]``) carry no text.
 
 :class:`CopyPlan` finds and replaces copies line by line, so every other byte
 of a file stays as it was. Purge (:mod:`mdmem.git.purge`) removes the memory
@@ -73,6 +74,10 @@ _FACT_LINE = re.compile(
 )
 _ITEM_LINE = re.compile(r"^(?P<lead>\s*[-*+]\s+)(?P<text>.*?\S)\s*$")
 _FRONT_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+_FRONT_SCALAR = re.compile(r"^([A-Za-z_][\w-]*):[ \t]+(\S.*?)\s*$")
+# Frontmatter values consolidation derives from the summary's own words.
+_COPIED_SCALARS = frozenset({"title", "abstract", "overview"})
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 # The daily-log entry of a consolidation: "... into [[episodes/x#^E]] (model): quote".
 _LOG_QUOTE = re.compile(
     rf"\[\[[^\]]*#\^(?P<id>{ID_PATTERN})(?:\|[^\]]*)?\]\]\s*\([^)\n]*\):[ \t]*(?P<quote>.+)$",
@@ -373,6 +378,24 @@ class CopyPlan:
                     and self.copied_from(_scalar(item.group("text")), episode)
                 ):
                     new = f"{item.group('lead')}'{self.mark}'"
+                scalar = _FRONT_SCALAR.match(line)
+                if scalar is not None and scalar.group(1) in _COPIED_SCALARS:
+                    # The title, abstract and overview are phrases of the summary:
+                    # each of their sentences is a piece, as the summary's are.
+                    value = _scalar(scalar.group(2))
+                    parts = _SENTENCE_SPLIT.split(value)
+                    kept = [
+                        self.mark if p != self.mark and self.copied_from(p, episode) else p
+                        for p in parts
+                    ]
+                    if kept != parts:
+                        joined = re.sub(
+                            rf"{re.escape(self.mark)}(?: {re.escape(self.mark)})+",
+                            lambda _m: self.mark,
+                            " ".join(kept),
+                        )
+                        quoted = joined.replace("'", "''")
+                        new = f"{scalar.group(1)}: '{quoted}'"
             else:
                 opened = _FENCE.match(line)
                 if opened is not None:
@@ -384,6 +407,17 @@ class CopyPlan:
                 heading = _HEADING.match(line)
                 if heading is not None:
                     section = heading.group(1).strip().lower()
+                    title = heading.group(1).strip()
+                    if (
+                        line.startswith("# ")
+                        and title != self.mark
+                        and self.copied_from(title, episode)
+                    ):
+                        new = f"# {self.mark}"
+                    if new != line:
+                        tf.lines[i] = new + ending
+                        tf.fence_clean = min(tf.fence_clean, i)
+                        changed = True
                     continue
                 fact = _FACT_LINE.match(line)
                 item = _ITEM_LINE.match(line)

@@ -16,13 +16,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from mdmem.config import Settings, state_dir_for
-from mdmem.errors import InvalidInputError
+from mdmem.errors import HumanNoteError, InvalidInputError, MemoryNotFoundError
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
 from mdmem.store.catalog import Catalog
 from mdmem.store.gitstore import GitStore
 from mdmem.store.ids import normalize_id
+from mdmem.store.importance import check_importance, check_origin
 from mdmem.store.inputs import (
     MASK,
     Clock,
@@ -37,6 +38,7 @@ from mdmem.store.inputs import (
     refuse_secret_metadata,
 )
 from mdmem.store.secret_guard import refuse_in_metadata, scrub
+from mdmem.store.textfile import safe_path
 from mdmem.store.writer import Trailers, Transaction, Writer, memory_trailers
 
 __all__ = ["AutoResolve", "MemoryStore", "memory_file"]
@@ -98,7 +100,29 @@ class MemoryStore:
         return self.writer.block(memory_id)
 
     def get(self, memory_id: str) -> Memory:
+        """A memory by id, or a section of a person's note by the ``path.md#Heading``
+        id recall gives it (such a section has no ``m-…`` id of its own)."""
+        note = self.note_block(memory_id)
+        if note is not None:
+            return Memory.from_block(note, was_new=False)
         return Memory.from_block(self.writer.sole_block(memory_id), was_new=False)
+
+    def note_block(self, block_id: str) -> Block | None:
+        """The section block ``block_id`` names when it is a note id
+        (``path.md#Heading``, ``path.md#top``, ``path.md#frontmatter``); None
+        when it is a memory id. MemoryNotFoundError when the note has no such section."""
+        if not isinstance(block_id, str) or "#" not in block_id:
+            return None
+        rel, _, anchor = block_id.strip().partition("#")
+        if anchor.startswith("^") or not rel.endswith(".md"):
+            return None  # a citation of a memory (path#^m-…): normalize_id takes it
+        safe_path(self.root, rel)  # PathOutsideVaultError for ../ or a symlink out
+        with self.writer.mutex:
+            self.writer.refresh_file(rel)
+            block = self.catalog.block(block_id.strip())
+        if block is None or block.is_memory:
+            raise MemoryNotFoundError(f"no note section {block_id.strip()}")
+        return block
 
     def refresh(self) -> list[str]:
         """Notice files changed on disk and index them; returns the changed paths."""
@@ -153,8 +177,17 @@ class MemoryStore:
         created: datetime | date | str | None = None,
         fields: Iterable[tuple[str, str]] = (),
         secrets: str | None = None,
+        importance: int | None = None,
+        origin: str | None = None,
     ) -> Memory:
-        """Store one memory; the same normalised text in the same scope is stored once."""
+        """Store one memory; the same normalised text in the same scope is stored once.
+
+        ``importance`` (1-10) and ``origin`` (planning, investigation,
+        implementation, mixed: OAK's session origin type) become
+        ``[importance:: N]`` and ``[origin_type:: …]``;
+        a planning or investigation origin caps importance at 5 (see
+        :mod:`mdmem.store.importance`).
+        """
         kind = check_kind(kind)
         scope = blk.validate_scope(scope)
         tag_list = check_tags(tags)
@@ -162,10 +195,19 @@ class MemoryStore:
         # A learning without a topic goes to MEMORY.md like any other fact.
         rel = memory_file(scope, kind)
         extra = check_fields(fields)
+        if any(key in ("importance", "origin_type") for key, _ in extra):
+            # Through fields they would skip the 1-10 check and the origin cap.
+            raise InvalidInputError("set importance and origin with importance= and origin=")
+        origin = check_origin(origin)
+        level = check_importance(importance, origin)
         if kind != blk.default_kind_for(rel):
             extra.insert(0, ("kind", kind))
         if created is not None:
             extra.append(("created", iso_date(created)))
+        if level is not None:
+            extra.append(("importance", str(level)))
+        if origin is not None:
+            extra.append(("origin_type", origin))
         # Auto-resolve retires what the new memory replaces in the same commit.
         outer = self.writer.current
         with self.writer.batch(subject=None) as tx:
@@ -300,7 +342,17 @@ class MemoryStore:
         return memory_id
 
     def forget(self, memory_id: str, *, reason: str | None = None) -> Memory:
-        """Remove a memory's block from its file; git history keeps it."""
+        """Remove a memory's block from its file; git history keeps it.
+
+        A section of a person's note (``path.md#Heading``) is refused with
+        HumanNoteError: mdmem never deletes what a person wrote; they edit it.
+        """
+        note = self.note_block(memory_id)
+        if note is not None:
+            raise HumanNoteError(
+                f"{note.id} is a note a person wrote; mdmem does not delete human notes: "
+                f"edit {note.path} (line {note.line_start}) instead"
+            )
         memory_id = normalize_id(memory_id)
         if reason:
             check_chars(reason, "the reason")
@@ -364,6 +416,46 @@ class MemoryStore:
             if status == "active":
                 updates = {"status": None, "by": None, "updated": today}
             verb = "resolve" if status != "active" else "reactivate"
+            tx.set_fields(
+                memory_id,
+                updates,
+                op=verb,
+                subject=f"{verb} {block.kind}: {first_line(block.text)}",
+            )
+        return self.get(memory_id)
+
+    def archive(self, memory_id: str) -> Memory:
+        """Hide an active memory from recall and lists without retiring it (reversible).
+
+        ``[status:: archived]`` on its line, committed with ``Op: archive``;
+        recall with ``include_inactive`` or ``status="archived"`` still finds it.
+        """
+        return self._set_archived(memory_id, archived=True)
+
+    def unarchive(self, memory_id: str) -> Memory:
+        """Make an archived memory active again (``Op: unarchive``)."""
+        return self._set_archived(memory_id, archived=False)
+
+    def _set_archived(self, memory_id: str, *, archived: bool) -> Memory:
+        if self.note_block(memory_id) is not None:
+            raise HumanNoteError(
+                f"{memory_id} is a note a person wrote: it has no status to change"
+            )
+        memory_id = normalize_id(memory_id)
+        verb = "archive" if archived else "unarchive"
+        with self.writer.batch(subject=None) as tx:
+            block = self.writer.sole_block(memory_id)
+            want = "active" if archived else "archived"
+            if block.status != want:
+                # Archiving a retired memory and unarchiving it later would
+                # bring back what was resolved or superseded: refused.
+                raise InvalidInputError(
+                    f"{memory_id} is {block.status}; only {want} memories can be {verb}d"
+                )
+            updates: dict[str, str | None] = {
+                "status": "archived" if archived else None,
+                "updated": self.clock.today(),
+            }
             tx.set_fields(
                 memory_id,
                 updates,

@@ -55,7 +55,9 @@ def _blocks(path: str, raw: bytes, exclude: set[str]) -> object:
         parsed = blk.parse(path, tf)
     except SkipFile:
         return raw
-    found = {"frontmatter": "".join(tf.lines[: parsed.frontmatter_lines])}
+    found: dict[str, str] = {}
+    if f"{path}#frontmatter" not in exclude:
+        found["frontmatter"] = "".join(tf.lines[: parsed.frontmatter_lines])
     for b in parsed.blocks:
         if b.id not in exclude:
             found[b.id] = "".join(tf.lines[b.line_start - 1 : b.line_end])
@@ -245,8 +247,10 @@ def test_a_consolidated_entry_takes_its_episode_line_and_fact_along(vault: Vault
     # The episode's title and file name are keywords of the whole summary,
     # not copies (see mdmem.store.derived); here none of them is the secret's.
     assert "Quillfeather" in note and "quillfeather" not in episode.path
-    # The summary block and the note's "## Facts" list hold copies; nothing else does.
+    # The summary block, the note's "## Facts" list and its frontmatter (the
+    # overview quotes the summary) hold copies; nothing else does.
     copies = {secret.id, fact.id, episode.id, f"{episode.path}#Facts"}
+    copies.add(f"{episode.path}#frontmatter")
     before = snapshot(vault.root, copies)
 
     purged = purge(vault.store, secret.id, confirm=True)
@@ -255,8 +259,8 @@ def test_a_consolidated_entry_takes_its_episode_line_and_fact_along(vault: Vault
     assert places_holding(vault, b"Quillfeather") == []
     assert_only_purged_changed(before, snapshot(vault.root, copies), {secret.id, fact.id})
     note = (vault.root / episode.path).read_text()
-    assert f"- {PURGED} ([[MEMORY#^{fact.id}]])" in note
-    assert f"- {kept.text} ([[USER#^{kept.id}]])" in note
+    assert f"- {PURGED} ([[MEMORY.md#^{fact.id}]])" in note
+    assert f"- {kept.text} ([[USER.md#^{kept.id}]])" in note
     summary = vault.get(episode.id).text
     assert summary.startswith("I prefer dark mode in every editor") and summary.endswith(PURGED)
     assert vault.get(kept.id).text == kept.text

@@ -71,10 +71,12 @@ def test_offline_consolidation_writes_an_extractive_episode(vault: Vault) -> Non
     meta = yaml.safe_load(text.split("---\n")[1])
     assert meta["extractive"] is True and meta["model"] == "extractive"
     assert meta["contact"] == "alice" and meta["entries"] == 4
-    # The documented fields are there even when they have no value to tell.
-    assert meta["scope"] == "root" and meta["confidence"] is None
-    assert meta["sources"] == [f"[[sessions/chat-7#^{m.id}]]" for m in s.entries()]
-    assert meta["time_range"]["from"] <= meta["time_range"]["to"]
+    # Flat properties Obsidian can show: no nulls (an extractive draft has no
+    # confidence), no nested maps; links name the file by its full path.
+    assert meta["scope"] == "root" and "confidence" not in meta
+    assert None not in meta.values() and not any(isinstance(v, dict) for v in meta.values())
+    assert meta["sources"] == [f"[[sessions/chat-7.md#^{m.id}]]" for m in s.entries()]
+    assert meta["time_from"] <= meta["time_to"]
     # The summary is sentences of the conversation, verbatim, as the episode memory.
     summary = vault.get(episode.id)
     assert summary.kind == "episode" and "staging database" in summary.text
@@ -125,7 +127,7 @@ def test_auto_trigger_consolidates_the_oldest_batch(tmp_path: Path) -> None:
     episodes = list((vault.root / "episodes").glob("*.md"))
     assert len(episodes) == 1
     meta = yaml.safe_load(episodes[0].read_text().split("---\n")[1])
-    assert meta["sources"] == [f"[[sessions/auto-1#^{m.id}]]" for m in memories[:4]]
+    assert meta["sources"] == [f"[[sessions/auto-1.md#^{m.id}]]" for m in memories[:4]]
     assert "Reason: threshold" in git(vault.root, "log", "-1", "--format=%B")
 
 
@@ -230,7 +232,7 @@ def test_forty_turns_consolidate_into_a_linked_episode_and_facts(
     text = (vault.root / episode.path).read_text()
     meta = yaml.safe_load(text.split("---\n")[1])
     ids = [m.id for m in vault.session("chat-1").entries()]
-    assert len(ids) == 40 and meta["sources"] == [f"[[sessions/chat-1#^{i}]]" for i in ids]
+    assert len(ids) == 40 and meta["sources"] == [f"[[sessions/chat-1.md#^{i}]]" for i in ids]
     assert meta["model"] == "local-test" and meta["extractive"] is False
     assert meta["confidence"] == 0.9 and meta["tone"] == "friendly"
     assert meta["pending"] == ["Send the deploy checklist."]

@@ -468,6 +468,13 @@ def test_retention_redacts_the_copies_consolidation_made(vault: Vault) -> None:
     changed = [
         line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
     ]
+    # Besides those, the episode's title, heading, abstract and overview quote
+    # the summary: where they hold the entry's words they are marked too.
+    derived = ("title: ", "# ", "abstract: ", "overview: ")
+    assert all(
+        REDACTED in line for line in changed if line[1:].startswith(derived) and line[0] == "+"
+    )
+    changed = [line for line in changed if not line[1:].startswith(derived)]
     assert len(changed) == 6, changed
     assert dry.copies == done.copies == sorted([episode.id, daily.id])
     assert vault.get(reply).text.startswith("Lovely") and vault.get(tea).text.startswith("I prefer")
@@ -478,13 +485,13 @@ def test_retention_redacts_a_retired_facts_line_in_its_episode(vault: Vault) -> 
     result = vault.consolidate()
     fact = result.facts[0]
     episode = result.episodes[0]
-    assert f"- {fact.text} ([[USER#^{fact.id}]])" in (vault.root / episode.path).read_text()
+    assert f"- {fact.text} ([[USER.md#^{fact.id}]])" in (vault.root / episode.path).read_text()
     vault.resolve(fact.id)
 
     done = vault.anonymize_retired(days=0, apply=True)
 
     note = (vault.root / episode.path).read_text()
-    assert f"- {REDACTED} ([[USER#^{fact.id}]])" in note
+    assert f"- {REDACTED} ([[USER.md#^{fact.id}]])" in note
     assert "tea over coffee" in vault.get(episode.id).text  # the summary is the entries' copy
     assert [m.id for m in done.memories] == [fact.id] and done.copies == [episode.id]
 
