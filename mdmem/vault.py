@@ -299,9 +299,21 @@ class Vault:
     def get(self, memory_id: str) -> Memory:
         return self.store.get(memory_id)
 
-    def ingest(self, path: str | os.PathLike[str], *, scope: str | None = None) -> IngestResult:
+    def ingest(
+        self, path: str | os.PathLike[str], *, scope: str | None = None, force: bool = False
+    ) -> IngestResult:
         """Copy/convert a markdown, text, HTML or PDF file into documents/ as chunks."""
-        return docs.ingest(self.store, Path(path), scope=scope)
+        return docs.ingest(self.store, Path(path), scope=scope, force=force)
+
+    def ingest_many(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        scope: str | None = None,
+        force: bool = False,
+    ) -> list[IngestResult]:
+        """Ingest files and folders (symlinks, hidden entries and vaults inside skipped)."""
+        return docs.ingest_many(self.store, [Path(p) for p in paths], scope=scope, force=force)
 
     def block(self, memory_id: str) -> Block:
         """The parsed block of a memory, with its inline fields."""

@@ -71,10 +71,46 @@ def _html_markdown(html: str) -> str:
 
     soup = BeautifulSoup(html, "html.parser")
     # Scripts, styles and the head are what the browser runs or reads, not the
-    # document's text (markdownify's strip= would keep their contents).
-    for tag in soup(["script", "style", "noscript", "template", "head"]):
+    # document's text (markdownify's strip= would keep their contents). Frames,
+    # plugins and inline graphics show other content (their inner text is a
+    # fallback for old browsers, not the page's own words).
+    for tag in soup(_DROPPED_TAGS):
         tag.decompose()
+    # A data: URL is an inline blob (kilobytes of base64 per image) and a
+    # javascript:/vbscript: link runs code where a viewer renders it: the
+    # element keeps its words (alt text, link text), never the URL.
+    for tag in soup.find_all(["a", "img", "area", "source", "video", "audio"]):
+        for attr in ("href", "src", "srcset", "poster"):
+            value = tag.get(attr)
+            if isinstance(value, str) and _ACTIVE_URL.match(value):
+                if tag.name == "img":
+                    tag.replace_with(str(tag.get("alt") or ""))
+                    break
+                if tag.name == "a":
+                    tag.unwrap()
+                    break
+                del tag[attr]
     return str(MarkdownConverter(heading_style="ATX").convert_soup(soup))
+
+
+_DROPPED_TAGS = [
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "iframe",
+    "frame",
+    "frameset",
+    "object",
+    "embed",
+    "applet",
+    "svg",
+    "canvas",
+]
+# Schemes that carry data or run code instead of pointing somewhere; browsers
+# ignore whitespace and control characters before the scheme and its case.
+_ACTIVE_URL = re.compile(r"^[\x00-\x20]*(?:data|javascript|vbscript|file)\s*:", re.IGNORECASE)
 
 
 def _pdf_text(path: Path, raw: bytes) -> str:
