@@ -42,7 +42,8 @@ from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
 from mdmem.memory import lifecycle, reflect, sessions
-from mdmem.memory.contacts import Contacts
+from mdmem.memory.contacts import CHECK as CONTACTS_CHECK
+from mdmem.memory.contacts import Contacts, check_profiles
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.recaller import Recaller
@@ -495,7 +496,7 @@ class Vault:
         and renames an old vault's ``merge=union`` attributes, and gives each copied
         line (an id on two lines) a fresh id."""
         with self.store.writer.lock():
-            return run_doctor(self.store, fix=fix)
+            return run_doctor(self.store, fix=fix, extra=[(CONTACTS_CHECK, check_profiles)])
 
     def watch(
         self,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,7 +87,14 @@ class DoctorReport:
         return not [p for p in self.problems if p.detail not in self.fixed]
 
 
-def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
+def run_doctor(
+    store: MemoryStore,
+    *,
+    fix: bool = False,
+    extra: Sequence[tuple[str, Callable[[MemoryStore], list[Problem]]]] = (),
+) -> DoctorReport:
+    """Every check; ``extra``: (name, check) pairs of layers above this one
+    (contact profiles), read-only, run after the built-in checks."""
     report = DoctorReport()
     store.refresh()
 
@@ -141,6 +149,9 @@ def run_doctor(store: MemoryStore, *, fix: bool = False) -> DoctorReport:
     report.problems.extend(check_merge_attributes(store))
     report.checks.append("git config")
     report.problems.extend(check_git_programs(store))
+    for name, check in extra:
+        report.checks.append(name)
+        report.problems.extend(check(store))
 
     if fix and report.problems:
         if copies:
