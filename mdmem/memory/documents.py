@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.errors import ConflictError, InvalidInputError, MdmemError
 from mdmem.memory.docconvert import (
     MAX_DOCUMENT_BYTES,
     SUFFIXES,
@@ -224,7 +224,8 @@ def ingest(
         if not old_meta:
             tx.create_file(rel, lines, subject=subject, trailers=trailers)
         else:
-            tx.apply(rel, _replacer(lines), subject, trailers)
+            base = decode((store.root / rel).read_bytes()).text
+            tx.apply(rel, _replacer(lines, base, rel), subject, trailers)
     return IngestResult(
         source_name,
         rel,
@@ -459,10 +460,18 @@ def _render(
     return lines
 
 
-def _replacer(lines: list[str]) -> Editor:
-    """An editor replacing the document file's lines (unchanged chunks render the same)."""
+def _replacer(lines: list[str], base: str, rel: str) -> Editor:
+    """An editor replacing the document file's lines (unchanged chunks render the same).
+
+    ``base`` is the file the plan was made from. The writer replays an edit
+    on a file someone saved meanwhile: a whole-file replace would then drop
+    their edit (in git, but gone from the file), so it stops instead and a
+    re-run weighs the new edit like any other.
+    """
 
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+        if "".join(tf.lines) != base:
+            raise ConflictError(f"{rel} changed while it was re-ingested; run the ingest again")
         tf.lines[:] = []
         tf.append_lines(lines)
         return Edit()

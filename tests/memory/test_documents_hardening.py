@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from mdmem import Vault
 from mdmem.cli import main
-from mdmem.errors import InvalidInputError
+from mdmem.errors import InvalidInputError, MdmemError
 
 GUIDE = (
     "# Install\n\nRun the installer.\n\n# Usage\n\nCall frobnicate() daily.\n\n# FAQ\n\nAsk Ana.\n"
@@ -208,3 +208,34 @@ def test_the_title_is_unicode_normalised(vault: Vault, tmp_path: Path) -> None:
     result = vault.ingest(doc)
     text = (vault.root / result.path).read_text()
     assert "title: Caf\u00e9 notes" in text
+
+
+def test_a_hand_edit_saved_while_a_reingest_writes_is_not_overwritten(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mdmem.store.writer as writer_module
+
+    doc = tmp_path / "guide.md"
+    doc.write_text(GUIDE)
+    first = vault.ingest(doc)
+    full = vault.root / first.path
+    real = writer_module.swap
+    saved: list[str] = []
+
+    def person_saves_first(target: Path, *args: object, **kwargs: object) -> object:
+        # A person's editor saves the document just before mdmem's write lands.
+        if Path(target) == full and not saved:
+            saved.append("x")
+            full.write_text(full.read_text().replace("Ask Ana.", "Ask Ana (she is back)."))
+        return real(target, *args, **kwargs)
+
+    monkeypatch.setattr(writer_module, "swap", person_saves_first)
+    doc.write_text(GUIDE.replace("Run the installer.", "Run the new installer."))
+    with pytest.raises(MdmemError, match="changed while"):
+        vault.ingest(doc)
+    assert "Ask Ana (she is back)." in full.read_text()
+    monkeypatch.setattr(writer_module, "swap", real)
+    again = vault.ingest(doc)  # the re-run keeps the person's edit, takes the new source
+    text = full.read_text()
+    assert "Ask Ana (she is back)." in text and "Run the new installer." in text
+    assert again.kept_edits == [first.chunks[2]]
