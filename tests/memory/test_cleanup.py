@@ -397,3 +397,68 @@ def test_a_memory_changed_while_the_model_thought_is_left_as_it_is(
     assert vault.block(ids[0]).text == "The deploy window is Thursday evening"
     assert vault.block(ids[0]).status == "active" and vault.block(ids[1]).status == "active"
     assert vault.block(ids[2]).status == "superseded"
+
+
+def test_a_cleanup_killed_between_its_files_is_one_commit_after_recovery(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model, run_git
+) -> None:
+    from tests.store.test_interrupted_write import run_killed
+
+    vault, ids = seeded(tmp_path, server)
+    root = vault.root
+    vault.close()
+    # One retire in MEMORY.md, one in USER.md: two files, one commit.
+    model.plan = lambda by_text: {
+        "actions": [
+            {"op": "retire", "id": ids[2], "by": ids[3], "reason": "renamed"},
+            {"op": "retire", "id": ids[4], "by": ids[5], "reason": "changed taste"},
+        ]
+    }
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    llm = {"OPENAI_BASE_URL": server.base_url, "MDMEM_LLM_MODEL": "local-test"}
+    run_killed(root, "vault.cleanup()", kill_after=1, extra_env=llm)
+    again = Vault.open(root, agent="test-agent")
+    again.commit_human_edits()  # whoever takes the lock next finishes the write
+    assert again.block(ids[2]).status == "superseded"
+    assert again.block(ids[4]).status == "superseded"
+    assert run_git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    message = run_git(root, "log", "-1", "--format=%an%n%B")
+    assert message.startswith("crashy\ncleanup root: 2 retired") and "Op: cleanup" in message
+    assert not again.git.dirty_paths()
+
+
+def test_two_cleanups_at_once_apply_each_change_once(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    vault, ids = seeded(tmp_path, server)
+    barrier = threading.Barrier(2, timeout=30)
+
+    def plan(by_text: dict[str, str]) -> Any:
+        barrier.wait()  # both runs have their plan before either writes
+        return {
+            "actions": [
+                {"op": "merge", "ids": [ids[0], ids[1]], "text": "Deploys: Tuesday mornings"},
+                {"op": "retire", "id": ids[2], "by": ids[3], "reason": "renamed"},
+            ]
+        }
+
+    model.plan = plan
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("MDMEM_LLM_MODEL", "local-test")
+    other = Vault.open(vault.root, agent="test-agent")  # a second process's view
+    results: list[Any] = []
+    runs = [
+        threading.Thread(target=lambda v=v: results.append(v.cleanup())) for v in (vault, other)
+    ]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(60)
+    assert len(results) == 2
+    applied = sorted(len(r.actions) for r in results)
+    assert applied == [0, 2]  # the second saw its memories changed and wrote nothing
+    merged = [m for m in vault.memories() if m.text == "Deploys: Tuesday mornings"]
+    assert len(merged) == 1
+    assert vault.block(ids[2]).field("by") == f"^{ids[3]}"

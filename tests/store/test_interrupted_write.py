@@ -40,8 +40,10 @@ KILLER = textwrap.dedent(
 )
 
 
-def run_killed(root: Path, code: str, kill_after: int) -> None:
-    env = {**os.environ, "KILL_AFTER": str(kill_after)}
+def run_killed(
+    root: Path, code: str, kill_after: int, extra_env: dict[str, str] | None = None
+) -> None:
+    env = {**os.environ, **(extra_env or {}), "KILL_AFTER": str(kill_after)}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     proc = subprocess.run(
         [sys.executable, "-c", KILLER, str(root), code],
