@@ -58,7 +58,12 @@ def to_markdown(path: Path, raw: bytes) -> str:
         raise InvalidInputError(f"{path.name} is not UTF-8 text (byte {exc.start})") from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if suffix in _HTML:
-        return _html_markdown(text)
+        try:
+            return _html_markdown(text)
+        except RecursionError:
+            # markdownify walks the tree recursively: thousands of nested
+            # elements (a generated page, or one made to crash readers).
+            raise InvalidInputError(f"{path.name} nests its HTML too deeply to convert") from None
     if suffix in _MARKDOWN or suffix in _TEXT:
         return text
     raise InvalidInputError(f"can't ingest {path.name}: supported files are {', '.join(SUFFIXES)}")
@@ -117,14 +122,21 @@ def _pdf_text(path: Path, raw: bytes) -> str:
     import io
 
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted and not reader.decrypt(""):
+            # An empty user password only restricts printing and the like.
+            raise InvalidInputError(f"{path.name} is password-protected: decrypt it first")
         pages = [page.extract_text() or "" for page in reader.pages]
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
+    except InvalidInputError:
+        raise
+    except Exception as exc:
+        # Untrusted bytes: pypdf fails in many ways (fuzzing found
+        # AttributeError, and deep object chains recurse); none of them may
+        # leave the MdmemError tree.
         raise InvalidInputError(
-            f"{path.name} is not a readable PDF ({one_line(str(exc), 80)})"
+            f"{path.name} is not a readable PDF ({type(exc).__name__}: {one_line(str(exc), 80)})"
         ) from None
     # A PDF has no heading structure: each page is a section.
     parts = [f"# Page {n}\n\n{text.strip()}" for n, text in enumerate(pages, 1) if text.strip()]

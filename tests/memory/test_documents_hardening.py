@@ -239,3 +239,47 @@ def test_a_hand_edit_saved_while_a_reingest_writes_is_not_overwritten(
     text = full.read_text()
     assert "Ask Ana (she is back)." in text and "Run the new installer." in text
     assert again.kept_edits == [first.chunks[2]]
+
+
+def test_damaged_pdfs_and_deep_html_are_one_line_refusals(vault: Vault, tmp_path: Path) -> None:
+    import io
+    import random
+
+    from pypdf import PdfReader, PdfWriter
+
+    from mdmem.memory.docconvert import to_markdown
+    from tests.memory.test_documents import make_pdf
+
+    good = make_pdf(["The wombat valve opens clockwise.", "Service every 90 days."])
+    rng = random.Random(7)  # this seed's damage made pypdf raise AttributeError
+    for n in range(400):
+        damaged = bytearray(good)
+        for _ in range(rng.randint(1, 6)):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        if n % 3 == 0:
+            damaged = damaged[: rng.randrange(len(damaged))]
+        try:
+            to_markdown(Path("x.pdf"), bytes(damaged))
+        except InvalidInputError:
+            pass
+    deep = tmp_path / "deep.html"
+    deep.write_text("<div>" * 3000 + "deep" + "</div>" * 3000)
+    with pytest.raises(InvalidInputError, match="too deeply"):
+        vault.ingest(deep)
+
+    writer = PdfWriter()
+    writer.append(PdfReader(io.BytesIO(good)))
+    writer.encrypt(user_password="", owner_password="owner")  # restrictions only: readable
+    open_pdf = tmp_path / "restricted.pdf"
+    buf = io.BytesIO()
+    writer.write(buf)
+    open_pdf.write_bytes(buf.getvalue())
+    assert vault.block(vault.ingest(open_pdf).chunks[0]).text.startswith("The wombat valve")
+    locked = PdfWriter()
+    locked.append(PdfReader(io.BytesIO(good)))
+    locked.encrypt(user_password="secret")
+    buf = io.BytesIO()
+    locked.write(buf)
+    (tmp_path / "locked.pdf").write_bytes(buf.getvalue())
+    with pytest.raises(InvalidInputError, match="password-protected"):
+        vault.ingest(tmp_path / "locked.pdf")
