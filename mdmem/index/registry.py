@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -75,6 +76,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     "reranker": {},
 }
 _OWN_DISTRIBUTION = "mdmem"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 _cache: dict[tuple[str, tuple[str, ...]], dict[str, EntryPoint]] = {}
 # name -> the distributions that each register it (only names with two or more).
@@ -103,6 +105,16 @@ def _installed(kind: str) -> dict[str, EntryPoint]:
         dist_name = (getattr(dist, "name", "") or "").lower() if dist is not None else ""
         if dist_name == _OWN_DISTRIBUTION:
             continue  # mdmem's own: BUILTIN holds the same
+        if not _NAME.fullmatch(ep.name):
+            # A name goes into settings, error messages and terminals: no
+            # spaces, control characters or escape sequences from a package.
+            log.warning(
+                "%s %r from %s is ignored: a provider name is letters, digits, '.', '_', '-'",
+                _WHAT[kind],
+                ep.name.encode("unicode_escape").decode("ascii")[:80],
+                dist_name or "an installed package",
+            )
+            continue
         if ep.name.strip().lower() in BUILTIN[kind]:
             log.warning(
                 "%s %r from %s is ignored: it is a built-in name",

@@ -79,7 +79,13 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         """,
         {"mdmem_broken": BROKEN, "mdmem_exits": EXITS, "mdmem_boom": BOOM},
     )
-    install(root, "mdmem-other", "[mdmem.embedders]\ntwice = mdmem_broken:returns_none\n", {})
+    install(
+        root,
+        "mdmem-other",
+        "[mdmem.embedders]\ntwice = mdmem_broken:returns_none\n"
+        "evil\x1b[2J\x1b[31mname = mdmem_broken:raises\n",
+        {},
+    )
     monkeypatch.syspath_prepend(str(root))
     return root
 
@@ -142,3 +148,15 @@ def test_vectors_of_the_wrong_shape_are_an_embedder_error_not_a_corrupt_index(
     vault.remember("The release train leaves on Thursdays")
     result = vault.recall("release train")
     assert result.items and result.degraded
+
+
+def test_a_provider_name_with_escape_sequences_is_ignored(
+    site: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="mdmem"):
+        names = registry.available("embedder")
+    assert not [n for n in names if "evil" in n]
+    with pytest.raises(ConfigError) as info:
+        make_embedder("word2vec")
+    assert "\x1b" not in str(info.value)
+    assert "ignored" in caplog.text and "\x1b" not in caplog.text
