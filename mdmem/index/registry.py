@@ -33,13 +33,16 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from mdmem.config import Settings
-from mdmem.errors import ConfigError
+from mdmem.errors import ConfigError, EmbedderError, MdmemError
+from mdmem.models import one_line
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -49,6 +52,8 @@ __all__ = [
     "GROUPS",
     "AutoEmbedder",
     "available",
+    "build",
+    "is_builtin",
     "load",
     "resolve_auto_embedder",
 ]
@@ -71,8 +76,11 @@ BUILTIN: dict[str, dict[str, str]] = {
     "reranker": {},
 }
 _OWN_DISTRIBUTION = "mdmem"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 _cache: dict[tuple[str, tuple[str, ...]], dict[str, EntryPoint]] = {}
+# name -> the distributions that each register it (only names with two or more).
+_clashes: dict[tuple[str, tuple[str, ...]], dict[str, list[str]]] = {}
 
 
 def _group(kind: str) -> str:
@@ -91,12 +99,23 @@ def _installed(kind: str) -> dict[str, EntryPoint]:
     from importlib.metadata import entry_points  # a scan of sys.path: only when asked
 
     found = {}
+    owners: dict[str, list[str]] = {}
     for ep in entry_points(group=_group(kind)):
         dist = getattr(ep, "dist", None)
         dist_name = (getattr(dist, "name", "") or "").lower() if dist is not None else ""
         if dist_name == _OWN_DISTRIBUTION:
             continue  # mdmem's own: BUILTIN holds the same
-        if ep.name in BUILTIN[kind]:
+        if not _NAME.fullmatch(ep.name):
+            # A name goes into settings, error messages and terminals: no
+            # spaces, control characters or escape sequences from a package.
+            log.warning(
+                "%s %r from %s is ignored: a provider name is letters, digits, '.', '_', '-'",
+                _WHAT[kind],
+                ep.name.encode("unicode_escape").decode("ascii")[:80],
+                dist_name or "an installed package",
+            )
+            continue
+        if ep.name.strip().lower() in BUILTIN[kind]:
             log.warning(
                 "%s %r from %s is ignored: it is a built-in name",
                 _WHAT[kind],
@@ -104,9 +123,18 @@ def _installed(kind: str) -> dict[str, EntryPoint]:
                 dist_name or "an installed package",
             )
             continue
+        holders = owners.setdefault(ep.name, [])
+        if dist_name not in holders:
+            holders.append(dist_name or "an installed package")
         found.setdefault(ep.name, ep)
     _cache[key] = found
+    _clashes[key] = {name: who for name, who in owners.items() if len(who) > 1}
     return found
+
+
+def is_builtin(kind: str, name: str) -> bool:
+    """Whether ``name`` is one of mdmem's own providers of ``kind``."""
+    return name.strip().lower() in BUILTIN.get(kind, {})
 
 
 def available(kind: str) -> list[str]:
@@ -127,15 +155,64 @@ def load(kind: str, name: str) -> Callable[..., Any]:
         raise ConfigError(
             f"unknown {_WHAT[kind]} {name!r}; installed: {', '.join(available(kind)) or 'none'}"
         )
+    clash = _clashes.get((kind, tuple(sys.path)), {}).get(ep.name)
+    if clash:
+        # Which one wins would depend on the order of sys.path: refuse to guess.
+        raise ConfigError(
+            f"{_WHAT[kind]} {name!r} is registered by {' and '.join(clash)}; uninstall one of them"
+        )
+    started = time.perf_counter()
     try:
         loaded = ep.load()
-    except Exception as exc:  # a third-party package's import may fail in any way
+    except (Exception, SystemExit) as exc:  # a package's import may fail, or even exit
         raise ConfigError(
-            f"{_WHAT[kind]} {name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
+            f"{_WHAT[kind]} {name!r} ({ep.value}) failed to load: {type(exc).__name__}: "
+            f"{one_line(str(exc), 200)}"
         ) from None
+    took = time.perf_counter() - started
+    if took > _SLOW_IMPORT_S:
+        # Paid by every process that uses it (a hook, each CLI call): say whose.
+        log.warning("%s %r took %.1f s to import (%s)", _WHAT[kind], name, took, ep.value)
     if not callable(loaded):
         raise ConfigError(f"{_WHAT[kind]} {name!r} ({ep.value}) is not callable")
     return loaded
+
+
+_SLOW_IMPORT_S = 1.0
+# What each kind's product must offer (checked on what a factory returns).
+_NEEDS = {
+    "embedder": ("name", "embed", "embed_query"),
+    "llm": ("model", "chat", "chat_json"),
+    "reranker": ("rerank",),
+}
+
+
+def build(kind: str, name: str, *args: Any, **kwargs: Any) -> Any:
+    """Load ``name`` and call its factory; what it returns is checked for its methods.
+
+    A third-party factory may raise anything: it becomes an EmbedderError
+    (an embedder: vectors then rest, keyword recall goes on) or a ConfigError,
+    so nothing outside the MdmemError tree leaves a public call.
+    """
+    factory = load(kind, name)
+    try:
+        made = factory(*args, **kwargs)
+    except MdmemError:
+        raise
+    except (Exception, SystemExit) as exc:
+        error = EmbedderError if kind == "embedder" else ConfigError
+        raise error(
+            f"{_WHAT[kind]} {name!r} failed: {type(exc).__name__}: {one_line(str(exc), 200)}"
+        ) from None
+    # Not "dim": reading it may send a probe request to a remote embedder.
+    missing = [attr for attr in _NEEDS[kind] if not hasattr(made, attr)]
+    if missing:
+        what = {"embedder": "an Embedder", "llm": "an LLM client", "reranker": "a reranker"}
+        raise ConfigError(
+            f"{_WHAT[kind]} {name!r} returned {type(made).__name__} without "
+            f"{', '.join(repr(m) for m in missing)}: not {what[kind]}"
+        )
+    return made
 
 
 # -- embedder = "auto": follow the LLM's endpoint (Otto) --------------------------------

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -92,8 +93,14 @@ _STEPS = 6  # progress steps of run_doctor
 
 
 def run_doctor(
-    store: MemoryStore, *, fix: bool = False, progress: Progress | None = None
+    store: MemoryStore,
+    *,
+    fix: bool = False,
+    progress: Progress | None = None,
+    extra: Sequence[tuple[str, Callable[[MemoryStore], list[Problem]]]] = (),
 ) -> DoctorReport:
+    """Every check; ``extra``: (name, check) pairs of layers above this one
+    (contact profiles), read-only, run after the built-in checks."""
     report = DoctorReport()
     # One step per group of checks (the derived state and git fsck take longest).
     tell = progress or silent
@@ -159,6 +166,9 @@ def run_doctor(
         report.problems.append(Problem("obsidian settings", stale_filters, True))
     report.checks.append("git config")
     report.problems.extend(check_git_programs(store))
+    for name, check in extra:
+        report.checks.append(name)
+        report.problems.extend(check(store))
     tell("doctor", 5, _STEPS)
 
     if fix and report.problems:

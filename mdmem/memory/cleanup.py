@@ -23,8 +23,9 @@ merges duplicates, retires superseded facts and settles contradictions (operator
    ``[status:: superseded] [by:: ^survivor]``; a retire is the same mark, or
    ``[status:: resolved]`` without a successor. Every change of the run is one
    commit (``Op: cleanup``) with a ``Reason:`` trailer per action. With
-   ``review`` it is one commit on a review branch (:mod:`mdmem.git.review`)
-   that a person merges or rejects; the working tree is not touched.
+   ``review`` it is one commit on a review branch ``mdmem/cleanup-<date>``
+   (:mod:`mdmem.git.review`) that a person merges or rejects; the working
+   tree is not touched.
 4. **When.** On demand, or ``cleanup(if_due=True)`` from a host's scheduler:
    it runs when ``interval_hours`` (168, weekly) passed since the scope's
    last run (kept in the state dir; losing it costs one early run).
@@ -55,6 +56,7 @@ log = logging.getLogger("mdmem")
 
 _FILES = ("MEMORY.md", "USER.md")
 _MAX_REASON = 300
+_MIN_ACTIONS = 10  # actions a batch's plan may hold whatever its size
 _STATE_FILE = "cleanup.json"
 
 CLEANUP_SYSTEM = (
@@ -272,6 +274,16 @@ def _checked(
     shown = {b.id: b for b in batch}
     used: set[str] = set()
     plan: list[dict[str, Any]] = []
+    # Each id may be named once, so a sane plan has fewer actions than the
+    # batch has memories; a flood (a model looping, or text in a memory that
+    # talks it into one) is dropped whole instead of checked one by one.
+    if len(actions) > max(_MIN_ACTIONS, len(batch)):
+        _reject(
+            result,
+            {"batch": [b.id for b in batch], "actions": len(actions)},
+            f"the model proposed {len(actions)} actions for {len(batch)} memories",
+        )
+        return []
     for action in actions:
         op = action.get("op")
         try:
@@ -309,7 +321,10 @@ def _checked(
     lost = sum(len(a["ids"]) - 1 for a in plan if a["op"] == "merge")
     lost += sum(1 for a in plan if a["op"] == "retire")
     ratio = store.settings.cleanup.max_retire_ratio
-    if lost > max(2, ratio * len(batch)):
+    # One is always allowed (two duplicates merge into one); beyond that the
+    # ratio holds even in a small scope, where a floor of 2 let a hostile
+    # plan retire 2 of 3 memories.
+    if lost > max(1, ratio * len(batch)):
         _reject(
             result,
             {"batch": [b.id for b in batch], "actions": len(plan)},
@@ -333,6 +348,7 @@ def _apply(
 ) -> None:
     if not any(plan for _, plan in plans):
         return
+    seen = {b.id: b for batch, _plan in plans for b in batch}
     message: tuple[str, list[tuple[str, str]]] | None = None
     # Review keeps the lock until the branch commit exists (its bytes must be HEAD's).
     with store.writer.writing() if review else nullcontext():
@@ -340,7 +356,7 @@ def _apply(
             reasons: list[tuple[str, str]] = []
             for _batch, plan in plans:
                 for action in plan:
-                    done = _apply_one(store, tx, action)
+                    done = _apply_one(store, tx, action, seen)
                     if done is None:
                         _reject(result, action, "a memory changed since the model saw it")
                         continue
@@ -354,7 +370,9 @@ def _apply(
                 message = _message(result, reasons)
                 tx.set_message(*message)
         if review and message is not None:
-            result.branch, result.commit = rv.create_branch(store, tx.changes, *message, [])
+            result.branch, result.commit = rv.create_branch(
+                store, tx.changes, *message, [], prefix=rv.CLEANUP_PREFIX
+            )
     if message is None:
         return
     if dry_run or review:
@@ -383,20 +401,30 @@ def _message(
     return title, trailers
 
 
-def _active(store: MemoryStore, memory_id: str) -> Block | None:
+def _as_seen(store: MemoryStore, memory_id: str, seen: dict[str, Block]) -> Block | None:
+    """The memory if it is still active and reads as the model saw it, else None.
+
+    The model's calls run outside the vault lock: another writer, a second
+    cleanup or a person's edit may have changed a memory meanwhile, and a
+    plan made from the old text must not overwrite the new one.
+    """
     block = store.catalog.block(memory_id)
-    return block if block is not None and block.status == "active" else None
+    was = seen.get(memory_id)
+    if block is None or block.status != "active" or was is None:
+        return None
+    return block if (block.text, block.kind) == (was.text, was.kind) else None
 
 
 def _apply_one(
-    store: MemoryStore, tx: Any, action: dict[str, Any]
+    store: MemoryStore, tx: Any, action: dict[str, Any], seen: dict[str, Block]
 ) -> tuple[list[str], list[str]] | None:
-    """(retired ids, new ids), or None when a memory is no longer active."""
+    """(retired ids, new ids), or None when a memory changed since the model saw it."""
+
     today = store.clock.today()
     if action["op"] == "retire":
-        if _active(store, action["id"]) is None:
+        if _as_seen(store, action["id"], seen) is None:
             return None
-        if action["by"] is not None and _active(store, action["by"]) is None:
+        if action["by"] is not None and _as_seen(store, action["by"], seen) is None:
             return None
         updates: dict[str, str | None] = (
             {"status": "superseded", "by": f"^{action['by']}", "updated": today}
@@ -408,7 +436,7 @@ def _apply_one(
         )
         return [action["id"]], []
     ids: list[str] = action["ids"]
-    if any(_active(store, i) is None for i in ids):
+    if any(_as_seen(store, i, seen) is None for i in ids):
         return None
     created: list[str] = []
     survivor = ids[0]

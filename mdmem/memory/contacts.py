@@ -17,6 +17,14 @@ A contact that records turns before any link has a profile of its own
 (person ``contact:<platform>-<id>``); linking it moves its platform id, first
 seen and name to the person and removes the old profile, in one commit.
 
+Scope: a profile note says ``scope: <person>`` in its frontmatter, so it
+belongs to the person it describes (a file outside ``scopes/`` takes the
+scope its frontmatter declares): an assistant confined to other scopes
+neither recalls it nor learns from ``contact_profile`` whether a platform id
+(a guessable phone number) is known. A platform id found on two profiles
+(a hand edit) resolves to nobody until a person fixes it; ``doctor``
+reports that and any profile note broken by hand.
+
 Trust (DESIGN): links, names and the profile's fields come from the API
 caller (the host), never from text: the model tools only read profiles, and
 no write verb routes text into ``contacts/``. A person may edit a profile by
@@ -38,7 +46,8 @@ from typing import Any
 
 import yaml
 
-from mdmem.errors import InvalidInputError, MemoryNotFoundError, VaultFileError
+from mdmem.errors import InvalidInputError, MdmemError, MemoryNotFoundError, VaultFileError
+from mdmem.maintenance.doctor import Problem
 from mdmem.models import FACT_KINDS, Block, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
@@ -47,7 +56,7 @@ from mdmem.store.memories import MemoryStore
 from mdmem.store.secret_guard import refuse_in_metadata
 from mdmem.store.textfile import SkipFile, TextFile, decode
 
-__all__ = ["CONTACTS_DIR", "Contacts", "Profile"]
+__all__ = ["CHECK", "CONTACTS_DIR", "Contacts", "Profile", "check_profiles"]
 
 log = logging.getLogger("mdmem")
 
@@ -57,7 +66,7 @@ _SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
 _MAX_NAME = 100
 _MAX_FACTS = 200
 # The profile's own keys; anything else a person adds to the frontmatter is kept.
-_KEYS = ("person", "display_name", "platform_ids", "first_seen", "last_seen")
+_KEYS = ("person", "scope", "display_name", "platform_ids", "first_seen", "last_seen")
 
 
 @dataclass(frozen=True)
@@ -139,12 +148,23 @@ class Contacts:
     # -- reads ---------------------------------------------------------------
 
     def person_of(self, platform_id: str) -> str | None:
-        """The person a platform id is linked to, or None."""
+        """The person a platform id is linked to; None when nobody (or, after a
+        hand edit, more than one person) holds it."""
         platform_id = check_platform_id(platform_id)
-        for person, meta in self._profiles().items():
-            if platform_id in meta["platform_ids"] and not person.startswith("contact:"):
-                return person
-        return None
+        holders = [
+            person
+            for person, meta in self._profiles().items()
+            if platform_id in meta["platform_ids"] and not person.startswith("contact:")
+        ]
+        if len(holders) > 1:
+            # Guessing would file one person's turns in another's scope.
+            log.warning(
+                "%s is on the profiles of %s: resolved to nobody (mdmem doctor)",
+                platform_id,
+                " and ".join(holders),
+            )
+            return None
+        return holders[0] if holders else None
 
     def scope_for(self, platform_id: str | None) -> str | None:
         """The scope a session with this contact records into when the host gave none."""
@@ -177,9 +197,18 @@ class Contacts:
         """
         platform_id = check_platform_id(platform_id)
         person = check_person(person)
+        if person.startswith("contact:"):
+            raise InvalidInputError(
+                "contact:... is the profile of a contact nobody linked yet; link to a person "
+                "(user:alice)"
+            )
         name = _check_name(display_name) if display_name is not None else None
         with self.store.writer.batch(subject=None) as tx:
             profiles = self._profiles()
+            if platform_id in profiles and not platform_id.startswith("contact:"):
+                # A person is not another person's handle: linking would make
+                # their ids chain (bob -> alice) or loop.
+                raise InvalidInputError(f"{platform_id} is a person with a profile of their own")
             moved: dict[str, Any] = {"first_seen": None, "last_seen": None, "name": None}
             for other, meta in profiles.items():
                 if other == person or platform_id not in meta["platform_ids"]:
@@ -391,6 +420,91 @@ class Contacts:
         return found[:_MAX_FACTS]
 
 
+CHECK = "contact profiles"
+
+
+def check_profiles(store: MemoryStore) -> list[Problem]:
+    """``doctor``'s check of ``contacts/``: what a hand edit broke, one problem each.
+
+    A profile note whose frontmatter doesn't parse, names another person than
+    its path, lacks its scope, holds a platform id mdmem would refuse or a
+    seen time that is not a time, and a platform id on two people's profiles.
+    Nothing is fixed automatically: each needs a person's decision (or
+    ``mdmem contacts refresh`` for a missing scope). Other notes a person
+    keeps in ``contacts/`` are theirs and not looked at.
+    """
+    base = store.root / CONTACTS_DIR
+    problems: list[Problem] = []
+    holders: dict[str, list[str]] = {}
+
+    def bad(rel: str, what: str) -> None:
+        problems.append(Problem(CHECK, f"{rel}: {what}", False))
+
+    for full in sorted(base.glob("*/*.md")) if base.is_dir() else []:
+        rel = full.relative_to(store.root).as_posix()
+        person = _person_of_path(rel)
+        if person is None:
+            continue  # not at a profile's place: a person's own note
+        text = _read(full)
+        try:
+            meta = _strict_meta(text)
+        except ValueError as exc:
+            bad(rel, f"the frontmatter can't be read ({one_line(str(exc), 120)})")
+            continue
+        if meta.get("person") != person:
+            bad(rel, f"says person {meta.get('person')!r} but its place is {person}'s")
+        if meta.get("merged_into"):
+            continue
+        if meta.get("scope") != person:
+            bad(
+                rel,
+                f"is not in {person}'s scope (scope: {meta.get('scope')!r}); "
+                "mdmem contacts refresh sets it",
+            )
+        ids = meta.get("platform_ids") or []
+        if not isinstance(ids, list):
+            bad(rel, "platform_ids is not a list")
+            ids = []
+        for raw in ids:
+            try:
+                holders.setdefault(check_platform_id(str(raw)), []).append(person)
+            except MdmemError as exc:
+                bad(rel, f"platform id {str(raw)!r} is not valid ({one_line(str(exc), 80)})")
+        for key in ("first_seen", "last_seen"):
+            value = meta.get(key)
+            stamp_ok = isinstance(value, datetime) or blk.parse_datetime(str(value)) is not None
+            if value is not None and not stamp_ok:
+                bad(rel, f"{key} {value!r} is not a date and time")
+    for platform_id, people in sorted(holders.items()):
+        linked = sorted({p for p in people if not p.startswith("contact:")})
+        if len(linked) > 1:
+            problems.append(
+                Problem(
+                    CHECK,
+                    f"{platform_id} is on the profiles of {' and '.join(linked)}: its turns "
+                    "resolve to nobody until one profile drops it",
+                    False,
+                )
+            )
+    return problems
+
+
+def _strict_meta(text: str) -> dict[str, Any]:
+    """A profile's frontmatter; ValueError saying what is wrong with it."""
+    if not text.startswith("---"):
+        raise ValueError("no frontmatter")
+    end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
+    if end is None:
+        raise ValueError("the frontmatter is not closed")
+    try:
+        meta = yaml.safe_load(text[3 : 3 + end.start()])
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc).split("\n", 1)[0]) from None
+    if not isinstance(meta, dict):
+        raise ValueError("the frontmatter is not a map of keys")
+    return meta
+
+
 def _person_of_path(rel: str) -> str | None:
     parts = PurePosixPath(rel).parts
     if len(parts) != 3 or parts[0] != CONTACTS_DIR or not parts[2].endswith(".md"):
@@ -454,7 +568,9 @@ def _widen(meta: dict[str, Any], first: str | None, last: str | None) -> None:
 
 def _merged_stub(person: str, into: str) -> Editor:
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
-        front = yaml.safe_dump({"person": person, "merged_into": into}, sort_keys=False)
+        front = yaml.safe_dump(
+            {"person": person, "scope": person, "merged_into": into}, sort_keys=False
+        )
         tf.lines[:] = []
         tf.append_lines(
             [
@@ -484,6 +600,8 @@ def _profile_editor(
         ids = [str(i) for i in meta.get("platform_ids") or []]
         ordered: dict[str, Any] = {
             "person": person,
+            # The note belongs to its person's scope (see the module doc).
+            "scope": person,
             "display_name": meta.get("display_name"),
             "platform_ids": ids,
             "first_seen": meta.get("first_seen"),

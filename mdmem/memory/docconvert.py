@@ -58,7 +58,12 @@ def to_markdown(path: Path, raw: bytes) -> str:
         raise InvalidInputError(f"{path.name} is not UTF-8 text (byte {exc.start})") from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if suffix in _HTML:
-        return _html_markdown(text)
+        try:
+            return _html_markdown(text)
+        except RecursionError:
+            # markdownify walks the tree recursively: thousands of nested
+            # elements (a generated page, or one made to crash readers).
+            raise InvalidInputError(f"{path.name} nests its HTML too deeply to convert") from None
     if suffix in _MARKDOWN or suffix in _TEXT:
         return text
     raise InvalidInputError(f"can't ingest {path.name}: supported files are {', '.join(SUFFIXES)}")
@@ -71,24 +76,67 @@ def _html_markdown(html: str) -> str:
 
     soup = BeautifulSoup(html, "html.parser")
     # Scripts, styles and the head are what the browser runs or reads, not the
-    # document's text (markdownify's strip= would keep their contents).
-    for tag in soup(["script", "style", "noscript", "template", "head"]):
+    # document's text (markdownify's strip= would keep their contents). Frames,
+    # plugins and inline graphics show other content (their inner text is a
+    # fallback for old browsers, not the page's own words).
+    for tag in soup(_DROPPED_TAGS):
         tag.decompose()
+    # A data: URL is an inline blob (kilobytes of base64 per image) and a
+    # javascript:/vbscript: link runs code where a viewer renders it: the
+    # element keeps its words (alt text, link text), never the URL.
+    for tag in soup.find_all(["a", "img", "area", "source", "video", "audio"]):
+        for attr in ("href", "src", "srcset", "poster"):
+            value = tag.get(attr)
+            if isinstance(value, str) and _ACTIVE_URL.match(value):
+                if tag.name == "img":
+                    tag.replace_with(str(tag.get("alt") or ""))
+                    break
+                if tag.name == "a":
+                    tag.unwrap()
+                    break
+                del tag[attr]
     return str(MarkdownConverter(heading_style="ATX").convert_soup(soup))
+
+
+_DROPPED_TAGS = [
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "iframe",
+    "frame",
+    "frameset",
+    "object",
+    "embed",
+    "applet",
+    "svg",
+    "canvas",
+]
+# Schemes that carry data or run code instead of pointing somewhere; browsers
+# ignore whitespace and control characters before the scheme and its case.
+_ACTIVE_URL = re.compile(r"^[\x00-\x20]*(?:data|javascript|vbscript|file)\s*:", re.IGNORECASE)
 
 
 def _pdf_text(path: Path, raw: bytes) -> str:
     import io
 
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted and not reader.decrypt(""):
+            # An empty user password only restricts printing and the like.
+            raise InvalidInputError(f"{path.name} is password-protected: decrypt it first")
         pages = [page.extract_text() or "" for page in reader.pages]
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
+    except InvalidInputError:
+        raise
+    except Exception as exc:
+        # Untrusted bytes: pypdf fails in many ways (fuzzing found
+        # AttributeError, and deep object chains recurse); none of them may
+        # leave the MdmemError tree.
         raise InvalidInputError(
-            f"{path.name} is not a readable PDF ({one_line(str(exc), 80)})"
+            f"{path.name} is not a readable PDF ({type(exc).__name__}: {one_line(str(exc), 80)})"
         ) from None
     # A PDF has no heading structure: each page is a section.
     parts = [f"# Page {n}\n\n{text.strip()}" for n, text in enumerate(pages, 1) if text.strip()]

@@ -11,6 +11,20 @@ id and its lines byte for byte; a chunk whose text changed under the same
 heading keeps its id with the new text; new chunks get new ids; gone ones
 go. A source whose checksum equals the one on file writes nothing.
 
+Hand edits: a chunk a person changed (or deleted) in ``documents/`` since
+the last ingest (compared with the file as that ingest committed it) is kept
+when the new source leaves that chunk as it was; when the new source changes
+or removes it, the re-ingest is refused with the chunk ids, and
+``force=True`` (``mdmem ingest --force``) replaces it (the edit stays in git).
+
+Where it came from: ``source`` is the file name, or its path inside the
+folder ingested (``docs/sub/b.txt``): never the absolute path, which would
+carry the user's directory layout into the vault's git. The document is
+found again by ``origin``, a hash of its absolute path on the ingesting
+machine (so a copy of the vault elsewhere makes a new document, not a wrong
+match). Only regular files are read; a folder ingest skips symlinks, hidden
+entries and anything inside a vault.
+
 The document's text is data: it passes the secrets guard, and its own
 frontmatter, ``[key:: value]`` fields, ``^ids`` and headings are stored so
 they read back as text, never as mdmem's metadata (DESIGN, trust rules).
@@ -19,7 +33,11 @@ they read back as text, never as mdmem's metadata (DESIGN, trust rules).
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import re
+import stat
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,15 +45,23 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from mdmem.errors import InvalidInputError, MdmemError
-from mdmem.memory.docconvert import Chunk, chunk_markdown, to_markdown
+from mdmem.errors import ConflictError, InvalidInputError, MdmemError
+from mdmem.memory.docconvert import (
+    MAX_DOCUMENT_BYTES,
+    SUFFIXES,
+    Chunk,
+    chunk_markdown,
+    to_markdown,
+)
 from mdmem.models import Block, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
 from mdmem.store.memories import MemoryStore
 from mdmem.store.textfile import SkipFile, TextFile, decode
 
-__all__ = ["DOCUMENTS_DIR", "IngestResult", "ingest", "ingest_many"]
+log = logging.getLogger("mdmem")
+
+__all__ = ["DOCUMENTS_DIR", "IngestResult", "expand", "ingest", "ingest_many"]
 
 DOCUMENTS_DIR = "documents"
 KIND = "document_chunk"
@@ -56,29 +82,95 @@ class IngestResult:
     removed: list[str] = field(default_factory=list)
     written: bool = False
     commit: str | None = None
+    kept_edits: list[str] = field(default_factory=list)  # hand-edited chunks left as they are
+
+
+def expand(
+    store: MemoryStore, paths: Iterable[str | Path]
+) -> tuple[list[tuple[Path, Path | None]], list[tuple[str, str]]]:
+    """The files a list of paths means: ([(file, the folder it was found in)], [(skipped, why)]).
+
+    A file named outright is taken as it is (its symlink followed: the user
+    chose it). Under a folder, symlinks are skipped (a link can point out of
+    the folder, at a private file or back up into a loop), and so are hidden
+    entries, unsupported suffixes and anything inside a vault.
+    """
+    files: list[tuple[Path, Path | None]] = []
+    skipped: list[tuple[str, str]] = []
+    vault = store.root.resolve()
+    for given in (Path(p).expanduser() for p in paths):
+        if not given.is_dir():
+            files.append((given, None))
+            continue
+        if given.resolve() == vault or vault in given.resolve().parents:
+            skipped.append((str(given), "inside the vault"))
+            continue
+        for top, dirs, names in os.walk(given, followlinks=False):
+            here = Path(top)
+            keep = []
+            for d in sorted(dirs):
+                sub = here / d
+                if d.startswith("."):
+                    continue
+                if sub.is_symlink():
+                    skipped.append((str(sub), "a symlink"))
+                elif (sub / "mdmem.toml").is_file() or sub.resolve() == vault:
+                    skipped.append((str(sub), "a vault"))
+                else:
+                    keep.append(d)
+            dirs[:] = keep
+            for name in sorted(names):
+                full = here / name
+                if name.startswith(".") or full.suffix.lower() not in SUFFIXES:
+                    continue
+                if full.is_symlink():
+                    skipped.append((str(full), "a symlink"))
+                    continue
+                files.append((full, given))
+    return files, skipped
 
 
 def ingest_many(
-    store: MemoryStore, paths: Iterable[str | Path], *, scope: str | None = None
+    store: MemoryStore,
+    paths: Iterable[str | Path],
+    *,
+    scope: str | None = None,
+    force: bool = False,
 ) -> list[IngestResult]:
-    """Ingest several files, each in its own commit (one bad file stops the run)."""
-    return [ingest(store, p, scope=scope) for p in paths]
+    """Ingest files and folders (see :func:`expand`), each file in its own commit.
+
+    One bad file stops the run; the files before it stay ingested, and a
+    re-run skips them as unchanged.
+    """
+    files, skipped = expand(store, paths)
+    for name, why in skipped:
+        log.warning("ingest: skipped %s (%s)", name, why)
+    return [ingest(store, f, scope=scope, force=force, root=r) for f, r in files]
 
 
 def ingest(
-    store: MemoryStore, path: str | Path, *, scope: str | None = None, title: str | None = None
+    store: MemoryStore,
+    path: str | Path,
+    *,
+    scope: str | None = None,
+    title: str | None = None,
+    force: bool = False,
+    root: Path | None = None,
 ) -> IngestResult:
-    """Copy or convert ``path`` into ``documents/`` as chunks; see the module doc."""
+    """Copy or convert ``path`` into ``documents/`` as chunks; see the module doc.
+
+    ``root``: the folder the file was found in (its ``source`` is then the
+    path inside that folder); ``force``: replace hand-edited chunks.
+    """
     scope = blk.validate_scope(scope)
     source = Path(path).expanduser()
-    try:
-        raw = source.read_bytes()
-    except OSError as exc:
-        raise InvalidInputError(f"can't read {source}: {exc.strerror or exc}") from None
-    source_name = str(source.resolve())
-    if store.root.resolve() in source.resolve().parents:
+    raw = _read_regular(source)
+    real = source.resolve()
+    if store.root.resolve() in real.parents:
         # A note in the vault is indexed as it is; a copy would be recalled twice.
         raise InvalidInputError(f"{source.name} is already in the vault: it is indexed as it is")
+    source_name = _source_name(source, root)
+    origin = "sha256:" + hashlib.sha256(os.fsencode(real)).hexdigest()[:20]
     checksum = "sha256:" + hashlib.sha256(raw).hexdigest()
     name = title if title is not None else source.stem
     name = _clean_title(name)
@@ -90,17 +182,29 @@ def ingest(
 
     folder = blk.scope_dir(scope) / DOCUMENTS_DIR
     with store.writer.batch(subject=None) as tx:
-        rel, old_meta, old_chunks = _existing(store, folder, source_name, name)
-        if old_meta.get("checksum") == checksum and old_chunks:
+        rel, old_meta, old_chunks = _existing(store, folder, origin, str(real), name)
+        if (
+            old_meta.get("checksum") == checksum
+            and old_meta.get("origin") == origin
+            and old_meta.get("source") == source_name
+            and old_chunks
+        ):
             ids = [b.id for b in old_chunks]
             return IngestResult(source_name, rel, checksum, ids, unchanged=ids)
-        plan = _assign_ids(store, chunks, old_chunks)
-        meta = {
+        # What the last ingest wrote: the baseline a hand edit is measured against.
+        ingested = _as_ingested(store, rel, old_chunks) if old_chunks else {}
+        current = {b.id: b for b in old_chunks}
+        plan = _assign_ids(store, chunks, list(ingested.values()) or old_chunks)
+        chunks, kept_edits = _keep_hand_edits(chunks, plan, ingested, current, force=force)
+        meta: dict[str, object] = {
             "title": name,
             "source": source_name,
+            "origin": origin,
             "checksum": checksum,
             "date": datetime.now(UTC).replace(microsecond=0).isoformat(),
         }
+        # Keys a person added to the frontmatter stay.
+        meta.update({str(k): v for k, v in old_meta.items() if k not in meta and k not in _LEGACY})
         lines = _render(meta, name, chunks, plan)
         added = [i for i, how in plan.values() if how == "added"]
         kept = [i for i, how in plan.values() if how == "unchanged"]
@@ -120,7 +224,8 @@ def ingest(
         if not old_meta:
             tx.create_file(rel, lines, subject=subject, trailers=trailers)
         else:
-            tx.apply(rel, _replacer(lines), subject, trailers)
+            base = decode((store.root / rel).read_bytes()).text
+            tx.apply(rel, _replacer(lines, base, rel), subject, trailers)
     return IngestResult(
         source_name,
         rel,
@@ -132,7 +237,115 @@ def ingest(
         removed=removed,
         written=True,
         commit=store.git.head(),
+        kept_edits=kept_edits,
     )
+
+
+# Frontmatter keys an older release wrote that this one replaces.
+_LEGACY = frozenset({"source", "origin"})
+
+
+def _read_regular(source: Path) -> bytes:
+    """The file's bytes; only a regular file of bounded size is read.
+
+    A FIFO or device would block or never end, and a huge file is read only
+    to be refused: both are refused from ``stat`` first.
+    """
+    try:
+        st = source.stat()
+    except OSError as exc:
+        raise InvalidInputError(f"can't read {source}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InvalidInputError(f"{source.name} is a folder: use ingest_many (mdmem ingest FOLDER)")
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInputError(f"{source.name} is not a regular file")
+    limit = MAX_DOCUMENT_BYTES
+    if st.st_size > limit:
+        raise InvalidInputError(f"{source.name} is larger than {limit // (1024 * 1024)} MiB")
+    try:
+        with open(source, "rb") as fh:
+            raw = fh.read(limit + 1)  # the file may have grown since stat
+    except OSError as exc:
+        raise InvalidInputError(f"can't read {source}: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise InvalidInputError(f"{source.name} is larger than {limit // (1024 * 1024)} MiB")
+    return raw
+
+
+def _source_name(source: Path, root: Path | None) -> str:
+    """What ``source`` says: the name inside the folder ingested, or the file's name."""
+    if root is not None:
+        try:
+            inner = source.relative_to(root)
+            return unicodedata.normalize("NFC", (Path(root.name) / inner).as_posix())
+        except ValueError:
+            pass
+    return unicodedata.normalize("NFC", source.name)
+
+
+def _as_ingested(store: MemoryStore, rel: str, current: list[Block]) -> dict[str, Block]:
+    """Chunk id -> the chunk as the last ingest committed it (the current one without git)."""
+    try:
+        commits = store.git.log("-1", "--grep=^Op: ingest$", "--", rel)
+        data = store.git.show(commits[0].sha, rel) if commits else None
+    except MdmemError as exc:
+        log.warning("ingest: no ingest commit of %s to compare hand edits with: %s", rel, exc)
+        data = None
+    if data is None:
+        return {b.id: b for b in current}
+    try:
+        parsed = blk.parse(rel, decode(data))
+    except (SkipFile, MdmemError):
+        return {b.id: b for b in current}
+    return {b.id: b for b in parsed.memories() if b.kind == KIND}
+
+
+def _keep_hand_edits(
+    chunks: list[Chunk],
+    plan: dict[int, tuple[str, str]],
+    ingested: dict[str, Block],
+    current: dict[str, Block],
+    *,
+    force: bool,
+) -> tuple[list[Chunk], list[str]]:
+    """(the chunks to write, the ids of hand-edited chunks kept as the person left them).
+
+    A chunk edited by hand since the last ingest is kept when the source did
+    not change it; a re-ingest that would change or remove it is refused
+    (unless ``force``).
+    """
+    edited = {
+        i
+        for i, was in ingested.items()
+        if i not in current or (current[i].heading, current[i].text) != (was.heading, was.text)
+    }
+    if not edited:
+        return chunks, []
+    planned = {plan[n][0]: (n, plan[n][1]) for n in range(len(chunks))}
+    conflicts = [i for i in sorted(edited) if planned.get(i, (0, "removed"))[1] != "unchanged"]
+    if conflicts and not force:
+        raise InvalidInputError(
+            f"chunk(s) {', '.join('^' + i for i in conflicts[:10])} were edited by hand since "
+            "the last ingest and the new version changes them: re-run with force=True "
+            "(mdmem ingest --force) to replace them (the edit stays in git history)"
+        )
+    out = list(chunks)
+    kept: list[str] = []
+    for i in sorted(edited - set(conflicts)) if not force else []:
+        n, _how = planned[i]
+        mine = current.get(i)
+        if mine is None:
+            continue  # deleted by hand: left out below
+        out[n] = Chunk(mine.heading, mine.text)
+        kept.append(i)
+    gone = {i for i in edited - set(conflicts) if i not in current} if not force else set()
+    if gone:
+        keep_n = [n for n in range(len(out)) if plan[n][0] not in gone]
+        new_plan = {m: plan[n] for m, n in enumerate(keep_n)}
+        plan.clear()
+        plan.update(new_plan)
+        out = [out[n] for n in keep_n]
+    return out, kept
 
 
 def documents(store: MemoryStore, *, scope: str | None = None) -> list[dict[str, str]]:
@@ -147,10 +360,12 @@ def documents(store: MemoryStore, *, scope: str | None = None) -> list[dict[str,
     return out
 
 
-_META_KEYS = ("title", "source", "checksum", "date")
+_META_KEYS = ("title", "source", "origin", "checksum", "date")
 
 
 def _clean_title(name: str) -> str:
+    # NFC: a macOS file name (decomposed) and a typed one read as one title.
+    name = unicodedata.normalize("NFC", str(name))
     title = one_line(str(name).replace("[", "(").replace("]", ")").replace("^", ""), 120)
     title = title.strip().strip("#").strip()
     if not title:
@@ -173,11 +388,12 @@ def _frontmatter(full: Path) -> dict[str, object]:
 
 
 def _existing(
-    store: MemoryStore, folder: PurePosixPath, source_name: str, name: str
+    store: MemoryStore, folder: PurePosixPath, origin: str, legacy_source: str, name: str
 ) -> tuple[str, dict[str, object], list[Block]]:
     """(the vault file for this source, its frontmatter, its chunks in order).
 
-    A document is found again by its ``source``; a new one gets a free
+    A document is found again by its ``origin`` (or, as an older release
+    wrote it, by its absolute path in ``source``); a new one gets a free
     ``documents/<slug>.md`` (``-2``, ``-3``... when another source has it).
     """
     base = store.root / str(folder)
@@ -185,7 +401,10 @@ def _existing(
     candidates = sorted(base.glob("*.md")) if base.is_dir() else []
     for full in candidates:
         meta = _frontmatter(full)
-        if meta.get("source") == source_name:
+        found = meta.get("origin") == origin or (
+            "origin" not in meta and meta.get("source") == legacy_source
+        )
+        if found:
             rel = full.relative_to(store.root).as_posix()
             tf = decode(full.read_bytes())
             parsed = blk.parse(rel, tf)
@@ -227,7 +446,7 @@ def _assign_ids(
 
 
 def _render(
-    meta: dict[str, str], title: str, chunks: list[Chunk], plan: dict[int, tuple[str, str]]
+    meta: dict[str, object], title: str, chunks: list[Chunk], plan: dict[int, tuple[str, str]]
 ) -> list[str]:
     """The document file: mdmem's frontmatter, a title, one entry per chunk.
 
@@ -241,10 +460,18 @@ def _render(
     return lines
 
 
-def _replacer(lines: list[str]) -> Editor:
-    """An editor replacing the document file's lines (unchanged chunks render the same)."""
+def _replacer(lines: list[str], base: str, rel: str) -> Editor:
+    """An editor replacing the document file's lines (unchanged chunks render the same).
+
+    ``base`` is the file the plan was made from. The writer replays an edit
+    on a file someone saved meanwhile: a whole-file replace would then drop
+    their edit (in git, but gone from the file), so it stops instead and a
+    re-run weighs the new edit like any other.
+    """
 
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+        if "".join(tf.lines) != base:
+            raise ConflictError(f"{rel} changed while it was re-ingested; run the ingest again")
         tf.lines[:] = []
         tf.append_lines(lines)
         return Edit()

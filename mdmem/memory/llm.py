@@ -471,7 +471,7 @@ def client_from_settings(settings: Settings) -> LLMClient | None:
 
         # A provider from an installed package (mdmem.llms entry point): it is
         # configured by being chosen, and may need no endpoint or key.
-        client: LLMClient = registry.load("llm", name)(config)
+        client: LLMClient = registry.build("llm", name, config)
         return client
     if config.configured:
         return LLMClient(config)

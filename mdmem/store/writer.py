@@ -55,6 +55,7 @@ from mdmem.store.editors import (
 )
 from mdmem.store.gitstore import GitStore, Identity, format_message
 from mdmem.store.ids import IdIssuer, normalize_id
+from mdmem.store.intent import Intent, recover
 from mdmem.store.swap import Orphans, Swapped, swap
 from mdmem.store.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
 from mdmem.store.vaultlock import VaultLock
@@ -347,6 +348,7 @@ class Writer:
         # One process at a time, in turn (see mdmem.store.vaultlock), and one
         # thread of this process at a time; recalls share the mutex too.
         self.vault_lock = VaultLock(root, state_dir)
+        self.state_dir = state_dir
         self.mutex = threading.RLock()
         # Called at a batch's end with its new memory ids (auto-resolve).
         self.after_batch: Callable[[list[str]], None] | None = None
@@ -582,6 +584,8 @@ class Writer:
             # us, make it (and the derived state) again first.
             self.indexer.ensure_state()
             with self.vault_lock.hold(self.settings.git.lock_timeout):
+                if self.settings.git.enabled and self._recover_interrupted():
+                    self._known_clean = False
                 if self._orphans:
                     self._orphans.rescue()
                 if sync:
@@ -604,6 +608,18 @@ class Writer:
         else:
             self._commit_human_edits()
         self._known_clean = True
+
+    def _recover_interrupted(self) -> list[str]:
+        """Finish a write a killed process left between its file writes and its commit."""
+
+        def commit(message: str, agent: str, paths: list[str]) -> None:
+            note = message.rstrip("\n") + "\nRecovered: interrupted write\n"
+            self.git.commit(note, Identity.agent(agent), paths=paths)
+
+        def dirty(paths: list[str]) -> list[str]:
+            return sorted(set(self.git.dirty_paths()) & set(paths))
+
+        return recover(self.state_dir, self.root, commit, dirty)
 
     def _human_identity(self) -> Identity:
         if self._human is None:
@@ -815,6 +831,48 @@ class Writer:
         written: list[str] = []
         installed: dict[str, Swapped] = {}
         git_on = self.settings.git.enabled
+        intent: Intent | None = None
+        if git_on and tx.ops:
+            # Kept until the commit exists: a kill in between is rolled
+            # forward by the next lock holder (mdmem.store.intent).
+            title, trailers = tx.message(subject)
+            intent = Intent(self.state_dir, format_message(title, trailers=trailers), self.agent)
+            many = len(tx.pending) > 1
+            for rel, pending in tx.pending.items():
+                intent.record(rel, pending.original, pending.tf.to_bytes(), keep_bytes=many)
+            intent.save()
+        try:
+            self._install(tx, intent, written, installed)
+        except BaseException:
+            if intent is not None:
+                intent.clear()  # an error the caller sees is not rolled forward
+            raise
+        if git_on and tx.ops:
+            title, trailers = tx.message(subject)
+            message = format_message(title, trailers=trailers)
+            agent = Identity.agent(self.agent)
+            before = self.git.head()
+            # The commit is a git process we mostly wait on, and indexing is
+            # our own CPU work: overlap them (a durable write's two halves).
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                committed = pool.submit(self.git.commit, message, agent, paths=written)
+                tx.index_written(written, self.indexer, self.catalog)
+                committed.result()
+            self._check_commit(before, message, agent, installed)
+            if intent is not None:
+                intent.clear()
+        else:
+            tx.index_written(written, self.indexer, self.catalog)
+
+    def _install(
+        self,
+        tx: Transaction,
+        intent: Intent | None,
+        written: list[str],
+        installed: dict[str, Swapped],
+    ) -> None:
+        """Replace each pending file (compare-and-swap), committing a person's version first."""
+        git_on = self.settings.git.enabled
         for rel, pending in tx.pending.items():
             full = safe_path(self.root, rel)
             careful = self._edited_by_others_lately(rel, full)
@@ -841,6 +899,11 @@ class Writer:
                     fresh.parsed = self.reparse(rel, fresh, result, tx)
                 pending = fresh
                 tx.pending[rel] = fresh
+                if intent is not None:
+                    intent.record(
+                        rel, fresh.original, fresh.tf.to_bytes(), keep_bytes=len(tx.pending) > 1
+                    )
+                    intent.save()
             else:
                 raise ConflictError(f"{rel} keeps changing under mdmem; try again")
             known = done.base == pending.original and self._known_committed(rel, pending.seen)
@@ -862,20 +925,6 @@ class Writer:
                     self.catalog.invalidate(rel)
             except OSError:
                 self.catalog.refresh(rel)
-        if git_on and tx.ops:
-            title, trailers = tx.message(subject)
-            message = format_message(title, trailers=trailers)
-            agent = Identity.agent(self.agent)
-            before = self.git.head()
-            # The commit is a git process we mostly wait on, and indexing is
-            # our own CPU work: overlap them (a durable write's two halves).
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                committed = pool.submit(self.git.commit, message, agent, paths=written)
-                tx.index_written(written, self.indexer, self.catalog)
-                committed.result()
-            self._check_commit(before, message, agent, installed)
-        else:
-            tx.index_written(written, self.indexer, self.catalog)
 
     def _edited_by_others_lately(self, rel: str, full: Path) -> bool:
         """True when someone else wrote the file in the last seconds (an editor is active)."""

@@ -46,4 +46,4 @@ def test_contact_profile_over_mcp(vault: Vault) -> None:
     assert alice["platform_ids"] == ["telegram:123", "whatsapp:+15550100"]
     assert alice["display_name"] == "Alice" and alice["facts"] == [fact]
     assert seen["bob"].is_error
-    assert seen["bob"].structured_content["error"]["type"] == "scope_denied"
+    assert seen["bob"].structured_content["error"]["type"] == "not_found"

@@ -38,6 +38,12 @@ class EchoLLM:
         self.config = config
         self.model = config.model
 
+    def chat(self, messages, **kwargs):
+        return messages[-1]["content"]
+
+    def chat_json(self, messages, **kwargs):
+        return {}
+
 
 class LengthReranker:
     def __init__(self, *, settings=None):

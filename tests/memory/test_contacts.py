@@ -99,7 +99,7 @@ def test_links_come_from_the_host_never_from_text(vault: Vault, tmp_path: Path) 
     # Confined to another person, the assistant sees nothing of alice.
     bob = Toolset(vault, allowed_scopes=["user:bob"], tools=["contact_profile"])
     denied = bob.dispatch("contact_profile", {"who": "user:alice"})["error"]
-    assert denied["type"] == "scope_denied"
+    assert denied["type"] == "not_found"
     mine = Toolset(vault, allowed_scopes=["user:alice"], tools=["contact_profile"])
     assert mine.dispatch("contact_profile", {"who": "user:alice"})["person"] == "user:alice"
 
