@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -56,7 +57,9 @@ def daemon(vault: Vault) -> Iterator[Path]:
     assert info is not None
     yield root
     if request(root, "stop", timeout=5) is None:
-        os.kill(info["pid"], signal.SIGTERM)
+        # The test may have stopped it already (then the pid is gone).
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info["pid"], signal.SIGTERM)
     deadline = time.monotonic() + 20
     while paths_for(root).socket.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
