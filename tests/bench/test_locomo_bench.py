@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import subprocess
 import sys
 import tempfile
 from contextlib import redirect_stdout
@@ -278,3 +279,27 @@ def test_loco_hook_prints_the_held_out_line(tiny: Path, monkeypatch: pytest.Monk
     monkeypatch.delitem(sys.modules, "rerank_fit")
     monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p) != BENCH])
     assert locomo.loco_line(args, ["memories"]) is None
+
+
+# ---------------------------------------------------------- our own set --
+
+
+def test_shortchat_set_is_built_from_its_source_and_complete() -> None:
+    # The committed JSON is what the source builds (no hand edits, no drift).
+    subprocess.run(
+        [sys.executable, str(BENCH / "data" / "build_shortchat.py"), "--check"], check=True
+    )
+    convs = data.load(BENCH / "data" / "shortchat.json")
+    assert len(convs) == 6
+    for conv in convs:
+        assert 60 <= len(conv.turns) <= 120
+        assert len({t.session for t in conv.turns}) >= 3
+        assert conv.evidence_dropped == 0 and conv.evidence_fixed == 0
+        cats = {q.category for q in conv.questions}
+        assert cats == {1, 2, 3, 4}
+        assert len(conv.questions) >= 25
+        assert all(q.evidence for q in conv.questions)
+        # Multi-hop questions really span several turns.
+        assert all(len(q.evidence) >= 2 for q in conv.questions if q.category == 1)
+    # Group chats: more than two people talk.
+    assert sum(len({t.speaker for t in c.turns}) > 2 for c in convs) >= 3
