@@ -272,6 +272,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     notes: list[str] = []
     texts: dict[tuple[str, str, str], str] = {}  # (way, conversation, memory id) -> text
     dia_of: dict[tuple[str, str, str], list[str]] = {}
+    if args.consolidate != "none" and "memories" in ways:
+        notes.append("consolidation folds session entries: the memories way has none to fold")
+    if args.speaker == "tag" and "session" in ways:
+        notes.append("--speaker tag: the session API has no tags, its turns carry no speaker")
     with scripted_llm(args.consolidate) as llm:
         for n, conv in enumerate(convs, start=1):
             print(f"[{n}/{len(convs)}] {conv.sample_id}: {len(conv.turns)} turns", file=sys.stderr)
