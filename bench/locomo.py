@@ -9,6 +9,7 @@ Usage: python bench/locomo.py [--data FILE] [--embedder minilm|hash] [--json]
                               [--speaker field|tag|none] [--no-threads]
                               [--query-style raw|keywords|keywords-nonames]
                               [--fusion rrf|blend]
+       python bench/locomo.py --report RUN.json   (the tables of a saved --json run)
 
 Each conversation is recorded into a fresh vault, once per recording way
 (``--record``, default ``both``; see bench/locomo_record.py):
@@ -77,6 +78,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import sys
 import time
 from collections import defaultdict
@@ -733,7 +735,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--query-style", choices=("raw", "keywords", "keywords-nonames"), default="raw"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--report", type=Path, metavar="JSON", help="print the tables of a saved --json run"
+    )
     args = parser.parse_args(argv)
+    if args.report is not None:
+        return args
     if not args.data.is_file():
         parser.error(f"no data file at {args.data} (pass --data FILE)")
     if args.consolidate != "none" and "hybrid" not in args.modes:
@@ -751,6 +758,9 @@ def _modes(value: str) -> tuple[str, ...]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.report is not None:
+        report(json.loads(args.report.read_text(encoding="utf-8")))
+        return
     res = run(args)
     if args.json:
         emit_json(res)

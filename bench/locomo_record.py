@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,7 +83,6 @@ class Ingested:
     turn_ids: dict[str, str]  # dia id -> memory id
     texts: dict[str, str]  # dia id -> the text recorded
     commits: str  # "one per turn" / "one per dialog session" / "one"
-    seconds: float = 0.0
 
 
 def session_slug(sample_id: str, session: int) -> str:
@@ -375,7 +374,3 @@ def consolidate(vault: Any, mode: str) -> dict[str, Any]:
         "rejected": len(result.rejected),
         "llm_requests": result.llm_requests,
     }
-
-
-def linked_turns(items: Iterable[Any], credit: Credit, how: str) -> list[frozenset[str]]:
-    return [credit.of(h, how) for h in items]
