@@ -321,7 +321,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     hybrid = {"hybrid": kwargs.get("hybrid", next(iter(kwargs.values())))}
                     by_way[way].consolidated += ask(conv, ing, hybrid, args, crun, CREDITS)
                 vault.close()
+            if args.checkpoint is not None:
+                # A long run (the session way with MiniLM on a busy machine
+                # takes minutes per conversation) leaves what it has measured.
+                partial = assemble(args, convs, ways, modes, by_way, counts, notes, texts, dia_of)
+                args.checkpoint.write_text(json.dumps(partial, indent=2, default=str) + "\n")
 
+    res = assemble(args, convs, ways, modes, by_way, counts, notes, texts, dia_of)
+    res["loco"] = loco_line(args, ways) if args.loco else None
+    return res
+
+
+def assemble(
+    args: argparse.Namespace,
+    convs: Sequence[Conversation],
+    ways: Sequence[str],
+    modes: Sequence[str],
+    by_way: dict[str, WayRun],
+    counts: dict[str, Any],
+    notes: list[str],
+    texts: dict[tuple[str, str, str], str],
+    dia_of: dict[tuple[str, str, str], list[str]],
+) -> dict[str, Any]:
+    """The result object (what --json prints) from what has been measured so far."""
     out_ways: dict[str, Any] = {}
     for way, wr in by_way.items():
         out_ways[way] = summarise(wr, modes)
@@ -350,7 +372,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "by_category": {c: by_cat[c] for c in sorted(by_cat)},
         },
         "ways": out_ways,
-        "loco": loco_line(args, ways) if args.loco else None,
+        "loco": None,
         "reference": REFERENCE,
     }
 
@@ -735,6 +757,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--query-style", choices=("raw", "keywords", "keywords-nonames"), default="raw"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="JSON",
+        help="after each conversation, write the results so far to this file",
+    )
     parser.add_argument(
         "--report", type=Path, metavar="JSON", help="print the tables of a saved --json run"
     )

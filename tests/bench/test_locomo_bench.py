@@ -155,7 +155,11 @@ def test_overlap_narrows_a_fact_to_the_turns_it_restates() -> None:
 
 
 def test_both_recording_ways_score_the_known_case_exactly(tiny: Path) -> None:
-    res = _run(tiny, "--modes", "keyword")
+    checkpoint = tiny.parent / "partial.json"
+    res = _run(tiny, "--modes", "keyword", "--checkpoint", str(checkpoint))
+    # The checkpoint written after the (only) conversation holds the same scores.
+    partial = json.loads(checkpoint.read_text(encoding="utf-8"))
+    assert partial["ways"]["session"]["headline"] == res["ways"]["session"]["headline"]
     assert set(res["ways"]) == {"memories", "session"}
     assert res["counts"]["questions"] == 5
     assert res["counts"]["excluded_adversarial"] == 1
