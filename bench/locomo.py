@@ -9,7 +9,9 @@ Usage: python bench/locomo.py [--data FILE] [--embedder minilm|hash] [--json]
                               [--speaker field|tag|none] [--no-threads]
                               [--query-style raw|keywords|keywords-nonames]
                               [--fusion rrf|blend]
-       python bench/locomo.py --report RUN.json   (the tables of a saved --json run)
+       python bench/locomo.py --report RUN.json [RUN2.json ...] [--json]
+           (the tables of saved --json runs; several runs over disjoint
+           conversations, e.g. made in parallel with --only, are merged)
 
 Each conversation is recorded into a fresh vault, once per recording way
 (``--record``, default ``both``; see bench/locomo_record.py):
@@ -263,6 +265,9 @@ def questions_of(conv: Conversation, args: argparse.Namespace) -> list[Question]
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     convs = load(args.data)
+    if args.only:
+        wanted = set(args.only.split(","))
+        convs = [c for c in convs if c.sample_id in wanted]
     if args.limit_conversations:
         convs = convs[: args.limit_conversations]
     ways = RECORD_WAYS if args.record == "both" else (args.record,)
@@ -348,6 +353,7 @@ def assemble(
     for way, wr in by_way.items():
         out_ways[way] = summarise(wr, modes)
         out_ways[way]["failures"] = failures(wr, convs, args.failures, way, texts, dia_of)
+        out_ways[way]["raw"] = raw_of(wr)
     # Every way asks the same questions: count them once.
     scored = by_way[ways[0]].scored
     by_cat: dict[int, int] = defaultdict(int)
@@ -375,6 +381,109 @@ def assemble(
         "loco": None,
         "reference": REFERENCE,
     }
+
+
+def raw_of(wr: WayRun) -> dict[str, Any]:
+    """Per-question scores and per-conversation latencies: what --report needs to
+    merge runs made in parallel (one conversation each) into one table."""
+
+    def rows(items: list[Scored]) -> list[dict[str, Any]]:
+        return [
+            {
+                "conversation": s.conversation,
+                "category": s.question.category,
+                "metrics": s.metrics,
+                "copies": s.copies,
+            }
+            for s in items
+        ]
+
+    return {
+        "scored": rows(wr.scored),
+        "consolidated": rows(wr.consolidated),
+        "runs": [
+            {
+                "sample_id": r.sample_id,
+                "way": r.way,
+                "turns": r.turns,
+                "memories": r.memories,
+                "ingest_s": r.ingest_s,
+                "commits": r.commits,
+                "recall_ms": dict(r.recall_ms),
+                "consolidation": r.consolidation,
+            }
+            for r in wr.runs
+        ],
+    }
+
+
+def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One result from runs over disjoint conversations (``--only``), re-aggregated
+    from their per-question scores, as if it had been one run."""
+    if len(results) == 1:
+        return dict(results[0])
+    first = results[0]
+    ways = list(dict.fromkeys(w for r in results for w in r["ways"]))
+    modes = first["modes"]
+    out = {k: v for k, v in first.items() if k not in ("ways", "counts", "notes")}
+    out["record"] = ways
+    out["data"] = ", ".join(dict.fromkeys(str(r["data"]) for r in results))
+    out["notes"] = list(dict.fromkeys(n for r in results for n in r["notes"]))
+    out["loco"] = next((r["loco"] for r in results if r.get("loco")), None)
+    counts: dict[str, Any] = defaultdict(int)
+    for r in results:
+        for k, v in r["counts"].items():
+            if k not in ("scored", "headline", "by_category") and isinstance(v, int | float):
+                counts[k] += v
+    out_ways: dict[str, Any] = {}
+    for way in ways:
+        wr = WayRun()
+        fails: list[dict[str, Any]] = []
+        for r in results:
+            if way not in r["ways"]:
+                continue
+            raw = r["ways"][way].get("raw")
+            if raw is None:
+                raise SystemExit(f"{r['data']}: no per-question scores (run with this version)")
+            wr.scored += [_scored(x) for x in raw["scored"]]
+            wr.consolidated += [_scored(x) for x in raw["consolidated"]]
+            wr.runs += [_conv_run(x) for x in raw["runs"]]
+            fails += r["ways"][way].get("failures", [])
+        out_ways[way] = summarise(wr, modes)
+        out_ways[way]["failures"] = fails
+        out_ways[way]["raw"] = raw_of(wr)
+    scored = [x for x in out_ways[ways[0]]["raw"]["scored"]]
+    by_cat: dict[int, int] = defaultdict(int)
+    for x in scored:
+        by_cat[int(x["category"])] += 1
+    out["counts"] = {
+        **counts,
+        "scored": len(scored),
+        "headline": sum(1 for x in scored if x["category"] in HEADLINE_CATEGORIES),
+        "by_category": {c: by_cat[c] for c in sorted(by_cat)},
+    }
+    out["ways"] = out_ways
+    return out
+
+
+def _scored(row: dict[str, Any]) -> Scored:
+    question = Question("", "", int(row["category"]), (), ())
+    return Scored(row["conversation"], question, row["metrics"], {}, row.get("copies", {}))
+
+
+def _conv_run(row: dict[str, Any]) -> ConvRun:
+    run = ConvRun(
+        row["sample_id"],
+        row["way"],
+        row["turns"],
+        row["memories"],
+        row["ingest_s"],
+        row["commits"],
+        consolidation=row.get("consolidation"),
+    )
+    for mode, values in row["recall_ms"].items():
+        run.recall_ms[mode] = list(values)
+    return run
 
 
 def _agg(items: list[Scored], labels: Sequence[str], keys: Sequence[str] = METRICS) -> Any:
@@ -744,6 +853,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-loco", dest="loco", action="store_false", help="skip the leave-one-out line"
     )
+    parser.add_argument(
+        "--only", default="", metavar="IDS", help="comma-separated sample ids to run (default all)"
+    )
     parser.add_argument("--limit-conversations", type=int, default=0)
     parser.add_argument("--limit-questions", type=int, default=0, help="per conversation")
     parser.add_argument("--failures", type=int, default=0, metavar="N")
@@ -764,7 +876,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="after each conversation, write the results so far to this file",
     )
     parser.add_argument(
-        "--report", type=Path, metavar="JSON", help="print the tables of a saved --json run"
+        "--report",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="print the tables of saved --json runs (several: runs over disjoint "
+        "conversations, merged from their per-question scores)",
     )
     args = parser.parse_args(argv)
     if args.report is not None:
@@ -787,7 +904,12 @@ def _modes(value: str) -> tuple[str, ...]:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.report is not None:
-        report(json.loads(args.report.read_text(encoding="utf-8")))
+        saved = [json.loads(p.read_text(encoding="utf-8")) for p in args.report]
+        merged = merge(saved)
+        if args.json:
+            emit_json(merged)
+        else:
+            report(merged)
         return
     res = run(args)
     if args.json:

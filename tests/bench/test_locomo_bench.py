@@ -317,3 +317,33 @@ def test_shortchat_set_is_built_from_its_source_and_complete() -> None:
         assert all(len(q.evidence) >= 2 for q in conv.questions if q.category == 1)
     # Group chats: more than two people talk.
     assert sum(len({t.speaker for t in c.turns}) > 2 for c in convs) >= 3
+
+
+def test_runs_over_disjoint_conversations_merge_into_the_one_run(tiny: Path) -> None:
+    two = tiny.parent / "two.json"
+    second = json.loads(json.dumps(TINY))
+    second["sample_id"] = "tiny-2"
+    second["qa"] = second["qa"][1:3]  # another mix, so a plain average would differ
+    two.write_text(json.dumps([TINY, second]), encoding="utf-8")
+    opts = ("--record", "memories", "--modes", "keyword")
+    whole = _run(two, *opts)
+    parts = [json.loads(json.dumps(_run(two, *opts, "--only", c), default=str)) for c in
+             ("tiny-1", "tiny-2")]  # fmt: skip
+    merged = locomo.merge(parts)
+    for key in ("headline", "by_category"):
+        got = json.loads(json.dumps(merged["ways"]["memories"][key]))
+        assert got == json.loads(json.dumps(whole["ways"]["memories"][key]))
+    assert merged["counts"]["scored"] == whole["counts"]["scored"] == 6
+    assert [r["conversation"] for r in merged["ways"]["memories"]["by_conversation"]] == [
+        "tiny-1",
+        "tiny-2",
+    ]
+    # Through the command line: --report A B prints the merged tables.
+    paths = []
+    for i, part in enumerate(parts):
+        paths.append(tiny.parent / f"part{i}.json")
+        paths[-1].write_text(json.dumps(part), encoding="utf-8")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        locomo.main(["--report", *map(str, paths), "--json"])
+    assert json.loads(out.getvalue())["counts"]["headline"] == whole["counts"]["headline"]
