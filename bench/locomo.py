@@ -1,21 +1,43 @@
 """Retrieval quality on LoCoMo: does recall find the dialog turns that answer a question?
 
 Usage: python bench/locomo.py [--data FILE] [--embedder minilm|hash] [--json]
+                              [--record memories|session|both]
+                              [--consolidate none|extractive|llm]
+                              [--modes keyword,vector,hybrid] [--no-loco]
+                              [--only ID,ID] [--checkpoint FILE]
                               [--limit-conversations N] [--limit-questions N]
                               [--failures N] [--text-style said|plain|dated|reply]
                               [--speaker field|tag|none] [--no-threads]
                               [--query-style raw|keywords|keywords-nonames]
                               [--fusion rrf|blend]
+       python bench/locomo.py --report RUN.json [RUN2.json ...] [--json]
+           (the tables of saved --json runs; several runs over disjoint
+           conversations, e.g. made in parallel with --only, are merged)
 
-Each conversation becomes its own vault with one memory per dialog turn
-(``Caroline said, "…" and shared a photo of …``, dated with its session's
-date), written in one batch. Every question is then recalled three times in
-the same run (keyword only, vector only, hybrid) with k=25, and scored against
+Each conversation is recorded into a fresh vault, once per recording way
+(``--record``, default ``both``; see bench/locomo_record.py):
+
+* ``memories``: ``remember(text, kind="fact", fields=[("speaker", name)],
+  created=session_date)`` for every turn, inside one ``vault.batch()``;
+* ``session``: one ``vault.session()`` per dialog session and
+  ``record("user", text, event_id=dia_id, speaker=name, when=session_date)``
+  per turn, as an agent host records chat.
+
+The text is the dialog line as the LoCoMo paper writes it (``Caroline said,
+"…" and shared a photo of …``). Every question is then recalled once per mode
+(keyword only, vector only, hybrid; ``--modes``) with k=25 and scored against
 the annotated evidence turns:
 
 * R@k: the LoCoMo paper's fractional recall, |top-k ∩ evidence| / |evidence|;
 * all@5: 1 when every evidence turn is in the top 5;
-* MRR: 1 / rank of the first evidence turn (0 if none in the top 25).
+* MRR: 1 / rank of the first evidence turn (0 if none in the top 25);
+* p50: the median latency of one recall (the first recall of a vault, which
+  loads the model and opens the indexes, is left out).
+
+Tables: headline and per category for each way and mode, per conversation
+(hybrid: R@1/5/10, MRR, p50 and R@5 of each category, so a gain that only
+fits one conversation's phrasing shows), and ``--json`` prints the same
+numbers as one object.
 
 The headline averages categories 1, 2 and 4 (multi-hop, temporal,
 single-hop); category 3 (open-domain) is reported separately and 5
@@ -25,25 +47,41 @@ skipped; all three are counted. ``--failures N`` prints headline questions
 where hybrid recall put no evidence turn in its top 5, with the evidence and
 what came back instead.
 
+``--consolidate extractive|llm`` consolidates each conversation's session
+entries after the first round of questions (``llm``: a scripted model behind
+the real local OpenAI-protocol server, deterministic) and asks the questions
+again (hybrid). A hit on a fact or episode counts for the evidence turns it
+was derived from; the table shows R@5 without and with consolidation, under
+two creditings (``narrow``: only linked turns the hit's text restates;
+``links``: every turn the episode summarised) and ``copies@5``, the hits of
+the top 5 that repeat what a better-placed hit already stood for.
+Consolidation reads session entries, so it applies to ``--record session``.
+
+The leave-one-conversation-out line (re-ranking weights fitted on all other
+conversations, scored on the held-out one) comes from ``bench/rerank_fit.py``
+when it exists; see :func:`loco_line`.
+
 Levers an agent host controls (defaults measure recall as shipped, with the
-host recording who said each turn, as ``vault.session`` does):
-``--text-style`` how a turn is written (``reply`` adds the question it
-answers); ``--speaker`` how the speaker is recorded: ``field`` (default,
-``[speaker:: Caroline]``, which makes the turns a conversation for
-recall's people and thread signals, see mdmem.recall.conversation), ``tag``
-(``#caroline``) or ``none``; ``--query-style`` how the question is turned
-into a recall query (``keywords`` drops question words). ``--no-threads``
-sets the thread weights to 0 (the ablation of that signal).
+host recording who said each turn): ``--text-style`` how a turn is written
+(``reply`` adds the question it answers); ``--speaker`` how the speaker is
+recorded: ``field`` (default, ``[speaker:: Caroline]``, which makes the turns
+a conversation for recall's people and thread signals, see
+mdmem.recall.conversation), ``tag`` (``#caroline``, memories only) or
+``none``; ``--query-style`` how the question is turned into a recall query
+(``keywords`` drops question words). ``--no-threads`` sets the thread weights
+to 0 (the ablation of that signal).
 
 The data set is read from ``--data`` (default ``<repo>/../shared/bench-data/
-locomo-dev.json``) and is never copied into the repository.
+locomo-dev.json``, never copied into the repository). Our own short-turn chat
+set, ``bench/data/shortchat.json``, is in the same format (see
+bench/data/README.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
-import re
+import json
 import sys
 import time
 from collections import defaultdict
@@ -60,19 +98,21 @@ from locomo_data import (
     HEADLINE_CATEGORIES,
     Conversation,
     Question,
-    all_at_k,
+    copies_at_k,
+    covered_recall_at_k,
+    covered_reciprocal_rank,
     load,
     mean,
     memory_text,
-    recall_at_k,
-    reciprocal_rank,
     rewrite_query,
 )
+from locomo_record import CREDITS, RECORD_WAYS, Credit, Ingested, consolidate, ingest, scripted_llm
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo-dev.json"
 MODES = ("keyword", "vector", "hybrid")
 DEPTH = 25
 METRICS = ("R@1", "R@5", "R@10", "R@25", "all@5", "MRR")
+CONV_METRICS = ("R@1", "R@5", "R@10", "MRR")
 # Knobs of [recall] that would hide what retrieval itself finds: every turn of
 # a conversation is old and equally "recent", and a floor drops candidates the
 # metric should still see at rank 11-25. Only fields the installed
@@ -92,31 +132,45 @@ REFERENCE = (
 
 @dataclass
 class Scored:
-    """One question's outcome under every mode."""
+    """One question's outcome under every mode (or crediting, after consolidation)."""
 
     conversation: str
     question: Question
-    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # mode -> metric
-    ranked: dict[str, list[str]] = field(default_factory=dict)  # mode -> memory ids
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> metric
+    ranked: dict[str, list[str]] = field(default_factory=dict)  # label -> memory ids
+    copies: dict[str, int] = field(default_factory=dict)  # label -> copies@5
 
 
 @dataclass
 class ConvRun:
     sample_id: str
+    way: str
     turns: int
     memories: int
     ingest_s: float
+    commits: str
     recall_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    consolidation: dict[str, Any] | None = None
 
 
-def score(ranked: Sequence[str], evidence: set[str]) -> dict[str, float]:
+@dataclass
+class WayRun:
+    """Everything measured for one recording way."""
+
+    scored: list[Scored] = field(default_factory=list)
+    consolidated: list[Scored] = field(default_factory=list)
+    runs: list[ConvRun] = field(default_factory=list)
+
+
+def score(ranked: Sequence[frozenset[str]], evidence: set[str]) -> dict[str, float]:
+    """Metrics of one ranking; each hit stands for the set of dialog turns it is credited with."""
     return {
-        "R@1": recall_at_k(ranked, evidence, 1),
-        "R@5": recall_at_k(ranked, evidence, 5),
-        "R@10": recall_at_k(ranked, evidence, 10),
-        "R@25": recall_at_k(ranked, evidence, 25),
-        "all@5": all_at_k(ranked, evidence, 5),
-        "MRR": reciprocal_rank(ranked, evidence, DEPTH),
+        "R@1": covered_recall_at_k(ranked, evidence, 1),
+        "R@5": covered_recall_at_k(ranked, evidence, 5),
+        "R@10": covered_recall_at_k(ranked, evidence, 10),
+        "R@25": covered_recall_at_k(ranked, evidence, 25),
+        "all@5": 1.0 if covered_recall_at_k(ranked, evidence, 5) == 1.0 else 0.0,
+        "MRR": covered_reciprocal_rank(ranked, evidence, DEPTH),
     }
 
 
@@ -130,7 +184,9 @@ def recall_overrides(fusion: str | None = None, threads: bool = True) -> dict[st
     return {k: v for k, v in wanted.items() if k in known}
 
 
-def recall_kwargs_for(vault: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def recall_kwargs_for(
+    vault: Any, modes: Sequence[str] = MODES
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Per-mode keyword arguments for ``vault.recall``, and notes on what was missing."""
     params = inspect.signature(vault.recall).parameters
     notes: list[str] = []
@@ -140,33 +196,25 @@ def recall_kwargs_for(vault: Any) -> tuple[dict[str, dict[str, Any]], list[str]]
     if "mode" not in params:
         notes.append("Vault.recall has no `mode` parameter: only hybrid was measured")
         return {"hybrid": base}, notes
-    return {mode: {**base, "mode": mode} for mode in MODES}, notes
+    return {mode: {**base, "mode": mode} for mode in modes}, notes
 
 
-def ingest(conv: Conversation, root: Path, args: argparse.Namespace) -> tuple[Any, dict[str, str]]:
+def open_vault(
+    conv: Conversation, root: Path, args: argparse.Namespace, llm: dict[str, Any]
+) -> Any:
     from mdmem import Vault
 
-    vault = Vault.init(
+    extra: dict[str, Any] = {"llm": llm} if llm else {}
+    return Vault.init(
         root / conv.sample_id,
         agent="locomo-bench",
         secrets="off",  # chat text is not ours to refuse; the guard is not under test
         embedder={"provider": args.embedder},
         recall=recall_overrides(args.fusion, not args.no_threads),
+        # The "without consolidation" round must be without it.
+        consolidation={"auto": False},
+        **extra,
     )
-    ids: dict[str, str] = {}
-    with vault.batch(f"locomo {conv.sample_id}"):
-        for turn, text in zip(conv.turns, turn_texts(conv, args.text_style), strict=True):
-            tags = [speaker_tag(turn.speaker)] if args.speaker == "tag" else []
-            said_by = [("speaker", turn.speaker)] if args.speaker == "field" else []
-            m = vault.remember(
-                text,
-                kind="fact",
-                tags=[t for t in tags if t],
-                fields=said_by,
-                created=turn.when,
-            )
-            ids[turn.dia_id] = m.id
-    return vault, ids
 
 
 def turn_texts(conv: Conversation, style: str) -> list[str]:
@@ -174,126 +222,150 @@ def turn_texts(conv: Conversation, style: str) -> list[str]:
     return [memory_text(t, style, p) for t, p in zip(conv.turns, previous, strict=True)]
 
 
-def speaker_tag(name: str) -> str:
-    tag = re.sub(r"[^\w-]+", "_", name.strip()).strip("_").lower()
-    return tag if tag and not tag[0].isdigit() else f"_{tag}" if tag else ""
+def ask(
+    conv: Conversation,
+    ing: Ingested,
+    kwargs: dict[str, dict[str, Any]],
+    args: argparse.Namespace,
+    crun: ConvRun,
+    credits: Sequence[str] = (),
+) -> list[Scored]:
+    """Recall every scored question of ``conv``; ``credits`` labels the
+    consolidated round (hybrid only, one score per crediting)."""
+    vault = ing.vault
+    credit = Credit(vault, ing)
+    out: list[Scored] = []
+    # The first recall pays one-off costs (loading the model, opening the
+    # indexes); keep it out of the latency sample.
+    vault.recall("warm up", **kwargs[next(iter(kwargs))])
+    for q in questions_of(conv, args):
+        if q.category == 5 or not q.evidence:
+            continue
+        evidence = set(q.evidence)
+        item = Scored(conv.sample_id, q)
+        query = rewrite_query(q.question, args.query_style, (conv.speaker_a, conv.speaker_b))
+        for mode, kw in kwargs.items():
+            t0 = time.perf_counter()
+            result = vault.recall(query, **kw)
+            crun.recall_ms["consolidated" if credits else mode].append(
+                (time.perf_counter() - t0) * 1000
+            )
+            for label in credits or (mode,):
+                ranked = [credit.of(h, label if credits else "narrow") for h in result.items]
+                item.ranked[label] = [h.id for h in result.items]
+                item.metrics[label] = score(ranked, evidence)
+                item.copies[label] = copies_at_k(ranked, 5)
+        out.append(item)
+    return out
+
+
+def questions_of(conv: Conversation, args: argparse.Namespace) -> list[Question]:
+    questions = list(conv.questions)
+    return questions[: args.limit_questions] if args.limit_questions else questions
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     convs = load(args.data)
+    if args.only:
+        wanted = set(args.only.split(","))
+        convs = [c for c in convs if c.sample_id in wanted]
     if args.limit_conversations:
         convs = convs[: args.limit_conversations]
+    ways = RECORD_WAYS if args.record == "both" else (args.record,)
+    modes = tuple(args.modes)
     base = scratch_dir("mdmem-bench-locomo-")
 
-    scored: list[Scored] = []
-    runs: list[ConvRun] = []
+    by_way = {way: WayRun() for way in ways}
     counts: dict[str, Any] = defaultdict(int)
     notes: list[str] = []
-    texts: dict[tuple[str, str], str] = {}  # (conversation, memory id) -> text
-    dia_of: dict[tuple[str, str], list[str]] = {}
-    ids_of: dict[str, dict[str, str]] = {}
-    for n, conv in enumerate(convs, start=1):
-        print(f"[{n}/{len(convs)}] {conv.sample_id}: {len(conv.turns)} turns", file=sys.stderr)
-        start = time.perf_counter()
-        vault, ids = ingest(conv, base, args)
-        ingest_s = time.perf_counter() - start
-        ids_of[conv.sample_id] = ids
-        kwargs, missing = recall_kwargs_for(vault)
-        for note in missing:
-            if note not in notes:
-                notes.append(note)
-        counts["conversations"] += 1
-        counts["turns"] += len(conv.turns)
-        counts["memories"] += len(set(ids.values()))
-        counts["evidence_ids_fixed"] += conv.evidence_fixed
-        counts["evidence_ids_dropped"] += conv.evidence_dropped
-        for turn, text in zip(conv.turns, turn_texts(conv, args.text_style), strict=True):
-            key = (conv.sample_id, ids[turn.dia_id])
-            texts[key] = text
-            dia_of.setdefault(key, []).append(turn.dia_id)
-        crun = ConvRun(conv.sample_id, len(conv.turns), len(set(ids.values())), ingest_s)
-        runs.append(crun)
-
-        questions = list(conv.questions)
-        if args.limit_questions:
-            questions = questions[: args.limit_questions]
-        # The first recall pays one-off costs (loading the model, opening
-        # the indexes); keep it out of the latency sample.
-        vault.recall("warm up", **kwargs[next(iter(kwargs))])
-        for q in questions:
-            counts["questions"] += 1
-            if q.category == 5:
-                counts["excluded_adversarial"] += 1
-                continue
-            if not q.evidence:
-                counts["skipped_no_evidence"] += 1
-                continue
-            evidence = {ids[e] for e in q.evidence}
-            item = Scored(conv.sample_id, q)
-            query = rewrite_query(q.question, args.query_style, (conv.speaker_a, conv.speaker_b))
-            for mode, kw in kwargs.items():
-                t0 = time.perf_counter()
-                result = vault.recall(query, **kw)
-                crun.recall_ms[mode].append((time.perf_counter() - t0) * 1000)
-                ranked = [h.id for h in result.items]
-                item.ranked[mode] = ranked
-                item.metrics[mode] = score(ranked, evidence)
-            scored.append(item)
-        vault.close()
-
-    modes = [m for m in MODES if scored and m in scored[0].metrics]
-    by_cat: dict[int, list[Scored]] = defaultdict(list)
-    for s in scored:
-        by_cat[s.question.category].append(s)
-    headline = [s for s in scored if s.question.category in HEADLINE_CATEGORIES]
-
-    def agg(items: list[Scored]) -> dict[str, dict[str, float]]:
-        return {m: {k: mean(s.metrics[m][k] for s in items) for k in METRICS} for m in modes}
-
-    failures = []
-    if args.failures:
-        misses = [s for s in headline if "hybrid" in s.metrics and s.metrics["hybrid"]["R@5"] == 0]
-        for s in misses[: args.failures]:
-            conv = next(c for c in convs if c.sample_id == s.conversation)
-            rank_of = {
-                m: next(
-                    (
-                        i
-                        for i, mid in enumerate(s.ranked[m], 1)
-                        if set(dia_of.get((s.conversation, mid), [])) & set(s.question.evidence)
-                    ),
-                    None,
+    texts: dict[tuple[str, str, str], str] = {}  # (way, conversation, memory id) -> text
+    dia_of: dict[tuple[str, str, str], list[str]] = {}
+    if args.consolidate != "none" and "memories" in ways:
+        notes.append("consolidation folds session entries: the memories way has none to fold")
+    if args.speaker == "tag" and "session" in ways:
+        notes.append("--speaker tag: the session API has no tags, its turns carry no speaker")
+    with scripted_llm(args.consolidate) as llm:
+        for n, conv in enumerate(convs, start=1):
+            print(f"[{n}/{len(convs)}] {conv.sample_id}: {len(conv.turns)} turns", file=sys.stderr)
+            counts["conversations"] += 1
+            counts["turns"] += len(conv.turns)
+            counts["evidence_ids_fixed"] += conv.evidence_fixed
+            counts["evidence_ids_dropped"] += conv.evidence_dropped
+            for q in questions_of(conv, args):
+                counts["questions"] += 1
+                counts["excluded_adversarial"] += q.category == 5
+                counts["skipped_no_evidence"] += q.category != 5 and not q.evidence
+            lines = turn_texts(conv, args.text_style)
+            for way in ways:
+                vault = open_vault(conv, base / way, args, llm)
+                start = time.perf_counter()
+                ing = ingest(vault, conv, way, lines, speaker=args.speaker)
+                ingest_s = time.perf_counter() - start
+                if way == "session" and ing.commits == "one per turn":
+                    note = "session API: one commit per turn (record cannot join a batch yet)"
+                    if note not in notes:
+                        notes.append(note)
+                kwargs, missing = recall_kwargs_for(vault, modes)
+                notes.extend(x for x in missing if x not in notes)
+                counts[f"memories_{way}"] += len(set(ing.turn_ids.values()))
+                for turn in conv.turns:
+                    key = (way, conv.sample_id, ing.turn_ids[turn.dia_id])
+                    texts[key] = ing.texts[turn.dia_id]
+                    dia_of.setdefault(key, []).append(turn.dia_id)
+                crun = ConvRun(
+                    conv.sample_id,
+                    way,
+                    len(conv.turns),
+                    len(set(ing.turn_ids.values())),
+                    ingest_s,
+                    ing.commits,
                 )
-                for m in modes
-            }
-            failures.append(
-                {
-                    "conversation": s.conversation,
-                    "category": s.question.category,
-                    "question": s.question.question,
-                    "answer": s.question.answer,
-                    "first_evidence_rank": rank_of,
-                    "evidence": [
-                        {
-                            "dia_id": e,
-                            "date": _day(conv.turn(e).when),
-                            "text": texts[(s.conversation, ids_of[s.conversation][e])],
-                        }
-                        for e in s.question.evidence
-                    ],
-                    "top3": [
-                        {
-                            "dia_id": ",".join(dia_of.get((s.conversation, mid), ["?"])),
-                            "text": texts.get((s.conversation, mid), mid),
-                        }
-                        for mid in s.ranked["hybrid"][:3]
-                    ],
-                }
-            )
+                by_way[way].runs.append(crun)
+                by_way[way].scored += ask(conv, ing, kwargs, args, crun)
+                if args.consolidate != "none" and way == "session":
+                    crun.consolidation = consolidate(vault, args.consolidate)
+                    hybrid = {"hybrid": kwargs.get("hybrid", next(iter(kwargs.values())))}
+                    by_way[way].consolidated += ask(conv, ing, hybrid, args, crun, CREDITS)
+                vault.close()
+            if args.checkpoint is not None:
+                # A long run (the session way with MiniLM on a busy machine
+                # takes minutes per conversation) leaves what it has measured.
+                partial = assemble(args, convs, ways, modes, by_way, counts, notes, texts, dia_of)
+                args.checkpoint.write_text(json.dumps(partial, indent=2, default=str) + "\n")
 
+    res = assemble(args, convs, ways, modes, by_way, counts, notes, texts, dia_of)
+    res["loco"] = loco_line(args, ways) if args.loco else None
+    return res
+
+
+def assemble(
+    args: argparse.Namespace,
+    convs: Sequence[Conversation],
+    ways: Sequence[str],
+    modes: Sequence[str],
+    by_way: dict[str, WayRun],
+    counts: dict[str, Any],
+    notes: list[str],
+    texts: dict[tuple[str, str, str], str],
+    dia_of: dict[tuple[str, str, str], list[str]],
+) -> dict[str, Any]:
+    """The result object (what --json prints) from what has been measured so far."""
+    out_ways: dict[str, Any] = {}
+    for way, wr in by_way.items():
+        out_ways[way] = summarise(wr, modes)
+        out_ways[way]["failures"] = failures(wr, convs, args.failures, way, texts, dia_of)
+        out_ways[way]["raw"] = raw_of(wr)
+    # Every way asks the same questions: count them once.
+    scored = by_way[ways[0]].scored
+    by_cat: dict[int, int] = defaultdict(int)
+    for s in scored:
+        by_cat[s.question.category] += 1
     return {
         "data": str(args.data),
         "embedder": args.embedder,
+        "record": list(ways),
+        "modes": list(modes),
+        "consolidate": args.consolidate,
         "text_style": args.text_style,
         "speaker": args.speaker,
         "threads": not args.no_threads,
@@ -303,67 +375,420 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "counts": {
             **counts,
             "scored": len(scored),
-            "headline": len(headline),
-            "by_category": {c: len(by_cat[c]) for c in sorted(by_cat)},
+            "headline": sum(1 for s in scored if s.question.category in HEADLINE_CATEGORIES),
+            "by_category": {c: by_cat[c] for c in sorted(by_cat)},
         },
-        "headline": agg(headline),
-        "by_category": {c: agg(by_cat[c]) for c in sorted(by_cat)},
+        "ways": out_ways,
+        "loco": None,
+        "reference": REFERENCE,
+    }
+
+
+def raw_of(wr: WayRun) -> dict[str, Any]:
+    """Per-question scores and per-conversation latencies: what --report needs to
+    merge runs made in parallel (one conversation each) into one table."""
+
+    def rows(items: list[Scored]) -> list[dict[str, Any]]:
+        return [
+            {
+                "conversation": s.conversation,
+                "category": s.question.category,
+                "metrics": s.metrics,
+                "copies": s.copies,
+            }
+            for s in items
+        ]
+
+    return {
+        "scored": rows(wr.scored),
+        "consolidated": rows(wr.consolidated),
+        "runs": [
+            {
+                "sample_id": r.sample_id,
+                "way": r.way,
+                "turns": r.turns,
+                "memories": r.memories,
+                "ingest_s": r.ingest_s,
+                "commits": r.commits,
+                "recall_ms": dict(r.recall_ms),
+                "consolidation": r.consolidation,
+            }
+            for r in wr.runs
+        ],
+    }
+
+
+def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One result from runs over disjoint conversations (``--only``), re-aggregated
+    from their per-question scores, as if it had been one run."""
+    if len(results) == 1:
+        return dict(results[0])
+    first = results[0]
+    ways = list(dict.fromkeys(w for r in results for w in r["ways"]))
+    modes = first["modes"]
+    out = {k: v for k, v in first.items() if k not in ("ways", "counts", "notes")}
+    out["record"] = ways
+    out["data"] = ", ".join(dict.fromkeys(str(r["data"]) for r in results))
+    out["notes"] = list(dict.fromkeys(n for r in results for n in r["notes"]))
+    out["loco"] = next((r["loco"] for r in results if r.get("loco")), None)
+    counts: dict[str, Any] = defaultdict(int)
+    for r in results:
+        for k, v in r["counts"].items():
+            if k not in ("scored", "headline", "by_category") and isinstance(v, int | float):
+                counts[k] += v
+    out_ways: dict[str, Any] = {}
+    for way in ways:
+        wr = WayRun()
+        fails: list[dict[str, Any]] = []
+        for r in results:
+            if way not in r["ways"]:
+                continue
+            raw = r["ways"][way].get("raw")
+            if raw is None:
+                raise SystemExit(f"{r['data']}: no per-question scores (run with this version)")
+            wr.scored += [_scored(x) for x in raw["scored"]]
+            wr.consolidated += [_scored(x) for x in raw["consolidated"]]
+            wr.runs += [_conv_run(x) for x in raw["runs"]]
+            fails += r["ways"][way].get("failures", [])
+        out_ways[way] = summarise(wr, modes)
+        out_ways[way]["failures"] = fails
+        out_ways[way]["raw"] = raw_of(wr)
+    scored = [x for x in out_ways[ways[0]]["raw"]["scored"]]
+    by_cat: dict[int, int] = defaultdict(int)
+    for x in scored:
+        by_cat[int(x["category"])] += 1
+    out["counts"] = {
+        **counts,
+        "scored": len(scored),
+        "headline": sum(1 for x in scored if x["category"] in HEADLINE_CATEGORIES),
+        "by_category": {c: by_cat[c] for c in sorted(by_cat)},
+    }
+    out["ways"] = out_ways
+    return out
+
+
+def _scored(row: dict[str, Any]) -> Scored:
+    question = Question("", "", int(row["category"]), (), ())
+    return Scored(row["conversation"], question, row["metrics"], {}, row.get("copies", {}))
+
+
+def _conv_run(row: dict[str, Any]) -> ConvRun:
+    run = ConvRun(
+        row["sample_id"],
+        row["way"],
+        row["turns"],
+        row["memories"],
+        row["ingest_s"],
+        row["commits"],
+        consolidation=row.get("consolidation"),
+    )
+    for mode, values in row["recall_ms"].items():
+        run.recall_ms[mode] = list(values)
+    return run
+
+
+def _agg(items: list[Scored], labels: Sequence[str], keys: Sequence[str] = METRICS) -> Any:
+    return {m: {k: mean(s.metrics[m][k] for s in items) for k in keys} for m in labels}
+
+
+def summarise(wr: WayRun, modes: Sequence[str]) -> dict[str, Any]:
+    """Headline, per category, per conversation, timing and consolidation of one way."""
+    headline = [s for s in wr.scored if s.question.category in HEADLINE_CATEGORIES]
+    by_cat: dict[int, list[Scored]] = defaultdict(list)
+    for s in wr.scored:
+        by_cat[s.question.category].append(s)
+    conv_rows: list[dict[str, Any]] = []
+    for r in wr.runs:
+        mine = [s for s in wr.scored if s.conversation == r.sample_id]
+        head = [s for s in mine if s.question.category in HEADLINE_CATEGORIES]
+        row: dict[str, Any] = {
+            "conversation": r.sample_id,
+            "questions": len(head),
+            "hybrid": _agg(head, ["hybrid"], CONV_METRICS)["hybrid"] if "hybrid" in modes else {},
+            "p50_ms": median(r.recall_ms.get("hybrid", [])),
+            "R@5_by_category": {
+                c: mean(s.metrics["hybrid"]["R@5"] for s in mine if s.question.category == c)
+                for c in sorted({s.question.category for s in mine})
+            }
+            if "hybrid" in modes
+            else {},
+        }
+        conv_rows.append(row)
+    out: dict[str, Any] = {
+        "headline": _agg(headline, modes),
+        "by_category": {c: _agg(by_cat[c], modes) for c in sorted(by_cat)},
+        "by_conversation": conv_rows,
+        "recall_ms_p50": {
+            m: median([x for r in wr.runs for x in r.recall_ms.get(m, [])]) for m in modes
+        },
         "timing": [
             {
                 "conversation": r.sample_id,
                 "turns": r.turns,
                 "memories": r.memories,
                 "ingest_s": r.ingest_s,
-                "recall_ms_median": {m: median(v) for m, v in r.recall_ms.items()},
+                "commits": r.commits,
+                "recall_ms_p50": {m: median(v) for m, v in r.recall_ms.items()},
             }
-            for r in runs
+            for r in wr.runs
         ],
-        "recall_ms_median": {
-            m: median([x for r in runs for x in r.recall_ms.get(m, [])]) for m in modes
-        },
-        "failures": failures,
-        "reference": REFERENCE,
     }
+    if wr.consolidated:
+        out["consolidation"] = consolidation_summary(wr)
+    return out
+
+
+def consolidation_summary(wr: WayRun) -> dict[str, Any]:
+    """R@5 / MRR / copies@5 before and after consolidation, overall and per conversation."""
+
+    def block(before: list[Scored], after: list[Scored]) -> dict[str, Any]:
+        hb = [s for s in before if s.question.category in HEADLINE_CATEGORIES]
+        ha = [s for s in after if s.question.category in HEADLINE_CATEGORIES]
+        res: dict[str, Any] = {
+            "questions": len(ha),
+            "without": {
+                "R@5": mean(s.metrics["hybrid"]["R@5"] for s in hb),
+                "MRR": mean(s.metrics["hybrid"]["MRR"] for s in hb),
+                "copies@5": mean(s.copies["hybrid"] for s in hb),
+            },
+        }
+        for credit in CREDITS:
+            res[credit] = {
+                "R@5": mean(s.metrics[credit]["R@5"] for s in ha),
+                "MRR": mean(s.metrics[credit]["MRR"] for s in ha),
+                "copies@5": mean(s.copies[credit] for s in ha),
+            }
+        return res
+
+    per_conv = []
+    for r in wr.runs:
+        before = [s for s in wr.scored if s.conversation == r.sample_id]
+        after = [s for s in wr.consolidated if s.conversation == r.sample_id]
+        per_conv.append(
+            {
+                "conversation": r.sample_id,
+                **block(before, after),
+                "run": r.consolidation,
+                "p50_ms": median(r.recall_ms.get("consolidated", [])),
+            }
+        )
+    return {"all": block(wr.scored, wr.consolidated), "by_conversation": per_conv}
+
+
+def failures(
+    wr: WayRun,
+    convs: Sequence[Conversation],
+    n: int,
+    way: str,
+    texts: dict[tuple[str, str, str], str],
+    dia_of: dict[tuple[str, str, str], list[str]],
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if not n:
+        return out
+    headline = [s for s in wr.scored if s.question.category in HEADLINE_CATEGORIES]
+    misses = [s for s in headline if "hybrid" in s.metrics and s.metrics["hybrid"]["R@5"] == 0]
+    for s in misses[:n]:
+        conv = next(c for c in convs if c.sample_id == s.conversation)
+        ids_of = {
+            d: m for (w, c, m), ds in dia_of.items() if w == way and c == conv.sample_id for d in ds
+        }
+        rank_of = {
+            m: next(
+                (
+                    i
+                    for i, mid in enumerate(ranked, 1)
+                    if set(dia_of.get((way, s.conversation, mid), [])) & set(s.question.evidence)
+                ),
+                None,
+            )
+            for m, ranked in s.ranked.items()
+        }
+        out.append(
+            {
+                "way": way,
+                "conversation": s.conversation,
+                "category": s.question.category,
+                "question": s.question.question,
+                "answer": s.question.answer,
+                "first_evidence_rank": rank_of,
+                "evidence": [
+                    {
+                        "dia_id": e,
+                        "date": _day(conv.turn(e).when),
+                        "text": texts.get((way, s.conversation, ids_of.get(e, "")), "?"),
+                    }
+                    for e in s.question.evidence
+                ],
+                "top3": [
+                    {
+                        "dia_id": ",".join(dia_of.get((way, s.conversation, mid), ["?"])),
+                        "text": texts.get((way, s.conversation, mid), mid),
+                    }
+                    for mid in s.ranked["hybrid"][:3]
+                ],
+            }
+        )
+    return out
+
+
+def loco_line(args: argparse.Namespace, ways: Sequence[str]) -> dict[str, Any] | None:
+    """The leave-one-conversation-out line, from ``bench/rerank_fit.py`` when it exists.
+
+    The hook's contract: ``rerank_fit.leave_one_conversation_out(data: Path, *,
+    embedder: str, record: str) -> dict`` fits the re-ranking weights on all
+    conversations but one, scores the held-out one, repeats for each, and
+    returns the held-out means ``{"R@1", "R@5", "R@10", "MRR"}`` of the
+    headline questions (optionally ``"folds": [...]``). The in-fold numbers
+    are not what this line reports. Returns None when the module is absent.
+    """
+    try:
+        import rerank_fit  # type: ignore[import-not-found]
+    except ModuleNotFoundError as exc:
+        if exc.name != "rerank_fit":
+            return {"error": f"bench/rerank_fit.py could not be imported: {exc}"}
+        return None
+    fit = getattr(rerank_fit, "leave_one_conversation_out", None)
+    if fit is None:
+        return {"error": "bench/rerank_fit.py has no leave_one_conversation_out()"}
+    out: dict[str, Any] = {}
+    for way in ways:
+        try:
+            out[way] = dict(fit(args.data, embedder=args.embedder, record=way))
+        except Exception as exc:  # a broken fit must not lose the tables above
+            out[way] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
 
 
 def _day(when: datetime | None) -> str:
     return when.date().isoformat() if when is not None else ""
 
 
+def _cat(c: Any) -> str:
+    return f"{c} {CATEGORY_NAMES.get(int(c), '?')}"
+
+
 def report(res: dict[str, Any]) -> None:
-    modes = list(res["headline"])
+    modes = res["modes"]
     c = res["counts"]
-    cats = res["counts"]["by_category"]
+    cats = c["by_category"]
     print(
         f"LoCoMo retrieval: {res['data']}  embedder={res['embedder']}  "
-        f"text={res['text_style']}  speaker={res['speaker']}  threads={res['threads']}  "
-        f"query={res['query_style']}\nrecall overrides={res['recall_overrides']}"
+        f"record={','.join(res['record'])}  text={res['text_style']}  speaker={res['speaker']}  "
+        f"threads={res['threads']}  query={res['query_style']}  "
+        f"consolidate={res['consolidate']}\nrecall overrides={res['recall_overrides']}"
     )
     for note in res["notes"]:
         print(f"NOTE: {note}")
+    ways = res["ways"]
     print_table(
         f"Headline: categories 1, 2, 4 ({c['headline']} questions), k={DEPTH}",
-        ["mode", *METRICS],
-        [[m, *(res["headline"][m][k] for k in METRICS)] for m in modes],
+        ["record", "mode", *METRICS, "p50 ms"],
+        [
+            [w, m, *(r["headline"][m][k] for k in METRICS), r["recall_ms_p50"][m]]
+            for w, r in ways.items()
+            for m in modes
+        ],
     )
     print(f"reference: {res['reference']}")
 
     rows = []
-    for cat, agg in res["by_category"].items():
-        name = f"{cat} {CATEGORY_NAMES.get(int(cat), '?')}"
-        for m in modes:
-            rows.append([name, cats[cat], m, *(agg[m][k] for k in METRICS)])
-            name = ""
-    print_table("Per category", ["category", "n", "mode", *METRICS], rows)
-    if 3 in res["by_category"]:
+    for w, r in ways.items():
+        for cat, agg in r["by_category"].items():
+            name = _cat(cat)
+            for m in modes:
+                rows.append([w, name, cats.get(cat, ""), m, *(agg[m][k] for k in METRICS)])
+                name = ""
+    print_table("Per category", ["record", "category", "n", "mode", *METRICS], rows)
+    if any(int(k) == 3 for k in cats):
         print("(category 3, open-domain, is not part of the headline)")
+
+    if "hybrid" in modes:
+        cat_ids = sorted({int(k) for k in cats})
+        rows = []
+        for w, r in ways.items():
+            for row in r["by_conversation"]:
+                by_cat = {int(k): v for k, v in row["R@5_by_category"].items()}
+                rows.append(
+                    [
+                        w,
+                        row["conversation"],
+                        row["questions"],
+                        *(row["hybrid"][k] for k in CONV_METRICS),
+                        row["p50_ms"],
+                        *(by_cat.get(k, float("nan")) for k in cat_ids),
+                    ]
+                )
+        print_table(
+            "Per conversation (hybrid; R@1/5/10 and MRR over categories 1, 2, 4)",
+            [
+                "record",
+                "conversation",
+                "n",
+                *CONV_METRICS,
+                "p50 ms",
+                *(f"R@5 {CATEGORY_NAMES.get(k, k)}" for k in cat_ids),
+            ],
+            rows,
+        )
+
+    for w, r in ways.items():
+        if "consolidation" not in r:
+            continue
+        cons = r["consolidation"]
+        rows = []
+        for row in [*cons["by_conversation"], {"conversation": "all", **cons["all"]}]:
+            run = row.get("run") or {}
+            rows.append(
+                [
+                    row["conversation"],
+                    row["questions"],
+                    row["without"]["R@5"],
+                    row["narrow"]["R@5"],
+                    row["links"]["R@5"],
+                    row["without"]["MRR"],
+                    row["narrow"]["MRR"],
+                    row["without"]["copies@5"],
+                    row["narrow"]["copies@5"],
+                    f"{run.get('episodes', '')}/{run.get('facts', '')}" if run else "",
+                ]
+            )
+        print_table(
+            f"Consolidation ({res['consolidate']}, record={w}): hybrid, categories 1, 2, 4",
+            [
+                "conversation",
+                "n",
+                "R@5 without",
+                "R@5 with (narrow)",
+                "R@5 with (links)",
+                "MRR without",
+                "MRR with",
+                "copies@5 without",
+                "copies@5 with",
+                "episodes/facts",
+            ],
+            rows,
+        )
+    loco = res.get("loco")
+    if loco is None:
+        print("\nleave-one-conversation-out: not run (no bench/rerank_fit.py, or --no-loco)")
+    elif "error" in loco:
+        print(f"\nleave-one-conversation-out: {loco['error']}")
+    else:
+        for w, line in loco.items():
+            if "error" in line:
+                print(f"\nleave-one-conversation-out ({w}): {line['error']}")
+                continue
+            nums = "  ".join(f"{k} {line[k]:.3f}" for k in CONV_METRICS if k in line)
+            print(f"\nleave-one-conversation-out ({w}, held-out folds): {nums}")
 
     print_table(
         "Questions",
         ["count", "value"],
         [
             ["conversations", c.get("conversations", 0)],
-            ["dialog turns (memories)", f"{c.get('turns', 0)} ({c.get('memories', 0)})"],
+            ["dialog turns", c.get("turns", 0)],
+            *([f"memories ({w})", c.get(f"memories_{w}", 0)] for w in res["record"]),
             ["questions in file", c.get("questions", 0)],
             ["excluded: category 5 adversarial", c.get("excluded_adversarial", 0)],
             ["skipped: no evidence after repair", c.get("skipped_no_evidence", 0)],
@@ -375,38 +800,63 @@ def report(res: dict[str, Any]) -> None:
 
     print_table(
         "Timing",
-        ["conversation", "turns", "ingest s", "turns/s", *(f"{m} ms p50" for m in modes)],
+        [
+            "record",
+            "conversation",
+            "turns",
+            "ingest s",
+            "turns/s",
+            "commits",
+            *(f"{m} ms p50" for m in modes),
+        ],
         [
             [
+                w,
                 t["conversation"],
                 t["turns"],
                 t["ingest_s"],
                 t["turns"] / t["ingest_s"] if t["ingest_s"] else 0.0,
-                *(t["recall_ms_median"].get(m, float("nan")) for m in modes),
+                t["commits"],
+                *(t["recall_ms_p50"].get(m, float("nan")) for m in modes),
             ]
-            for t in res["timing"]
-        ]
-        + [["all", "", "", "", *(res["recall_ms_median"][m] for m in modes)]],
+            for w, r in ways.items()
+            for t in r["timing"]
+        ],
     )
 
-    for f in res["failures"]:
-        print(
-            f"\n--- miss [{f['conversation']} cat {f['category']}] {f['question']}"
-            f"\n    answer: {f['answer']}"
-            f"\n    first evidence rank: {f['first_evidence_rank']}"
-        )
-        for e in f["evidence"]:
-            print(f"    evidence {e['dia_id']} ({e['date']}): {e['text']}")
-        for i, t in enumerate(f["top3"], 1):
-            print(f"    hybrid #{i} {t['dia_id']}: {t['text']}")
+    for r in ways.values():
+        for f in r["failures"]:
+            print(
+                f"\n--- miss [{f['way']} {f['conversation']} cat {f['category']}] {f['question']}"
+                f"\n    answer: {f['answer']}"
+                f"\n    first evidence rank: {f['first_evidence_rank']}"
+            )
+            for e in f["evidence"]:
+                print(f"    evidence {e['dia_id']} ({e['date']}): {e['text']}")
+            for i, t in enumerate(f["top3"], 1):
+                print(f"    hybrid #{i} {t['dia_id']}: {t['text']}")
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
+    parser.add_argument("--record", choices=(*RECORD_WAYS, "both"), default="both")
+    parser.add_argument("--consolidate", choices=("none", "extractive", "llm"), default="none")
+    parser.add_argument(
+        "--modes",
+        type=_modes,
+        default=MODES,
+        help="comma-separated subset of keyword,vector,hybrid (default: all three)",
+    )
+    parser.add_argument(
+        "--no-loco", dest="loco", action="store_false", help="skip the leave-one-out line"
+    )
+    parser.add_argument(
+        "--only", default="", metavar="IDS", help="comma-separated sample ids to run (default all)"
+    )
     parser.add_argument("--limit-conversations", type=int, default=0)
     parser.add_argument("--limit-questions", type=int, default=0, help="per conversation")
     parser.add_argument("--failures", type=int, default=0, metavar="N")
@@ -420,10 +870,48 @@ def main() -> None:
         "--query-style", choices=("raw", "keywords", "keywords-nonames"), default="raw"
     )
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="JSON",
+        help="after each conversation, write the results so far to this file",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="print the tables of saved --json runs (several: runs over disjoint "
+        "conversations, merged from their per-question scores)",
+    )
+    args = parser.parse_args(argv)
+    if args.report is not None:
+        return args
     if not args.data.is_file():
         parser.error(f"no data file at {args.data} (pass --data FILE)")
+    if args.consolidate != "none" and "hybrid" not in args.modes:
+        parser.error("--consolidate compares hybrid recall: keep hybrid in --modes")
+    return args
 
+
+def _modes(value: str) -> tuple[str, ...]:
+    wanted = tuple(m.strip() for m in value.split(",") if m.strip())
+    bad = [m for m in wanted if m not in MODES]
+    if bad or not wanted:
+        raise argparse.ArgumentTypeError(f"modes are a subset of {','.join(MODES)}")
+    return tuple(m for m in MODES if m in wanted)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.report is not None:
+        saved = [json.loads(p.read_text(encoding="utf-8")) for p in args.report]
+        merged = merge(saved)
+        if args.json:
+            emit_json(merged)
+        else:
+            report(merged)
+        return
     res = run(args)
     if args.json:
         emit_json(res)

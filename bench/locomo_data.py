@@ -35,6 +35,9 @@ __all__ = [
     "Turn",
     "all_at_k",
     "conversations_from",
+    "copies_at_k",
+    "covered_recall_at_k",
+    "covered_reciprocal_rank",
     "load",
     "mean",
     "memory_text",
@@ -350,6 +353,45 @@ def reciprocal_rank(ranked: Sequence[str], evidence: Collection[str], k: int = 2
         if key in wanted:
             return 1.0 / rank
     return 0.0
+
+
+def covered_recall_at_k(
+    ranked: Sequence[Collection[str]], evidence: Collection[str], k: int
+) -> float:
+    """Fraction of ``evidence`` covered by the top ``k`` hits, each hit standing
+    for a set of items (a turn for itself, a consolidated fact for its sources)."""
+    if not evidence:
+        raise ValueError("recall is undefined without evidence")
+    top: set[str] = set()
+    for items in ranked[:k]:
+        top |= set(items)
+    wanted = set(evidence)
+    return len(wanted & top) / len(wanted)
+
+
+def covered_reciprocal_rank(
+    ranked: Sequence[Collection[str]], evidence: Collection[str], k: int = 25
+) -> float:
+    """1 / rank of the first hit standing for an evidence item within the top ``k``."""
+    wanted = set(evidence)
+    for rank, items in enumerate(ranked[:k], start=1):
+        if wanted & set(items):
+            return 1.0 / rank
+    return 0.0
+
+
+def copies_at_k(ranked: Sequence[Collection[str]], k: int = 5) -> int:
+    """Hits in the top ``k`` that add nothing: every item they stand for was
+    already covered by a better-placed hit (a copy of one piece of knowledge).
+    Hits standing for nothing are not copies (they are misses)."""
+    seen: set[str] = set()
+    copies = 0
+    for items in ranked[:k]:
+        here = set(items)
+        if here and here <= seen:
+            copies += 1
+        seen |= here
+    return copies
 
 
 def mean(values: Iterable[float]) -> float:
