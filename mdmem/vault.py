@@ -39,7 +39,7 @@ from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
 from mdmem.memory import consolidate as consolidation
-from mdmem.memory import lifecycle, reflect, sessions
+from mdmem.memory import lifecycle, llm_rerank, reflect, sessions
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.recaller import Recaller
@@ -523,10 +523,18 @@ class Vault:
             mode,
         )
         if as_of is None:
-            return self.recaller.recall(q)
+            return self._llm_rerank(self.recaller.recall(q))
         started = time.perf_counter()
         result = timetravel.recall_as_of(self.store, q, as_of)
         return replace(result, took_ms=(time.perf_counter() - started) * 1000)
+
+    def _llm_rerank(self, result: Recall) -> Recall:
+        """The LLM re-rank of the top hits, when ``[recall] rerank`` is on and a model is set."""
+        s = self.settings.recall
+        client = self.llm_client() if s.rerank and result.items else None
+        if client is None:
+            return result
+        return llm_rerank.rerank(client, result, top=s.rerank_top, budget_ms=s.rerank_budget_ms)
 
     def prompt_context(self, task: str, contact: str | None = None, **budgets: Any) -> Any:
         """Sections for a prompt (recent, episodes, top-k, file tails, thread); see agent.prompt."""

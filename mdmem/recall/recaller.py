@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from mdmem.models import Block, Hit, Recall
+from mdmem.recall import multihop
 from mdmem.recall.conversation import FileOrder
 from mdmem.recall.search import RecallQuery, run_recall, vector_query_text
 from mdmem.recall.usefulness import UsefulnessStore
@@ -77,6 +78,10 @@ class Recaller:
             embed_query=indexer.embed_query,
             gaps=indexer.recall_gaps,
             scan=lambda: store.catalog.blocks(memories_only=False),
+            now=store.clock.local(),
+            second_round=multihop.second_round(lambda: indexer.keyword, q.query, q.k * 4)
+            if q.mode != "vector"
+            else None,
         )
         self._note_hits(result.items)
         return replace(
