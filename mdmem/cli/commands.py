@@ -277,7 +277,9 @@ def config_cmd(obj: Context, show: bool, as_json: bool) -> None:
         {"setting": key, "value": value, "source": settings.sources.get(key, "default")}
         for key, value in setting_values(settings).items()
     ]
-    ignored = [{"setting": key, "why": why} for key, why in sorted(settings.ignored.items())]
+    ignored = [
+        {"setting": key, "why": why} for key, why in sorted(settings.ignored.items())
+    ]
 
     def human() -> None:
         width = max(len(r["setting"]) for r in rows)
@@ -306,9 +308,8 @@ def trust_cmd(obj: Context, revoke: bool, as_json: bool) -> None:
         if revoke:
             click.echo(f"mdmem.toml of {root} is no longer trusted")
         elif not trusted:
-            click.echo(
-                "mdmem.toml sets no endpoint, key variable, model or state dir: nothing to trust"
-            )
+            click.echo("mdmem.toml sets no endpoint, key variable, model or state dir: "
+                       "nothing to trust")
         else:
             for key, value in trusted.items():
                 click.echo(f"trusted {key} = {value!r}")
