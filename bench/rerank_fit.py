@@ -61,8 +61,12 @@ class Row:
 
 def collect(data: Path, *, embedder: str, record: str) -> list[Row]:
     from mdmem import Vault
-    from mdmem.recall.signals import FEATURES
+    from mdmem.recall.signals import FEATURES, RERANK_WEIGHTS
 
+    # Recall runs the second round only when its weight is positive; a weight
+    # too small to move any rank lets its feature be measured and fitted.
+    if RERANK_WEIGHTS.get("second", 0.0) <= 0:
+        RERANK_WEIGHTS["second"] = 1e-9
     rows: list[Row] = []
     base_dir = scratch_dir("mdmem-rerank-fit-")
     for conv in load(data):
