@@ -124,6 +124,9 @@ class RecallSettings:
     # and the same speaker's next turn (mdmem.recall.conversation); 0 turns it off.
     thread_reply_weight: float = 0.3
     thread_continuation_weight: float = 0.1
+    # An LLM re-rank of the top ``rerank_top`` hits when a model is configured
+    # ([llm]); a model slower than ``rerank_budget_ms`` leaves the order as it
+    # was (mdmem.memory.llm_rerank). The fitted feature re-ranker always runs.
     rerank: bool = False
     # A hit's score times 1 + w * (importance - 5) / 5 (mdmem.store.importance).
     importance_weight: float = 0.1
@@ -131,6 +134,8 @@ class RecallSettings:
     # (operator_use): "recall" the top memories, or "reflect" an answer the
     # LLM synthesises from them (recall when no LLM is configured).
     prefetch_method: str = "recall"
+    rerank_top: int = 10
+    rerank_budget_ms: float = 1500.0
 
 
 @dataclass(frozen=True)
@@ -300,8 +305,11 @@ def load_settings(
         if local is not None:
             own = is_tracked is None or not is_tracked(LOCAL_CONFIG)
             if not own:
-                log.warning("%s is tracked by git, so it travels with the vault: "
-                            "its endpoints, keys and state dir are ignored", LOCAL_CONFIG)
+                log.warning(
+                    "%s is tracked by git, so it travels with the vault: "
+                    "its endpoints, keys and state dir are ignored",
+                    LOCAL_CONFIG,
+                )
             layer(local, LOCAL_CONFIG, trusted=own)
 
     env_values: dict[str, Any] = {}
@@ -322,8 +330,11 @@ def load_settings(
     layer(env_values, "environment", trusted=True)
 
     if not settings.llm.base_url and env.get("OPENAI_BASE_URL"):
-        layer({"llm": {"base_url": env["OPENAI_BASE_URL"]}}, "environment (OPENAI_BASE_URL)",
-              trusted=True)
+        layer(
+            {"llm": {"base_url": env["OPENAI_BASE_URL"]}},
+            "environment (OPENAI_BASE_URL)",
+            trusted=True,
+        )
     if overrides:
         layer({k: v for k, v in overrides.items() if v is not None}, "argument", trusted=True)
     for key, why in ignored.items():

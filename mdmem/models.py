@@ -163,6 +163,10 @@ class Hit:
     # Inline fields of the block (speaker, contact, role, ...), for hosts that
     # show who said a recalled chat turn.
     fields: tuple[tuple[str, str], ...] = ()
+    # The same piece of knowledge elsewhere (mdmem.recall.families): what this
+    # hit was made from, and the copies consolidation made of it.
+    sources: tuple[str, ...] = ()
+    derived: tuple[str, ...] = ()
 
     def field(self, name: str) -> str | None:
         return dict(self.fields).get(name)

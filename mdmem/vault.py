@@ -53,6 +53,7 @@ from mdmem.memory import (
 from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
+from mdmem.memory import llm_rerank
 from mdmem.memory.actions import ActionMemory
 from mdmem.memory.contacts import CHECK as CONTACTS_CHECK
 from mdmem.memory.contacts import Contacts, check_profiles
@@ -612,10 +613,18 @@ class Vault:
             RecallControls.build(**controls) if controls else None,
         )
         if as_of is None:
-            return self.recaller.recall(q)
+            return self._llm_rerank(self.recaller.recall(q))
         started = time.perf_counter()
         result = timetravel.recall_as_of(self.store, q, as_of)
         return replace(result, took_ms=(time.perf_counter() - started) * 1000)
+
+    def _llm_rerank(self, result: Recall) -> Recall:
+        """The LLM re-rank of the top hits, when ``[recall] rerank`` is on and a model is set."""
+        s = self.settings.recall
+        client = self.llm_client() if s.rerank and result.items else None
+        if client is None:
+            return result
+        return llm_rerank.rerank(client, result, top=s.rerank_top, budget_ms=s.rerank_budget_ms)
 
     def prompt_context(self, task: str, contact: str | None = None, **budgets: Any) -> Any:
         """Sections for a prompt (recent, episodes, top-k, file tails, thread); see agent.prompt."""

@@ -40,6 +40,7 @@ _VERSION_FILE = "mdmem-keyword.json"
 # filterable; no real scope can contain angle brackets.
 _ROOT_SCOPE = "<root>"
 
+_CONTEXT_BOOST = 0.3
 # Query-time field boosts. Tags are deliberate labels (Otto boosts memories
 # whose tags appear in the query), headings describe a whole section, and path
 # words ("daily", "USER") are weak evidence.
@@ -48,6 +49,9 @@ _FIELD_BOOSTS: tuple[tuple[str, float], ...] = (
     ("heading", 0.5),
     ("tagtext", 1.5),
     ("path", 0.2),
+    # Index-only context (mdmem.index.context): the event date, the speaker,
+    # the turn before. Weaker evidence than the block's own words.
+    ("context", _CONTEXT_BOOST),
 )
 
 QUESTION_WORDS = frozenset(
@@ -163,6 +167,7 @@ def build_schema() -> Any:
         # ...and the tag words, stemmed, so query words that name a tag score.
         tagtext=TEXT(analyzer=analyzer, phrase=False),
         path=TEXT(analyzer=analyzer, phrase=False),
+        context=TEXT(analyzer=analyzer, phrase=False),
         kind=ID(),
         scope=ID(),
         status=ID(),
@@ -229,6 +234,9 @@ def _doc(block: Block) -> dict[str, Any]:
     }
     if block.heading:
         doc["heading"] = _norm_text(block.heading)
+    context = getattr(block, "context", "")  # an IndexedBlock (mdmem.index.context)
+    if context:
+        doc["context"] = _norm_text(context)
     if tags:
         doc["tags"] = ",".join(tags)
         doc["tagtext"] = _WORD_SPLIT.sub(" ", " ".join(_norm_tag(t) for t in block.tags))
@@ -709,6 +717,25 @@ class KeywordIndex:
         if not any(f == "text" for f, _, _ in out):
             return []
         return out
+
+    def rarest_terms(self, text: str, n: int, *, skip: Collection[str] = ()) -> list[str]:
+        """The ``n`` terms of ``text`` (as the text field analyses it) that the
+        fewest documents hold, at least two (a term only one block has finds
+        nothing else), leaving out ``skip``: the words a second retrieval round
+        widens a query with."""
+        field = self._schema["text"]
+        terms = [t for t in dict.fromkeys(field.process_text(_norm_text(text), mode="query"))]
+        terms = [t for t in terms if t not in skip and not t.isdigit() and len(t) > 2]
+        if not terms or n <= 0:
+            return []
+
+        def run(searcher: Any) -> list[str]:
+            df = {t: searcher.doc_frequency("text", t) for t in terms}
+            usable = [t for t in terms if df[t] >= 2]
+            return sorted(usable, key=lambda t: (df[t], t))[:n]
+
+        result: list[str] = self._read(run)
+        return result
 
     def search(
         self,

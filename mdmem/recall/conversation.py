@@ -71,6 +71,7 @@ class Threads(Protocol):
 
     def people(self) -> Collection[str]: ...
     def following(self, block: Block) -> Sequence[Block]: ...
+    def blocks_in(self, path: str) -> Sequence[Block]: ...
 
 
 class FileOrder:
@@ -92,6 +93,10 @@ class FileOrder:
 
     def people(self) -> Collection[str]:
         return self._people()
+
+    def blocks_in(self, path: str) -> Sequence[Block]:
+        """Every block of one file, as parsed."""
+        return self._blocks_of(path)
 
     def following(self, block: Block) -> Sequence[Block]:
         blocks = self._blocks_of(block.path)

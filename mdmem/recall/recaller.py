@@ -15,6 +15,7 @@ from typing import Any
 
 from mdmem.models import Block, Hit, Recall
 from mdmem.recall.controls import at_tier
+from mdmem.recall import multihop
 from mdmem.recall.conversation import FileOrder
 from mdmem.recall.search import RecallQuery, run_recall, vector_query_text
 from mdmem.recall.usefulness import UsefulnessStore
@@ -80,6 +81,10 @@ class Recaller:
             gaps=indexer.recall_gaps,
             scan=lambda: store.catalog.blocks(memories_only=False),
             shown=lambda text: scrub(text, store.settings.secrets),
+            now=store.clock.local(),
+            second_round=multihop.second_round(lambda: indexer.keyword, q.query, q.k * 4)
+            if q.mode != "vector"
+            else None,
         )
         self._note_hits(result.items)
         items = result.items

@@ -15,7 +15,7 @@ import heapq
 import re
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,6 +25,7 @@ from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
 from mdmem.recall import ranking
 from mdmem.recall.controls import RecallControls, substring_candidates
+from mdmem.recall import families, ranking, signals
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.store.blocks import parse_datetime, validate_scope
 from mdmem.store.ids import written_id
@@ -53,6 +54,7 @@ class Indexes(Protocol):
 __all__ = ["MODES", "RecallQuery", "cite_context", "render_context", "run_recall", "to_datetime"]
 
 MODES = ("hybrid", "keyword", "vector")
+SECOND_ROUND_FLOOR = 0.5
 _WORD = re.compile(r"\w+")
 # Words too common to tell blocks apart in the index-free scan.
 _SCAN_STOP = QUESTION_WORDS | frozenset(
@@ -192,6 +194,7 @@ def run_recall(
     gaps: Callable[[], list[tuple[str, str]]] | None = None,
     scan: Callable[[], Iterable[Block]] | None = None,
     shown: Callable[[str], str] | None = None,
+    second_round: Callable[[list[Block]], dict[str, float]] | None = None,
 ) -> Recall:
     """The ranking pipeline over already-fresh indexes.
 
@@ -199,6 +202,8 @@ def run_recall(
     the people and thread signals of :mod:`mdmem.recall.conversation`.
     ``embed_query``: how the query's vector is made, if not by the indexes'
     embedder (the live indexer may have embedded it already).
+    ``second_round``: scores of a second retrieval widened from the first
+    round's best blocks (a re-ranking feature, see mdmem.recall.multihop).
     ``gaps``: what the indexes lack right now, as ``(part, reason)`` pairs
     (see Indexer.recall_gaps); ``scan``: every block, read when neither
     index can answer; ``shown``: text as the indexes hold it (a secret typed
@@ -292,14 +297,19 @@ def run_recall(
         missing = sorted(inherited.keys() - have)
         below_floor = {cand.id: cand for cand in fused} if missing else {}
         for turn_id in missing:
-            # A reply the indexes missed, or ranked under the floor: it is
-            # here for its question's sake.
+            # A reply ranked under the relevance floor is here for its
+            # question's sake, but only if it is about the query itself (a
+            # keyword match or a cosine over the floor): a 20 KB tool output
+            # nothing like the query must not ride in on its question.
             turn = block_of(turn_id)
-            if turn is not None and q.admits(turn):
-                cand = below_floor.get(turn_id) or ranking.Candidate(
-                    turn_id, 0.0, None, None, None, None
-                )
-                admitted.append((cand, turn))
+            cand_below = below_floor.get(turn_id)
+            if (
+                turn is not None
+                and cand_below is not None
+                and q.admits(turn)
+                and ranking.passes_floor(cand_below, min_relevance=0.0, min_vector=min_vector)
+            ):
+                admitted.append((cand_below, turn))
     words = ranking.query_words(q.query)
     ranked: list[_Scored] = []
     for cand, block in admitted:
@@ -343,9 +353,21 @@ def run_recall(
                 level,
             )
         )
+    if ranked:
+        _rerank(q, ranked, keyword, now, threads, second_round, block_of)
     ranked.sort(key=lambda r: (-r.score, r.block.id))
-    # Hits (and their score breakdowns) only for what is returned.
-    hits = [r.hit() for r in ranked[: q.k]]
+    # One hit per piece of knowledge (a turn, its fact, its episode);
+    # bookkeeping lines never. Hits (and score breakdowns) only for what is returned.
+    if threads is not None:
+        members = families.collapse(
+            [(r, r.block) for r in ranked], threads.blocks_in, q.k, lambda r: r.relevance
+        )
+        hits = [
+            replace(m.item.hit(), sources=tuple(m.sources), derived=tuple(m.derived))
+            for m in members
+        ]
+    else:
+        hits = [r.hit() for r in ranked[: q.k]]
     return Recall(
         query=q.query,
         items=hits,
@@ -367,6 +389,52 @@ def _may_fall_back(q: RecallQuery) -> bool:
 
 def _scannable(q: RecallQuery) -> Callable[[Block], bool]:
     return lambda block: indexable(block) and q.admits(block)
+def _rerank(
+    q: RecallQuery,
+    ranked: list[_Scored],
+    keyword: list[tuple[str, float]],
+    now: datetime,
+    threads: Threads | None,
+    second_round: Callable[[list[Block]], dict[str, float]] | None,
+    block_of: Callable[[str], Block | None],
+) -> None:
+    """Add the fitted re-ranking features (mdmem.recall.signals) to each score."""
+    kmax = max((s for _, s in keyword), default=0.0)
+    when = signals.query_time(q.query, now.date())
+    people = threads.people() if threads is not None else ()
+    asked = {w for w in ranking.query_words(q.query) if w in people}
+    second: dict[str, float] = {}
+    # The second round only matters when its fitted weight lifts what it finds.
+    if second_round is not None and signals.RERANK_WEIGHTS.get("second", 0.0) > 0:
+        top = sorted(ranked, key=lambda r: -r.score)[:3]
+        second = second_round([r.block for r in top])
+        have = {r.block.id for r in ranked}
+        for block_id in sorted(second.keys() - have):
+            # Found only by the widened query: a candidate on that match alone,
+            # if it matches it at least half as well as the best (weak matches
+            # of the added words are noise, not the hop).
+            if second[block_id] < SECOND_ROUND_FLOOR:
+                continue
+            block = block_of(block_id)
+            if block is not None and q.admits(block):
+                cand = ranking.Candidate(block_id, 0.0, None, None, None, None)
+                ranked.append(_Scored(0.0, cand, block, 0.0, 0.0, 0.0, None, None, 0.0))
+    for r in ranked:
+        cand = r.cand
+        row = signals.feature_row(
+            keyword_norm=(cand.keyword or 0.0) / kmax if kmax > 0 else 0.0,
+            cosine=cand.vector,
+            keyword_rank=cand.keyword_rank,
+            vector_rank=cand.vector_rank,
+            thread=r.thread,
+            people=bool(asked and asked & ranking.query_words(" ".join(people_of(r.block)))),
+            block=r.block,
+            when=when,
+            second=second.get(r.block.id, 0.0),
+        )
+        r.features = row
+        r.base = r.score
+        r.score = round(r.score + signals.rerank_score(row), 6)
 
 
 def _note(reasons: list[str], why: str) -> None:
@@ -471,10 +539,17 @@ class _Scored:
     trust: float | None
     human: float
     importance: int | None = None
+    base: float | None = None  # the score before re-ranking
+    features: dict[str, float] | None = None
 
     def hit(self) -> Hit:
         cand = self.cand
         scores = {"relevance": round(self.relevance, 6)}
+        if self.base is not None:
+            scores["base"] = round(self.base, 6)
+        for name, value in (self.features or {}).items():
+            if value:
+                scores[f"f_{name}"] = round(value, 6)
         if cand.keyword is not None:
             scores["keyword"] = round(cand.keyword, 6)
             scores["keyword_rank"] = float(cand.keyword_rank or 0)
