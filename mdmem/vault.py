@@ -44,6 +44,7 @@ from mdmem.memory import (
     export,
     importer,
     lifecycle,
+    llm_rerank,
     reflect,
     reminders,
     sessions,
@@ -53,7 +54,6 @@ from mdmem.memory import (
 from mdmem.memory import cleanup as store_cleanup
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory import documents as docs
-from mdmem.memory import llm_rerank
 from mdmem.memory.actions import ActionMemory
 from mdmem.memory.contacts import CHECK as CONTACTS_CHECK
 from mdmem.memory.contacts import Contacts, check_profiles

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
 from mdmem.git.revisions import rev_parse
+from mdmem.index.blocktext import embed_key, embed_text, indexable
 from mdmem.index.health import DERIVED_ERRORS, error_line
-from mdmem.index.indexer import embed_key, embed_text, indexable
 from mdmem.index.keyword import KeywordIndex
 from mdmem.index.manifest import block_from_row, block_to_row
 from mdmem.models import Block, Recall

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import re
 import secrets
 import shutil
 import threading
@@ -43,9 +42,10 @@ import numpy as np
 
 from mdmem.errors import DimensionMismatchError, EmbedderError, IndexError_, LockTimeoutError
 from mdmem.index import health
+from mdmem.index.blocktext import AppendStream, embed_key, embed_text, indexable
 from mdmem.index.context import CONTEXT_VERSION, IndexedBlock, TurnOrder, context_of
 from mdmem.index.health import DERIVED_ERRORS, Gate, error_line, file_id, quarantine
-from mdmem.index.keyword import BulkStream, KeywordIndex
+from mdmem.index.keyword import KeywordIndex
 from mdmem.index.manifest import Manifest
 from mdmem.index.progress import Progress, counter, silent
 from mdmem.models import Block
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from mdmem.index.vector import EmbeddingCache, VectorIndex
     from mdmem.store.catalog import Catalog
 
-__all__ = ["INDEX_VERSION", "IndexStats", "Indexer", "embed_key", "embed_text", "indexable"]
+__all__ = ["INDEX_VERSION", "AppendStream", "IndexStats", "Indexer"]
 
 log = logging.getLogger("mdmem")
 
@@ -70,45 +70,6 @@ _SAVE_EVERY = 256  # vector changes between checkpoints
 _SAVE_SECONDS = 30.0
 _EMBED_BATCH = 256
 _BLOCK_FIELDS = [f.name for f in dataclass_fields(Block)]
-_TAG = re.compile(r"(?<![\w&/#])#([A-Za-z_][\w/-]*)")
-
-
-def indexable(block: Block) -> bool:
-    """Memories and heading sections are searched; frontmatter is not."""
-    return block.is_memory or not block.id.endswith("#frontmatter")
-
-
-def _memory_text(block: Block) -> bool:
-    """A memory, or a copied line (keyed ``path#^m-…``, see the catalog): embedded
-    as the memory it copies is, so both lines rank alike."""
-    return block.is_memory or "#^" in block.id
-
-
-def embed_text(block: Block) -> str:
-    """What the embedder sees: the text without #tags, with the heading for sections.
-
-    Tags stay out so re-tagging a block keeps its cached vector (tags are
-    matched by the keyword index and the tag boost instead). The index-only
-    context (mdmem.index.context) stays out too: embedded after the text it
-    lowered vector-only R@5 on LoCoMo dev from 0.586 to 0.532 (MiniLM weighs
-    the date and the previous turn as much as the turn), and a vector of the
-    text alone is what consolidation and auto-resolve compare. Dates reach
-    the ranking through the keyword field and the re-ranker's date feature.
-    """
-    text = _TAG.sub(lambda m: m.group(1), block.text)
-    if _memory_text(block) or not block.heading:
-        return text
-    return f"{block.heading}\n{text}"
-
-
-def embed_key(block: Block) -> str:
-    """The cache key: the block's content hash (normalised text, tags left out).
-
-    So moving, renaming or re-tagging a block finds its vector in the cache.
-    """
-    if _memory_text(block) or not block.heading:
-        return block.content_hash
-    return hashlib.sha256(f"{block.heading}\0{block.content_hash}".encode()).hexdigest()[:32]
 
 
 def _meta(block: Block) -> tuple[Any, ...]:
@@ -134,32 +95,6 @@ class IndexStats:
     embedder: str
     missing_vectors: int
     generation: int
-
-
-class AppendStream:
-    """The keyword stream of one batch, fed with the blocks it appends."""
-
-    def __init__(self, stream: BulkStream, derived: Callable[[Block, Block | None], Block]) -> None:
-        self._stream = stream
-        self._derived = derived
-        # The last memory fed per file: the turn before the next one, which
-        # the catalog does not hold yet while the batch is being built.
-        self._last: dict[str, Block] = {}
-
-    def feed(self, blocks: Iterable[Block]) -> None:
-        self._stream.feed(self._fed(b) for b in blocks if indexable(b))
-
-    def _fed(self, block: Block) -> Block:
-        out = self._derived(block, self._last.get(block.path))
-        if block.is_memory:
-            self._last[block.path] = block
-        return out
-
-    def finish(self, blocks: Sequence[Block]) -> bool:
-        return self._stream.finish(blocks)
-
-    def cancel(self) -> None:
-        self._stream.cancel()
 
 
 class Indexer:

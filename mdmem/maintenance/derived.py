@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import IndexError_
+from mdmem.index.blocktext import indexable
 from mdmem.index.health import CORRUPT_SUFFIX, DERIVED_ERRORS, error_line, quarantine
-from mdmem.index.indexer import indexable
 from mdmem.models import Block
 from mdmem.store.blocks import parse
 from mdmem.store.ids import written_id

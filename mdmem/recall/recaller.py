@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from mdmem.models import Block, Hit, Recall
-from mdmem.recall.controls import at_tier
 from mdmem.recall import multihop
+from mdmem.recall.controls import at_tier
 from mdmem.recall.conversation import FileOrder
 from mdmem.recall.search import RecallQuery, run_recall, vector_query_text
 from mdmem.recall.usefulness import UsefulnessStore

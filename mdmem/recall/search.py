@@ -20,12 +20,11 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
-from mdmem.index.indexer import indexable
+from mdmem.index.blocktext import indexable
 from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
-from mdmem.recall import ranking
-from mdmem.recall.controls import RecallControls, substring_candidates
 from mdmem.recall import families, ranking, signals
+from mdmem.recall.controls import RecallControls, substring_candidates
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.store.blocks import parse_datetime, validate_scope
 from mdmem.store.ids import written_id
