@@ -333,9 +333,7 @@ def run_recall(
         if human_of is not None and settings.human_weight > 0 and human_of(block):
             human_bonus = settings.human_weight
             score += human_bonus
-        # Importance (1-10, a field): a small documented nudge, and a signal in `scores`.
         level = importance_of(block)
-        score *= importance_factor(level, settings.importance_weight)
         if q.controls is not None and q.controls.scope_weights:
             score *= q.controls.weight(block)
         ranked.append(
@@ -354,6 +352,10 @@ def run_recall(
         )
     if ranked:
         _rerank(q, ranked, keyword, now, threads, second_round, block_of)
+    for r in ranked:
+        # Importance (1-10, a field): a small documented nudge of the final
+        # score (after re-ranking, so its bound holds), and a signal in `scores`.
+        r.score = round(r.score * importance_factor(r.importance, settings.importance_weight), 6)
     ranked.sort(key=lambda r: (-r.score, r.block.id))
     # One hit per piece of knowledge (a turn, its fact, its episode);
     # bookkeeping lines never. Hits (and score breakdowns) only for what is returned.

@@ -440,6 +440,13 @@ def _copy_hits(vault: Vault, **kw: object) -> list[str]:
     return sorted(f"{h.kind}:{h.id}" for h in hits if "grey heron" in h.text)
 
 
+def _reachable(vault: Vault, **kw: object) -> set[str]:
+    """Every id the heron query's hits stand for: one hit per fact, its copies
+    reachable as the hit's ``derived``/``sources``."""
+    hits = vault.recall("grey heron nests every spring", k=20, **kw).items  # type: ignore[arg-type]
+    return {i for h in hits for i in (h.id, *h.derived, *h.sources)}
+
+
 def test_retention_redacts_the_copies_consolidation_made(vault: Vault) -> None:
     heron, reply, tea = _consolidated_chat(vault)
     result = vault.consolidate()
@@ -449,8 +456,11 @@ def test_retention_redacts_the_copies_consolidation_made(vault: Vault) -> None:
     )
     assert daily.text.endswith(HERON)  # the daily-log line quotes its first sentence
     vault.resolve(heron)  # only this entry is retired: the episode stays active
-    # The retired entry leaves recall; its copies (the episode, the daily-log line) do not.
-    assert [h.split(":")[0] for h in _copy_hits(vault)] == ["episode", "log"]
+    # The retired entry leaves recall; the episode that copies it does not (one
+    # hit per fact: it is reached through the turn that now stands for it; the
+    # daily-log announcement is bookkeeping, never a hit).
+    assert _copy_hits(vault) == [] and heron not in _reachable(vault)
+    assert episode.id in _reachable(vault)
     note_before = (vault.root / episode.path).read_text()
 
     dry = vault.anonymize_retired(days=0)
@@ -504,7 +514,9 @@ def test_resolve_session_retires_its_episode_and_daily_log_line(vault: Vault) ->
         for b in vault.store.catalog.blocks(memories_only=True)
         if f"#^{episode.id}]]" in b.text
     )
-    assert len(_copy_hits(vault)) == 3
+    # One hit per fact: the turn, with the episode that copies it reachable from it.
+    (turn,) = _copy_hits(vault)
+    assert turn.startswith("chat_message:") and episode.id in _reachable(vault)
 
     resolved = vault.resolve_session("old-chat")
 
@@ -514,7 +526,9 @@ def test_resolve_session_retires_its_episode_and_daily_log_line(vault: Vault) ->
     # what remains of the finished session (issue 18 item 1).
     (summary,) = _copy_hits(vault)
     assert summary.startswith("session_summary:")
-    assert len(_copy_hits(vault, include_inactive=True)) == 4
+    # Asked for retired ones too: the turn (its episode and log line behind it) and the summary.
+    assert len(_copy_hits(vault, include_inactive=True)) == 2
+    assert {episode.id, daily} <= _reachable(vault, include_inactive=True)
     assert vault.resolve_session("old-chat") == []
 
 

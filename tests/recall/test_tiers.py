@@ -89,7 +89,11 @@ def test_a_long_memory_without_stored_tiers_is_cut_at_read_time(vault: Vault) ->
 def test_tier_on_the_tools_and_the_cli(vault: Vault) -> None:
     episode_id, meta = _episode(vault)
     tools = Toolset(vault)
-    got = tools.dispatch("recall", {"query": "Lisbon offsite budget", "tier": 0})
+    # kinds=episode: the turns the episode summarises would stand for it otherwise
+    # (one hit per fact), and this is about how a long block is shown.
+    got = tools.dispatch(
+        "recall", {"query": "Lisbon offsite budget", "tier": 0, "source_kinds": ["episode"]}
+    )
     item = next(i for i in got["items"] if i["id"] == episode_id)
     assert item["tier"] == 0 and item["content"] == meta["abstract"]
     full = tools.dispatch("get", {"memory_id": episode_id})
@@ -98,7 +102,17 @@ def test_tier_on_the_tools_and_the_cli(vault: Vault) -> None:
     assert bad["error"]["type"] == "invalid_arguments"
     out = CliRunner().invoke(
         main,
-        ["--vault", str(vault.root), "recall", "Lisbon offsite budget", "--tier", "0", "--json"],
+        [
+            "--vault",
+            str(vault.root),
+            "recall",
+            "Lisbon offsite budget",
+            "--kind",
+            "episode",
+            "--tier",
+            "0",
+            "--json",
+        ],
     )
     assert out.exit_code == 0, out.output
     items = json.loads(out.output)["items"]
