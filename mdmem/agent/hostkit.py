@@ -465,6 +465,11 @@ class _Run:
         text = _summarize(self.vault, turns)
         if not text:
             return None
+        # remember stores identical text once: without the session in the text, two
+        # sessions summarised in the same words would share one memory (the second
+        # session left without a summary of its own). A sentence of its own, at the end,
+        # so the summary still starts with its method (as summaries.summarize_session).
+        text = f"{text.rstrip()} (Session {sid}, {len(turns)} turns.)"
         fields = [*self._fields(), ("turns", str(len(turns)))]
         memory = self.vault.remember(
             text, kind="session_summary", scope=self.scope, fields=fields, secrets=self.secrets

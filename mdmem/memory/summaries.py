@@ -41,6 +41,7 @@ __all__ = [
     "SUMMARY_KIND",
     "latest_summary",
     "resolve_session",
+    "session_scopes",
     "summaries_of",
     "summarize_session",
 ]
@@ -130,6 +131,13 @@ def summarize_session(
     Returns the new summary, the latest existing one when no turn is new, or
     None when the session has no turns.
     """
+    if scope is None:
+        # No scope given (the CLI, a host that doesn't know a contact's link): the turns
+        # are where the session's file is, e.g. the linked person's scope. Only when the
+        # id names exactly one file; otherwise the root's, as before.
+        found = session_scopes(store, session_id)
+        if len(found) == 1:
+            scope = found[0]
     session = Session(store, session_id, scope=scope)
     entries = [
         store.block(m.id) for m in session.entries() if m.kind in ("chat_message", "tool_output")
@@ -195,18 +203,20 @@ def resolve_session(
     The summary stays active (see :func:`mdmem.memory.lifecycle.session_memories`).
     """
     with store.writer.batch(subject=f"resolve session {session_id}"):
-        if scope is not None:
-            scopes = [scope]
-        else:
-            # No scope given: the session's file may live in any scope.
-            store.refresh()
-            scopes = sorted(
-                {
-                    blk.scope_of_path(path)[0]
-                    for path in list(store.catalog.files)
-                    if session_id_of(path) == session_id
-                }
-            )
+        # No scope given: the session's file may live in any scope.
+        scopes = [scope] if scope is not None else session_scopes(store, session_id)
         for each in scopes:
             summarize_session(store, session_id, scope=each, llm=llm)
         return lifecycle.resolve_session(store, session_id, scope=scope)
+
+
+def session_scopes(store: MemoryStore, session_id: str) -> list[str]:
+    """The scopes whose ``sessions/`` folder holds a file of this session id, sorted."""
+    store.refresh()
+    return sorted(
+        {
+            blk.scope_of_path(path)[0]
+            for path in list(store.catalog.files)
+            if session_id_of(path) == session_id
+        }
+    )

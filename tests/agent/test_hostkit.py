@@ -587,3 +587,22 @@ def test_a_secret_typed_into_the_vault_by_hand_is_never_injected(vault: Vault, r
         context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
         assert "Deploy notes" in context
         assert not [f for f in token.fragments if f in context], context
+
+
+def test_two_sessions_with_the_same_words_get_a_summary_each(vault: Vault, repo: Path) -> None:
+    # Two sessions whose transcripts read the same ("run the tests" / "All green.")
+    # summarise to the same words; each session must still get its own summary, linked
+    # to it by its session field (remember stores identical text once, so a summary
+    # without its session in the text became the other session's memory).
+    for sid in ("aaaa-1111", "bbbb-2222"):
+        data = payload("claude-code", "session-end", repo)
+        data["session_id"] = sid
+        run_event(vault, "claude-code", "session-end", data, Policy())
+        assert "error" not in last_log(vault)
+    summaries = [b for b in captured_blocks(vault) if b.kind == "session_summary"]
+    assert sorted(b.field("session") for b in summaries) == [
+        "claude-code-aaaa-1111",
+        "claude-code-bbbb-2222",
+    ]
+    for b in summaries:
+        assert b.text.startswith("Session summary (extractive):")

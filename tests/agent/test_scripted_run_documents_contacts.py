@@ -13,37 +13,8 @@ import openai
 from mdmem import Vault
 from mdmem.agent.tools import Toolset
 from mdmem.testing import Reply, ScriptedOpenAIServer
+from tests.agent.scripted_agent import TOPICS, long_manual
 from tests.llm_fakes import llm_vault
-
-TOPICS = [
-    "unpacking",
-    "mounting",
-    "wiring",
-    "calibration",
-    "pressure tests",
-    "valves",
-    "filters",
-    "pumps",
-    "seals",
-    "alarms",
-    "logging",
-    "storage",
-    "transport",
-    "disposal",
-]
-
-
-def long_manual(path: Path) -> Path:
-    sections = []
-    for n, topic in enumerate(TOPICS, 1):
-        body = " ".join(
-            f"Step {k} of {topic}: follow the checklist for unit {n}." for k in range(12)
-        )
-        if topic == "valves":
-            body += " Tighten the wombat valve to exactly 40 Nm; never exceed 45 Nm."
-        sections.append(f"## {n}. {topic.title()}\n\n{body}\n")
-    path.write_text("# Pump station manual\n\nRead this first.\n\n" + "\n".join(sections))
-    return path
 
 
 class Agent:

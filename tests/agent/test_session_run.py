@@ -21,35 +21,10 @@ from mdmem import Vault
 from mdmem.agent.hooks import MemoryHooks
 from mdmem.memory.toolcalls import ToolCall
 from mdmem.testing import Reply, ScriptedOpenAIServer
+from tests.agent.scripted_agent import HOST_TOOLS, Repo, tool_call
 from tests.llm_fakes import FakeModel, llm_vault, system_of
 
 AGENT_SYSTEM = "You are a coding agent working in a repository."
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": name,
-            "parameters": {"type": "object", "properties": props, "required": list(props)},
-        },
-    }
-    for name, props in (
-        ("Bash", {"command": {"type": "string"}}),
-        ("Edit", {"file_path": {"type": "string"}, "new_string": {"type": "string"}}),
-    )
-]
-
-
-def _call(n: int, name: str, **args: str) -> Reply:
-    return Reply(
-        tool_calls=[
-            {
-                "id": f"call_{n}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-        ]
-    )
 
 
 class Model(FakeModel):
@@ -70,27 +45,6 @@ class Model(FakeModel):
         return super().__call__(body)
 
 
-class Repo:
-    """A repository whose test fails until src/app.py is edited."""
-
-    def __init__(self) -> None:
-        self.fixed = False
-
-    def run(self, name: str, args: dict[str, str]) -> tuple[str, int]:
-        if name == "Edit":
-            self.fixed = self.fixed or args["file_path"].endswith("src/app.py")
-            return f"edited {args['file_path']}", 0
-        if args["command"] == "pytest" and not self.fixed:
-            return (
-                "collected 1 item\n"
-                'E     File "src/app.py", line 3, in total\n'
-                "E   TypeError: unsupported operand type(s) for +: 'int' and 'str'\n"
-                "FAILED tests/test_app.py::test_total",
-                1,
-            )
-        return "1 passed in 0.01s", 0
-
-
 def _session(vault: Vault, srv: ScriptedOpenAIServer, repo: Repo, sid: str, task: str) -> str:
     """One agent session, as a host runs it; returns the session-start context."""
     hooks = MemoryHooks(vault, session_id=sid, background=False)
@@ -105,7 +59,7 @@ def _session(vault: Vault, srv: ScriptedOpenAIServer, repo: Repo, sid: str, task
         reply = model.chat.completions.create(
             model="local-test",
             messages=messages,  # type: ignore[arg-type]
-            tools=TOOLS,  # type: ignore[arg-type]
+            tools=HOST_TOOLS,  # type: ignore[arg-type]
         )
         message = reply.choices[0].message
         if not message.tool_calls:
@@ -133,9 +87,9 @@ def test_two_sessions_with_a_failure_and_a_fix(tmp_path: Path) -> None:
         vault = llm_vault(tmp_path, srv)
         repo = Repo()
         model.script = [
-            _call(1, "Bash", command="pytest"),
-            _call(2, "Edit", file_path="/work/repo/src/app.py", new_string="int(x)"),
-            _call(3, "Bash", command="pytest"),
+            tool_call(1, "Bash", command="pytest"),
+            tool_call(2, "Edit", file_path="/work/repo/src/app.py", new_string="int(x)"),
+            tool_call(3, "Bash", command="pytest"),
             Reply(content="Fixed the type error in src/app.py; the tests pass."),
         ]
         _session(vault, srv, repo, "s1", "Make the test suite pass.")

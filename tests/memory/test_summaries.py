@@ -216,3 +216,20 @@ def test_two_hosts_ending_the_same_session_write_one_summary(vault: Vault) -> No
     fresh = Vault.open(vault.root)
     assert [m.id for m in fresh.memories() if m.kind == "session_summary"] == list(ids)
     fresh.close()
+
+
+def test_a_contact_session_is_summarised_where_its_turns_are(vault: Vault) -> None:
+    # A linked contact's session records into the person's scope. Summarising it by id
+    # alone (the CLI, a host that doesn't know the link) must find those turns, not
+    # report "no turns" from the root's empty session of the same id.
+    vault.contacts.link("telegram:123", "user:alice")
+    chat = vault.session("tg-1", source="telegram", contact="telegram:123")
+    chat.record("user", "Please book the dentist for Tuesday morning.")
+    chat.record("assistant", "Booked the dentist for Tuesday at 9:00.")
+    summary = vault.summarize_session("tg-1")
+    assert summary is not None and summary.was_new
+    block = vault.block(summary.id)
+    assert block.scope == "user:alice" and block.field("session") == "tg-1"
+    assert block.field("turns") == "2"
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "summarize-session", "tg-1"])
+    assert out.exit_code == 0 and summary.id in out.output  # the same span: no second one
