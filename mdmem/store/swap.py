@@ -76,10 +76,7 @@ class Orphans:
                 size = os.fstat(fd).st_size
                 if size > expected:
                     extra = os.pread(fd, size - expected, expected)
-                    current = full.read_bytes() if full.exists() else b""
-                    if current and not current.endswith(b"\n"):
-                        current += b"\n"
-                    atomic_write(full, current + extra)
+                    _append_in_place(full, extra)
                     log.info("recovered %d bytes written to a replaced %s", len(extra), full.name)
                     expected = size
             except OSError:
@@ -169,7 +166,7 @@ def swap(
                 # They only appended: keep our edit and put their lines after
                 # it. Replaying instead could starve the write, as a fast
                 # typist appends inside every wait window.
-                atomic_write(full, now_new + theirs[len(current) :])
+                _append_in_place(full, theirs[len(current) :])
                 return done
             if now_new.startswith(ours):
                 theirs += now_new[len(ours) :]
@@ -206,3 +203,23 @@ def _read_fd(fd: int) -> bytes:
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _append_in_place(full: Path, extra: bytes) -> None:
+    """Put ``extra`` at the end of the file as it is now, in place.
+
+    Not a rename: someone may be appending to the new file at this very moment
+    (a typist saves every few ms), and replacing it with what we read a moment
+    ago would drop their line. O_APPEND writes land after theirs.
+    """
+    fd = os.open(full, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            extra = b"\n" + extra
+        view = memoryview(extra)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
