@@ -19,20 +19,7 @@ from mdmem import InvalidInputError, ScopeDeniedError, Vault
 from mdmem.agent.mcp_server import MCP_TOOLS, core_resources, read_resource_text
 from mdmem.agent.tools import Toolset
 from mdmem.cli import main
-
-
-def _server_params(vault: Vault, *scope_args: str) -> Any:
-    from mcp.client.stdio import StdioServerParameters
-
-    env = {
-        "MDMEM_STATE_DIR": os.environ["MDMEM_STATE_DIR"],
-        "MDMEM_EMBEDDER_PROVIDER": "hash",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
-    args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
-    for scope in scope_args:
-        args += ["--scope", scope]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
+from tests.mcp_client import server_params
 
 
 def _line(vault: Vault, path: str, line: int) -> str:
@@ -48,7 +35,7 @@ def test_stdio_session_lists_remembers_recalls_reads_and_refuses(vault: Vault) -
     seen: dict[str, Any] = {}
 
     async def session() -> None:
-        params = _server_params(vault, "root", "user:alice")
+        params = server_params(vault, "root", "user:alice")
         with open(os.devnull, "w") as errlog:
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),

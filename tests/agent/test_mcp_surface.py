@@ -4,15 +4,11 @@ strict argument types, note ids and tool outputs, over a real stdio session."""
 from __future__ import annotations
 
 import json
-import os
-import sys
-from pathlib import Path
 from typing import Any
-
-import anyio
 
 from mdmem import Vault
 from mdmem.agent.mcp_server import MCP_TOOLS
+from tests.mcp_client import mcp_session
 
 INTERNAL_KINDS = {"chat_message", "tool_output", "episode", "session_summary", "note"}
 # The tool list goes to the model with every request: kept under this many
@@ -21,42 +17,6 @@ INTERNAL_KINDS = {"chat_message", "tool_output", "episode", "session_summary", "
 # so a new tool of ordinary size does not break the budget of the others.
 TOKENS_PER_TOOL = 160
 RECALL_TOKENS = 450
-
-
-def _server_params(vault: Vault) -> Any:
-    from mcp.client.stdio import StdioServerParameters
-
-    env = {
-        "MDMEM_STATE_DIR": os.environ["MDMEM_STATE_DIR"],
-        "MDMEM_EMBEDDER_PROVIDER": "hash",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
-    args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
-
-
-def _session(vault: Vault, calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
-    """Run ``calls`` ((label, tool, arguments)) in one client session; results by label."""
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client
-
-    seen: dict[str, Any] = {}
-
-    async def run() -> None:
-        with open(os.devnull, "w") as errlog:
-            async with (
-                stdio_client(_server_params(vault), errlog=errlog) as (read, write),
-                ClientSession(read, write) as client,
-            ):
-                await client.initialize()
-                seen["tools"] = {t.name: t for t in (await client.list_tools()).tools}
-                for label, tool, arguments in calls:
-                    if callable(arguments):
-                        arguments = arguments(seen)
-                    seen[label] = await client.call_tool(tool, arguments)
-
-    anyio.run(run)
-    return seen
 
 
 def _tool_json(tool: Any) -> dict[str, Any]:
@@ -69,7 +29,7 @@ def _tool_json(tool: Any) -> dict[str, Any]:
 def test_tool_list_has_read_tool_output_annotations_agent_kinds_and_stays_small(
     vault: Vault,
 ) -> None:
-    seen = _session(vault, [])
+    seen = mcp_session(vault, [])
     tools = seen["tools"]
     assert set(tools) == set(MCP_TOOLS) and "read_tool_output" in tools
 
@@ -98,7 +58,7 @@ def test_tool_list_has_read_tool_output_annotations_agent_kinds_and_stays_small(
 
 def test_loose_argument_types_are_refused_with_a_clear_error(vault: Vault) -> None:
     vault.remember("Tea is preferred over coffee.", kind="preference")
-    seen = _session(
+    seen = mcp_session(
         vault,
         [
             ("tags", "remember", {"content": "Deploys happen on Tuesday.", "tags": "single"}),
@@ -125,7 +85,7 @@ def test_note_ids_from_recall_open_with_get_and_forget_is_refused(vault: Vault) 
     note_id = vault.recall("pruning climbing roses").items[0].id
     assert note_id == "notes/garden.md#Roses"
 
-    seen = _session(
+    seen = mcp_session(
         vault,
         [
             ("recall", "recall", {"query": "pruning climbing roses"}),
@@ -147,7 +107,7 @@ def test_note_ids_from_recall_open_with_get_and_forget_is_refused(vault: Vault) 
 
 def test_archive_unarchive_recall_controls_and_tiers_over_mcp(vault: Vault) -> None:
     fact = vault.remember("The VPN config lives in the team wiki.")
-    seen = _session(
+    seen = mcp_session(
         vault,
         [
             ("archive", "archive", {"memory_id": fact.id}),
@@ -173,7 +133,7 @@ def test_archive_unarchive_recall_controls_and_tiers_over_mcp(vault: Vault) -> N
 def test_read_tool_output_serves_the_key_recall_hands_out(vault: Vault) -> None:
     payload = "\n".join(f"row {i}: checksum mismatch in shard {i % 7}" for i in range(600))
     vault.session("build-1").record_tool_output("pytest", payload)
-    seen = _session(
+    seen = mcp_session(
         vault,
         [
             (

@@ -18,12 +18,9 @@ OpenAI-protocol server. The read side is then checked again over MCP (stdio).
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 from openai import OpenAI
 
 from mdmem import Vault
@@ -35,6 +32,7 @@ from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.agent.scripted_agent import HOST_TOOLS, TOPICS, Repo, long_manual, tool_call
 from tests.conftest import git
 from tests.llm_fakes import FakeModel, llm_vault, system_of
+from tests.mcp_client import mcp_session
 
 AGENT_SYSTEM = "You are a coding agent reached over chat."
 HOST = "claude-code"
@@ -264,34 +262,15 @@ def test_two_sessions_two_platforms_failures_fix_document(tmp_path: Path) -> Non
 
 
 def mcp_read(vault: Vault, query: str, since: str) -> dict[str, Any]:
-    from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    env = {
-        "MDMEM_STATE_DIR": os.environ["MDMEM_STATE_DIR"],
-        "MDMEM_EMBEDDER_PROVIDER": "hash",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
-    args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
-    args += ["--scope", PERSON, "--scope", "root"]  # the host's scopes, as the Toolset
-    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    calls = (
+        ("recall", "recall", {"query": query, "source_kinds": ["document_chunk"]}),
+        ("profile", "contact_profile", {"who": "telegram:123"}),
+        ("changes", "changes", {"since": since}),
+    )
+    # The host's scopes, as the Toolset's.
+    results = mcp_session(vault, calls, PERSON, "root")
     seen: dict[str, Any] = {}
-
-    async def session() -> None:
-        with open(os.devnull, "w") as errlog:
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as client,
-            ):
-                await client.initialize()
-                for key, name, arguments in (
-                    ("recall", "recall", {"query": query, "source_kinds": ["document_chunk"]}),
-                    ("profile", "contact_profile", {"who": "telegram:123"}),
-                    ("changes", "changes", {"since": since}),
-                ):
-                    result = await client.call_tool(name, arguments)
-                    assert not result.is_error, (name, result)
-                    seen[key] = result.structured_content
-
-    anyio.run(session)
+    for key, name, _ in calls:
+        assert not results[key].is_error, (name, results[key])
+        seen[key] = results[key].structured_content
     return seen

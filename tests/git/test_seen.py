@@ -97,37 +97,12 @@ def test_changes_cli_tool_and_session_start_context(vault: Vault) -> None:
 
 
 def test_changes_over_mcp(vault: Vault) -> None:
-    import os
-    import sys
-    from pathlib import Path
-
-    import anyio
-    from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from tests.mcp_client import mcp_session
 
     vault.mark_seen()
     news = vault.remember("The CI runners moved to arm64.")
     hidden = vault.remember("Bob's pager number changed.", scope="user:bob")
-    env = {
-        "MDMEM_STATE_DIR": os.environ["MDMEM_STATE_DIR"],
-        "MDMEM_EMBEDDER_PROVIDER": "hash",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
-    args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root), "--scope", "root"]
-    params = StdioServerParameters(command=sys.executable, args=args, env=env)
-    seen: dict[str, object] = {}
-
-    async def session() -> None:
-        with open(os.devnull, "w") as errlog:
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as client,
-            ):
-                await client.initialize()
-                seen["tools"] = [t.name for t in (await client.list_tools()).tools]
-                seen["changes"] = await client.call_tool("changes", {})
-
-    anyio.run(session)
+    seen = mcp_session(vault, [("changes", "changes", {})], "root")
     assert "changes" in seen["tools"]  # type: ignore[operator]
     result = seen["changes"].structured_content  # type: ignore[attr-defined]
     assert [c["id"] for c in result["added"]] == [news.id]
