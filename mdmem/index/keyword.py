@@ -718,6 +718,12 @@ class KeywordIndex:
             return []
         return out
 
+    def terms_of(self, text: str) -> frozenset[str]:
+        """The terms the text field holds for ``text`` (folded, stemmed, no
+        stopwords): what a query's terms are compared with."""
+        field = self._schema["text"]
+        return frozenset(t for t in field.process_text(_norm_text(text), mode="index"))
+
     def rarest_terms(self, text: str, n: int, *, skip: Collection[str] = ()) -> list[str]:
         """The ``n`` terms of ``text`` (as the text field analyses it) that the
         fewest documents hold, at least two (a term only one block has finds

@@ -71,6 +71,7 @@ class Threads(Protocol):
 
     def people(self) -> Collection[str]: ...
     def following(self, block: Block) -> Sequence[Block]: ...
+    def neighbours(self, block: Block) -> Sequence[Block]: ...
     def blocks_in(self, path: str) -> Sequence[Block]: ...
 
 
@@ -99,6 +100,29 @@ class FileOrder:
         return self._blocks_of(path)
 
     def following(self, block: Block) -> Sequence[Block]:
+        memories, at = self._place(block)
+        if at is None:
+            return ()
+        return memories[at + 1 : at + 1 + _LOOKAHEAD]
+
+    def neighbours(self, block: Block) -> Sequence[Block]:
+        """The turns right before and after ``block`` in its conversation
+        (same file, each within the thread gap of it); none for a block
+        that is not a turn."""
+        if voice_of(block) is None:
+            return ()
+        memories, at = self._place(block)
+        if at is None:
+            return ()
+        around = memories[max(0, at - 1) : at] + memories[at + 1 : at + 2]
+        return [
+            turn
+            for turn in around
+            if voice_of(turn) is not None and abs(turn.created - block.created) <= _THREAD_GAP
+        ]
+
+    def _place(self, block: Block) -> tuple[list[Block], int | None]:
+        """The file's memories in order, and ``block``'s position among them."""
         blocks = self._blocks_of(block.path)
         cached = self._order.get(block.path)
         # A reparse replaces the list; an append extends it in place.
@@ -107,10 +131,7 @@ class FileOrder:
             cached = (blocks, len(blocks), memories, {b.id: i for i, b in enumerate(memories)})
             self._order[block.path] = cached
         _, _, memories, position = cached
-        at = position.get(block.id)
-        if at is None:
-            return ()
-        return memories[at + 1 : at + 1 + _LOOKAHEAD]
+        return memories, position.get(block.id)
 
 
 def thread_bonus(

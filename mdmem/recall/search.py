@@ -26,6 +26,7 @@ from mdmem.models import KINDS, Block, Hit, Recall
 from mdmem.recall import families, ranking, signals
 from mdmem.recall.controls import RecallControls, substring_candidates
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
+from mdmem.recall.neighbours import Neighbourhood
 from mdmem.store.blocks import parse_datetime, validate_scope
 from mdmem.store.ids import written_id
 from mdmem.store.importance import importance_factor, importance_of
@@ -231,6 +232,7 @@ def run_recall(
             keyword = substring_candidates(q.query, scan(), _scannable(q), pool, shown)
 
     vector: list[tuple[str, float]] = []
+    query_vec: F32 | None = None
     if q.mode != "keyword":
         vectors = indexer.vectors
         embedder = indexer.embedder
@@ -351,7 +353,8 @@ def run_recall(
             )
         )
     if ranked:
-        _rerank(q, ranked, keyword, now, threads, second_round, block_of)
+        around = _neighbourhood(q, indexer, threads, query_vec) if threads is not None else None
+        _rerank(q, ranked, keyword, now, threads, second_round, block_of, around)
     for r in ranked:
         # Importance (1-10, a field): a small documented nudge of the final
         # score (after re-ranking, so its bound holds), and a signal in `scores`.
@@ -390,6 +393,8 @@ def _may_fall_back(q: RecallQuery) -> bool:
 
 def _scannable(q: RecallQuery) -> Callable[[Block], bool]:
     return lambda block: indexable(block) and q.admits(block)
+
+
 def _rerank(
     q: RecallQuery,
     ranked: list[_Scored],
@@ -398,6 +403,7 @@ def _rerank(
     threads: Threads | None,
     second_round: Callable[[list[Block]], dict[str, float]] | None,
     block_of: Callable[[str], Block | None],
+    around: Neighbourhood | None,
 ) -> None:
     """Add the fitted re-ranking features (mdmem.recall.signals) to each score."""
     kmax = max((s for _, s in keyword), default=0.0)
@@ -420,8 +426,10 @@ def _rerank(
             if block is not None and q.admits(block):
                 cand = ranking.Candidate(block_id, 0.0, None, None, None, None)
                 ranked.append(_Scored(0.0, cand, block, 0.0, 0.0, 0.0, None, None, 0.0))
+    nearby = around.features(r.block for r in ranked) if around is not None else {}
     for r in ranked:
         cand = r.cand
+        neighbour, coverage = nearby.get(r.block.id, (0.0, 0.0))
         row = signals.feature_row(
             keyword_norm=(cand.keyword or 0.0) / kmax if kmax > 0 else 0.0,
             cosine=cand.vector,
@@ -432,10 +440,37 @@ def _rerank(
             block=r.block,
             when=when,
             second=second.get(r.block.id, 0.0),
+            neighbour=neighbour,
+            coverage=coverage,
         )
         r.features = row
         r.base = r.score
         r.score = round(r.score + signals.rerank_score(row), 6)
+
+
+def _neighbourhood(
+    q: RecallQuery, indexer: Indexes, threads: Threads, query_vec: F32 | None
+) -> Neighbourhood:
+    """The neighbour features of this query: coverage from the keyword index's
+    terms (not in vector-only mode), cosines from the stored vectors."""
+    terms_of: Callable[[str], frozenset[str]] | None = None
+    query_terms: frozenset[str] = frozenset()
+    if q.mode != "vector":
+        try:
+            keyword = indexer.keyword
+            named = keyword.query_terms(vector_query_text(q.query, threads))
+            query_terms = frozenset(term for field, term, _ in named if field == "text")
+            terms_of = keyword.terms_of
+        except IndexError_:
+            pass  # the feature is 0; the keyword side's failure is reported already
+    vectors = indexer.vectors if query_vec is not None else None
+    return Neighbourhood(
+        threads,
+        query_terms=query_terms,
+        terms_of=terms_of,
+        query_vec=query_vec,
+        vectors_of=vectors.vectors if vectors is not None else None,
+    )
 
 
 def _note(reasons: list[str], why: str) -> None:

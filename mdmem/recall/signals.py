@@ -17,7 +17,10 @@ weights fitted by leave-one-conversation-out cross-validation
   a weekday, "last week", "two days ago");
 * ``second``: found again by the second retrieval round (the query widened
   with the first round's best blocks' rarest words, for questions whose
-  evidence spans turns).
+  evidence spans turns);
+* ``neighbour`` / ``coverage``: what the turns right before and after a
+  candidate add (their best cosine with the query; the share of the query's
+  terms the candidate and they hold), see :mod:`mdmem.recall.neighbours`.
 
 Time words are the calendar's (month and day names, numbers, relative
 phrases), never a data set's phrasing; relative phrases in the query count
@@ -56,6 +59,8 @@ FEATURES = (
     "date",
     "when",
     "second",
+    "neighbour",
+    "coverage",
 )
 
 _WHEN = re.compile(r"\b(when|what (?:date|day|month|year|time)|how long ago|since when)\b", re.I)
@@ -170,6 +175,8 @@ def feature_row(
     block: Block,
     when: QueryTime,
     second: float,
+    neighbour: float = 0.0,
+    coverage: float = 0.0,
 ) -> dict[str, float]:
     """The features of one candidate (see the module doc), by name."""
     return {
@@ -182,6 +189,8 @@ def feature_row(
         "date": 1.0 if when.ranges and _in_ranges(block, when.ranges) else 0.0,
         "when": 1.0 if when.asks_when and has_time(block.text) else 0.0,
         "second": second,
+        "neighbour": neighbour,
+        "coverage": coverage,
     }
 
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -52,3 +54,43 @@ def test_leave_one_out_scores_each_conversation_with_weights_fitted_elsewhere() 
     assert folds["a"]["R@5"] == 1.0 and folds["b"]["R@5"] == 1.0
     assert folds["z"]["R@5"] == 0.0  # weights from a and b push its evidence down
     assert 0.0 < out["R@5"] < 1.0
+
+
+def test_holdout_scores_a_set_nothing_was_fitted_on() -> None:
+    train = [_row(c, n) for c in ("a", "b") for n in range(4)]
+    test = [_row("h", n) for n in range(3)]
+    out = fit_mod.holdout(train, test)
+    assert out["first_stage"]["R@5"] == 0.0  # the evidence is 6th by base score
+    assert out["fitted"]["R@1"] == 1.0
+    assert out["weights"]["date"] > 0
+    assert set(out["fitted"]["by_category_R@5"]) == {2}
+
+
+def test_loco_reports_each_data_set_apart() -> None:
+    rows = [_row(c, n) for c in ("a", "b", "c") for n in range(3)]
+    for r in rows:
+        r.dataset = "own" if r.conversation == "c" else "locomo"  # type: ignore[attr-defined]
+    out = fit_mod.loco(rows)
+    assert set(out["by_dataset"]) == {"locomo", "own"}
+    assert out["by_dataset"]["own"]["R@5"] == 1.0
+
+
+def test_collected_rows_are_cached_by_the_data_file_contents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "set.json"
+    data.write_text("[]")
+    cache = tmp_path / "rows.json"
+    calls: list[Path] = []
+
+    def collect(path: Path, *, embedder: str, record: str) -> list[object]:
+        calls.append(path)
+        return [_row("a", 0)]
+
+    monkeypatch.setattr(fit_mod, "collect", collect)
+    first = fit_mod.rows_for(data, embedder="hash", record="session", cache=cache)
+    again = fit_mod.rows_for(data, embedder="hash", record="session", cache=cache)
+    assert len(calls) == 1 and again == first
+    data.write_text("[ ]")  # another file: collected again
+    fit_mod.rows_for(data, embedder="hash", record="session", cache=cache)
+    assert len(calls) == 2

@@ -146,6 +146,19 @@ def test_file_order_follows_appends_and_reparses() -> None:
     assert order.following(turn(9, "unknown", "x")) == ()
 
 
+def test_neighbours_are_the_turns_either_side_in_one_thread() -> None:
+    first, second, third = turn(1, "a", "x"), turn(2, "b", "y"), turn(3, "c", "x")
+    far = turn(4, "d", "y", at=T0 + timedelta(hours=7))
+    fact = turn(5, "the deploy runs on Tuesdays", None)
+    blocks = [third, first, far, second, fact]  # any order: the file's lines decide
+    order = FileOrder(lambda p: blocks, set)
+    assert [b.id for b in order.neighbours(second)] == [first.id, third.id]
+    assert [b.id for b in order.neighbours(first)] == [second.id]
+    assert [b.id for b in order.neighbours(third)] == [second.id]  # `far` is another thread
+    assert order.neighbours(fact) == ()  # not a turn
+    assert order.neighbours(turn(9, "unknown", "x")) == ()
+
+
 # -------------------------------------------------------------- in a vault --
 
 
