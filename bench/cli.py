@@ -92,8 +92,16 @@ class Tree:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         server_before = _cpu_ms_of(self.server_pid)
         start = time.perf_counter()
+        # In the checkout's own directory: `python -c`/`-m` put the working
+        # directory first on sys.path, ahead of PYTHONPATH, so from another
+        # directory a baseline would import whichever mdmem lives there.
         done = subprocess.run(
-            [sys.executable, *args], input=stdin, capture_output=True, env=env, timeout=600
+            [sys.executable, *args],
+            input=stdin,
+            capture_output=True,
+            env=env,
+            timeout=600,
+            cwd=self.path,
         )
         took = (time.perf_counter() - start) * 1000
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
