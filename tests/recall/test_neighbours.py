@@ -13,27 +13,13 @@ from mdmem import Vault
 from mdmem.models import Block
 from mdmem.recall.conversation import FileOrder
 from mdmem.recall.neighbours import Neighbourhood
+from tests.recall.test_conversation import turn as conversation_turn
 
 T0 = datetime(2023, 1, 20, 13, 0, tzinfo=UTC)
 
 
 def turn(n: int, text: str, speaker: str | None = "Jon") -> Block:
-    return Block(
-        id=f"m-{n:012d}",
-        path="sessions/s.md",
-        line_start=n,
-        line_end=n,
-        heading="",
-        text=text,
-        kind="fact",
-        tags=(),
-        scope="",
-        status="active",
-        created=T0,
-        updated=None,
-        content_hash=str(n),
-        fields=(("speaker", speaker),) if speaker else (),
-    )
+    return conversation_turn(n, text, speaker, path="sessions/s.md", at=T0)
 
 
 def words(text: str) -> frozenset[str]:
