@@ -654,13 +654,23 @@ class Vault:
 
         With no ``scope``, a contact linked to a person records into the person's scope.
         """
+        return self._open_session(session_id, source, contact, scope, self._maybe_consolidate)
+
+    def _open_session(
+        self,
+        session_id: str,
+        source: str | None,
+        contact: str | None,
+        scope: str | None,
+        after_write: Callable[[], None] | None = None,
+    ) -> Session:
         return sessions.Session(
             self.store,
             session_id,
             source=source,
             contact=contact,
             scope=scope if scope is not None else self.contacts.scope_for(contact),
-            after_write=self._maybe_consolidate,
+            after_write=after_write,
             on_contact=self.contacts.seen,
         )
 
@@ -851,7 +861,13 @@ class Vault:
     ) -> importer.ImportReport:
         """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent)."""
         return importer.import_path(
-            self.store, path, format=format, scope=scope, secrets=secrets, progress=progress
+            self.store,
+            path,
+            format=format,
+            scope=scope,
+            secrets=secrets,
+            progress=progress,
+            open_session=self._open_session,  # contacts as a live session has them
         )
 
     def export_jsonl(self, out: IO[str], *, progress: Progress | None = None) -> int:

@@ -65,6 +65,8 @@ _SYSTEM_FIELDS = frozenset(
 )
 
 Progress = Callable[[str, int, int], None]
+# (session id, source, contact, scope) -> the session a conversation records into.
+OpenSession = Callable[[str, "str | None", "str | None", "str | None"], Session]
 
 
 @dataclass
@@ -105,8 +107,14 @@ def import_path(
     scope: str | None = None,
     secrets: str | None = None,
     progress: Progress | None = None,
+    open_session: OpenSession | None = None,
 ) -> ImportReport:
-    """Import ``path`` (format detected when unambiguous); see the module docstring."""
+    """Import ``path`` (format detected when unambiguous); see the module docstring.
+
+    ``open_session`` opens each conversation's session as the vault does
+    (a linked contact's scope, the contact's profile note); without it, a
+    plain session of the store.
+    """
     source = Path(path).expanduser()
     kind, data = (format, None) if format else fmt.detect(source)
     if kind not in fmt.FORMATS:
@@ -132,7 +140,12 @@ def import_path(
                 report.refuse(f"line {row[0]}", row[1])
             else:
                 rows.append(row)
-    _Writer(store, report, scope, secrets, tick).write(rows)
+    opener = open_session or (
+        lambda name, source, contact, scope: Session(
+            store, name, source=source, contact=contact, scope=scope
+        )
+    )
+    _Writer(store, report, scope, secrets, tick, opener).write(rows)
     return report
 
 
@@ -146,8 +159,10 @@ class _Writer:
         scope: str,
         secrets: str | None,
         tick: Progress,
+        open_session: OpenSession,
     ) -> None:
         self.store = store
+        self.open_session = open_session
         self.report = report
         self.scope = scope
         self.secrets = secrets
@@ -198,12 +213,8 @@ class _Writer:
     def _session(self, conv: fmt.Conversation) -> Session | None:
         name = conv.session or fmt.session_name(conv.source, conv.id)
         try:
-            return Session(
-                self.store,
-                name,
-                source=conv.source or None,
-                contact=conv.contact,
-                scope=conv.scope or self.scope or None,
+            return self.open_session(
+                name, conv.source or None, conv.contact, conv.scope or self.scope or None
             )
         except MdmemError as exc:
             for message in conv.messages:

@@ -7,7 +7,8 @@ two numbers from the turns right before and after it in its conversation
 (:meth:`mdmem.recall.conversation.FileOrder.neighbours`):
 
 * ``neighbour``: the best cosine between the query and those turns' stored
-  vectors (0 without vectors);
+  vectors (0 without vectors); a memory without such turns (a fact, a note,
+  a tool output) counts its own;
 * ``coverage``: the share of the query's content terms (as the keyword index
   analyses them, names of known people left out, since every turn of a
   person names them) that the candidate and those turns hold together.
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from mdmem.index.embedders import F32
 
 __all__ = ["Neighbourhood"]
+
+TOOL_OUTPUT = "tool_output"
 
 
 class Neighbourhood:
@@ -66,7 +69,7 @@ class Neighbourhood:
 
     def features(self, blocks: Iterable[Block]) -> dict[str, tuple[float, float]]:
         """``(neighbour, coverage)`` by block id."""
-        around = {b.id: (b, list(self._threads.neighbours(b))) for b in blocks}
+        around = {b.id: (b, self._surroundings(b)) for b in blocks}
         if self._query_vec is not None and self._vectors_of is not None:
             wanted = {n.id for _, turns in around.values() for n in turns}
             vectors = self._vectors_of(sorted(wanted - self._cosine.keys()))
@@ -78,12 +81,23 @@ class Neighbourhood:
             out[block_id] = (neighbour, self._coverage(block, turns))
         return out
 
+    def _surroundings(self, block: Block) -> list[Block]:
+        """The turns around ``block``; a memory with none (a fact, a note, a
+        lone turn) stands for itself, so it is not ranked below turns for
+        lacking neighbours. Tool outputs are never surroundings: a long
+        output holds most words of any query about its session."""
+        if block.kind != TOOL_OUTPUT:
+            turns = [t for t in self._threads.neighbours(block) if t.kind != TOOL_OUTPUT]
+            if turns:
+                return turns
+        return [block]
+
     def _coverage(self, block: Block, turns: list[Block]) -> float:
         if not self._query_terms:
             return 0.0
-        held: set[str] = set()
-        for b in (block, *turns):
-            held |= self._terms_for(b)
+        held = set(self._terms_for(block))
+        for turn in turns:
+            held |= self._terms_for(turn)
         return len(self._query_terms & held) / len(self._query_terms)
 
     def _terms_for(self, block: Block) -> frozenset[str]:

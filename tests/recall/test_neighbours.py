@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def test_coverage_counts_the_query_terms_a_turn_and_its_neighbours_hold() -> Non
     assert features[BLOCKS[1].id][1] == 1.0
     assert features[BLOCKS[0].id][1] == 0.5  # its only neighbour has neither
     assert features[BLOCKS[2].id][1] == 0.5
-    assert features[BLOCKS[3].id] == (0.0, 0.0)  # not a turn, no words
+    assert features[BLOCKS[3].id] == (0.0, 0.0)  # not a turn: its own words, none asked
     assert all(n == 0.0 for n, _ in features.values())  # no query vector, no cosine
 
 
@@ -105,3 +106,28 @@ def test_recall_reports_both_features_of_a_reply(tmp_path: Path) -> None:
     assert by_id[reply.id]["f_coverage"] == pytest.approx(1.0)
     assert by_id[reply.id]["f_neighbour"] > 0.0
     vault.close()
+
+
+def test_a_memory_without_turns_around_stands_for_itself() -> None:
+    # A fact is not ranked below turns for lacking neighbours: its own
+    # cosine and words count.
+    features = hood({"deploy", "tuesdays"}, unit(0, 0, 1)).features(BLOCKS[3:])
+    assert features[BLOCKS[3].id][0] == pytest.approx(1.0)
+    assert features[BLOCKS[3].id][1] == 1.0
+
+
+def test_a_tool_output_is_nobodys_neighbour() -> None:
+    output = replace(BLOCKS[1], kind="tool_output", text="banker dance " * 50)
+    blocks = [BLOCKS[0], output, BLOCKS[2]]
+    found = Neighbourhood(
+        FileOrder(lambda p: blocks, set),
+        query_terms=frozenset({"banker", "dance"}),
+        terms_of=words,
+        query_vec=None,
+        vectors_of=None,
+    )
+    features = found.features(blocks)
+    # The turns either side see past it to nothing; it sees only itself.
+    assert features[BLOCKS[0].id][1] == 0.5
+    assert features[BLOCKS[2].id][1] == 0.5
+    assert features[output.id][1] == 1.0
