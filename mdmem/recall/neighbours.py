@@ -17,10 +17,11 @@ Both are features of :mod:`mdmem.recall.signals`, weighted by the fitted
 re-ranker, and given to the first stage's best
 :data:`~mdmem.recall.search.NEIGHBOUR_DEPTH` candidates only. Measured with
 ``bench/rerank_fit.py`` (leave-one-conversation-out, ListNet): LoCoMo dev
-R@5 / MRR 0.745 / 0.658 without them, 0.756 / 0.666 with them; over dev and
-the short-chat set together 0.763 / 0.671 -> 0.770 / 0.683; on the short-chat
-set alone, fitted on dev, R@5 0.851 -> 0.838 and MRR 0.746 -> 0.759 (a mixed
-result there, two questions of 154).
+R@5 / MRR 0.744 / 0.658 without them, 0.754 / 0.668 with them; over dev and
+the short-chat set together 0.763 / 0.671 -> 0.772 / 0.686 (the short-chat
+part 0.851 / 0.741 -> 0.851 / 0.756); on the short-chat set fitted on dev
+alone R@5 0.851 -> 0.841, MRR 0.748 -> 0.754 (mixed there: one or two
+questions of 154).
 """
 
 from __future__ import annotations
