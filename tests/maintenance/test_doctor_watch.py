@@ -140,4 +140,8 @@ def test_watch_json_prints_one_object_per_refresh(tmp_path: Path) -> None:
         assert json.loads(line) == {"reindexed": ["notes.md"]}
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=20)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # not left running (SIGINT is ignored under `nohup … &`)
+            raise
