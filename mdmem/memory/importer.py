@@ -66,7 +66,7 @@ _SYSTEM_FIELDS = frozenset(
 
 Progress = Callable[[str, int, int], None]
 # (session id, source, contact, scope) -> the session a conversation records into.
-OpenSession = Callable[[str, "str | None", "str | None", "str | None"], Session]
+OpenSession = Callable[[str, str | None, str | None, str | None], Session]
 
 
 @dataclass
@@ -103,17 +103,16 @@ def import_path(
     store: MemoryStore,
     path: str | os.PathLike[str],
     *,
+    open_session: OpenSession,
     format: str | None = None,
     scope: str | None = None,
     secrets: str | None = None,
     progress: Progress | None = None,
-    open_session: OpenSession | None = None,
 ) -> ImportReport:
     """Import ``path`` (format detected when unambiguous); see the module docstring.
 
     ``open_session`` opens each conversation's session as the vault does
-    (a linked contact's scope, the contact's profile note); without it, a
-    plain session of the store.
+    (a linked contact's scope, the contact's profile note).
     """
     source = Path(path).expanduser()
     kind, data = (format, None) if format else fmt.detect(source)
@@ -140,12 +139,7 @@ def import_path(
                 report.refuse(f"line {row[0]}", row[1])
             else:
                 rows.append(row)
-    opener = open_session or (
-        lambda name, source, contact, scope: Session(
-            store, name, source=source, contact=contact, scope=scope
-        )
-    )
-    _Writer(store, report, scope, secrets, tick, opener).write(rows)
+    _Writer(store, report, scope, secrets, tick, open_session).write(rows)
     return report
 
 

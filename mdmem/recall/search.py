@@ -432,7 +432,7 @@ def _rerank(
         # Only the first stage's best: measured on the fitting rows, giving the
         # features to the top 20 alone ranks as well as giving them to all, at
         # a fifth of the lookups.
-        best = sorted(ranked, key=lambda r: (-r.score, r.block.id))[:NEIGHBOUR_DEPTH]
+        best = heapq.nsmallest(NEIGHBOUR_DEPTH, ranked, key=lambda r: (-r.score, r.block.id))
         nearby = around.features(r.block for r in best)
     for r in ranked:
         cand = r.cand

@@ -4,7 +4,6 @@ checked on cases whose right value is known by hand."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
@@ -17,21 +16,9 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench.scripts import BENCH, load_bench
 
-
-def _load(name: str) -> ModuleType:
-    # bench/ is not a package; its scripts import each other by bare name
-    # (locomo.py puts bench/ on sys.path), so load them under those names.
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-locomo = _load("locomo")
+locomo = load_bench("locomo")
 record = sys.modules["locomo_record"]
 data = sys.modules["locomo_data"]
 

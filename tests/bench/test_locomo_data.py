@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.bench.scripts import load_bench
 
-def _load_module() -> ModuleType:
-    # bench/ is not a package; load the file under a private name so the test
-    # does not depend on sys.path or on being run from the repository root.
-    path = Path(__file__).resolve().parents[2] / "bench" / "locomo_data.py"
-    spec = importlib.util.spec_from_file_location("_bench_locomo_data", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-ld = _load_module()
+ld = load_bench("locomo_data", as_name="_bench_locomo_data")
 
 
 def _sample(**overrides: Any) -> dict[str, Any]:

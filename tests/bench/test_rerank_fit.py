@@ -3,27 +3,13 @@ whose right answer is known by hand (no vault, no model)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench.scripts import load_bench
 
-
-def _load(name: str) -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fit_mod = _load("rerank_fit")
+fit_mod = load_bench("rerank_fit")
 
 
 def _row(conv: str, n: int) -> object:
