@@ -20,6 +20,7 @@ from mdmem.git.versions import Version, versions
 from mdmem.memory.export import row_of
 from mdmem.models import Block, Memory
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -77,11 +78,18 @@ def list_memories(
     author: str | None = None,
     limit: int | None = None,
     oldest_first: bool = False,
+    paths: Iterable[str] | None = None,
+    contact: str | None = None,
+    notes: bool = False,
+    reader: Reader = EVERYONE,
 ) -> list[Memory]:
     """Memories matching every filter given, newest first. ``scopes``: "" is the
     vault root. ``author``: a git author name or email of any of the memory's
-    lines (``(uncommitted)`` for unsaved edits). Text a person typed with a
-    secret in it is shown redacted, as everywhere outside the file."""
+    lines (``(uncommitted)`` for unsaved edits). ``paths``: only these files.
+    ``contact``: only what belongs to that contact (its entries, the file of its
+    conversation). ``notes``: with ``paths``, a person's own sections without an
+    id count too. ``reader``: only what it may see. Text a person typed with a secret in it is
+    shown redacted, as everywhere outside the file."""
     if limit is not None and limit < 0:
         raise InvalidInputError("limit must be >= 0")
     kind_set, status_set, tag_set = _set(kinds), _set(statuses), _set(tags)
@@ -95,7 +103,16 @@ def list_memories(
     store.refresh()
     store.writer.verify_manifest()
     chosen: list[Block] = []
-    for block in store.catalog.blocks(memories_only=True):
+    if paths is not None:
+        pool: Iterable[Block] = (
+            b
+            for path in dict.fromkeys(paths)
+            for b in store.catalog.blocks_in(path)
+            if b.is_memory or (notes and not b.id.endswith("#frontmatter"))
+        )
+    else:
+        pool = store.catalog.blocks(memories_only=True)
+    for block in pool:
         if kind_set is not None and block.kind not in kind_set:
             continue
         if scope_set is not None and block.scope not in scope_set:
@@ -107,6 +124,10 @@ def list_memories(
         if start is not None and block.created < start:
             continue
         if end is not None and block.created > end:
+            continue
+        if contact is not None and store.visibility.contact_of(block) != contact:
+            continue
+        if not store.visibility.may_see(reader, block):
             continue
         chosen.append(block)
     chosen.sort(key=lambda b: (b.created, b.id), reverse=not oldest_first)

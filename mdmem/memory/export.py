@@ -24,6 +24,7 @@ from mdmem.index.progress import Progress, silent
 from mdmem.memory.sessions import read_tool_output, session_id_of
 from mdmem.models import Block
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -59,11 +60,16 @@ def row_of(block: Block, secrets: str = "refuse") -> dict[str, Any]:
     return row
 
 
-def export_rows(store: MemoryStore, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """Every memory (active or not) as a row, in path and line order."""
+def export_rows(
+    store: MemoryStore, progress: Progress | None = None, *, reader: Reader = EVERYONE
+) -> Iterator[dict[str, Any]]:
+    """Every memory (active or not) ``reader`` may see, as a row, in path and line order."""
     store.refresh()
     store.writer.verify_manifest()
-    blocks = sorted(store.catalog.blocks(memories_only=True), key=lambda b: (b.path, b.line_start))
+    blocks = sorted(
+        store.visibility.filter(reader, store.catalog.blocks(memories_only=True)),
+        key=lambda b: (b.path, b.line_start),
+    )
     tell = progress or silent
     for n, block in enumerate(blocks):
         if n % 100 == 0:
@@ -91,10 +97,16 @@ def _tool_output(store: MemoryStore, block: Block) -> str | None:
     return None
 
 
-def export_jsonl(store: MemoryStore, out: IO[str], progress: Progress | None = None) -> int:
-    """Write every memory to ``out``; returns how many."""
+def export_jsonl(
+    store: MemoryStore,
+    out: IO[str],
+    progress: Progress | None = None,
+    *,
+    reader: Reader = EVERYONE,
+) -> int:
+    """Write every memory ``reader`` may see to ``out``; returns how many."""
     count = 0
-    for row in export_rows(store, progress):
+    for row in export_rows(store, progress, reader=reader):
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
         count += 1
     return count

@@ -14,10 +14,15 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from mdmem.errors import InvalidInputError, ScopeDeniedError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, decode, safe_path
 from mdmem.index.progress import Progress
 from mdmem.memory import browse, export, importer
 from mdmem.memory import documents as docs
 from mdmem.models import Memory
+from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.memory.browse import Shown
@@ -82,9 +87,12 @@ class Library:
             open_session=open_session,
         )
 
-    def export(self, out: IO[str], *, progress: Progress | None = None) -> int:
-        """Write every memory with its metadata to ``out``, one JSON object a line."""
-        return export.export_jsonl(self._store, out, progress)
+    def export(
+        self, out: IO[str], *, progress: Progress | None = None, reader: Reader = EVERYONE
+    ) -> int:
+        """Write every memory (``reader`` may see) with its metadata to ``out``, one
+        JSON object a line; returns how many."""
+        return export.export_jsonl(self._store, out, progress, reader=reader)
 
     def list(
         self,
@@ -98,10 +106,17 @@ class Library:
         author: str | None = None,
         limit: int | None = None,
         oldest_first: bool = False,
+        paths: Iterable[str] | None = None,
+        contact: str | None = None,
+        notes: bool = False,
+        reader: Reader = EVERYONE,
     ) -> list[Memory]:
         """Memories matching every filter given (any status unless ``statuses``),
         newest first, at most ``limit``. ``scopes``: "" is the vault root.
-        ``author``: a git author name or email of any of the memory's lines."""
+        ``author``: a git author name or email of any of the memory's lines.
+        ``paths``: only these vault files (``notes``: with a person's own sections
+        that carry no id). ``contact``: only what belongs to that contact.
+        ``reader``: only what it may see."""
         return browse.list_memories(
             self._store,
             kinds=kinds,
@@ -113,7 +128,34 @@ class Library:
             author=author,
             limit=limit,
             oldest_first=oldest_first,
+            paths=paths,
+            contact=contact,
+            notes=notes,
+            reader=reader,
         )
+
+    def file_text(self, path: str, *, reader: Reader = EVERYONE) -> str:
+        """A vault file's markdown as ``reader`` may see it ("" for a file not written
+        yet): lines of memories it may not see are left out, and a secret a person
+        typed is redacted. ScopeDeniedError for a file of a scope or contact it may
+        not see."""
+        store = self._store
+        if not store.visibility.may_see_file(reader, path):
+            raise ScopeDeniedError(f"{path} is outside the scopes this reader may access")
+        try:
+            tf = decode(safe_path(store.root, path).read_bytes())
+        except FileNotFoundError:
+            return ""
+        except SkipFile as exc:
+            raise InvalidInputError(f"{path} is not a markdown file mdmem reads ({exc})") from None
+        hidden: set[int] = set()
+        if not reader.unrestricted:
+            # The blocks of the very bytes read, so no line number can drift.
+            for block in blk.parse(path, tf).blocks:
+                if block.is_memory and not store.visibility.may_see(reader, block):
+                    hidden.update(range(block.line_start, block.line_end + 1))
+        text = "".join(line for n, line in enumerate(tf.lines, 1) if n not in hidden)
+        return scrub(text, store.settings.secrets)
 
     def show(self, memory_id: str) -> Shown:
         """One memory's text, metadata, git history and line authors together."""
