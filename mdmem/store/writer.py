@@ -30,14 +30,16 @@ from mdmem.config import Settings
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
+    GitError,
     InvalidInputError,
     LockTimeoutError,
+    MdmemError,
     MemoryNotFoundError,
     VaultFileError,
 )
 from mdmem.index.health import DERIVED_ERRORS
 from mdmem.index.indexer import AppendStream, Indexer
-from mdmem.models import Block
+from mdmem.models import Block, one_line
 from mdmem.store import blocks as blk
 from mdmem.store.catalog import Catalog, signature_of
 from mdmem.store.editors import (
@@ -56,7 +58,7 @@ from mdmem.store.editors import (
 from mdmem.store.gitstore import GitStore, Identity, format_message
 from mdmem.store.ids import IdIssuer, normalize_id
 from mdmem.store.intent import Intent, recover
-from mdmem.store.swap import Orphans, Swapped, swap
+from mdmem.store.swap import Orphans, Swapped, swap, undo
 from mdmem.store.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
 from mdmem.store.vaultlock import VaultLock
 from mdmem.store.verify import ManifestCheck, parse_matches
@@ -857,12 +859,47 @@ class Writer:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 committed = pool.submit(self.git.commit, message, agent, paths=written)
                 tx.index_written(written, self.indexer, self.catalog)
-                committed.result()
+                failure = committed.exception()
+            if failure is not None:
+                if intent is not None:
+                    intent.clear()  # an error the caller sees is not rolled forward
+                if not isinstance(failure, Exception) or self.git.head() != before:
+                    raise failure  # the commit exists (what failed came after it)
+                raise self._undo(tx, installed, failure) from failure
             self._check_commit(before, message, agent, installed)
             if intent is not None:
                 intent.clear()
         else:
             tx.index_written(written, self.indexer, self.catalog)
+
+    def _undo(
+        self,
+        tx: Transaction,
+        installed: dict[str, Swapped],
+        failure: Exception,
+    ) -> GitError:
+        """The agent's commit failed (a full disk, a broken repository): put
+        each file back as it was, so that no line stays that git doesn't
+        have; the error to raise, saying so."""
+        left: list[str] = []
+        for rel, done in installed.items():
+            full = safe_path(self.root, rel)
+            try:
+                why = undo(full, done)
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+            if why is not None:
+                left.append(f"{rel} ({why})")
+            self._written_sigs.pop(rel, None)
+            self.catalog.invalidate(rel)
+        with contextlib.suppress(*DERIVED_ERRORS, OSError, LockTimeoutError):
+            self.indexer.apply([r for r in tx.pending if r in self.catalog.files], [])
+        cause = str(failure) if isinstance(failure, MdmemError) else one_line(str(failure))
+        if left:
+            detail = f"; could not put back {', '.join(left)}: it holds the uncommitted change"
+        else:
+            detail = "; the write was undone, the files are as they were"
+        return GitError(f"{cause}{detail}")
 
     def _install(
         self,
