@@ -55,11 +55,11 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from mdmem.errors import SecretRefusedError, add_message_filter
+from mdmem.errors import SecretRefusedError, Spelled, add_message_filter
 from mdmem.store.payment_cards import CARD_GATE, find_cards
 from mdmem.store.secret_rules import PREFIX_RULES
 
-__all__ = ["MODES", "Finding", "guard", "refuse_in_metadata", "scan", "scrub"]
+__all__ = ["MODES", "Finding", "guard", "redact_spans", "refuse_in_metadata", "scan", "scrub"]
 
 MODES = ("refuse", "redact", "off")
 
@@ -614,12 +614,13 @@ def scan(text: str, *, quick: bool = True) -> list[Finding]:
     if quick and text.isascii():
         # The common case, before any object is built: most text stops here.
         words = text.lower().split()
-        if not words or (
-            max(map(len, words)) < _LONG
-            and _NEEDLE_RE.search("".join(words)) is None
-            and CARD_GATE.search(text) is None
-        ):
+        if not words:
             return []
+        if max(map(len, words)) < _LONG and _NEEDLE_RE.search("".join(words)) is None:
+            # No rule's piece and no long word: only a card number can be here.
+            if CARD_GATE.search(text) is None:
+                return []
+            return _merge([Finding(kind, s, e) for kind, s, e in find_cards(text)])
     view = _View(text) if text.isascii() else _normalise(text)
     gate = _Gate(view.text) if quick else None
     if gate is not None and not gate.any():
@@ -796,14 +797,17 @@ def guard(text: str, mode: str = "refuse") -> str:
     if not findings:
         return text
     if mode == "refuse":
-        raise SecretRefusedError(
+        raise SecretRefusedError.naming(
             f"refused: the text looks like it contains a secret ({_where(text, findings)}); "
-            "remove it, or pass secrets='redact' to store it redacted"
+            "remove it, or pass ",
+            Spelled("secrets='redact'", "--redact"),
+            " to store it redacted",
         )
-    return _redact(text, findings)
+    return redact_spans(text, findings)
 
 
-def _redact(text: str, findings: list[Finding]) -> str:
+def redact_spans(text: str, findings: list[Finding]) -> str:
+    """``text`` with each finding replaced by ``[REDACTED:<kind>]``."""
     pieces = []
     last = 0
     for finding in findings:
@@ -824,7 +828,7 @@ def scrub(text: str, mode: str) -> str:
     if mode == "off" or not text:
         return text
     findings = scan(text)
-    return _redact(text, findings) if findings else text
+    return redact_spans(text, findings) if findings else text
 
 
 def refuse_in_metadata(text: str, what: str) -> None:
