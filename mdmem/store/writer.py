@@ -35,6 +35,7 @@ from mdmem.errors import (
     LockTimeoutError,
     MdmemError,
     MemoryNotFoundError,
+    PathOutsideVaultError,
     VaultFileError,
 )
 from mdmem.index.health import DERIVED_ERRORS
@@ -60,6 +61,7 @@ from mdmem.store.ids import IdIssuer, normalize_id
 from mdmem.store.intent import Intent, recover
 from mdmem.store.swap import Orphans, Swapped, swap, undo
 from mdmem.store.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
+from mdmem.store.typed_secrets import KeptOut, keep_out
 from mdmem.store.vaultlock import VaultLock
 from mdmem.store.verify import ManifestCheck, parse_matches
 
@@ -85,6 +87,14 @@ _EDITOR_ACTIVE_FOR = 10.0  # seconds a foreign edit keeps the writer careful
 # (1-10 ms): a file counts as unchanged since a moment only if its ctime is
 # this much older.
 _CTIME_SLACK_NS = 20_000_000
+
+
+_TYPED_TEXT_LIMIT = 8 * 1024 * 1024  # larger files are not text a person types into a vault
+
+
+def _shown(paths: list[str]) -> str:
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return ", ".join(sorted(paths)[:5]) + more
 
 
 def memory_trailers(memory_id: str, kind: str, scope: str, op: str) -> Trailers:
@@ -368,6 +378,9 @@ class Writer:
         self._clean_before_ns = 0
         self._clean_stats: dict[str, FileStat] = {}
         self._foreign_edit_at: dict[str, float] = {}
+        # Files whose working copy holds a secret a person typed that git has
+        # redacted (see mdmem.store.typed_secrets): never "known committed".
+        self._kept_out: set[str] = set()
         self._orphans = Orphans()
         # Files whose indexing waited in vain for another writer's lock.
         self._index_backlog: set[str] = set()
@@ -638,17 +651,51 @@ class Writer:
         before = self.git.head()
         dirty = self.git.dirty_paths() if paths is None else paths
         sha = None
+        kept = self.secrets_kept_out(dirty) if dirty else {}
         if dirty:
-            shown = ", ".join(sorted(dirty)[:5]) + (
-                f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
-            )
-            message = format_message(f"edit: {shown}", trailers=[("Op", "edit")])
-            sha = self.git.commit(message, self._human_identity(), paths=dirty)
+            plain = [rel for rel in dirty if rel not in kept]
+            if plain:
+                message = format_message(f"edit: {_shown(plain)}", trailers=[("Op", "edit")])
+                sha = self.git.commit(message, self._human_identity(), paths=plain)
+            if kept:
+                # What git gets is the file without the secret; the file keeps it.
+                kinds = ", ".join(dict.fromkeys(k for out in kept.values() for k in out.kinds))
+                message = format_message(
+                    f"edit: {_shown(list(kept))}",
+                    "A secret typed into it is redacted here; the file keeps it.",
+                    trailers=[("Op", "edit"), ("Redacted", kinds)],
+                )
+                contents: dict[str, bytes | None] = {rel: out.data for rel, out in kept.items()}
+                sha = self.git.commit_contents(message, self._human_identity(), contents) or sha
             self._head_moved(before, dirty)
         if paths is None:
+            self._kept_out = set(kept)
             self._clean_head, self._clean_before_ns = self.git.head(), checked
             self._clean_stats.clear()
+        else:
+            self._kept_out = (self._kept_out - set(paths)) | set(kept)
         return sha
+
+    def secrets_kept_out(self, paths: Iterable[str] | None = None) -> dict[str, KeptOut]:
+        """Uncommitted files (or ``paths``) holding a secret a person typed
+        that git doesn't have, each with what git gets instead (the secret
+        redacted: see :mod:`mdmem.store.typed_secrets`)."""
+        mode = self.settings.secrets
+        if mode == "off" or not self.settings.git.enabled:
+            return {}
+        out: dict[str, KeptOut] = {}
+        for rel in self.git.dirty_paths() if paths is None else paths:
+            try:
+                full = safe_path(self.root, rel)
+                if not full.is_file() or full.stat().st_size > _TYPED_TEXT_LIMIT:
+                    continue
+                data = full.read_bytes()
+            except (OSError, PathOutsideVaultError):
+                continue
+            kept = keep_out(data, self._committed(rel), mode)
+            if kept is not None:
+                out[rel] = kept
+        return out
 
     # -- what git has ----------------------------------------------------------
 
@@ -656,6 +703,8 @@ class Writer:
         """Whether the file as it was when stat said ``seen`` is what HEAD has."""
         if not self.settings.git.enabled:
             return True
+        if rel in self._kept_out:
+            return False  # git has it without the secret the file holds
         if seen is None or self._clean_head is None or self.git.head() != self._clean_head:
             return False
         return self._clean_stats.get(rel) == seen or seen[3] < self._clean_before_ns
@@ -686,8 +735,32 @@ class Writer:
         """
         before = self.git.head()
         message = format_message(f"edit: {rel}", trailers=[("Op", "edit")])
+        if data is not None:
+            kept = keep_out(data, self._committed(rel), self.settings.secrets)
+            if kept is not None:
+                data = kept.data
+                self._kept_out.add(rel)
         self.git.commit_contents(message, self._human_identity(), {rel: data})
         self._head_moved(before, [rel])
+
+    def _committed(self, rel: str) -> Callable[[], bytes | None]:
+        """The file as HEAD has it, read when asked (a git process)."""
+        return lambda: self.git.show("HEAD", rel) if self.git.head() else None
+
+    def _commit_agent(
+        self, message: str, agent: Identity, installed: dict[str, Swapped]
+    ) -> str | None:
+        """The agent's commit of what it wrote; a file holding a person's
+        secret that git doesn't have goes in without it (exact bytes)."""
+        if not self._kept_out.intersection(installed):
+            return self.git.commit(message, agent, paths=list(installed))
+        contents: dict[str, bytes | None] = {}
+        for rel, done in installed.items():
+            kept = None
+            if rel in self._kept_out:
+                kept = keep_out(done.ours, self._committed(rel), self.settings.secrets)
+            contents[rel] = done.ours if kept is None else kept.data
+        return self.git.commit_contents(message, agent, contents)
 
     def _check_commit(
         self,
@@ -708,6 +781,8 @@ class Writer:
         self._head_moved(before, installed)
         touched: dict[str, bytes] = {}
         for rel, done in installed.items():
+            if rel in self._kept_out:
+                continue  # committed from exact bytes, not read from the file
             now = file_stat(safe_path(self.root, rel))
             if done.stat is not None and now == done.stat:
                 self._note_clean(rel, now)
@@ -857,7 +932,7 @@ class Writer:
             # The commit is a git process we mostly wait on, and indexing is
             # our own CPU work: overlap them (a durable write's two halves).
             with ThreadPoolExecutor(max_workers=1) as pool:
-                committed = pool.submit(self.git.commit, message, agent, paths=written)
+                committed = pool.submit(self._commit_agent, message, agent, installed)
                 tx.index_written(written, self.indexer, self.catalog)
                 failure = committed.exception()
             if failure is not None:
