@@ -37,6 +37,7 @@ from mdmem.git.sync import SyncResult, sync
 from mdmem.git.versions import Version, versions
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.index.progress import Progress
+from mdmem.maintenance import adopt
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
 from mdmem.maintenance.watch import Watcher
 from mdmem.memory import (
@@ -65,7 +66,7 @@ from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
 from mdmem.recall.usefulness import Usefulness, UsefulnessStore
 from mdmem.store.catalog import Catalog
-from mdmem.store.gitstore import CommitInfo, GitStore, Identity, format_message
+from mdmem.store.gitstore import CommitInfo, GitStore, Identity
 from mdmem.store.ids import normalize_id
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.memories import MemoryStore
@@ -88,7 +89,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
 _AGENT_OK = re.compile(r"[A-Za-z0-9][\w.@-]{0,63}")
-_AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
 log = logging.getLogger("mdmem")
 
 
@@ -152,6 +152,7 @@ class Vault:
         self.store.writer.after_batch = self.resolver.after_batch
         self.recaller = Recaller(self.store, human_of=self._written_by_human)
         self.contacts = Contacts(self.store)  # profiles and identity links: link, profile, list
+        self.adoption: adopt.Adoption | None = None  # what Vault.init did with the folder
 
     # -- the parts, by their wave-1 names ------------------------------------
 
@@ -196,9 +197,16 @@ class Vault:
         *,
         agent: str | None = None,
         exist_ok: bool = False,
+        author: str | None = None,
         **overrides: Any,
     ) -> Vault:
-        """Copy ``vault_template``, ``git init`` and make the first commit."""
+        """Copy ``vault_template``, ``git init`` and make the first commit.
+
+        A folder that already holds files is adopted: the person's files are
+        committed first as theirs (``author`` "Name <email>", default their git
+        identity), settings files are merged, never replaced; ``.adoption``
+        says what was done.
+        """
         root = Path(path).expanduser()
         if (root / "mdmem.toml").exists():
             if exist_ok:
@@ -207,27 +215,11 @@ class Vault:
         if agent is not None and not _AGENT_OK.fullmatch(agent):
             raise InvalidInputError(f"invalid agent name {agent!r}: letters, digits, . _ - @")
         root.mkdir(parents=True, exist_ok=True)
-        template = _template_dir()
-        for item in template.iterdir():
-            target = root / item.name
-            if item.is_dir():
-                shutil.copytree(item, target, dirs_exist_ok=True)
-            elif not target.exists():
-                shutil.copy2(item, target)
-        if agent is not None:
-            # The vault's default author from now on, not only of the first commit.
-            toml = root / "mdmem.toml"
-            toml.write_text(
-                _AGENT_LINE.sub(f'agent = "{agent}"', toml.read_text(encoding="utf-8"), count=1),
-                encoding="utf-8",
-            )
-        if not GitStore(root).is_repo():
-            GitStore.init(root)
+        # A folder with files (an Obsidian vault) is adopted: see mdmem.maintenance.adopt.
+        adoption = adopt.adopt(root, _template_dir(), agent=agent, author=author)
         vault = cls.open(root, agent=agent, **overrides)
-        vault.git.commit(
-            format_message("init: mdmem vault", trailers=[("Op", "init")]),
-            Identity.agent(vault.agent),
-        )
+        adopt.commit_mdmem(vault.git, Identity.agent(vault.agent), adoption)
+        vault.adoption = adoption
         return vault
 
     @classmethod
