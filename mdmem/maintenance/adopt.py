@@ -30,7 +30,7 @@ from typing import Any
 
 from mdmem.errors import GitError, InvalidInputError, Spelled
 from mdmem.store.gitstore import GitStore, Identity, format_message
-from mdmem.store.typed_secrets import keep_out
+from mdmem.store.typed_secrets import kept_in_files
 
 __all__ = ["Adoption", "adopt", "commit_mdmem", "parse_author"]
 
@@ -38,7 +38,6 @@ _AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
 _AUTHOR = re.compile(r"\s*([^<>]*?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
 _LINE_FILES = (".gitignore", ".gitattributes")  # merged line by line
 _HEADER = "# Added by mdmem init"
-_TEXT_LIMIT = 8 * 1024 * 1024  # larger files are attachments, not text the guard reads
 
 
 @dataclass
@@ -188,14 +187,7 @@ def _commit_theirs(
             return
         person = _person(git, author, root, len(paths))
         head = git.head()
-        kept = {}
-        for rel in paths:
-            full = root / rel
-            if full.is_file() and not full.is_symlink() and full.stat().st_size <= _TEXT_LIMIT:
-                committed = (lambda rel=rel: git.show("HEAD", rel)) if head else (lambda: None)
-                found = keep_out(full.read_bytes(), committed, "refuse")
-                if found is not None:
-                    kept[rel] = found
+        kept = kept_in_files(root, git, paths, "refuse")
         plain = [rel for rel in paths if rel not in kept]
         literal = {"GIT_LITERAL_PATHSPECS": "1"}
         if plain:

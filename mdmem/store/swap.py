@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mdmem.errors import GitError, MdmemError
+from mdmem.models import one_line
 from mdmem.store.editors import Pending
 from mdmem.store.textfile import (
     FileStat,
@@ -23,10 +25,11 @@ from mdmem.store.textfile import (
     file_stat,
     fsync_file,
     install_temp,
+    safe_path,
     write_temp,
 )
 
-__all__ = ["Orphans", "Swapped", "after_their_appends", "swap", "undo"]
+__all__ = ["Orphans", "Swapped", "after_their_appends", "swap", "undo", "undo_all"]
 
 log = logging.getLogger("mdmem")
 
@@ -263,3 +266,19 @@ def undo(full: Path, done: Swapped) -> str | None:
             fh.flush()
             os.fsync(fh.fileno())
     return None
+
+
+def undo_all(root: Path, installed: dict[str, Swapped], failure: Exception) -> GitError:
+    """:func:`undo` each file, after ``failure`` (their commit's); the error that says so."""
+    left: list[str] = []
+    for rel, done in installed.items():
+        try:
+            why = undo(safe_path(root, rel), done)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        if why is not None:
+            left.append(f"{rel} ({why})")
+    cause = str(failure) if isinstance(failure, MdmemError) else one_line(str(failure))
+    if left:
+        return GitError(f"{cause}; could not put back {', '.join(left)}: it holds the change")
+    return GitError(f"{cause}; the write was undone, the files are as they were")

@@ -33,15 +33,14 @@ from mdmem.errors import (
     GitError,
     InvalidInputError,
     LockTimeoutError,
-    MdmemError,
     MemoryNotFoundError,
-    PathOutsideVaultError,
     VaultFileError,
 )
 from mdmem.index.health import DERIVED_ERRORS
 from mdmem.index.indexer import AppendStream, Indexer
-from mdmem.models import Block, one_line
+from mdmem.models import Block
 from mdmem.store import blocks as blk
+from mdmem.store import typed_secrets as typed
 from mdmem.store.catalog import Catalog, signature_of
 from mdmem.store.editors import (
     Edit,
@@ -56,12 +55,11 @@ from mdmem.store.editors import (
     item_appender,
     raw_replacer,
 )
-from mdmem.store.gitstore import GitStore, Identity, format_message
+from mdmem.store.gitstore import GitStore, Identity, format_message, paths_shown
 from mdmem.store.ids import IdIssuer, normalize_id
 from mdmem.store.intent import Intent, recover
-from mdmem.store.swap import Orphans, Swapped, swap, undo
+from mdmem.store.swap import Orphans, Swapped, swap, undo_all
 from mdmem.store.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
-from mdmem.store.typed_secrets import KeptOut, keep_out
 from mdmem.store.vaultlock import VaultLock
 from mdmem.store.verify import ManifestCheck, parse_matches
 
@@ -87,14 +85,6 @@ _EDITOR_ACTIVE_FOR = 10.0  # seconds a foreign edit keeps the writer careful
 # (1-10 ms): a file counts as unchanged since a moment only if its ctime is
 # this much older.
 _CTIME_SLACK_NS = 20_000_000
-
-
-_TYPED_TEXT_LIMIT = 8 * 1024 * 1024  # larger files are not text a person types into a vault
-
-
-def _shown(paths: list[str]) -> str:
-    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
-    return ", ".join(sorted(paths)[:5]) + more
 
 
 def memory_trailers(memory_id: str, kind: str, scope: str, op: str) -> Trailers:
@@ -378,8 +368,7 @@ class Writer:
         self._clean_before_ns = 0
         self._clean_stats: dict[str, FileStat] = {}
         self._foreign_edit_at: dict[str, float] = {}
-        # Files whose working copy holds a secret a person typed that git has
-        # redacted (see mdmem.store.typed_secrets): never "known committed".
+        # Files holding a typed secret git has redacted: never "known committed".
         self._kept_out: set[str] = set()
         self._orphans = Orphans()
         # Files whose indexing waited in vain for another writer's lock.
@@ -655,18 +644,10 @@ class Writer:
         if dirty:
             plain = [rel for rel in dirty if rel not in kept]
             if plain:
-                message = format_message(f"edit: {_shown(plain)}", trailers=[("Op", "edit")])
+                message = format_message(f"edit: {paths_shown(plain)}", trailers=[("Op", "edit")])
                 sha = self.git.commit(message, self._human_identity(), paths=plain)
             if kept:
-                # What git gets is the file without the secret; the file keeps it.
-                kinds = ", ".join(dict.fromkeys(k for out in kept.values() for k in out.kinds))
-                message = format_message(
-                    f"edit: {_shown(list(kept))}",
-                    "A secret typed into it is redacted here; the file keeps it.",
-                    trailers=[("Op", "edit"), ("Redacted", kinds)],
-                )
-                contents: dict[str, bytes | None] = {rel: out.data for rel, out in kept.items()}
-                sha = self.git.commit_contents(message, self._human_identity(), contents) or sha
+                sha = typed.commit_kept(self.git, self._human_identity(), kept) or sha
             self._head_moved(before, dirty)
         if paths is None:
             self._kept_out = set(kept)
@@ -676,26 +657,12 @@ class Writer:
             self._kept_out = (self._kept_out - set(paths)) | set(kept)
         return sha
 
-    def secrets_kept_out(self, paths: Iterable[str] | None = None) -> dict[str, KeptOut]:
-        """Uncommitted files (or ``paths``) holding a secret a person typed
-        that git doesn't have, each with what git gets instead (the secret
-        redacted: see :mod:`mdmem.store.typed_secrets`)."""
-        mode = self.settings.secrets
-        if mode == "off" or not self.settings.git.enabled:
+    def secrets_kept_out(self, paths: Iterable[str] | None = None) -> dict[str, typed.KeptOut]:
+        """Uncommitted files (or ``paths``) with a typed secret git lacks: see typed_secrets."""
+        if not self.settings.git.enabled:
             return {}
-        out: dict[str, KeptOut] = {}
-        for rel in self.git.dirty_paths() if paths is None else paths:
-            try:
-                full = safe_path(self.root, rel)
-                if not full.is_file() or full.stat().st_size > _TYPED_TEXT_LIMIT:
-                    continue
-                data = full.read_bytes()
-            except (OSError, PathOutsideVaultError):
-                continue
-            kept = keep_out(data, self._committed(rel), mode)
-            if kept is not None:
-                out[rel] = kept
-        return out
+        dirty = self.git.dirty_paths() if paths is None else paths
+        return typed.kept_in_files(self.root, self.git, dirty, self.settings.secrets)
 
     # -- what git has ----------------------------------------------------------
 
@@ -736,31 +703,14 @@ class Writer:
         before = self.git.head()
         message = format_message(f"edit: {rel}", trailers=[("Op", "edit")])
         if data is not None:
-            kept = keep_out(data, self._committed(rel), self.settings.secrets)
+            kept = typed.keep_out(
+                data, typed.committed_version(self.git, rel), self.settings.secrets
+            )
             if kept is not None:
                 data = kept.data
                 self._kept_out.add(rel)
         self.git.commit_contents(message, self._human_identity(), {rel: data})
         self._head_moved(before, [rel])
-
-    def _committed(self, rel: str) -> Callable[[], bytes | None]:
-        """The file as HEAD has it, read when asked (a git process)."""
-        return lambda: self.git.show("HEAD", rel) if self.git.head() else None
-
-    def _commit_agent(
-        self, message: str, agent: Identity, installed: dict[str, Swapped]
-    ) -> str | None:
-        """The agent's commit of what it wrote; a file holding a person's
-        secret that git doesn't have goes in without it (exact bytes)."""
-        if not self._kept_out.intersection(installed):
-            return self.git.commit(message, agent, paths=list(installed))
-        contents: dict[str, bytes | None] = {}
-        for rel, done in installed.items():
-            kept = None
-            if rel in self._kept_out:
-                kept = keep_out(done.ours, self._committed(rel), self.settings.secrets)
-            contents[rel] = done.ours if kept is None else kept.data
-        return self.git.commit_contents(message, agent, contents)
 
     def _check_commit(
         self,
@@ -932,7 +882,13 @@ class Writer:
             # The commit is a git process we mostly wait on, and indexing is
             # our own CPU work: overlap them (a durable write's two halves).
             with ThreadPoolExecutor(max_workers=1) as pool:
-                committed = pool.submit(self._commit_agent, message, agent, installed)
+                # A file with a person's secret git lacks goes in without it.
+                kept = self._kept_out.intersection(installed)
+                ours = {rel: done.ours for rel, done in installed.items()}
+                mode = self.settings.secrets
+                committed = pool.submit(
+                    typed.commit_written, self.git, message, agent, ours, kept, mode
+                )
                 tx.index_written(written, self.indexer, self.catalog)
                 failure = committed.exception()
             if failure is not None:
@@ -947,34 +903,17 @@ class Writer:
         else:
             tx.index_written(written, self.indexer, self.catalog)
 
-    def _undo(
-        self,
-        tx: Transaction,
-        installed: dict[str, Swapped],
-        failure: Exception,
-    ) -> GitError:
+    def _undo(self, tx: Transaction, installed: dict[str, Swapped], failure: Exception) -> GitError:
         """The agent's commit failed (a full disk, a broken repository): put
         each file back as it was, so that no line stays that git doesn't
         have; the error to raise, saying so."""
-        left: list[str] = []
-        for rel, done in installed.items():
-            full = safe_path(self.root, rel)
-            try:
-                why = undo(full, done)
-            except OSError as exc:
-                why = exc.strerror or str(exc)
-            if why is not None:
-                left.append(f"{rel} ({why})")
+        error = undo_all(self.root, installed, failure)
+        for rel in installed:
             self._written_sigs.pop(rel, None)
             self.catalog.invalidate(rel)
         with contextlib.suppress(*DERIVED_ERRORS, OSError, LockTimeoutError):
             self.indexer.apply([r for r in tx.pending if r in self.catalog.files], [])
-        cause = str(failure) if isinstance(failure, MdmemError) else one_line(str(failure))
-        if left:
-            detail = f"; could not put back {', '.join(left)}: it holds the uncommitted change"
-        else:
-            detail = "; the write was undone, the files are as they were"
-        return GitError(f"{cause}{detail}")
+        return error
 
     def _install(
         self,
