@@ -115,13 +115,18 @@ def test_an_obsidian_vault_is_adopted_keeping_every_setting(tmp_path: Path) -> N
     vault.close()
 
 
-def test_uncommitted_work_in_a_repository_is_committed_as_the_person(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
+def _notes_repository(root: Path) -> Path:
+    """A git repository of notes with one commit of the person's."""
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     (root / "todo.md").write_text("# Todo\n\n- call the plumber\n")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "my notes", human=True)
+    return root
+
+
+def test_uncommitted_work_in_a_repository_is_committed_as_the_person(tmp_path: Path) -> None:
+    root = _notes_repository(tmp_path / "repo")
     (root / "todo.md").write_text("# Todo\n\n- call the plumber\n- buy seeds\n")
     (root / "draft.md").write_text("# Draft\n\nhalf a thought\n")
     vault = Vault.init(root, author=PERSON)
@@ -139,12 +144,7 @@ def test_uncommitted_work_in_a_repository_is_committed_as_the_person(tmp_path: P
 
 
 def test_a_clean_repository_gets_only_the_agent_s_commit(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "todo.md").write_text("# Todo\n\n- call the plumber\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "my notes", human=True)
+    root = _notes_repository(tmp_path / "repo")
     Vault.init(root).close()
     assert [c[1] for c in _log(root)] == ["my notes", "init: mdmem vault"]
 
