@@ -31,10 +31,10 @@ from typing import Any
 from mdmem.errors import GitError, InvalidInputError, Spelled
 from mdmem.store.gitstore import GitStore, Identity, format_message
 from mdmem.store.typed_secrets import kept_in_files
+from mdmem.store.vaultdir import check_new_vault, set_default_agent, template_dir
 
 __all__ = ["Adoption", "adopt", "commit_mdmem", "parse_author"]
 
-_AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
 _AUTHOR = re.compile(r"\s*([^<>]*?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
 _LINE_FILES = (".gitignore", ".gitattributes")  # merged line by line
 _HEADER = "# Added by mdmem init"
@@ -100,12 +100,15 @@ def parse_author(author: str) -> Identity:
     return Identity(match.group(1), match.group(2))
 
 
-def adopt(root: Path, template: Path, *, agent: str | None, author: str | None) -> Adoption:
+def adopt(root: Path, *, agent: str | None, author: str | None) -> Adoption:
     """Make ``root`` a vault: git, the person's commit, then the template merged in.
 
     The agent's commit of mdmem's files (:func:`commit_mdmem`) comes once the
     vault is open: the agent's name is one of its settings.
     """
+    check_new_vault(root, agent)
+    root.mkdir(parents=True, exist_ok=True)
+    template = template_dir()
     report = Adoption(str(root.resolve()))
     git = GitStore(root)
     report.was_repository = git.is_repo()
@@ -123,11 +126,7 @@ def adopt(root: Path, template: Path, *, agent: str | None, author: str | None) 
         _commit_theirs(git, root, template, person or author, report)
     _merge_template(root, template, report)
     if agent is not None:
-        toml = root / "mdmem.toml"
-        toml.write_text(
-            _AGENT_LINE.sub(f'agent = "{agent}"', toml.read_text(encoding="utf-8"), count=1),
-            encoding="utf-8",
-        )
+        set_default_agent(root, agent)
     return report
 
 

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mdmem.errors import GitError, MdmemError
-from mdmem.models import one_line
-from mdmem.store.editors import Pending
-from mdmem.store.textfile import (
+from mdmem.files.textfile import (
     FileStat,
     atomic_write,
     discard_temp,
@@ -28,6 +26,8 @@ from mdmem.store.textfile import (
     safe_path,
     write_temp,
 )
+from mdmem.models import one_line
+from mdmem.store.editors import Pending
 
 __all__ = ["Orphans", "Swapped", "after_their_appends", "swap", "undo", "undo_all"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mdmem.errors import PathOutsideVaultError
+from mdmem.files.textfile import safe_path
 from mdmem.store.gitstore import GitStore, Identity, format_message, paths_shown
 from mdmem.store.secret_guard import redact_spans, scan
-from mdmem.store.textfile import safe_path
 
 __all__ = [
     "KeptOut",

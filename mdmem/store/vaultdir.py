@@ -1,0 +1,72 @@
+"""Where a vault is, and what a new one needs: the folder side of ``Vault.init``/``open``
+(the making itself, of a new folder or an adopted one, is mdmem.maintenance.adopt)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from mdmem.config import Settings, load_settings
+from mdmem.errors import InvalidInputError, VaultExistsError, VaultNotFoundError
+from mdmem.store.gitstore import GitStore
+
+__all__ = ["check_new_vault", "find_vault_root", "locate", "set_default_agent", "template_dir"]
+
+_AGENT_OK = re.compile(r"[A-Za-z0-9][\w.@-]{0,63}")
+_AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def find_vault_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` holding ``mdmem.toml``."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "mdmem.toml").is_file():
+            return candidate
+    raise VaultNotFoundError(
+        f"no mdmem vault at or above {here} (run `mdmem init PATH` or pass --vault)"
+    )
+
+
+def template_dir() -> Path:
+    """``vault_template/`` of a source checkout, or the copy packaged with mdmem."""
+    for candidate in (_PACKAGE.parent / "vault_template", _PACKAGE / "_vault_template"):
+        if candidate.is_dir():
+            return candidate
+    raise VaultNotFoundError("vault_template is missing from this mdmem installation")
+
+
+def check_new_vault(root: Path, agent: str | None) -> None:
+    """Raise unless a vault may be made at ``root`` for ``agent`` (VaultExistsError
+    when ``root`` holds one already, InvalidInputError for a bad agent name)."""
+    if (root / "mdmem.toml").exists():
+        raise VaultExistsError(f"{root} already holds an mdmem vault")
+    if agent is not None and not _AGENT_OK.fullmatch(agent):
+        raise InvalidInputError(f"invalid agent name {agent!r}: letters, digits, . _ - @")
+
+
+def set_default_agent(root: Path, agent: str) -> None:
+    """``agent`` becomes the vault's default author from now on, not only of the first commit."""
+    toml = root / "mdmem.toml"
+    toml.write_text(
+        _AGENT_LINE.sub(f'agent = "{agent}"', toml.read_text(encoding="utf-8"), count=1),
+        encoding="utf-8",
+    )
+
+
+def locate(path: str | os.PathLike[str] | None, **overrides: Any) -> tuple[Path, Settings]:
+    """The vault folder at ``path`` (or found by walking up from the cwd) and its settings."""
+    if path is None:
+        root = find_vault_root()
+    else:
+        root = Path(path).expanduser()
+        if not (root / "mdmem.toml").is_file():
+            raise VaultNotFoundError(
+                f"{root} is not an mdmem vault (no mdmem.toml): run `mdmem init {root}`"
+            )
+    if not (root / ".git").exists():
+        GitStore.init(root)
+    git = GitStore(root)
+    return root, load_settings(root, is_tracked=lambda rel: rel in git.tracked(), **overrides)
