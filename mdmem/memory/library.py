@@ -99,8 +99,8 @@ class Library:
         limit: int | None = None,
         oldest_first: bool = False,
     ) -> list[Memory]:
-        """Memories matching every filter given (any status unless ``statuses``),
-        newest first, at most ``limit``. ``scopes``: "" is the vault root.
+        """Memories matching every filter given (any status but archived unless
+        ``statuses``), newest first, at most ``limit``. ``scopes``: "" is the vault root.
         ``author``: a git author name or email of any of the memory's lines."""
         return browse.list_memories(
             self._store,

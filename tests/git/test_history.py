@@ -7,7 +7,6 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 import pytest
 from click.testing import CliRunner
 

@@ -11,7 +11,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 import pytest
 from click.testing import CliRunner
 

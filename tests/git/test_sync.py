@@ -7,7 +7,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 import pytest
 from click.testing import CliRunner
 
@@ -115,15 +114,15 @@ def test_a_secret_typed_by_hand_is_never_pushed(pair: tuple[Vault, Vault], remot
     token = next(s for s in FORMATS if s.name == "GitLab token")
     a, b = pair
     b.remember("The user prefers metric units.")
-    sync(b.store)
+    sync(b.admin.store)
     a.remember("Deploys happen on Fridays.")
     (a.root / "notes.md").write_text(f"# Notes\n\nThe CI token: {token.text}\n")
     with pytest.raises(ConflictError, match=r"notes.md line 3 \(GitLab token\).*remove it"):
-        sync(a.store)  # a pull needs a clean tree: the file keeps what git lacks
+        sync(a.admin.store)  # a pull needs a clean tree: the file keeps what git lacks
     everything = git(remote, "log", "--all", "-p")
     assert not any(f in everything for f in token.fragments)
     (a.root / "notes.md").write_text("# Notes\n\nThe CI token is in the password manager.\n")
-    assert sync(a.store).ok
+    assert sync(a.admin.store).ok
     assert_clean(a)
 
 

@@ -111,7 +111,8 @@ def test_an_obsidian_vault_is_adopted_keeping_every_setting(tmp_path: Path) -> N
     # The vault works: their note is found, a memory goes in.
     assert any("tomatoes" in h.text for h in vault.recall("tomatoes garden").items)
     vault.remember("The user prefers metric units.")
-    assert vault.git.dirty_paths() == ["notes/ci.md"]  # only the secret they must remove
+    # Only the file with the secret they must remove differs from git.
+    assert vault.admin.store.git.dirty_paths() == ["notes/ci.md"]
     vault.close()
 
 
@@ -138,7 +139,7 @@ def test_uncommitted_work_in_a_repository_is_committed_as_the_person(tmp_path: P
     ]
     assert set(commits[1][2]) == {"todo.md", "draft.md"} and commits[1][0] == "bea@example.org"
     assert "todo.md" not in commits[2][2] and "draft.md" not in commits[2][2]
-    assert vault.git.dirty_paths() == []
+    assert vault.admin.store.git.dirty_paths() == []
     assert vault.adoption is not None and vault.adoption.was_repository
     vault.close()
 

@@ -7,7 +7,6 @@ import logging
 import re
 from pathlib import Path
 
-import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 import pytest
 import yaml
 from click.testing import CliRunner

@@ -149,7 +149,7 @@ def test_a_disguised_scheme_loses_its_link_and_keeps_its_words(
 ) -> None:
     page = tmp_path / "page.html"
     page.write_text(f'<p>Open <a href="{href}">the report</a> now.</p>', encoding="utf-8")
-    text = (vault.root / vault.ingest(page).path).read_text(encoding="utf-8")
+    text = (vault.root / vault.library.ingest(page)[0].path).read_text(encoding="utf-8")
     assert "the report" in text
     assert "alert" not in text and "msgbox" not in text and "passwd" not in text, text
     assert "](" not in text  # no link at all

@@ -8,7 +8,6 @@ import random
 import subprocess
 from pathlib import Path
 
-import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 import numpy as np
 import pytest
 from click.testing import CliRunner

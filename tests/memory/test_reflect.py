@@ -6,7 +6,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 import pytest
 from click.testing import CliRunner
 

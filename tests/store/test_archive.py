@@ -88,7 +88,7 @@ def test_an_archived_memory_is_left_out_of_lists_until_asked_for(vault: Vault) -
     kept = vault.remember("The office plant needs water on Fridays.")
     hidden = vault.remember("The VPN certificate rotates on Mondays.")
     vault.archive(hidden.id)
-    assert [row["id"] for row in vault.list_memories()] == [kept.id]
-    assert [row["id"] for row in vault.list_memories(statuses="archived")] == [hidden.id]
-    both = vault.list_memories(statuses=["active", "archived"])
-    assert {row["id"] for row in both} == {kept.id, hidden.id}
+    assert [m.id for m in vault.library.list()] == [kept.id]
+    assert [m.id for m in vault.library.list(statuses="archived")] == [hidden.id]
+    both = vault.library.list(statuses=["active", "archived"])
+    assert {m.id for m in both} == {kept.id, hidden.id}

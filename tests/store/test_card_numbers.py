@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mdmem import Vault
+from mdmem import Vault, prompt_context
 from mdmem.errors import SecretRefusedError
 from tests.secret_samples import FORMATS
 
@@ -32,7 +32,7 @@ def _stored(vault: Vault) -> bytes:
             check=True,
         ).stdout
     )
-    out += [p.read_bytes() for p in vault.state_dir.rglob("*") if p.is_file()]
+    out += [p.read_bytes() for p in vault.admin.state_dir.rglob("*") if p.is_file()]
     return b"\n".join(out)
 
 
@@ -68,13 +68,13 @@ def test_redacted_everywhere_and_the_rest_kept(vault: Vault, tmp_path: Path) -> 
         json.dumps({"id": "r1", "session_id": "imported", "role": "user", "content": TEXT}) + "\n",
         encoding="utf-8",
     )
-    report = vault.import_(rows, secrets="redact")
+    report = vault.library.import_(rows, secrets="redact")
     assert report.added == 1
     # The session's summary (extractive: no model configured) is written from the
     # stored turns, and the prompt from what is stored: neither has the card.
-    vault.summarize_session("chat-1")
+    vault.sessions.summarize("chat-1")
     vault.consolidate()
-    prompt = vault.prompt_context("hotel room booking payment").render()
+    prompt = prompt_context(vault, "hotel room booking payment").render()
     assert NUMBER not in prompt and f"cvv {CODE}" not in prompt
     assert _leaked(vault) == []
 
@@ -86,7 +86,7 @@ def test_an_import_refuses_the_row_and_keeps_the_others(vault: Vault, tmp_path: 
         {"id": "r2", "session_id": "imported", "role": "user", "content": TEXT},
     ]
     rows.write_text("\n".join(json.dumps(row) for row in lines) + "\n", encoding="utf-8")
-    report = vault.import_(rows)
+    report = vault.library.import_(rows)
     assert (report.added, report.refused) == (1, 1)
     assert "card number" in report.refusals[0]["reason"]
     assert _leaked(vault) == []

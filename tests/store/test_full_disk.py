@@ -128,7 +128,7 @@ def test_a_batch_over_several_files_is_put_back_whole(
         vault.remember("The user likes short answers.", kind="preference")
         vault.learn("Postgres", "VACUUM reclaims space.")
     assert {p: (vault.root / p).read_bytes() for p in files} == files
-    assert vault.git.head() == head and vault.git.dirty_paths() == []
+    assert vault.git.head() == head and vault.admin.store.git.dirty_paths() == []
     assert [h.text for h in vault.recall("Fridays deploys").items if "Fridays" in h.text] == []
     # Nothing is rolled forward later either.
     reopened = Vault.open(vault.root)
@@ -153,6 +153,6 @@ def test_a_person_s_save_after_the_write_is_kept(
         vault.remember("Deploys happen on Fridays.")
     assert memory_file.read_bytes() == before + b"- typed by hand while mdmem committed\n"
     # The person's line is theirs to commit: it goes in as a human edit, as usual.
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     author = git(vault.root, "log", "-1", "--format=%ae")
     assert "mdmem" not in author

@@ -46,11 +46,11 @@ def typed(vault: Vault) -> Path:
 
 
 def test_doctor_flags_it_and_fix_commits_the_file_without_it(vault: Vault, typed: Path) -> None:
-    report = vault.doctor()
+    report = vault.admin.doctor()
     found = [p.detail for p in report.problems if p.check == "no secrets in files"]
     assert len(found) == 1 and "not in git" in found[0] and "GitLab token" in found[0]
     assert not any(f in found[0] for f in TOKEN.fragments)
-    vault.doctor(fix=True)
+    vault.admin.doctor(fix=True)
     assert not _leaked(vault)
     # The person's edit is committed as theirs, the token redacted in it...
     committed = git(vault.root, "show", "HEAD:MEMORY.md")
@@ -61,7 +61,7 @@ def test_doctor_flags_it_and_fix_commits_the_file_without_it(vault: Vault, typed
     # ...and the file keeps what they typed.
     assert TOKEN.fragments[0] in typed.read_text(encoding="utf-8")
     # A second look finds no uncommitted edit to fix, only the secret to remove.
-    again = vault.doctor()
+    again = vault.admin.doctor()
     assert not [p for p in again.problems if p.check == "git"]
     assert [p for p in again.problems if p.check == "no secrets in files"]
 
@@ -79,14 +79,14 @@ def test_an_agent_write_to_the_file_never_commits_it(vault: Vault, typed: Path) 
     other.remember("The user likes hiking.")
     other.close()
     assert not _leaked(vault)
-    assert vault.git.dirty_paths() == ["MEMORY.md"]
+    assert vault.admin.store.git.dirty_paths() == ["MEMORY.md"]
     # Once the person takes it out, the file and git agree again.
     typed.write_text(
         typed.read_text(encoding="utf-8").replace(TOKEN.text, "token in the password manager"),
         encoding="utf-8",
     )
     vault.remember("Standup is at 9:30.")
-    assert vault.git.dirty_paths() == []
+    assert vault.admin.store.git.dirty_paths() == []
     assert not _leaked(vault)
 
 
@@ -96,7 +96,7 @@ def test_a_secret_the_person_committed_themselves_is_left_as_committed(vault: Va
     git(vault.root, "commit", "-qam", "my token, on purpose", human=True)
     vault.remember("The user prefers metric units.")
     assert TOKEN.fragments[0] in git(vault.root, "show", "HEAD:MEMORY.md")
-    assert vault.git.dirty_paths() == []
+    assert vault.admin.store.git.dirty_paths() == []
     assert TOKEN.fragments[0] in path.read_text(encoding="utf-8")
 
 
@@ -105,5 +105,5 @@ def test_with_the_guard_off_the_edit_goes_in_as_typed(tmp_path: Path) -> None:
     vault.remember("Deploy notes live in the wiki.")
     _type(vault, "MEMORY.md", f"- CI: {TOKEN.text}")
     vault.remember("The user prefers metric units.")
-    assert _leaked(vault) and vault.git.dirty_paths() == []
+    assert _leaked(vault) and vault.admin.store.git.dirty_paths() == []
     vault.close()
