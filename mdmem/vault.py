@@ -96,7 +96,6 @@ class Vault:
         self.admin = Admin(self._parts)
         self.library = Library(self._parts, self.sessions)
         self.usefulness = UsefulnessDesk(store.block, lambda: self._recaller.usefulness)
-        self.adoption: adopt.Adoption | None = None  # what Vault.init did with the folder
 
     @property
     def root(self) -> Path:
@@ -132,7 +131,7 @@ class Vault:
 
         A folder that already holds files is adopted: the person's files are
         committed first as theirs (``author`` "Name <email>", default their git
-        identity), settings files are merged, never replaced; ``.adoption``
+        identity), settings files are merged, never replaced; ``.admin.adoption``
         says what was done.
         """
         root = Path(path).expanduser()
@@ -142,7 +141,7 @@ class Vault:
         adoption = adopt.adopt(root, agent=agent, author=author)
         vault = cls.open(root, agent=agent, **overrides)
         adopt.commit_mdmem(vault._store.git, Identity.agent(vault.agent), adoption)
-        vault.adoption = adoption
+        vault.admin.adoption = adoption
         return vault
 
     @classmethod

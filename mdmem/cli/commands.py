@@ -55,7 +55,7 @@ def init(
     from mdmem.vault import Vault  # loaded on first use: `mdmem --help` stays quick
 
     vault = Vault.init(path, agent=agent_name or obj.agent, author=author)
-    adoption = vault.adoption
+    adoption = vault.admin.adoption
     emit(
         {"root": str(vault.root), "state_dir": str(vault.admin.state_dir), "adoption": adoption},
         as_json,

@@ -31,6 +31,7 @@ from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice
 from mdmem.store.gitstore import CommitInfo
 
 if TYPE_CHECKING:
+    from mdmem.maintenance.adopt import Adoption
     from mdmem.memory.cleanup import CleanupResult
     from mdmem.memory.lifecycle import RetentionReport
     from mdmem.memory.parts import MemoryParts
@@ -62,6 +63,8 @@ class Admin:
     def __init__(self, parts: MemoryParts) -> None:
         self._parts = parts
         self.store: MemoryStore = parts.store
+        # What Vault.init did with the folder it was given (adopted files...).
+        self.adoption: Adoption | None = None
 
     @property
     def state_dir(self) -> Path:

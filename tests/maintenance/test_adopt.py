@@ -102,7 +102,7 @@ def test_an_obsidian_vault_is_adopted_keeping_every_setting(tmp_path: Path) -> N
     # The token they had typed never reached git; the note keeps it.
     assert not any(f.encode() in _in_git(root) for f in TOKEN.fragments)
     assert TOKEN.fragments[0] in (root / "notes" / "ci.md").read_text()
-    report = vault.adoption
+    report = vault.admin.adoption
     assert report is not None and report.adopted
     assert report.kept_out == {"notes/ci.md": ["GitLab token"]}
     text = "\n".join(report.lines())
@@ -140,7 +140,7 @@ def test_uncommitted_work_in_a_repository_is_committed_as_the_person(tmp_path: P
     assert set(commits[1][2]) == {"todo.md", "draft.md"} and commits[1][0] == "bea@example.org"
     assert "todo.md" not in commits[2][2] and "draft.md" not in commits[2][2]
     assert vault.admin.store.git.dirty_paths() == []
-    assert vault.adoption is not None and vault.adoption.was_repository
+    assert vault.admin.adoption is not None and vault.admin.adoption.was_repository
     vault.close()
 
 
@@ -183,6 +183,6 @@ def test_settings_that_are_not_json_are_left_alone_and_said(tmp_path: Path) -> N
     (root / ".obsidian" / "app.json").write_text("{ vimMode: true, // hand-edited\n}")
     vault = Vault.init(root, author=PERSON)
     assert (root / ".obsidian" / "app.json").read_text() == "{ vimMode: true, // hand-edited\n}"
-    assert vault.adoption is not None
-    assert vault.adoption.left_alone == {".obsidian/app.json": "not JSON mdmem can read"}
+    assert vault.admin.adoption is not None
+    assert vault.admin.adoption.left_alone == {".obsidian/app.json": "not JSON mdmem can read"}
     vault.close()
