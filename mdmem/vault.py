@@ -43,6 +43,7 @@ from mdmem.git import timetravel
 from mdmem.git.desk import GitDesk
 from mdmem.git.versions import Version, versions
 from mdmem.index.progress import Progress
+from mdmem.maintenance import adopt
 from mdmem.memory import reflect as reflection
 from mdmem.memory.admin import Admin, VaultStatus
 from mdmem.memory.contacts import Contacts
@@ -55,10 +56,10 @@ from mdmem.recall.controls import RecallControls
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
 from mdmem.recall.usefulness import UsefulnessDesk
-from mdmem.store.gitstore import Identity, format_message
+from mdmem.store.gitstore import Identity
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.memories import MemoryStore
-from mdmem.store.vaultdir import create_vault_files, find_vault_root, locate
+from mdmem.store.vaultdir import find_vault_root, locate
 from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
@@ -129,18 +130,24 @@ class Vault:
         *,
         agent: str | None = None,
         exist_ok: bool = False,
+        author: str | None = None,
         **overrides: Any,
     ) -> Vault:
-        """Copy ``vault_template``, ``git init`` and make the first commit."""
+        """Copy ``vault_template``, ``git init`` and make the first commit.
+
+        A folder that already holds files is adopted: the person's files are
+        committed first as theirs (``author`` "Name <email>", default their git
+        identity), settings files are merged, never replaced; ``.admin.adoption``
+        says what was done.
+        """
         root = Path(path).expanduser()
         if exist_ok and (root / "mdmem.toml").exists():
             return cls.open(root, agent=agent, **overrides)
-        create_vault_files(root, agent)
+        # A folder with files (an Obsidian vault) is adopted: see mdmem.maintenance.adopt.
+        adoption = adopt.adopt(root, agent=agent, author=author)
         vault = cls.open(root, agent=agent, **overrides)
-        vault._store.git.commit(
-            format_message("init: mdmem vault", trailers=[("Op", "init")]),
-            Identity.agent(vault.agent),
-        )
+        adopt.commit_mdmem(vault._store.git, Identity.agent(vault.agent), adoption)
+        vault.admin.adoption = adoption
         return vault
 
     @classmethod

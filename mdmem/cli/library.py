@@ -130,7 +130,7 @@ def list_cmd(
     oldest: bool,
     as_json: bool,
 ) -> None:
-    """List memories (every status unless --status), newest first."""
+    """List memories (every status but archived, unless --status), newest first."""
     memories = obj.vault().library.list(
         kinds=kinds or None,
         scopes=scopes or None,

@@ -32,6 +32,7 @@ from mdmem.store.gitstore import CommitInfo
 from mdmem.store.inputs import Clock
 
 if TYPE_CHECKING:
+    from mdmem.maintenance.adopt import Adoption
     from mdmem.memory.cleanup import CleanupResult
     from mdmem.memory.lifecycle import RetentionReport
     from mdmem.memory.parts import MemoryParts
@@ -63,6 +64,8 @@ class Admin:
     def __init__(self, parts: MemoryParts) -> None:
         self._parts = parts
         self.store: MemoryStore = parts.store
+        # What Vault.init did with the folder it was given (adopted files...).
+        self.adoption: Adoption | None = None
 
     @property
     def state_dir(self) -> Path:

@@ -1,6 +1,7 @@
 """``mdmem list`` and ``mdmem show``: browse memories without an editor.
 
-:func:`list_memories` filters every memory (active or not) by kind, scope,
+:func:`list_memories` filters every memory (active or not; archived ones
+only when their status is asked for: archiving hides) by kind, scope,
 status, tag, creation date and git author, newest first, up to a limit.
 :func:`show` puts one memory's text and metadata (the export row), its
 versions from git and its line authors in one record.
@@ -119,6 +120,8 @@ def list_memories(
             continue
         if status_set is not None and block.status not in status_set:
             continue
+        if status_set is None and block.status == "archived":
+            continue  # what archiving is for: out of sight until asked for
         if tag_set is not None and not tag_set & {t.lower() for t in block.tags}:
             continue
         if start is not None and block.created < start:

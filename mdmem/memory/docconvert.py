@@ -7,6 +7,7 @@ Supported inputs: markdown, plain text, HTML (``markdownify``) and PDF
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,12 +83,13 @@ def _html_markdown(html: str) -> str:
     for tag in soup(_DROPPED_TAGS):
         tag.decompose()
     # A data: URL is an inline blob (kilobytes of base64 per image) and a
-    # javascript:/vbscript: link runs code where a viewer renders it: the
-    # element keeps its words (alt text, link text), never the URL.
+    # javascript:/vbscript: link runs code where a viewer renders it: only
+    # links of known schemes stay; the element keeps its words (alt text,
+    # link text), never the URL.
     for tag in soup.find_all(["a", "img", "area", "source", "video", "audio"]):
         for attr in ("href", "src", "srcset", "poster"):
             value = tag.get(attr)
-            if isinstance(value, str) and _ACTIVE_URL.match(value):
+            if isinstance(value, str) and not safe_link(value):
                 if tag.name == "img":
                     tag.replace_with(str(tag.get("alt") or ""))
                     break
@@ -113,9 +115,42 @@ _DROPPED_TAGS = [
     "svg",
     "canvas",
 ]
-# Schemes that carry data or run code instead of pointing somewhere; browsers
-# ignore whitespace and control characters before the scheme and its case.
-_ACTIVE_URL = re.compile(r"^[\x00-\x20]*(?:data|javascript|vbscript|file)\s*:", re.IGNORECASE)
+# Schemes that point somewhere; any other (javascript:, vbscript:, data:,
+# file:, a custom app's) carries data or runs code, or may.
+_SAFE_SCHEMES = frozenset(
+    {"http", "https", "mailto", "tel", "ftp", "ftps", "sftp", "ssh", "git", "irc", "ircs", "news",
+     "obsidian"}
+)  # fmt: skip
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# What a browser ignores in a URL (WHATWG URL: leading and trailing C0 controls
+# and spaces, and tabs and newlines anywhere), and what a markdown viewer
+# might (other controls, invisible characters): gone before the scheme is read.
+_IGNORED_IN_URL = re.compile(
+    r"[\x00-\x20\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]"
+)
+
+
+def safe_link(url: str) -> bool:
+    """Whether a link or image source may stay: relative, or of a scheme that points somewhere.
+
+    Entities are decoded first, repeatedly (``java&#x09;script:`` in HTML, and
+    ``&amp;#x09;`` that reaches markdown as ``&#x09;``, which a markdown viewer
+    decodes again), then what browsers skip is dropped: ``java\tscript:``
+    is ``javascript:`` to a browser.
+    """
+    for _ in range(5):
+        decoded = html.unescape(url)
+        if decoded == url:
+            break
+        url = decoded
+    compact = _IGNORED_IN_URL.sub("", url)
+    scheme = _SCHEME.match(compact)
+    if scheme is None:
+        return True  # no scheme: a path, a query or a #fragment here
+    end = scheme.end()
+    if any(c in compact[:end] for c in "/?#"):
+        return True  # "a/b:c" is a path with a colon, not a scheme
+    return scheme.group(1).lower() in _SAFE_SCHEMES
 
 
 def _pdf_text(path: Path, raw: bytes) -> str:

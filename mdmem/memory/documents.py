@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from mdmem.errors import ConflictError, InvalidInputError, MdmemError
+from mdmem.errors import ConflictError, InvalidInputError, MdmemError, Spelled
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.memory.docconvert import (
@@ -324,10 +324,11 @@ def _keep_hand_edits(
     planned = {plan[n][0]: (n, plan[n][1]) for n in range(len(chunks))}
     conflicts = [i for i in sorted(edited) if planned.get(i, (0, "removed"))[1] != "unchanged"]
     if conflicts and not force:
-        raise InvalidInputError(
+        raise InvalidInputError.naming(
             f"chunk(s) {', '.join('^' + i for i in conflicts[:10])} were edited by hand since "
-            "the last ingest and the new version changes them: re-run with force=True "
-            "(mdmem ingest --force) to replace them (the edit stays in git history)"
+            "the last ingest and the new version changes them: re-run with ",
+            Spelled("force=True", "--force"),
+            " to replace them (the edit stays in git history)",
         )
     out = list(chunks)
     kept: list[str] = []

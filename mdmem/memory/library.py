@@ -111,9 +111,9 @@ class Library:
         notes: bool = False,
         reader: Reader = EVERYONE,
     ) -> list[Memory]:
-        """Memories matching every filter given (any status unless ``statuses``),
-        newest first, at most ``limit``. ``scopes``: "" is the vault root.
-        ``author``: a git author name or email of any of the memory's lines.
+        """Memories matching every filter given (any status but archived unless
+        ``statuses``), newest first, at most ``limit``. ``scopes``: "" is the vault
+        root. ``author``: a git author name or email of any of the memory's lines.
         ``paths``: only these vault files (``notes``: with a person's own sections
         that carry no id). ``contact``: only what belongs to that contact.
         ``reader``: only what it may see."""

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.memory.docconvert import safe_link
 
 GUIDE = (
     "# Install\n\nRun the installer.\n\n# Usage\n\nCall frobnicate() daily.\n\n# FAQ\n\nAsk Ana.\n"
@@ -122,6 +123,52 @@ def test_html_keeps_text_and_drops_active_content(vault: Vault, tmp_path: Path) 
     assert "data:" not in text and "javascript:" not in text and "AAAA" not in text
     assert "chart" in text and "this link" in text and "https://example.com/doc" in text
     assert "evil.example" not in text and "fallback" not in text and "vector text" not in text
+
+
+_DISGUISED = [
+    "java&#x09;script:alert(1)",  # an entity for a tab: browsers drop tabs
+    "java&#9;script:alert(1)",
+    "java&Tab;script:alert(1)",
+    "jav&#x0A;ascript:alert(1)",
+    "javascript&colon;alert(1)",
+    "&#x6A;avascript:alert(1)",
+    "java&amp;#x09;script:alert(1)",  # reaches markdown as &#x09;, which a viewer decodes
+    " \x01javascript:alert(1)",
+    "JaVaScRiPt:alert(1)",
+    "java\u200bscript:alert(1)",
+    "vbscript:msgbox(1)",
+    "data:text/html;base64,PHNjcmlwdD4=",
+    "file:///etc/passwd",
+    "custom-app:open?x=1",
+]
+
+
+@pytest.mark.parametrize("href", _DISGUISED)
+def test_a_disguised_scheme_loses_its_link_and_keeps_its_words(
+    vault: Vault, tmp_path: Path, href: str
+) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(f'<p>Open <a href="{href}">the report</a> now.</p>', encoding="utf-8")
+    text = (vault.root / vault.library.ingest(page)[0].path).read_text(encoding="utf-8")
+    assert "the report" in text
+    assert "alert" not in text and "msgbox" not in text and "passwd" not in text, text
+    assert "](" not in text  # no link at all
+
+
+@pytest.mark.parametrize(
+    "href",
+    [
+        "https://example.com/a?b=c#d",
+        "HTTP://EXAMPLE.COM",
+        "mailto:ada@example.org",
+        "notes/a:b.md",
+        "#section",
+        "../up.md",
+        "obsidian://open?vault=v",
+    ],
+)
+def test_links_that_point_somewhere_stay(href: str) -> None:
+    assert safe_link(href)
 
 
 def test_a_folder_ingest_skips_symlinks_and_the_vault(tmp_path: Path) -> None:
