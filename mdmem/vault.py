@@ -858,8 +858,14 @@ class Vault:
         scope: str | None = None,
         secrets: str | None = None,
         progress: Progress | None = None,
+        restore: bool = False,
     ) -> importer.ImportReport:
-        """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent)."""
+        """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent).
+
+        A file is untrusted: it can't choose its scope or set provenance.
+        ``restore=True``: ``path`` is an ``export_jsonl`` the caller made and
+        vouches for; it comes back whole, provenance and links included.
+        """
         return importer.import_path(
             self.store,
             path,
@@ -867,11 +873,14 @@ class Vault:
             scope=scope,
             secrets=secrets,
             progress=progress,
-            open_session=self._open_session,  # contacts as a live session has them
+            open_session=self._open_session,
+            restore=restore,
+            template=_template_dir(),
         )
 
     def export_jsonl(self, out: IO[str], *, progress: Progress | None = None) -> int:
-        """Write every memory with its metadata to ``out``, one JSON object a line."""
+        """Write the vault's knowledge to ``out`` (memories with their metadata, then its
+        files), one JSON object a line; ``import_(path, restore=True)`` brings it back."""
         return export.export_jsonl(self.store, out, progress)
 
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:

@@ -49,7 +49,9 @@ def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path:
     assert report.refused == 1  # the message holding a secret
     assert "AWS" in report.refusals[0]["reason"] and "k1" in report.refusals[0]["where"]
     assert _commits(vault) - before == report.commits == 1
-    session = "chatgpt-6a1c2f3e-0b4d-4c57-9a8e-2f1d3c4b5a60"
+    # Sessions are named by the conversation's start and title.
+    session, second = report.sessions
+    assert session.startswith("chatgpt-2023-05-17-lisbon-trip-planning-")
     entries = _entries(vault, session)
     assert [e.text for e in entries][:2] == [
         "I'm flying to Lisbon on May 12 for the quarterly offsite.",
@@ -69,7 +71,7 @@ def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path:
     )
     assert third.status == "active" and third.id != "m-01hzzzzzzzzzzzzzzzzzzzzzzz"
     # Image parts are skipped, the text part kept.
-    other = _entries(vault, "chatgpt-7b2d3e4f-1c5e-4d68-8b9f-3a2e4d5c6b71")
+    other = _entries(vault, second)
     assert [e.text for e in other] == ["Never paste keys into a chat; rotate that one."]
     assert report.first == "2023-05-17T05:06:50+00:00"
     hits = vault.recall("Lisbon offsite hotel", k=3)
@@ -99,7 +101,9 @@ def test_claude_export(vault: Vault, tmp_path: Path) -> None:
     report = vault.import_(_fixture(tmp_path, "claude_conversations.json"))
     assert report.format == "claude"
     assert (report.added, report.refused, report.conversations) == (3, 0, 1)
-    entries = _entries(vault, "claude-0f9e8d7c-6b5a-4938-8271-605f4e3d2c1b")
+    (session,) = report.sessions
+    assert session.startswith("claude-2024-03-04-choosing-a-database-")
+    entries = _entries(vault, session)
     roles = [vault.block(e.id).field("role") for e in entries]
     assert roles == ["user", "assistant", "user"]
     # Only text blocks: the thinking block is not the answer.
@@ -133,8 +137,10 @@ def test_format_is_detected_or_asked_for(vault: Vault, tmp_path: Path) -> None:
     odd.write_text(json.dumps([{"nothing": 1}]))
     with pytest.raises(InvalidInputError, match="--format"):
         vault.import_(odd)
-    with pytest.raises(InvalidInputError, match="mapping"):
-        vault.import_(odd, format="chatgpt")
+    # Told the format, a conversation of the wrong shape is skipped and named.
+    report = vault.import_(odd, format="chatgpt")
+    assert (report.added, report.refused) == (0, 1)
+    assert "mapping" in report.refusals[0]["reason"]
 
 
 def test_zip_export_is_read(vault: Vault, tmp_path: Path) -> None:
@@ -180,9 +186,12 @@ def test_markdown_note_with_a_secret_is_refused(vault: Vault, tmp_path: Path) ->
 
 
 def test_progress_reports_every_message(vault: Vault, tmp_path: Path) -> None:
+    # Read as a stream: progress is in bytes of the input, to the end.
     seen: list[tuple[str, int, int]] = []
     vault.import_(DATA / "messages.jsonl", progress=lambda *a: seen.append(a))
-    assert seen[0] == ("import", 0, 4) and seen[-1] == ("import", 4, 4)
+    size = (DATA / "messages.jsonl").stat().st_size
+    assert seen[0] == ("import", 0, size) and seen[-1] == ("import", size, size)
+    assert [done for _, done, _ in seen] == sorted(done for _, done, _ in seen)
 
 
 def test_jsonl_speaker_is_kept(vault: Vault) -> None:
@@ -247,12 +256,13 @@ def test_claude_export_wrapped_with_its_account(vault: Vault, tmp_path: Path) ->
     assert (report.format, report.added) == ("claude", 3)
 
 
-def test_an_imported_contact_is_a_contact_as_in_a_live_session(
+def test_a_files_contact_does_not_route_turns_or_touch_a_profile(
     vault: Vault, tmp_path: Path
 ) -> None:
-    # As vault.session() does: a linked contact's turns land in the person's
-    # scope, and the person's profile records when they were seen.
+    # A linked contact routes a live session's turns into the person's scope;
+    # a row naming it would write into that scope past --scope (issue 24).
     vault.contacts.link("telegram:7", "user:ana")
+    seen_before = vault.contacts.profile("user:ana").last_seen
     rows = [  # session entries as `mdmem export --jsonl` writes them
         {
             "kind": "chat_message",
@@ -267,13 +277,13 @@ def test_an_imported_contact_is_a_contact_as_in_a_live_session(
     ]
     path = tmp_path / "contact.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert vault.import_(path).added == 2
+    report = vault.import_(path)
+    assert report.added == 2 and report.ignored == {"contact": 2}
     hit = vault.recall("lunch on Friday", k=1).items[0]
-    assert hit.scope == "user:ana"
-    profile = vault.contacts.profile("user:ana")
-    assert profile.last_seen is not None and profile.last_seen.startswith("2024-05-03")
-    # An unlinked contact gets a profile of its own, as a live session gives it.
+    assert hit.scope == "" and hit.field("contact") is None
+    assert vault.contacts.profile("user:ana").last_seen == seen_before
+    # An unlinked contact gets no profile from a file either.
     rows[0] |= {"event": "u1", "contact": "telegram:8", "session": "d"}
     path.write_text(json.dumps(rows[0]) + "\n")
     vault.import_(path)
-    assert "telegram:8" in vault.contacts.profile("telegram:8").platform_ids
+    assert all("telegram:8" not in p.platform_ids for p in vault.contacts.list())
