@@ -97,8 +97,11 @@ MAX_RATIO = 100
 _RATIO_FROM = 16 * 1024**2
 # One conversation (or one JSONL line): a long chat with pasted logs is a few MB.
 MAX_ITEM_BYTES = 32 * 1024**2
-# One scalar (a string): the parser holds it whole before handing it over.
-MAX_VALUE_BYTES = 64 * 1024**2
+# One scalar (a string): the parser holds it whole before handing it over,
+# and rescans it at each buffer it reads (time grows with its square). A
+# message longer than a memory's 20,000 characters is refused anyway.
+MAX_VALUE_BYTES = 16 * 1024**2
+_BUFFER = 1024**2
 # A conversation is ~10 levels deep (mapping, node, message, content, parts).
 MAX_DEPTH = 64
 # An export's own rows (mdmem.memory.export): a header first, a trailer last.
@@ -340,7 +343,7 @@ def _json_items(stream: _Counted) -> Iterator[tuple[int, Any]]:
     start = 0
     index = -1
     try:
-        for event, value in ijson.basic_parse(stream, use_float=True):
+        for event, value in ijson.basic_parse(stream, use_float=True, buf_size=_BUFFER):
             stream.mark()
             opens = event in ("start_map", "start_array")
             closes = event in ("end_map", "end_array")
