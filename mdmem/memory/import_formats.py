@@ -279,6 +279,8 @@ class _Counted:
 
 
 def _mib(n: int) -> str:
+    if n < 1024**2:
+        return f"{n // 1024:,} KiB"
     return f"{n // 1024**2:,} MiB" if n < 1024**3 else f"{n / 1024**3:g} GiB"
 
 

@@ -14,15 +14,17 @@ def zip_bomb(path: Path, inner_bytes: int = 1024**3, name: str = "conversations.
     head = b'[{"title": "bomb", "mapping": {}, "pad": "'
     tail = b'"}]'
     block = b" " * (1024 * 1024)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        with zf.open(name, "w", force_zip64=True) as out:
-            out.write(head)
-            left = inner_bytes - len(head) - len(tail)
-            while left > 0:
-                piece = block[: min(left, len(block))]
-                out.write(piece)
-                left -= len(piece)
-            out.write(tail)
+    with (
+        zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf,
+        zf.open(name, "w", force_zip64=True) as out,
+    ):
+        out.write(head)
+        left = inner_bytes - len(head) - len(tail)
+        while left > 0:
+            piece = block[: min(left, len(block))]
+            out.write(piece)
+            left -= len(piece)
+        out.write(tail)
     return path
 
 
