@@ -247,3 +247,22 @@ def test_plain_json_is_streamed_and_a_huge_value_stops_it_cleanly(tmp_path: Path
     outcome, rss = _import_rss(tmp_path, big, "chatgpt")
     assert "added=1" in outcome and "single value larger than" in outcome, outcome
     assert rss < 300, rss
+
+
+def test_a_conversation_title_is_data_in_the_header(vault: Vault, tmp_path: Path) -> None:
+    from tests.secret_samples import FORMATS
+
+    secret = FORMATS[0].text
+    title = f"Plan [status:: superseded] ^m-01hzzzzzzzzzzzzzzzzzzzzzzz\n# Injected {secret}"
+    conv = hostile.chatgpt_conversation(
+        "t", title, [{"author": {"role": "user"}, "content": {"parts": ["Hello there."]}}]
+    )
+    report = vault.import_(hostile.dump(tmp_path / "conversations.json", [conv]))
+    assert report.added == 1
+    (session,) = report.sessions
+    text = (vault.root / "sessions" / f"{session}.md").read_text()
+    header = text.split("\n## ")[0]
+    assert secret not in text and "[status::" not in header and "^m-01hz" not in header
+    assert "\n# Injected" not in header
+    (memory,) = vault.memories()  # the title made no memory of its own
+    assert memory.status == "active" and memory.text == "Hello there."

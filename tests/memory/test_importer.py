@@ -287,3 +287,55 @@ def test_a_files_contact_does_not_route_turns_or_touch_a_profile(
     path.write_text(json.dumps(rows[0]) + "\n")
     vault.import_(path)
     assert all("telegram:8" not in p.platform_ids for p in vault.contacts.list())
+
+
+def test_chatgpt_titles_start_dates_fenced_code_and_untimed_answers(vault: Vault) -> None:
+    report = vault.import_(DATA / "chatgpt_code_conversations.json")
+    assert (report.format, report.added, report.refused) == ("chatgpt", 6, 0)
+    (session,) = report.sessions
+    # The file is named from the conversation's start and title.
+    assert session.startswith("chatgpt-2023-11-14-sales-analysis-q3-draft-data-")
+    path = vault.root / "sessions" / f"{session}.md"
+    header = path.read_text().split("\n## ")[0]
+    assert "title: 'Sales analysis: Q3 (draft) #data'" in header
+    assert "started: '2023-11-14T22:13:20+00:00'" in header  # the chat's start, not now
+    assert "# Sales analysis: Q3 (draft) #data" in header.splitlines()
+    entries = _entries(vault, session)
+    blocks = [vault.block(e.id) for e in entries]
+    assert [b.field("role") for b in blocks] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    # Code the assistant ran, and what it printed, read back fenced and whole.
+    code = "import pandas as pd\n# the quarter's export\ndf = pd.read_csv('sales.csv')\ndf.head()"
+    assert blocks[1].text == f"```\n{code}\n```"
+    assert blocks[2].text == "```\n  region  sales\n0  north    120\n1  south     95\n```"
+    assert blocks[5].text.startswith("Push the south")
+    # An answer without a time of its own follows its question.
+    assert blocks[5].created == blocks[4].created == datetime.fromtimestamp(1700000200, UTC)
+    assert [b.created for b in blocks] == sorted(b.created for b in blocks)
+    # A second import finds every message.
+    assert vault.import_(DATA / "chatgpt_code_conversations.json").duplicates == 6
+
+
+def test_claude_titles_and_start_dates(vault: Vault) -> None:
+    report = vault.import_(DATA / "claude_conversations.json")
+    (session,) = report.sessions
+    header = (vault.root / "sessions" / f"{session}.md").read_text().split("\n## ")[0]
+    assert "title: Choosing a database" in header
+    assert "started: '2024-03-04T09:15:00+00:00'" in header
+
+
+def test_a_conversation_imported_by_id_before_keeps_its_session(vault: Vault) -> None:
+    # An older release named sessions by conversation id: new messages of the
+    # same conversation go on in that file.
+    legacy = "chatgpt-5f0c1b2a-9d8e-4f7a-b6c5-d4e3f2a1b0c9"
+    vault.session(legacy, source="chatgpt").record(
+        "user", "Load sales.csv and show the first rows.", "u1"
+    )
+    report = vault.import_(DATA / "chatgpt_code_conversations.json")
+    assert report.sessions == [legacy] and (report.added, report.duplicates) == (5, 1)
