@@ -56,10 +56,8 @@ PDF_CHARS_PER_BYTE = 4
 # take minutes: extracting text costs ~7 s per MB of content stream. A page's
 # stream may inflate to 4 bytes per character the PDF may keep, within these.
 _PDF_STREAM_BYTES = (1_000_000, 16_000_000)
-_PDF_LIMITS = {
-    "stream_decoding_work_maximum_length": 64_000_000,
-    "stream_parsing_work_maximum_count": 400_000,
-}
+_PDF_DECODING_WORK = 64_000_000
+_PDF_PARSING_WORK = 400_000
 
 _MARKDOWN = (".md", ".markdown", ".mdown")
 _TEXT = (".txt", ".text")
@@ -199,7 +197,11 @@ def _pdf_text(path: Path, raw: bytes) -> Converted:
     cut: str | None = None
     unread: list[int] = []
     try:
-        with apply_configuration(**_PDF_LIMITS, zlib_maximum_output_length=stream):
+        with apply_configuration(
+            zlib_maximum_output_length=stream,
+            stream_decoding_work_maximum_length=_PDF_DECODING_WORK,
+            stream_parsing_work_maximum_count=_PDF_PARSING_WORK,
+        ):
             reader = PdfReader(io.BytesIO(raw))
             if reader.is_encrypted and not reader.decrypt(""):
                 # An empty user password only restricts printing and the like.
