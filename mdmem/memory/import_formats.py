@@ -79,6 +79,7 @@ __all__ = [
     "read_claude",
     "read_jsonl",
     "read_lines",
+    "regular_file",
     "session_name",
 ]
 
@@ -284,16 +285,17 @@ def _mib(n: int) -> str:
     return f"{n // 1024**2:,} MiB" if n < 1024**3 else f"{n / 1024**3:g} GiB"
 
 
-def _regular(path: Path) -> None:
-    """Only a regular file is opened: a FIFO would block, a device never end."""
+def regular_file(path: Path, limit: int | None = MAX_EXPORT_BYTES) -> None:
+    """InvalidInputError unless ``path`` is a regular file (of at most ``limit``
+    bytes): a FIFO would block the read, a device never end."""
     try:
         st = path.stat()
     except OSError as exc:
         raise InvalidInputError(f"can't read {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
         raise InvalidInputError(f"{path} is not a regular file")
-    if st.st_size > MAX_EXPORT_BYTES:
-        raise InvalidInputError(f"{path} is larger than {_mib(MAX_EXPORT_BYTES)}")
+    if limit is not None and st.st_size > limit:
+        raise InvalidInputError(f"{path} is larger than {_mib(limit)}")
 
 
 @contextmanager
@@ -301,7 +303,7 @@ def _open_json(path: Path, position: Position | None = None) -> Iterator[_Counte
     """``conversations.json`` from a file, a folder holding it, or the export's zip."""
     if path.is_dir():
         path = path / "conversations.json"
-    _regular(path)
+    regular_file(path)
     where = position if position is not None else Position()
     try:
         if path.suffix.lower() != ".zip":
@@ -569,7 +571,7 @@ def read_lines(path: Path, position: Position | None = None) -> Iterator[tuple[i
     A line longer than :data:`MAX_ITEM_BYTES` is skipped without being held;
     one nested too deeply for the parser, or not JSON, is skipped too.
     """
-    _regular(path)
+    regular_file(path)
     try:
         handle = path.open("rb")
     except OSError as exc:

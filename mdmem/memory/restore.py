@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -51,6 +50,7 @@ from mdmem.memory.import_formats import (
     EXPORT_FILE_KEY,
     EXPORT_HEADER_KEY,
     EXPORT_TRAILER_KEY,
+    regular_file,
 )
 from mdmem.memory.sessions import TOOL_OUTPUT_DIR
 from mdmem.models import Block, one_line
@@ -126,12 +126,7 @@ def restore(
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(number, raw line) of the export, each at most :data:`MAX_LINE_BYTES`."""
-    try:
-        st = path.stat()
-    except OSError as exc:
-        raise InvalidInputError(f"can't read {path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise InvalidInputError(f"{path} is not a regular file")
+    regular_file(path, None)
     with path.open("rb") as fh:
         number = 0
         while raw := fh.readline(MAX_LINE_BYTES + 1):

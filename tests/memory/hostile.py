@@ -7,6 +7,8 @@ import zipfile
 import zlib
 from pathlib import Path
 
+from tests.memory.test_documents import pdf_of
+
 
 def zip_bomb(path: Path, inner_bytes: int = 1024**3, name: str = "conversations.json") -> Path:
     """A zip whose ``name`` inflates to ``inner_bytes`` (a JSON list of one
@@ -84,21 +86,8 @@ def inflating_pdf(
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
         b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
     ] * pages
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    pad = max(0, file_bytes - len(out) - 200)
-    out += b"%" + b"p" * pad + b"\n"  # a comment: padding the reader skips
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    for off in offsets:
-        out += f"{off:010d} 00000 n \n".encode()
-    out += (
-        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    )
-    return bytes(out)
+    size = len(pdf_of(objects))
+    return pdf_of(objects, padding=file_bytes - size - 2)
 
 
 def chatgpt_conversation(conv_id: str, title: str, messages: list[dict[str, object]]) -> dict:
