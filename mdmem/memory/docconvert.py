@@ -240,10 +240,10 @@ def _pdf_text(path: Path, raw: bytes) -> Converted:
         shown = ", ".join(map(str, unread[:10])) + (" …" if len(unread) > 10 else "")
         note = f"page(s) {shown} past the PDF reader's limits, left out"
         cut = f"{cut}; {note}" if cut else note
+    if not parts and unread:
+        raise InvalidInputError(f"{path.name}: no text within the PDF reader's limits ({cut})")
     if not parts:
-        raise InvalidInputError(
-            f"{path.name} holds no extractable text (a scanned PDF?)" + (f"; {cut}" if cut else "")
-        )
+        raise InvalidInputError(f"{path.name} holds no extractable text (a scanned PDF?)")
     return Converted("\n\n".join(parts), cut)
 
 
