@@ -168,6 +168,7 @@ def export_jsonl(store: MemoryStore, out: IO[str], progress: Progress | None = N
         sink.write(row)
         memories += 1
     files, left_out = export_files(store)
+    written = 0
     secrets = store.settings.secrets
     tell = progress or silent
     for n, rel in enumerate(files):
@@ -179,6 +180,7 @@ def export_jsonl(store: MemoryStore, out: IO[str], progress: Progress | None = N
             left_out += 1  # gone since the scan, or not text: nothing to restore
             continue
         sink.write({"file": rel, "text": scrub(text, secrets)})
+        written += 1
     tell("export files", len(files), len(files))
     out.write(
         json.dumps(
@@ -187,7 +189,7 @@ def export_jsonl(store: MemoryStore, out: IO[str], progress: Progress | None = N
                 "rows": sink.rows,
                 "sha256": sink.digest.hexdigest(),
                 "memories": memories,
-                "files": len(files),
+                "files": written,
                 "left_out": left_out,
             }
         )

@@ -294,9 +294,10 @@ class _Writer:
             # The caller's scope, given outright: a contact linked to a person
             # must not route a file's turns into that person's scope.
             session = self.open_session(name, conv.source or None, None, self.scope)
-            if conv.title or conv.started:
-                title = _clean_title(conv.title)
-                session.describe(title=title or None, started=self._past(conv.started))
+            # The header says when the conversation began, not when it was imported.
+            started = conv.started or next((m.when for m in conv.messages if m.when), None)
+            title = _clean_title(conv.title) or None
+            session.describe(title=title, started=self._past(started, count=False))
         except MdmemError as exc:
             self.sessions[key] = None
             for message in conv.messages:
@@ -317,10 +318,11 @@ class _Writer:
             return legacy
         return fmt.session_name(conv.source, conv.id, _clean_title(conv.title), conv.started)
 
-    def _past(self, when: datetime | None) -> datetime | None:
+    def _past(self, when: datetime | None, *, count: bool = True) -> datetime | None:
         """``when``, unless it is in the future (the file would date it ahead of now)."""
         if when is not None and when > self.now + _FUTURE_SLACK:
-            self.report.ignore("created (in the future)")
+            if count:
+                self.report.ignore("created (in the future)")
             return None
         return when
 
@@ -483,8 +485,8 @@ def _note_paths(folder: Path) -> list[Path]:
         rel = path.relative_to(folder)
         if any(part in _SKIP_DIRS or part.startswith(".") for part in rel.parts[:-1]):
             continue
-        if path.is_file() and not path.is_symlink():
-            found.append(path)
+        if not path.is_symlink() and not path.is_dir():
+            found.append(path)  # a FIFO or device among them is refused when copied
     return found
 
 
@@ -521,9 +523,7 @@ def _copy_note(
     store: MemoryStore, tx: Transaction, path: Path, rel: str, scope: str, mode: str
 ) -> bool:
     """Stage one note; False when the same bytes are already there."""
-    size = path.stat().st_size
-    if size > MAX_NOTE_BYTES:
-        raise InvalidInputError(f"larger than {MAX_NOTE_BYTES // 1024**2} MiB; not a note")
+    fmt.regular_file(path, MAX_NOTE_BYTES)
     with path.open("rb") as fh:
         raw = fh.read(MAX_NOTE_BYTES + 1)  # it may have grown since stat
     if len(raw) > MAX_NOTE_BYTES:

@@ -266,3 +266,25 @@ def test_a_conversation_title_is_data_in_the_header(vault: Vault, tmp_path: Path
     assert "\n# Injected" not in header
     (memory,) = vault.memories()  # the title made no memory of its own
     assert memory.status == "active" and memory.text == "Hello there."
+
+
+def test_a_fifo_in_a_notes_folder_is_listed_and_the_rest_copied(
+    vault: Vault, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nAlpha.\n")
+    os.mkfifo(notes / "pipe.md")
+    report = vault.import_(notes)
+    assert report.files == ["imported/a.md"]
+    assert report.refused == 1 and "not a regular file" in report.refusals[0]["reason"]
+
+
+def test_a_jsonl_session_starts_when_its_first_message_was_sent(
+    vault: Vault, tmp_path: Path
+) -> None:
+    rows = [{"role": "user", "content": "Hi.", "timestamp": "2023-05-20T18:02:00Z", "id": "1"}]
+    report = vault.import_(_jsonl(tmp_path / "m.jsonl", rows))
+    (session,) = report.sessions
+    header = (vault.root / "sessions" / f"{session}.md").read_text().split("\n## ")[0]
+    assert "started: '2023-05-20T18:02:00+00:00'" in header
