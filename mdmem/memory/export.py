@@ -50,7 +50,7 @@ from mdmem.store.secret_guard import scrub
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["VERSION", "export_files", "export_jsonl", "export_rows", "row_of"]
+__all__ = ["VERSION", "export_files", "export_jsonl", "export_rows", "payload_span", "row_of"]
 
 VERSION = 2
 _SESSION_KEYS = ("role", "source", "speaker", "contact", "event", "tool")
@@ -124,6 +124,16 @@ def export_files(store: MemoryStore) -> tuple[list[str], int]:
     return sorted(paths), left_out
 
 
+def payload_span(rel: str, text: str) -> int:
+    """Where the text a person or a tool wrote starts in the file ``rel``: after
+    the frontmatter of a full tool output (mdmem's own keys, such as ``key:
+    tout_…``, which a secrets scan would take for a key), else 0."""
+    if not rel.startswith(f"{TOOL_OUTPUT_DIR}/") or not text.startswith("---\n"):
+        return 0
+    end = text.find("\n---\n", 3)
+    return end + 5 if end != -1 else 0
+
+
 def _tool_output(store: MemoryStore, block: Block) -> str | None:
     key = block.field("tout")
     if key:
@@ -179,7 +189,8 @@ def export_jsonl(store: MemoryStore, out: IO[str], progress: Progress | None = N
         except (OSError, UnicodeDecodeError):
             left_out += 1  # gone since the scan, or not text: nothing to restore
             continue
-        sink.write({"file": rel, "text": scrub(text, secrets)})
+        start = payload_span(rel, text)
+        sink.write({"file": rel, "text": text[:start] + scrub(text[start:], secrets)})
         written += 1
     tell("export files", len(files), len(files))
     out.write(

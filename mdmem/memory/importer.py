@@ -213,8 +213,8 @@ class _Writer:
         self.report = report
         self.scope = scope
         self.secrets = secrets
-        # (source, conversation id, session) -> its session (None: refused).
-        self.sessions: dict[tuple[str, str, str], Session | None] = {}
+        # (source, conversation id, session, scope named) -> its session (None: refused).
+        self.sessions: dict[tuple[str, str, str, str], Session | None] = {}
         self.now = datetime.now(UTC)
         self.export_files = 0
         # (kind, scope, content hash) of what the vault holds: an exported
@@ -279,7 +279,7 @@ class _Writer:
 
     def _session(self, conv: fmt.Conversation) -> Session | None:
         """The conversation's session in the caller's scope, or None (refused)."""
-        key = (conv.source, conv.id, conv.session or "")
+        key = (conv.source, conv.id, conv.session or "", conv.scope or "")
         if key in self.sessions:
             session = self.sessions[key]
             if session is None:

@@ -52,6 +52,7 @@ from mdmem.memory.import_formats import (
     EXPORT_TRAILER_KEY,
     regular_file,
 )
+from mdmem.memory.export import payload_span
 from mdmem.memory.sessions import TOOL_OUTPUT_DIR
 from mdmem.models import Block, one_line
 from mdmem.store import blocks as blk
@@ -62,6 +63,7 @@ from mdmem.store.textfile import SkipFile, TextFile, decode, safe_path
 if TYPE_CHECKING:
     from mdmem.memory.importer import ImportReport
     from mdmem.store.memories import MemoryStore
+    from mdmem.store.writer import Transaction
 
 __all__ = ["FILES_PER_COMMIT", "MAX_LINE_BYTES", "restore"]
 
@@ -218,7 +220,7 @@ class _Restorer:
     def __init__(
         self,
         store: MemoryStore,
-        tx: Any,
+        tx: Transaction,
         report: ImportReport,
         rel: str,
         mode: str,
@@ -237,7 +239,8 @@ class _Restorer:
 
     def _run(self, text: str) -> None:
         rel = _check_path(self.rel)
-        text = guard(text, self.mode)  # SecretRefusedError in refuse mode
+        start = payload_span(rel, text)
+        text = text[:start] + guard(text[start:], self.mode)  # SecretRefusedError: refused
         full = safe_path(self.store.root, rel)
         try:
             before: bytes | None = full.read_bytes()

@@ -143,6 +143,9 @@ def test_export_has_a_header_its_files_and_a_trailer(vault: Vault) -> None:
     assert any(p.startswith("tool-outputs/") for p in files)
     assert not any(p.startswith((".", "templates/")) or p == "mdmem.toml" for p in files)
     assert files["MEMORY.md"] == (vault.root / "MEMORY.md").read_text()
+    # mdmem's own frontmatter of a full tool output (`key: tout_…`) is no secret.
+    for path, text in files.items():
+        assert text == (vault.root / path).read_text(), path
 
 
 def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
