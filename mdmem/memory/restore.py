@@ -46,13 +46,13 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import ConflictError, InvalidInputError, MdmemError
+from mdmem.memory.export import payload_span
 from mdmem.memory.import_formats import (
     EXPORT_FILE_KEY,
     EXPORT_HEADER_KEY,
     EXPORT_TRAILER_KEY,
     regular_file,
 )
-from mdmem.memory.export import payload_span
 from mdmem.memory.sessions import TOOL_OUTPUT_DIR
 from mdmem.models import Block, one_line
 from mdmem.store import blocks as blk
