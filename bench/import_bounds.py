@@ -75,7 +75,8 @@ def _plain_export(path: Path, megabytes: int) -> Path:
         out.write("[")
         for c in range(count):
             out.write("," if c else "")
-            out.write(json.dumps({"title": f"c{c}", "conversation_id": f"c{c}", "mapping": mapping}))
+            conversation = {"title": f"c{c}", "conversation_id": f"c{c}", "mapping": mapping}
+            out.write(json.dumps(conversation))
         out.write("]")
     return path
 

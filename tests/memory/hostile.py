@@ -104,7 +104,7 @@ def chatgpt_conversation(conv_id: str, title: str, messages: list[dict[str, obje
             "parent": parent,
             "children": [],
         }
-        mapping[parent]["children"] = [node_id]  # type: ignore[index]
+        mapping[parent]["children"] = [node_id]
         parent = node_id
     return {
         "title": title,
