@@ -60,12 +60,20 @@ def import_cmd(
         raise click.UsageError("--restore takes the export as it is: no --format or --scope")
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
+
+        def tick(phase: str, done: int, total: int) -> None:
+            # A chat import reports bytes of the input read (it streams):
+            # shown as a percentage, not as thousands of "messages".
+            if phase == "import" and total > 0:
+                done, total = min(100, done * 100 // total), 100
+            progress(phase, done, total)
+
         report = vault.import_(
             path,
             format=fmt,
             scope=scope,
             secrets="redact" if redact else None,
-            progress=progress,
+            progress=tick,
             restore=restore,
         )
 
