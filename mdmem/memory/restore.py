@@ -281,6 +281,23 @@ class _Restorer:
             self.tx.apply(rel, _appender(pieces), f"restore {len(fresh)} into {rel}", self.trailers)
             self.report.added += len(fresh)
             self._restored(rel)
+        # Lines outside memories (a person's notes) are the file's, not a
+        # memory's: the vault's version stays, and what it lacks is named. The
+        # frontmatter (a session's start) is the vault file's own.
+        front = [b for b in parsed.blocks if b.id.endswith("#frontmatter")]
+        inside = {n for b in [*memories, *front] for n in range(b.line_start - 1, b.line_end)}
+        have = {line.strip() for line in before.decode("utf-8", "replace").splitlines()}
+        missing = [
+            n
+            for n, line in enumerate(new.lines)
+            if n not in inside and line.strip() and line.strip() not in have
+        ]
+        if missing:
+            self.report.refuse(
+                rel,
+                f"{len(missing)} line(s) outside its memories (from line {missing[0] + 1}) "
+                "differ from the vault's file; kept the vault's",
+            )
 
     def _classify(self, memories: list[Block]) -> tuple[list[Block], list[Block]]:
         """(memories the vault lacks, memories it holds already: not written again)."""

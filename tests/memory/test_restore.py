@@ -175,6 +175,15 @@ def test_restore_merges_into_a_vault_with_its_own_memories(tmp_path: Path) -> No
     assert texts["Rebase keeps history linear."].kind == "learning"
     chat = [m.text for m in target.session("chat").entries()]
     assert chat == ["From vault B.", "From vault A."]
+    # A line outside any memory that the vault's own file lacks is named, not lost silently.
+    (source.root / "LEARNING.md").write_text(
+        (source.root / "LEARNING.md").read_text() + "\n## My notes\n\nCall the bank.\n"
+    )
+    source.commit_human_edits()
+    report = target.import_(_export(source, tmp_path / "a2.jsonl"), restore=True)
+    assert report.added == 0
+    assert [r["where"] for r in report.refusals] == ["LEARNING.md"]
+    assert "outside its memories" in report.refusals[0]["reason"]
 
 
 def test_a_memory_changed_since_the_export_is_kept_and_listed(tmp_path: Path) -> None:
