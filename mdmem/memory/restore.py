@@ -25,7 +25,8 @@ vault named in a trailer; git history is the new vault's, never forged):
 * the same bytes: nothing to do (restoring twice adds nothing);
 * a ledger, daily log, journal or session the vault already has with other
   lines: the export's memories whose ids the vault lacks are appended (a
-  learning under its topic), the file's other lines stay the vault's;
+  learning under its topic), the file's other lines stay the vault's (lines
+  outside memories that the vault's file lacks are listed);
 * any other file with other content (an episode, a contact profile, a
   note): left as the vault has it, and listed.
 
