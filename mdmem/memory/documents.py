@@ -46,6 +46,8 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from mdmem.errors import ConflictError, InvalidInputError, MdmemError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.memory.docconvert import (
     MAX_CHUNKS,
     MAX_DOCUMENT_BYTES,
@@ -55,10 +57,8 @@ from mdmem.memory.docconvert import (
     convert,
 )
 from mdmem.models import Block, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
 from mdmem.store.memories import MemoryStore
-from mdmem.store.textfile import SkipFile, TextFile, decode
 
 log = logging.getLogger("mdmem")
 
@@ -150,12 +150,16 @@ def ingest_many(
 ) -> list[IngestResult]:
     """Ingest files and folders (see :func:`expand`), each file in its own commit.
 
-    A file that can't be ingested (not text, too large, a hand-edit conflict)
-    is skipped: its result carries the one-line ``error`` and the rest go in.
+    Among several files (or a folder's), one that can't be ingested (not
+    text, too large, a hand-edit conflict) is skipped: its result carries the
+    one-line ``error`` and the rest go in. A single file named on its own
+    raises its error instead (there is no rest).
     """
     files, skipped = expand(store, paths)
     for name, why in skipped:
         log.warning("ingest: skipped %s (%s)", name, why)
+    if len(files) == 1 and files[0][1] is None:
+        return [ingest(store, files[0][0], scope=scope, force=force)]
     results = []
     for f, r in files:
         try:

@@ -47,6 +47,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import ConflictError, InvalidInputError, MdmemError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, TextFile, decode, safe_path
 from mdmem.memory.export import payload_span
 from mdmem.memory.import_formats import (
     EXPORT_FILE_KEY,
@@ -56,10 +58,8 @@ from mdmem.memory.import_formats import (
 )
 from mdmem.memory.sessions import TOOL_OUTPUT_DIR
 from mdmem.models import Block, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
 from mdmem.store.secret_guard import guard, refuse_in_metadata
-from mdmem.store.textfile import SkipFile, TextFile, decode, safe_path
 
 if TYPE_CHECKING:
     from mdmem.memory.importer import ImportReport

@@ -54,7 +54,7 @@ def _fill(vault: Vault) -> None:
 def _dump(vault: Vault) -> tuple[dict, list[dict], dict[str, str], dict]:
     """(header, memory rows, {path: text} of the file rows, trailer)."""
     out = io.StringIO()
-    count = vault.export_jsonl(out)
+    count = vault.library.export(out)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     header, *body, trailer = lines
     rows = [r for r in body if "kind" in r]
@@ -129,7 +129,7 @@ def test_export_has_a_header_its_files_and_a_trailer(vault: Vault) -> None:
 
     _fill(vault)
     out = io.StringIO()
-    vault.export_jsonl(out)
+    vault.library.export(out)
     lines = out.getvalue().splitlines(keepends=True)
     header, trailer = json.loads(lines[0]), json.loads(lines[-1])
     assert header["mdmem_export"] == 2 and header["vault"] == "vault" and header["head"]
@@ -153,9 +153,9 @@ def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
     _, rows, files, _ = _dump(vault)
     dump = tmp_path / "export.jsonl"
     with dump.open("w") as out:
-        vault.export_jsonl(out)
+        vault.library.export(out)
     fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
-    report = fresh.import_(dump, restore=True)
+    report = fresh.library.import_(dump, restore=True)
     assert report.refused == 0, report.refusals
     assert report.added == len(rows) and report.source_vault == "vault"
     _, again, again_files, _ = _dump(fresh)
@@ -167,7 +167,7 @@ def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
         got = _matches(fresh.recall(query, k=3).items)
         assert want and got == want, query
     # Restoring the export again adds nothing.
-    twice = fresh.import_(dump, restore=True)
+    twice = fresh.library.import_(dump, restore=True)
     assert (twice.added, twice.duplicates, twice.commits) == (0, len(rows), 0)
     assert len(_export(fresh)) == len(rows)
 
@@ -175,7 +175,7 @@ def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
 def test_export_reports_progress(vault: Vault) -> None:
     _fill(vault)
     seen: list[tuple[str, int, int]] = []
-    count = vault.export_jsonl(io.StringIO(), progress=lambda *a: seen.append(a))
+    count = vault.library.export(io.StringIO(), progress=lambda *a: seen.append(a))
     rows = [s for s in seen if s[0] == "export"]
     assert rows[0] == ("export", 0, count) and rows[-1] == ("export", count, count)
     files = [s for s in seen if s[0] == "export files"]
@@ -189,7 +189,7 @@ def test_import_of_an_export_keeps_its_statuses(vault: Vault, tmp_path: Path) ->
     memory_md = vault.root / "MEMORY.md"
     hand = "- The launch is on May 19. ^m-01hhand00000000000000000000\n"
     memory_md.write_text(memory_md.read_text() + hand)
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     rows = _export(vault)
     assert sorted(r["status"] for r in rows) == ["active", "active"]
     fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
@@ -198,5 +198,5 @@ def test_import_of_an_export_keeps_its_statuses(vault: Vault, tmp_path: Path) ->
     for n, row in enumerate(rows):
         part = tmp_path / f"part{n}.jsonl"
         part.write_text(json.dumps(row) + "\n")
-        fresh.import_(part)
+        fresh.library.import_(part)
     assert sorted(r["status"] for r in _export(fresh)) == ["active", "active"]

@@ -29,7 +29,7 @@ T0 = datetime(2024, 5, 3, 9, 0, tzinfo=UTC)
 
 def _export(vault: Vault, path: Path) -> Path:
     with path.open("w", encoding="utf-8") as out:
-        vault.export_jsonl(out)
+        vault.library.export(out)
     return path
 
 
@@ -46,7 +46,7 @@ def _body(path: Path) -> list[str]:
 def _restored(vault: Vault, tmp_path: Path, name: str = "moved") -> tuple[Vault, Path]:
     dump = _export(vault, tmp_path / f"{name}-export.jsonl")
     fresh = Vault.init(tmp_path / name, agent="mover")
-    report = fresh.import_(dump, restore=True)
+    report = fresh.library.import_(dump, restore=True)
     assert report.refused == 0, report.refusals
     assert report.restored and report.commits >= 1
     return fresh, dump
@@ -85,17 +85,17 @@ def _links(vault: Vault) -> set[tuple[str, str, str]]:
     keys = ("by", "episode", "consolidated", "contact", "session", "importance", "origin_type")
     return {
         (m.id, key, value)
-        for m in vault.memories()
-        for key, value in vault.block(m.id).fields
+        for m in vault.library.list()
+        for key, value in vault.get(m.id).fields
         if key in keys
     }
 
 
 def _session_order(vault: Vault) -> dict[str, list[tuple[str, str | None]]]:
     order: dict[str, list[tuple[str, str | None]]] = {}
-    for m in sorted(vault.memories(), key=lambda m: (m.path, m.line)):
+    for m in sorted(vault.library.list(), key=lambda m: (m.path, m.line)):
         if session_id_of(m.path) is not None:
-            order.setdefault(m.path, []).append((m.text, vault.block(m.id).field("source")))
+            order.setdefault(m.path, []).append((m.text, vault.get(m.id).field("source")))
     return order
 
 
@@ -112,8 +112,8 @@ def _files(vault: Vault) -> dict[str, bytes]:
 def test_a_consolidated_vault_moves_without_losing_a_line(tmp_path: Path) -> None:
     vault = _consolidated_vault(tmp_path / "home")
     moved, dump = _restored(vault, tmp_path)
-    before = {m.id: (m.text, m.kind, m.status, m.scope, m.path) for m in vault.memories()}
-    after = {m.id: (m.text, m.kind, m.status, m.scope, m.path) for m in moved.memories()}
+    before = {m.id: (m.text, m.kind, m.status, m.scope, m.path) for m in vault.library.list()}
+    after = {m.id: (m.text, m.kind, m.status, m.scope, m.path) for m in moved.library.list()}
     assert after == before
     assert _links(moved) == _links(vault)
     assert _session_order(moved) == _session_order(vault)
@@ -121,14 +121,14 @@ def test_a_consolidated_vault_moves_without_losing_a_line(tmp_path: Path) -> Non
     assert _files(moved) == _files(vault)
     # The episode is an episode, the daily log still links it, the supersede
     # chain holds, the contact's profile and scope came along.
-    (episode,) = [m for m in moved.memories() if m.kind == "episode" and m.scope == "user:ana"]
-    daily = next(m for m in moved.memories() if m.kind == "log" and episode.id in m.text)
+    (episode,) = [m for m in moved.library.list() if m.kind == "episode" and m.scope == "user:ana"]
+    daily = next(m for m in moved.library.list() if m.kind == "log" and episode.id in m.text)
     assert daily.scope == "user:ana"
     assert moved.contacts.profile("user:ana").platform_ids == ["telegram:42"]
     assert moved.contacts.scope_for("telegram:42") == "user:ana"
-    june = next(m for m in moved.memories() if m.text == "The launch is in June.")
-    may = next(m for m in moved.memories() if m.text == "The launch is in May.")
-    assert moved.block(may.id).field("by") == f"^{june.id}" and may.status == "superseded"
+    june = next(m for m in moved.library.list() if m.text == "The launch is in June.")
+    may = next(m for m in moved.library.list() if m.text == "The launch is in May.")
+    assert moved.get(may.id).field("by") == f"^{june.id}" and may.status == "superseded"
     # Nothing to consolidate again: the markers came along.
     dry = moved.consolidate(dry_run=True)
     assert (dry.pending_before, dry.episodes, dry.facts, dry.diff) == (0, [], [], "")
@@ -144,13 +144,13 @@ def test_a_consolidated_vault_moves_without_losing_a_line(tmp_path: Path) -> Non
 def test_restoring_twice_or_into_the_source_adds_nothing(tmp_path: Path) -> None:
     vault = _consolidated_vault(tmp_path / "home")
     moved, dump = _restored(vault, tmp_path)
-    head = moved.store.git.head()
-    again = moved.import_(dump, restore=True)
+    head = moved.admin.store.git.head()
+    again = moved.library.import_(dump, restore=True)
     assert (again.added, again.refused, again.commits) == (0, 0, 0)
     assert again.duplicates == again.messages > 0
-    home = vault.import_(dump, restore=True)
+    home = vault.library.import_(dump, restore=True)
     assert (home.added, home.refused, home.commits) == (0, 0, 0)
-    assert moved.store.git.head() == head
+    assert moved.admin.store.git.head() == head
 
 
 def test_restore_merges_into_a_vault_with_its_own_memories(tmp_path: Path) -> None:
@@ -164,9 +164,9 @@ def test_restore_merges_into_a_vault_with_its_own_memories(tmp_path: Path) -> No
     target.learn("Git", "Small commits review faster.")
     target.learn("Python", "Use pathlib.")
     target.session("chat", source="cli").record("user", "From vault B.", "b1", when=T0)
-    report = target.import_(dump, restore=True)
+    report = target.library.import_(dump, restore=True)
     assert report.refused == 0 and report.added == 3, report.refusals
-    texts = {m.text: m for m in target.memories()}
+    texts = {m.text: m for m in target.library.list()}
     assert {"Alpha prefers tea.", "Beta drinks coffee.", mine.text} <= set(texts)
     # A learning lands under its topic; the session keeps both vaults' turns.
     learning = (target.root / "LEARNING.md").read_text()
@@ -179,8 +179,8 @@ def test_restore_merges_into_a_vault_with_its_own_memories(tmp_path: Path) -> No
     (source.root / "LEARNING.md").write_text(
         (source.root / "LEARNING.md").read_text() + "\n## My notes\n\nCall the bank.\n"
     )
-    source.commit_human_edits()
-    report = target.import_(_export(source, tmp_path / "a2.jsonl"), restore=True)
+    source.admin.commit_human_edits()
+    report = target.library.import_(_export(source, tmp_path / "a2.jsonl"), restore=True)
     assert report.added == 0
     assert [r["where"] for r in report.refusals] == ["LEARNING.md"]
     assert "outside its memories" in report.refusals[0]["reason"]
@@ -191,13 +191,13 @@ def test_a_memory_changed_since_the_export_is_kept_and_listed(tmp_path: Path) ->
     kept = vault.remember("The office is in Lisbon.")
     dump = _export(vault, tmp_path / "old.jsonl")
     vault.resolve(kept.id)
-    report = vault.import_(dump, restore=True)
+    report = vault.library.import_(dump, restore=True)
     assert report.added == 0 and report.refused == 1
     assert (
         kept.id in report.refusals[0]["where"]
         and "kept the vault's" in report.refusals[0]["reason"]
     )
-    assert vault.block(kept.id).status == "resolved"
+    assert vault.get(kept.id).status == "resolved"
 
 
 def _rewrite(dump: Path, edit) -> Path:  # type: ignore[no-untyped-def]
@@ -217,7 +217,7 @@ def test_only_a_whole_unchanged_export_is_restored(vault: Vault, tmp_path: Path)
     vault.remember("Something worth keeping.")
     dump = _export(vault, tmp_path / "export.jsonl")
     target = Vault.init(tmp_path / "t", agent="t")
-    head = target.store.git.head()
+    head = target.admin.store.git.head()
     chat = tmp_path / "chat.jsonl"
     chat.write_text(json.dumps({"role": "user", "content": "hi", "scope": "user:x"}) + "\n")
     lines = dump.read_text().splitlines(keepends=True)
@@ -235,10 +235,10 @@ def test_only_a_whole_unchanged_export_is_restored(vault: Vault, tmp_path: Path)
     }
     for path, message in cases.items():
         with pytest.raises(InvalidInputError, match=message):
-            target.import_(path, restore=True)
+            target.library.import_(path, restore=True)
     with pytest.raises(InvalidInputError, match="--restore"):
-        target.import_(dump, restore=True, scope="user:x")
-    assert target.store.git.head() == head and target.memories() == []
+        target.library.import_(dump, restore=True, scope="user:x")
+    assert target.admin.store.git.head() == head and target.library.list() == []
 
 
 def test_a_restore_writes_only_knowledge_files_inside_the_vault(
@@ -260,7 +260,7 @@ def test_a_restore_writes_only_knowledge_files_inside_the_vault(
         return body + [json.dumps({"file": p, "text": "planted\n"}) + "\n" for p in hostile]
 
     target = Vault.init(tmp_path / "t", agent="t")
-    report = target.import_(_rewrite(dump, add_files), restore=True)
+    report = target.library.import_(_rewrite(dump, add_files), restore=True)
     assert report.added == 1
     assert {r["where"] for r in report.refusals} == set(hostile)
     assert not (tmp_path / "outside.md").exists()
@@ -323,7 +323,7 @@ _op = st.one_of(
 
 
 def _apply(vault: Vault, op: tuple) -> None:  # type: ignore[type-arg]
-    ids = [m.id for m in vault.memories() if m.status == "active" and m.kind != "episode"]
+    ids = [m.id for m in vault.library.list() if m.status == "active" and m.kind != "episode"]
     name = op[0]
     if name == "remember":
         vault.remember(op[1], kind=op[2], scope=op[3] or None, importance=op[4])
@@ -350,7 +350,7 @@ def _apply(vault: Vault, op: tuple) -> None:  # type: ignore[type-arg]
         path = vault.root / op[2]
         path.parent.mkdir(exist_ok=True)
         path.write_text(f"# Plan\n\n{op[1]}\n")
-        vault.commit_human_edits()
+        vault.admin.commit_human_edits()
 
 
 @pytest.mark.slow
@@ -376,7 +376,7 @@ def test_property_export_restore_export_is_the_identity(
                 pass  # a refused write (a duplicate, a supersede of an odd target)
         first = _export(vault, tmp / "first.jsonl")
         moved = Vault.init(tmp / "dst", agent="mover")
-        report = moved.import_(first, restore=True)
+        report = moved.library.import_(first, restore=True)
         assert report.refused == 0, report.refusals
         second = _export(moved, tmp / "second.jsonl")
         assert _body(second) == _body(first)
@@ -389,7 +389,7 @@ def test_property_export_restore_export_is_the_identity(
 def test_export_to_a_stream_has_the_same_body(vault: Vault, tmp_path: Path) -> None:
     vault.remember("A streamed fact.")
     out = io.StringIO()
-    vault.export_jsonl(out)
+    vault.library.export(out)
     streamed = tmp_path / "streamed.jsonl"
     streamed.write_text(out.getvalue())
     assert _body(streamed) == _body(_export(vault, tmp_path / "e.jsonl"))
