@@ -34,15 +34,16 @@ import json, os, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[4]), int(sys.argv[4])))
 from mdmem import Vault
 vault = Vault.init(sys.argv[1], agent="bench")
+library = getattr(vault, "library", None)  # a checkout before the desks has the old verbs
 start = time.perf_counter()
 out = {"chunks": None}
 try:
     if sys.argv[3] == "ingest":
-        result = vault.ingest(sys.argv[2])
+        result = library.ingest(sys.argv[2])[0] if library else vault.ingest(sys.argv[2])
         out["chunks"] = len(result.chunks)
         out["outcome"] = "ingested" + (f" ({result.cut})" if getattr(result, "cut", None) else "")
     else:
-        report = vault.import_(sys.argv[2], format=sys.argv[3])
+        report = (library or vault).import_(sys.argv[2], format=sys.argv[3])
         out["outcome"] = f"{report.conversations} conversations, {report.refused} refused"
 except MemoryError:
     out["outcome"] = "MemoryError at the address-space cap"
