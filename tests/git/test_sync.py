@@ -7,10 +7,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 import pytest
 from click.testing import CliRunner
 
+import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConfigError, GitError, Vault
 from mdmem.cli import main
 from mdmem.files.blocks import parse
