@@ -3,6 +3,16 @@
 Pure functions, no vault: :mod:`mdmem.memory.documents` stores what they make.
 Supported inputs: markdown, plain text, HTML (``markdownify``) and PDF
 (``pypdf``: text only, one section per page, since a PDF has no headings).
+
+Bounded (a document is untrusted input): a file is at most
+:data:`MAX_DOCUMENT_BYTES`; its text at most :data:`MAX_DOCUMENT_CHARS`, and a
+PDF's at most :data:`PDF_BASE_CHARS` plus :data:`PDF_CHARS_PER_BYTE` per byte of
+the file, since a few kilobytes of compressed content stream can hold
+megabytes of text (or a thousand pages can share one stream). pypdf runs
+with tighter limits on inflating and parsing a content stream. Text past a
+bound is cut at a page or line and the cut is reported
+(:class:`Converted`), never silent; a document makes at most
+:data:`MAX_CHUNKS` chunks.
 """
 
 from __future__ import annotations
@@ -15,7 +25,17 @@ from pathlib import Path
 from mdmem.errors import InvalidInputError
 from mdmem.models import one_line
 
-__all__ = ["MAX_CHUNK_CHARS", "SUFFIXES", "Chunk", "chunk_markdown", "to_markdown"]
+__all__ = [
+    "MAX_CHUNKS",
+    "MAX_CHUNK_CHARS",
+    "MAX_DOCUMENT_CHARS",
+    "SUFFIXES",
+    "Chunk",
+    "Converted",
+    "chunk_markdown",
+    "convert",
+    "to_markdown",
+]
 
 # Martha indexes "every chunk of every uploaded document" but gives no size.
 # ~2,000 characters is ~500 tokens: small enough that one chunk is about one
@@ -25,6 +45,20 @@ MAX_CHUNK_CHARS = 2_000
 MAX_HEADING_CHARS = 120
 # Larger documents are most likely a mistake (a data dump, not prose).
 MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+# A 1,000-page book is ~2.5 million characters; a document's chunks stay
+# below what one commit and one embedding pass handle comfortably.
+MAX_DOCUMENT_CHARS = 4_000_000
+MAX_CHUNKS = 2_000
+# A text PDF holds about 1-3 characters of text per byte of file (deflate
+# takes text to a third, fonts and page objects add to it).
+PDF_BASE_CHARS = 100_000
+PDF_CHARS_PER_BYTE = 4
+# pypdf's own limits (75 MB inflated, 2M operands a stream) let one page
+# take minutes: extracting text costs ~7 s per MB of content stream. A page's
+# stream may inflate to 4 bytes per character the PDF may keep, within these.
+_PDF_STREAM_BYTES = (1_000_000, 16_000_000)
+_PDF_DECODING_WORK = 64_000_000
+_PDF_PARSING_WORK = 400_000
 
 _MARKDOWN = (".md", ".markdown", ".mdown")
 _TEXT = (".txt", ".text")
@@ -44,8 +78,37 @@ class Chunk:
     text: str
 
 
+@dataclass(frozen=True)
+class Converted:
+    """A document as markdown, and why it was cut (None: it is whole)."""
+
+    text: str
+    cut: str | None = None
+
+
 def to_markdown(path: Path, raw: bytes) -> str:
-    """The document's text as markdown (``raw`` is the file's bytes)."""
+    """The document's text as markdown (``raw`` is the file's bytes), within the bounds."""
+    return convert(path, raw).text
+
+
+def convert(path: Path, raw: bytes) -> Converted:
+    """The document's text as markdown, cut at :data:`MAX_DOCUMENT_CHARS` (and a
+    PDF's at its share per byte), saying where it was cut."""
+    text = _markdown(path, raw)
+    if isinstance(text, Converted):
+        return text
+    return _bounded(text, MAX_DOCUMENT_CHARS, "characters")
+
+
+def _bounded(text: str, limit: int, what: str) -> Converted:
+    if len(text) <= limit:
+        return Converted(text)
+    cut = text.rfind("\n", 0, limit)
+    kept = text[: cut if cut > limit // 2 else limit]
+    return Converted(kept, f"cut at {len(kept):,} of {len(text):,} {what}")
+
+
+def _markdown(path: Path, raw: bytes) -> str | Converted:
     suffix = path.suffix.lower()
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise InvalidInputError(
@@ -153,17 +216,52 @@ def safe_link(url: str) -> bool:
     return scheme.group(1).lower() in _SAFE_SCHEMES
 
 
-def _pdf_text(path: Path, raw: bytes) -> str:
+def _pdf_text(path: Path, raw: bytes) -> Converted:
+    """One ``# Page n`` section a page (a PDF has no heading structure), pages read
+    until the text reaches the PDF's bound."""
     import io
 
-    from pypdf import PdfReader
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError
 
+    budget = min(MAX_DOCUMENT_CHARS, PDF_BASE_CHARS + PDF_CHARS_PER_BYTE * len(raw))
+    low, high = _PDF_STREAM_BYTES
+    stream = min(high, max(low, 4 * budget))
+    parts: list[str] = []
+    size = 0
+    cut: str | None = None
+    unread: list[int] = []
     try:
-        reader = PdfReader(io.BytesIO(raw))
-        if reader.is_encrypted and not reader.decrypt(""):
-            # An empty user password only restricts printing and the like.
-            raise InvalidInputError(f"{path.name} is password-protected: decrypt it first")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        with apply_configuration(
+            zlib_maximum_output_length=stream,
+            stream_decoding_work_maximum_length=_PDF_DECODING_WORK,
+            stream_parsing_work_maximum_count=_PDF_PARSING_WORK,
+        ):
+            reader = PdfReader(io.BytesIO(raw))
+            if reader.is_encrypted and not reader.decrypt(""):
+                # An empty user password only restricts printing and the like.
+                raise InvalidInputError(f"{path.name} is password-protected: decrypt it first")
+            pages = len(reader.pages)
+            for n in range(pages):
+                try:
+                    text = (reader.pages[n].extract_text() or "").strip()
+                except LimitReachedError:
+                    unread.append(n + 1)  # one page past pypdf's limits: the rest can be read
+                    continue
+                if not text:
+                    continue
+                part = f"# Page {n + 1}\n\n{text}"
+                if size + len(part) > budget:
+                    room = budget - size
+                    if room > 200:
+                        parts.append(_bounded(part, room, "characters").text)
+                    cut = (
+                        f"cut at page {n + 1} of {pages}: a PDF of {len(raw):,} bytes "
+                        f"keeps at most {budget:,} characters of text"
+                    )
+                    break
+                parts.append(part)
+                size += len(part) + 2
     except InvalidInputError:
         raise
     except Exception as exc:
@@ -173,11 +271,15 @@ def _pdf_text(path: Path, raw: bytes) -> str:
         raise InvalidInputError(
             f"{path.name} is not a readable PDF ({type(exc).__name__}: {one_line(str(exc), 80)})"
         ) from None
-    # A PDF has no heading structure: each page is a section.
-    parts = [f"# Page {n}\n\n{text.strip()}" for n, text in enumerate(pages, 1) if text.strip()]
+    if unread:
+        shown = ", ".join(map(str, unread[:10])) + (" …" if len(unread) > 10 else "")
+        note = f"page(s) {shown} past the PDF reader's limits, left out"
+        cut = f"{cut}; {note}" if cut else note
+    if not parts and unread:
+        raise InvalidInputError(f"{path.name}: no text within the PDF reader's limits ({cut})")
     if not parts:
         raise InvalidInputError(f"{path.name} holds no extractable text (a scanned PDF?)")
-    return "\n\n".join(parts)
+    return Converted("\n\n".join(parts), cut)
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str]:

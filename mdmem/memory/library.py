@@ -22,6 +22,7 @@ from mdmem.memory import browse, export, importer
 from mdmem.memory import documents as docs
 from mdmem.models import Memory
 from mdmem.store.secret_guard import scrub
+from mdmem.store.vaultdir import template_dir
 from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
@@ -51,8 +52,9 @@ class Library:
         force: bool = False,
     ) -> list[IngestResult]:
         """Copy/convert markdown, text, HTML or PDF files (or folders of them) into
-        ``documents/`` as chunks, one commit per file; symlinks, hidden entries and
-        vaults inside folders are skipped. Re-ingesting an unchanged file does nothing."""
+        ``documents/`` as chunks, one commit per file; symlinks, hidden entries, FIFOs
+        and vaults inside folders are skipped, and a file that can't be ingested has
+        its ``error`` while the rest go in. Re-ingesting an unchanged file does nothing."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         return docs.ingest_many(self._store, [Path(p) for p in paths], scope=scope, force=force)
@@ -65,8 +67,14 @@ class Library:
         scope: str | None = None,
         secrets: str | None = None,
         progress: Progress | None = None,
+        restore: bool = False,
     ) -> ImportReport:
-        """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent)."""
+        """Import a ChatGPT/Claude export, a JSONL of messages or markdown notes (idempotent).
+
+        A file is untrusted: it can't choose its scope or set provenance.
+        ``restore=True``: ``path`` is an :meth:`export` the caller made and
+        vouches for; it comes back whole, provenance and links included.
+        """
 
         def open_session(
             session_id: str, source: str | None, contact: str | None, scope: str | None
@@ -85,13 +93,16 @@ class Library:
             secrets=secrets,
             progress=progress,
             open_session=open_session,
+            restore=restore,
+            template=template_dir(),
         )
 
     def export(
         self, out: IO[str], *, progress: Progress | None = None, reader: Reader = EVERYONE
     ) -> int:
-        """Write every memory (``reader`` may see) with its metadata to ``out``, one
-        JSON object a line; returns how many."""
+        """Write the vault's knowledge to ``out`` (memories with their metadata, then its
+        files), one JSON object a line; ``import_(path, restore=True)`` brings it back.
+        ``reader``: only the memories it may see (and then no files)."""
         return export.export_jsonl(self._store, out, progress, reader=reader)
 
     def list(

@@ -333,3 +333,59 @@ def test_damaged_pdfs_and_deep_html_are_one_line_refusals(vault: Vault, tmp_path
     (tmp_path / "locked.pdf").write_bytes(buf.getvalue())
     with pytest.raises(InvalidInputError, match="password-protected"):
         vault.library.ingest(tmp_path / "locked.pdf")[0]
+
+
+def test_a_fifo_or_a_bad_file_does_not_stop_a_folder_ingest(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "v")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nAlpha text.\n")
+    os.mkfifo(docs / "b.md")  # would block a reader forever
+    (docs / "c.txt").write_bytes(b"\xff\xfe not utf-8 \xff")
+    (docs / "d.md").write_text("# D\n\nDelta text.\n")
+    results = vault.library.ingest([docs])
+    assert [(r.source, r.error is None) for r in results] == [
+        ("docs/a.md", True),
+        ("docs/c.txt", False),
+        ("docs/d.md", True),
+    ]
+    assert "UTF-8" in (results[1].error or "")
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "ingest", str(docs)])
+    assert out.exit_code == 1
+    assert "skipped" in out.stderr and "b.md (not a regular file)" in out.stderr
+    assert "not ingested docs/c.txt" in out.stderr and "unchanged documents/d.md" in out.stdout
+
+
+def test_a_hostile_pdf_makes_a_bounded_number_of_chunks_quickly(
+    vault: Vault, tmp_path: Path
+) -> None:
+    import time
+
+    from mdmem.memory import docconvert
+    from tests.memory.hostile import inflating_pdf
+
+    # 64 KB whose one page inflates to 2.4 MB of text (it made 1,200 chunks in 69 s).
+    bomb = tmp_path / "bomb.pdf"
+    bomb.write_bytes(inflating_pdf())
+    assert bomb.stat().st_size <= 64 * 1024
+    started = time.monotonic()
+    with pytest.raises(InvalidInputError, match="past the PDF reader's limits"):
+        vault.library.ingest(bomb)
+    assert time.monotonic() - started < 10
+    # Under the stream limit, the text is still bounded by the file's size.
+    dense = tmp_path / "dense.pdf"
+    dense.write_bytes(inflating_pdf(text_bytes=900_000, file_bytes=20 * 1024))
+    budget = docconvert.PDF_BASE_CHARS + docconvert.PDF_CHARS_PER_BYTE * dense.stat().st_size
+    (result,) = vault.library.ingest(dense)
+    assert result.cut and "keeps at most" in result.cut
+    assert len(result.chunks) <= budget // 1000  # chunks of ~2,000 characters
+    text = (vault.root / result.path).read_text()
+    assert "cut: " in text.split("---")[1]  # the file says it is not whole
+    # A thousand pages sharing one stream: cut at a page.
+    pages = tmp_path / "pages.pdf"
+    pages.write_bytes(inflating_pdf(text_bytes=2000, pages=1000))
+    started = time.monotonic()
+    (result,) = vault.library.ingest(pages)
+    assert result.cut and "cut at page" in result.cut
+    assert time.monotonic() - started < 60
+    assert len(result.chunks) <= docconvert.MAX_CHUNKS
