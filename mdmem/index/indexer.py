@@ -255,14 +255,16 @@ class Indexer:
                 return None
             from mdmem.index.vector import VectorIndex
 
-            hnsw = {"on": True, "off": False}.get(self.settings.embedder.hnsw)
+            cfg = self.settings.embedder
+            choice = cfg.approximate if cfg.approximate != "auto" else cfg.hnsw
+            kind = {"on": True, "off": False}.get(choice)
             directory = self.state_dir / "vectors"
             try:
-                vectors = VectorIndex(directory, dim=dim, model=embedder.name, hnsw=hnsw)
+                vectors = VectorIndex(directory, dim=dim, model=embedder.name, approximate=kind)
             except (IndexError_, DimensionMismatchError) as exc:
                 log.warning("vector index unusable (%s); rebuilding it", exc)
                 shutil.rmtree(directory, ignore_errors=True)
-                vectors = VectorIndex(directory, dim=dim, model=embedder.name, hnsw=hnsw)
+                vectors = VectorIndex(directory, dim=dim, model=embedder.name, approximate=kind)
             if vectors.stale_model:
                 log.warning(
                     "embedding model changed (%s -> %s): re-embedding every block",
@@ -271,7 +273,8 @@ class Indexer:
                 )
                 vectors.reset(dim, embedder.name)
             self._vectors = vectors
-            self._reconcile_vectors()
+            with vectors.bulk():
+                self._reconcile_vectors()
         return self._vectors
 
     @property
@@ -439,6 +442,8 @@ class Indexer:
     def close(self) -> None:
         with self._lock:
             self.checkpoint(force=True)
+            if self._vectors is not None:
+                self._vectors.close()
             if self._keyword is not None:
                 self._keyword.close()
             if self._cache is not None:
@@ -910,10 +915,10 @@ class Indexer:
             self.missing_vectors.clear()
             vectors = self.vectors
             if vectors is not None:
-                self._embed(blocks, progress=tick_vec)
-                # A full rebuild is where the index kind is chosen again, so
-                # hnsw = auto switches to the graph index once the vault is large.
-                vectors.rebuild()
+                # One choice of index kind at the end (approximate = auto:
+                # exact up to EXACT_MAX vectors), not a switch on the way.
+                with vectors.bulk():
+                    self._embed(blocks, progress=tick_vec)
             else:
                 self.missing_vectors.update(b.id for b in blocks)
             self._bump_generation()
