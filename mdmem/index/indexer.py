@@ -69,6 +69,7 @@ INDEX_VERSION = f"4.{CONTEXT_VERSION}"
 _SAVE_EVERY = 256  # vector changes between checkpoints
 _SAVE_SECONDS = 30.0
 _EMBED_BATCH = 256
+_BULK_FROM = 2_000  # changes from this many blocks go the bulk way
 _BLOCK_FIELDS = [f.name for f in dataclass_fields(Block)]
 
 
@@ -646,7 +647,15 @@ class Indexer:
 
     def _write(self, upserts: list[Block], deletes: list[str], to_embed: list[Block]) -> None:
         tell = self._progress or silent
-        if upserts or deletes:
+        if len(upserts) > _BULK_FROM:
+            # A first open, or a pull of many files: the multiprocess writer
+            # (documents of changed blocks replace theirs by id).
+            if deletes:
+                self.keyword.delete(deletes)
+            self.keyword.add_many(
+                upserts, bulk=True, progress=lambda n: tell("keyword", n, len(upserts))
+            )
+        elif upserts or deletes:
             tell("keyword", 0, len(upserts))
             self.keyword.change(upserts=upserts, deletes=deletes)
             tell("keyword", len(upserts), len(upserts))
@@ -670,6 +679,17 @@ class Indexer:
         if vectors is None or embedder is None or self.embedder_resting():
             self.missing_vectors.update(b.id for b in blocks)
             return
+        # Many vectors at once: the index kind is chosen once, at the end.
+        with vectors.bulk() if len(blocks) > _BULK_FROM else contextlib.nullcontext():
+            self._embed_chunks(vectors, embedder, blocks, progress)
+
+    def _embed_chunks(
+        self,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        blocks: Sequence[Block],
+        progress: Callable[[int], None] | None,
+    ) -> None:
         for start in range(0, len(blocks), _EMBED_BATCH):
             chunk = blocks[start : start + _EMBED_BATCH]
             keys = [embed_key(b) for b in chunk]

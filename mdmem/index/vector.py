@@ -504,9 +504,7 @@ class VectorIndex:
         vecs = self._index.reconstruct_batch(present)
         return np.ascontiguousarray(vecs, dtype=np.float32), present
 
-    def _chunks(
-        self, fids: list[int], locked: bool
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _chunks(self, fids: list[int], locked: bool) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for start in range(0, len(fids), _BUILD_CHUNK):
             part = fids[start : start + _BUILD_CHUNK]
             if locked:
@@ -660,9 +658,7 @@ class VectorIndex:
             if self.params is not None:
                 # A filter leaves fewer candidates per list: probe more of them.
                 nprobe = self.params.nprobe * (2 if sel is not None else 1)
-                params = faiss.SearchParametersIVF(
-                    sel=sel, nprobe=min(nprobe, self.params.nlist)
-                )
+                params = faiss.SearchParametersIVF(sel=sel, nprobe=min(nprobe, self.params.nlist))
             elif sel is not None:
                 params = faiss.SearchParameters(sel=sel)
             with _one_omp_thread(faiss):
