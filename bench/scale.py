@@ -162,24 +162,29 @@ def synthetic_vectors(vault: Path, state: Path) -> int:
 def corpus(n: int, cache_dir: Path, commits: int) -> tuple[Path, Path, dict[str, Any]]:
     """(vault, state root, info) of the cached corpus of ``n`` memories, built if missing."""
     home = cache_dir / f"corpus-v{scale_corpus.GEN_VERSION}-{n}-c{commits}"
-    info_file = home / "corpus.json"
     vault, root = home / "vault", home / "state"
-    if info_file.exists():
-        return vault, root, json.loads(info_file.read_text())
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
-    log(f"building the {n:,}-memory corpus in {home} (once)")
+    # Three stages, each recorded when done, so an interrupted build resumes.
+    stages = [home / f"{stage}.json" for stage in ("files", "vectors", "corpus")]
+    if stages[-1].exists():
+        return vault, root, json.loads(stages[-1].read_text())
     with state_root(root):
-        os.environ["MDMEM_EMBEDDER_PROVIDER"] = "none"
-        info = scale_corpus.build_vault(n, vault, commits)
+        if not stages[0].exists():
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            log(f"building the {n:,}-memory corpus in {home} (once)")
+            os.environ["MDMEM_EMBEDDER_PROVIDER"] = "none"
+            stages[0].write_text(json.dumps(scale_corpus.build_vault(n, vault, commits)))
+        info = json.loads(stages[0].read_text())
         os.environ["MDMEM_EMBEDDER_PROVIDER"] = "minilm"
-        state = state_of(vault, root)
-        start = time.perf_counter()
-        info["vectors"] = synthetic_vectors(vault, state)
-        info["vectors_s"] = round(time.perf_counter() - start, 1)
+        if not stages[1].exists():
+            start = time.perf_counter()
+            info["vectors"] = synthetic_vectors(vault, state_of(vault, root))
+            info["vectors_s"] = round(time.perf_counter() - start, 1)
+            stages[1].write_text(json.dumps(info))
+        info = json.loads(stages[1].read_text())
         log(
             f"corpus: {info['memories']:,} memories, {info['files']:,} files, "
-            f"{info['commits']:,} commits, {info['vectors']:,} vectors"
+            f"{info['commits']:,} commits, {info['vectors']:,} vectors; indexing it"
         )
         from mdmem import Vault
 
@@ -187,7 +192,7 @@ def corpus(n: int, cache_dir: Path, commits: int) -> tuple[Path, Path, dict[str,
         v = Vault.open(vault, agent="orc")
         info["first_open_s"] = round(time.perf_counter() - start, 1)
         v.close()
-    info_file.write_text(json.dumps(info))
+    stages[-1].write_text(json.dumps(info))
     return vault, root, info
 
 

@@ -517,3 +517,26 @@ def test_a_search_runs_on_one_omp_thread_and_restores_the_setting(
     monkeypatch.setattr(faiss.IndexIDMap2, "search", spy)
     assert [b for b, _ in index.search(np.eye(4, dtype=np.float32)[:1], 1)] == ["m-a"]
     assert seen == [1] and faiss.omp_get_max_threads() == before
+
+
+def test_cache_of_the_first_layout_is_moved_over(tmp_path: Path, rng: np.random.Generator) -> None:
+    # The first cache table was WITHOUT ROWID (a vector on an overflow page of
+    # its own, 3x the disk): its rows are kept, in the new table.
+    path = tmp_path / "emb.sqlite"
+    x = unit(rng, 2)
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE embeddings (model TEXT NOT NULL, hash TEXT NOT NULL,"
+            " dim INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+        )
+        db.executemany(
+            "INSERT INTO embeddings VALUES (?, ?, ?, ?)",
+            [("m", f"h{i}", DIM, x[i].tobytes()) for i in range(2)],
+        )
+    with EmbeddingCache(path) as cache:
+        got = cache.get_many("m", ["h0", "h1"])
+        np.testing.assert_array_equal(got["h1"], x[1])
+        assert len(cache) == 2
+    with sqlite3.connect(path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    assert "embeddings" not in tables
