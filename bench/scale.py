@@ -411,6 +411,37 @@ def rebuild(vault_root: Path) -> dict[str, Any]:
     }
 
 
+def keyword_profile(vault_root: Path, queries: list[str], updates: int = 20) -> dict[str, Any]:
+    """Whoosh alone in this vault: query p50/p95, segments, one update's commit."""
+    from mdmem import Vault
+    from mdmem.index.blocktext import indexable
+
+    vault = Vault.open(vault_root, agent="bench")
+    keyword = vault.indexer.keyword
+    for q in queries[:5]:
+        keyword.search(q, limit=100)
+    times = []
+    for q in queries[:100]:
+        start = time.perf_counter()
+        keyword.search(q, limit=100)
+        times.append((time.perf_counter() - start) * 1000)
+    blocks = [b for b in vault.catalog.blocks() if indexable(b)][:updates]
+    writes = []
+    for block in blocks:
+        start = time.perf_counter()
+        keyword.upsert([vault.indexer.derived(block)])
+        writes.append((time.perf_counter() - start) * 1000)
+    segments = len(list(keyword.directory.glob("*.seg")))
+    vault.close()
+    return {
+        "keyword_p50_ms": median(times),
+        "keyword_p95_ms": percentile(times, 95),
+        "keyword_update_ms": median(writes),
+        "keyword_update_max_ms": max(writes) if writes else float("nan"),
+        "keyword_segments": segments,
+    }
+
+
 def cold_embedding(vault_root: Path, sample: int = 1_000) -> dict[str, float]:
     """Sentences/s of the MiniLM embedder on the corpus's own texts, and the ceiling."""
     from mdmem.index.embedders import make_embedder
@@ -519,6 +550,8 @@ def run_size(n: int, args: argparse.Namespace, cache_dir: Path) -> dict[str, Any
         result.update(writes(copy_vault, args.samples, scale_corpus.vocabulary()))
         log(f"{n:,}: pull + incremental reindex")
         result.update(pull_reindex(copy_vault, work))
+        log(f"{n:,}: keyword index alone")
+        result.update(keyword_profile(copy_vault, queries))
         log(f"{n:,}: rebuild with the vectors reused")
         result.update(rebuild(copy_vault))
         result.update(cold_embedding(copy_vault))
@@ -549,6 +582,9 @@ ROWS: list[tuple[str, str, str]] = [
     ("changes_first_ms", "changes(last-session), first call (ms)", ""),
     ("changes_ms", "changes(last-session) p50 (ms)", "<= 50 with 100k commits"),
     ("history_ms", "history of an edited memory (ms)", ""),
+    ("keyword_p50_ms", "keyword search alone p50 (ms)", ""),
+    ("keyword_update_ms", "keyword: one update's commit p50 (ms)", ""),
+    ("keyword_update_max_ms", "keyword: slowest of 20 updates (ms, merges)", ""),
     ("pull_reindex_s", "reindex after a pull of 1,000 changes (s)", "<= 30 at 1M"),
     ("rebuild_reused_s", "rebuild, every vector reused (s)", "<= 600 at 1M"),
     ("rebuild_cold_est_s", "full rebuild, re-embedding all (s, est.)", ""),

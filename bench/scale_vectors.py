@@ -28,10 +28,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import emit_json, median, percentile, print_table
-
 import numpy as np
 import scale_corpus
+from _common import emit_json, median, percentile, print_table
 
 DIM = 384
 
@@ -81,7 +80,10 @@ def exact_top(x: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, float]:
         both = np.concatenate([best_s, scores], axis=1)
         both_i = np.concatenate([best_i, np.broadcast_to(idx, scores.shape)], axis=1)
         top = np.argpartition(-both, k - 1, axis=1)[:, :k]
-        best_s, best_i = np.take_along_axis(both, top, axis=1), np.take_along_axis(both_i, top, axis=1)
+        best_s, best_i = (
+            np.take_along_axis(both, top, axis=1),
+            np.take_along_axis(both_i, top, axis=1),
+        )
     return best_i, (time.perf_counter() - start) * 1000 / len(q)
 
 
@@ -131,12 +133,11 @@ def run(n: int, queries: int) -> dict[str, object]:
         index.save()
         size = (Path(tmp) / "vectors.mdvec").stat().st_size
         del index, x
-        buf = tempfile.SpooledTemporaryFile()
+        buf = io.BytesIO()
         np.save(buf, q)
-        buf.seek(0)
         child = subprocess.run(
             [sys.executable, __file__, "--serve", tmp],
-            input=buf.read(),
+            input=buf.getvalue(),
             capture_output=True,
             check=True,
         )

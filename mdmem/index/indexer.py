@@ -256,8 +256,8 @@ class Indexer:
                 return None
             from mdmem.index.vector import VectorIndex
 
-            cfg = self.settings.embedder
-            choice = cfg.approximate if cfg.approximate != "auto" else cfg.hnsw
+            cfg = self.settings.embedder  # ``hnsw``: the old name of ``approximate``
+            choice = cfg.hnsw if cfg.approximate == "auto" else cfg.approximate
             kind = {"on": True, "off": False}.get(choice)
             directory = self.state_dir / "vectors"
             try:
@@ -684,11 +684,7 @@ class Indexer:
             self._embed_chunks(vectors, embedder, blocks, progress)
 
     def _embed_chunks(
-        self,
-        vectors: VectorIndex,
-        embedder: Embedder,
-        blocks: Sequence[Block],
-        progress: Callable[[int], None] | None,
+        self, vectors: VectorIndex, embedder: Embedder, blocks: Sequence[Block], progress: Any
     ) -> None:
         for start in range(0, len(blocks), _EMBED_BATCH):
             chunk = blocks[start : start + _EMBED_BATCH]

@@ -485,11 +485,13 @@ class VectorIndex:
         return builder is not None and builder.is_alive()
 
     def wait_for_build(self, timeout: float | None = None) -> bool:
-        """Wait for a background build; True when none is running any more."""
-        builder = self._builder
-        if builder is not None:
-            builder.join(timeout)
-        return not self.building
+        """Wait for a background build (and an nprobe re-tune); True when
+        neither runs any more."""
+        for thread in (self._builder, self._tuner):
+            if thread is not None:
+                thread.join(timeout)
+        tuner = self._tuner
+        return not self.building and not (tuner is not None and tuner.is_alive())
 
     def _abandon_build(self) -> None:
         # The builder finds _replay reset (or another list) and drops its work.
@@ -709,7 +711,7 @@ class VectorIndex:
             if self._index is not index or self._closed:
                 return  # rebuilt or closed meanwhile
             self.params = tuned
-            if tuned.nprobe != params.nprobe and self.path.exists():
+            if self.path.exists():
                 # Saved, so the next process starts with it (best effort).
                 with contextlib.suppress(IndexError_):
                     self.save()

@@ -43,7 +43,8 @@ def test_a_full_rebuild_a_move_and_a_reimport_embed_nothing_seen(
     shutil.move(str(vault.root / "MEMORY.md"), str(vault.root / "notes" / "MEMORY.md"))
     vault.reindex()
     assert embedded == []
-    assert vault.recall("tide tables harbour", k=1, mode="vector").items[0].path == "notes/MEMORY.md"
+    hits = vault.recall("tide tables harbour", k=1, mode="vector").items
+    assert hits[0].path == "notes/MEMORY.md"
     # The state dir gone (a re-import on another machine keeps its cache): only
     # the embedding cache survives, and nothing is embedded again.
     state: Path = vault.state_dir

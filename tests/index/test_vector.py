@@ -540,3 +540,23 @@ def test_cache_of_the_first_layout_is_moved_over(tmp_path: Path, rng: np.random.
     with sqlite3.connect(path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
     assert "embeddings" not in tables
+
+
+def test_nprobe_is_retuned_on_real_queries(
+    tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mdmem.index import ann
+
+    monkeypatch.setattr(ann, "RETUNE_FIRST", 20)
+    x = unit(rng, 2000)
+    vi = VectorIndex(tmp_path, dim=DIM, model="m", approximate=True, background=False)
+    vi.upsert([f"b{i}" for i in range(2000)], x)
+    vi.save()
+    assert vi.params is not None and vi.params.queries == 0
+    for q in unit(rng, 20):
+        vi.search(q, 10)
+    assert vi.wait_for_build(30)
+    assert vi.params is not None and vi.params.queries == 20
+    assert vi.params.recall >= ann.RECALL_TARGET
+    # Saved: the next process starts with the measured nprobe.
+    assert VectorIndex(tmp_path, dim=DIM, model="m", approximate=True).params == vi.params
