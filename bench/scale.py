@@ -319,7 +319,9 @@ def writes(vault_root: Path, samples: int, words: list[str]) -> dict[str, Any]:
     history = []
     versions = 0
     if history_id:
-        for _ in range(3):
+        # The first call reads all of git history into the journal (once per
+        # state dir); the next ones read the journal.
+        for _ in range(4):
             start = time.perf_counter()
             versions = len(vault.history(history_id))
             history.append((time.perf_counter() - start) * 1000)
@@ -333,7 +335,8 @@ def writes(vault_root: Path, samples: int, words: list[str]) -> dict[str, Any]:
         "changes_first_ms": changes_first,
         "changes_ms": median(changes),
         "changes_commits": result.commits,
-        "history_ms": median(history) if history else float("nan"),
+        "history_first_ms": history[0] if history else float("nan"),
+        "history_ms": median(history[1:]) if history else float("nan"),
         "history_versions": versions,
     }
 
@@ -581,7 +584,8 @@ ROWS: list[tuple[str, str, str]] = [
     ("batch_per_s", "batch ingest (memories/s)", ""),
     ("changes_first_ms", "changes(last-session), first call (ms)", ""),
     ("changes_ms", "changes(last-session) p50 (ms)", "<= 50 with 100k commits"),
-    ("history_ms", "history of an edited memory (ms)", ""),
+    ("history_first_ms", "history, first call: journal built (ms)", "once"),
+    ("history_ms", "history of an edited memory p50 (ms)", ""),
     ("keyword_p50_ms", "keyword search alone p50 (ms)", ""),
     ("keyword_update_ms", "keyword: one update's commit p50 (ms)", ""),
     ("keyword_update_max_ms", "keyword: slowest of 20 updates (ms, merges)", ""),

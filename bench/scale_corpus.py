@@ -45,7 +45,6 @@ import numpy as np
 
 GEN_VERSION = 1
 YEARS = 3
-_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 _WORDS = 12_000
 _STOP = 100  # the most frequent words are no topic
 _BETA = 0.3  # the common component of the synthetic vectors (see module doc)
@@ -82,14 +81,6 @@ _NAMES = [
 _TOOLS = ("bash", "web_search", "read_file", "grep", "pytest", "http_get")
 _CATEGORIES = ("Research", "Build", "Deploy", "Meeting", "Review", "Ops", "Planning")
 _LEDGER = (("MEMORY.md", "fact"), ("USER.md", "preference"), ("LEARNING.md", "learning"))
-
-
-def _encode(value: int, width: int) -> str:
-    chars = []
-    for _ in range(width):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
 
 
 def vocabulary() -> list[str]:
@@ -150,18 +141,20 @@ class _Vault:
 
 
 class _Ids:
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
+    """mdmem's ids, for the moment each memory was written (``created`` reads it back)."""
+
+    def __init__(self) -> None:
         self.last = (0, 0)
 
     def new(self, when: datetime) -> str:
+        from mdmem.store.ids import new_id_text
+
         ms = int(when.timestamp() * 1000)
         seq = self.last[1] + 1 if ms == self.last[0] else 0
         if seq >= 1024:
             ms, seq = ms + 1, 0
         self.last = (ms, seq)
-        tail = "".join(self.rng.choice(_ALPHABET) for _ in range(2))
-        return f"m-{_encode(ms, 10)}{_encode(seq, 2)}{tail}"
+        return new_id_text(ms, seq)
 
 
 def _stamp(when: datetime) -> str:
@@ -175,7 +168,7 @@ class Generator:
         self.n = n
         self.rng = random.Random(seed)
         self.text = Text(self.rng, vocabulary())
-        self.ids = _Ids(random.Random(seed + 1))
+        self.ids = _Ids()
         self.end = datetime.now(UTC).replace(microsecond=0) - timedelta(days=1)
         self.start = self.end - timedelta(days=365 * YEARS)
         self.scopes = ["", *(f"project/p{i:03d}" for i in range(max(1, n // 20_000)))]
