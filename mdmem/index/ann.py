@@ -109,6 +109,10 @@ def new_ivf(faiss: Any, dim: int, nlist: int) -> Any:
     )
     index.own_fields = True
     quantizer.this.disown()  # the IVF index frees it
+    # Ten k-means rounds instead of 25: measured at 60k vectors, recall@10 of
+    # real queries the same (0.971 at nprobe 64, 0.985 at 128) in half the
+    # training time (42 s against 86 s on two loaded cores).
+    index.cp.niter = 10
     # Ids map to their list entry so vectors can be read back and deleted.
     index.set_direct_map_type(faiss.DirectMap.Hashtable)
     return index
