@@ -16,7 +16,7 @@ and copied for each run so writes never touch the cached one. Per size:
 * ``remember`` and ``Session.record`` p50 (durable: one commit each), against
   the floor measured in the same run on the same repository: an fsynced
   append to a tracked file plus ``git add`` and ``git commit``;
-* batch ingest (memories/s, one ``vault.batch()`` of 2,000 remembers);
+* batch ingest (memories/s, one ``vault.batch()`` of --batch remembers);
 * ``changes(since="last-session")`` after those writes (first call, then
   warm p50) and ``history`` of a memory a person edited;
 * the incremental reindex after a ``git pull`` that changed 1,000 memories
@@ -274,7 +274,7 @@ def floor_once(vault: Path, i: int) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def writes(vault_root: Path, samples: int, words: list[str]) -> dict[str, Any]:
+def writes(vault_root: Path, samples: int, words: list[str], batch_n: int) -> dict[str, Any]:
     from mdmem import Vault
 
     vault = Vault.open(vault_root, agent="orc")
@@ -295,7 +295,6 @@ def writes(vault_root: Path, samples: int, words: list[str]) -> dict[str, Any]:
         start = time.perf_counter()
         session.record("user" if i % 2 == 0 else "assistant", text(10_000 + i))
         record.append((time.perf_counter() - start) * 1000)
-    batch_n = 2_000
     start = time.perf_counter()
     with vault.batch("bench batch"):
         for i in range(batch_n):
@@ -553,7 +552,7 @@ def run_size(n: int, args: argparse.Namespace, cache_dir: Path) -> dict[str, Any
         log(f"{n:,}: ANN recall@10")
         result["ann_recall"] = ann_recall(copy_vault, queries[:200])
         log(f"{n:,}: writes")
-        result.update(writes(copy_vault, args.samples, scale_corpus.vocabulary()))
+        result.update(writes(copy_vault, args.samples, scale_corpus.vocabulary(), args.batch))
         log(f"{n:,}: pull + incremental reindex")
         result.update(pull_reindex(copy_vault, work))
         log(f"{n:,}: keyword index alone")
@@ -621,6 +620,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--samples", type=int, default=30, help="single writes timed per kind")
     parser.add_argument("--commits", type=int, default=100_000, help="most commits of history")
+    parser.add_argument("--batch", type=int, default=2_000, help="remembers in the timed batch")
+    parser.add_argument("--combine", nargs="+", help="print the table of saved --json results")
     parser.add_argument(
         "--cache",
         default=os.environ.get("MDMEM_BENCH_CACHE", "/tmp/mdmem-scale-cache"),
@@ -636,6 +637,12 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.queries)
         return
+    if args.combine:
+        merged: dict[str, Any] = {}
+        for name in args.combine:
+            merged.update(json.loads(Path(name).read_text()))
+        report(merged, sorted(int(n) for n in merged))
+        return
     sizes = [int(s) for s in args.sizes.split(",") if s]
     cache_dir = Path(args.cache)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -647,6 +654,10 @@ def main() -> None:
     if args.json:
         emit_json(results)
         return
+    report(results, sizes)
+
+
+def report(results: dict[str, Any], sizes: list[int]) -> None:
     headers = ["operation", *(f"{n:,}" for n in sizes), "growth", "target"]
     rows = []
     for key, label, target in ROWS:
@@ -660,7 +671,6 @@ def main() -> None:
                 target,
             ]
         )
-    first = results[str(sizes[0])]
     print_table(
         "growth per operation (synthetic MiniLM-calibrated vectors, real query embedder)",
         headers,
@@ -676,7 +686,6 @@ def main() -> None:
             f"pull changed {r['pull_changed']} (recalled: {r['pull_seen']}); "
             f"rebuild stages {r['rebuild_stages']}; load {r['load_before']} -> {r['load_after']}"
         )
-    del first
 
 
 if __name__ == "__main__":
