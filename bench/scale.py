@@ -104,11 +104,11 @@ def du(path: Path) -> int:
 
 def synthetic_vectors(vault: Path, state: Path) -> int:
     """Fill the embedding cache with each indexable block's synthetic vector."""
+    from mdmem.files.blocks import parse
+    from mdmem.files.textfile import SkipFile, decode
     from mdmem.index.blocktext import embed_key, embed_text, indexable
-    from mdmem.index.embedders import make_embedder
     from mdmem.index.vector import EmbeddingCache
-    from mdmem.store.blocks import parse
-    from mdmem.store.textfile import SkipFile, decode
+    from mdmem.providers.embedders import make_embedder
 
     words = scale_corpus.vocabulary()
     table = state.parent / "wordvecs.npy"
@@ -227,7 +227,7 @@ def serve(root: str, count: int) -> None:
         vault.recall(q, k=5)
         times.append((time.perf_counter() - start) * 1000)
         cpu.append((time.process_time() - start_cpu) * 1000)
-    vectors = vault.indexer.vectors
+    vectors = vault.admin.store.indexer.vectors
     kind = "none"
     if vectors is not None:
         kind = "approximate" if vectors.is_approximate else "exact"
@@ -256,7 +256,7 @@ def serving(vault: Path, root: Path, queries: list[str], count: int) -> dict[str
 
 
 def floor_once(vault: Path, i: int) -> float:
-    from mdmem.store.textfile import atomic_write
+    from mdmem.files.textfile import atomic_write
 
     target = vault / "floor.md"
     data = target.read_bytes() if target.exists() else b"# floor\n"
@@ -279,7 +279,7 @@ def writes(vault_root: Path, samples: int, words: list[str], batch_n: int) -> di
 
     vault = Vault.open(vault_root, agent="orc")
     vault.recall("warm up the embedder", k=1)
-    vault.mark_seen()
+    vault.git.mark_seen()
     session = vault.session("bench-scale", source="bench", contact="bench:1")
     floor, remember, record = [], [], []
     rng = np.random.default_rng(3)
@@ -301,17 +301,17 @@ def writes(vault_root: Path, samples: int, words: list[str], batch_n: int) -> di
             vault.remember(text(20_000 + i))
     batch_rate = batch_n / (time.perf_counter() - start)
     start = time.perf_counter()
-    vault.changes("last-session")
+    vault.git.changes("last-session")
     changes_first = (time.perf_counter() - start) * 1000
     changes = []
     for _ in range(5):
         start = time.perf_counter()
-        result = vault.changes("last-session")
+        result = vault.git.changes("last-session")
         changes.append((time.perf_counter() - start) * 1000)
-    edited = vault.git.run("log", "-1", "--format=%H", "--author=sam@example.com")
+    edited = vault.admin.store.git.run("log", "-1", "--format=%H", "--author=sam@example.com")
     history_id = None
     if edited:
-        diff = vault.git.run("show", "--format=", "-U0", edited)
+        diff = vault.admin.store.git.run("show", "--format=", "-U0", edited)
         for line in diff.splitlines():
             if line.startswith("+") and "^m-" in line:
                 history_id = line.rsplit("^", 1)[1].strip()
@@ -395,9 +395,9 @@ def rebuild(vault_root: Path) -> dict[str, Any]:
         marks.append((time.perf_counter(), stage, done, total))
 
     start = time.perf_counter()
-    blocks = vault.indexer.rebuild(progress=progress)
+    blocks = vault.admin.store.indexer.rebuild(progress=progress)
     took = time.perf_counter() - start
-    vectors = vault.indexer.vectors
+    vectors = vault.admin.store.indexer.vectors
     params = vectors.params if vectors is not None else None
     vault.close()
     stages: dict[str, float] = {}
@@ -419,7 +419,7 @@ def keyword_profile(vault_root: Path, queries: list[str], updates: int = 20) -> 
     from mdmem.index.blocktext import indexable
 
     vault = Vault.open(vault_root, agent="bench")
-    keyword = vault.indexer.keyword
+    keyword = vault.admin.store.indexer.keyword
     for q in queries[:5]:
         keyword.search(q, limit=100)
     times = []
@@ -427,11 +427,11 @@ def keyword_profile(vault_root: Path, queries: list[str], updates: int = 20) -> 
         start = time.perf_counter()
         keyword.search(q, limit=100)
         times.append((time.perf_counter() - start) * 1000)
-    blocks = [b for b in vault.catalog.blocks() if indexable(b)][:updates]
+    blocks = [b for b in vault.admin.store.catalog.blocks() if indexable(b)][:updates]
     writes = []
     for block in blocks:
         start = time.perf_counter()
-        keyword.upsert([vault.indexer.derived(block)])
+        keyword.upsert([vault.admin.store.indexer.derived(block)])
         writes.append((time.perf_counter() - start) * 1000)
     segments = len(list(keyword.directory.glob("*.seg")))
     vault.close()
@@ -446,9 +446,9 @@ def keyword_profile(vault_root: Path, queries: list[str], updates: int = 20) -> 
 
 def cold_embedding(vault_root: Path, sample: int = 1_000) -> dict[str, float]:
     """Sentences/s of the MiniLM embedder on the corpus's own texts, and the ceiling."""
-    from mdmem.index.embedders import make_embedder
-    from mdmem.store.blocks import parse
-    from mdmem.store.textfile import decode
+    from mdmem.files.blocks import parse
+    from mdmem.files.textfile import decode
+    from mdmem.providers.embedders import make_embedder
 
     texts: list[str] = []
     for path in sorted((vault_root / "sessions").glob("*.md"))[:200]:
@@ -468,7 +468,7 @@ def cold_embedding(vault_root: Path, sample: int = 1_000) -> dict[str, float]:
 
     # What the dense layers (~97% of the FLOPs) allow at this machine's SGEMM
     # rate, all cores, for these texts' tokens (as bench/embed.py reports it).
-    from mdmem.index import minilm
+    from mdmem.providers import minilm
 
     model = minilm.load_minilm()
     tokens = float(np.mean([len(ids) for ids in model.tokenize(texts)]))  # type: ignore[attr-defined]
@@ -486,19 +486,19 @@ def ann_recall(vault_root: Path, queries: list[str], k: int = 10) -> float | Non
     from mdmem.index.blocktext import embed_key, indexable
 
     vault = Vault.open(vault_root, agent="bench")
-    vectors = vault.indexer.vectors
+    vectors = vault.admin.store.indexer.vectors
     if vectors is None or not vectors.is_approximate:
         vault.close()
         return None
-    q = vault.indexer.embedder.embed(queries).astype(np.float32)  # type: ignore[union-attr]
+    q = vault.admin.store.indexer.embedding.embedder.embed(queries).astype(np.float32)  # type: ignore[union-attr]
     best_s = np.full((len(q), k), -np.inf, dtype=np.float32)
     best_i = np.full((len(q), k), -1, dtype=np.int64)
-    blocks = [b for b in vault.catalog.blocks() if indexable(b)]
+    blocks = [b for b in vault.admin.store.catalog.blocks() if indexable(b)]
     ids = [b.id for b in blocks]
-    cache = vault.indexer.cache
+    cache = vault.admin.store.indexer.embedding.cache
     for start in range(0, len(blocks), 50_000):
         chunk = blocks[start : start + 50_000]
-        keys = [embed_key(vault.indexer.derived(b)) for b in chunk]
+        keys = [embed_key(vault.admin.store.indexer.derived(b)) for b in chunk]
         got = cache.get_many(MODEL, keys)
         present = [i for i, key in enumerate(keys) if key in got]
         if not present:

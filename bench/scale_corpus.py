@@ -147,7 +147,7 @@ class _Ids:
         self.last = (0, 0)
 
     def new(self, when: datetime) -> str:
-        from mdmem.store.ids import new_id_text
+        from mdmem.files.ids import new_id_text
 
         ms = int(when.timestamp() * 1000)
         seq = self.last[1] + 1 if ms == self.last[0] else 0

@@ -37,7 +37,7 @@ DIM = 384
 
 def synthesize(n: int, seed: int = 11) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(vectors, word ids of each text, the vocabulary)."""
-    from mdmem.index.embedders import make_embedder
+    from mdmem.providers.embedders import make_embedder
 
     words = scale_corpus.vocabulary()
     table = make_embedder("minilm").embed(words).astype(np.float32)
@@ -106,8 +106,8 @@ def serve(directory: str) -> None:
 
 
 def run(n: int, queries: int) -> dict[str, object]:
-    from mdmem.index.embedders import make_embedder
     from mdmem.index.vector import VectorIndex
+    from mdmem.providers.embedders import make_embedder
 
     x, docs, words = synthesize(n)
     rng = np.random.default_rng(3)

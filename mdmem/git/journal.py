@@ -8,7 +8,7 @@ one ``git log -p -U0`` over the commits it has not seen, and keeps
 reads its rows, and catches up on the commits made since (usually a few).
 
 It is derived state like the indexes: not in the vault, not in git. Missing
-or damaged, it is made again from git (:func:`mdmem.index.health.open_sqlite`
+or damaged, it is made again from git (:func:`mdmem.files.health.open_sqlite`
 sets a damaged file aside); a history rewritten under it (a purge, a
 rebase: the commit it stopped at is no longer an ancestor of HEAD) makes it
 start again from the first commit.
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import GitError
+from mdmem.files.health import open_sqlite
+from mdmem.files.ids import ID_PATTERN
 from mdmem.git.revisions import is_ancestor
-from mdmem.index.health import open_sqlite
-from mdmem.store.ids import ID_PATTERN
 
 
 def _unquote(name: str) -> str:

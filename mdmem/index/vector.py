@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError
+from mdmem.files.health import open_sqlite, quick_check
 from mdmem.index import ann
-from mdmem.index.health import open_sqlite, quick_check
 
 __all__ = ["EXACT_MAX", "EmbeddingCache", "VectorIndex"]
 

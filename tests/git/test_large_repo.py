@@ -85,7 +85,7 @@ def test_history_reads_the_journal_and_catches_up(vault: Vault) -> None:
     vault.supersede(m.id, "The ferry leaves at ten")
     first = vault.history(m.id)
     assert [v.status for v in first] == ["active", "superseded"]
-    journal = vault.state_dir / JOURNAL_FILE
+    journal = vault.admin.state_dir / JOURNAL_FILE
     assert journal.exists()
     with sqlite3.connect(journal) as db:
         (commits,) = db.execute("SELECT COUNT(*) FROM commits").fetchone()
@@ -106,7 +106,7 @@ def test_history_reads_the_journal_and_catches_up(vault: Vault) -> None:
 def test_a_damaged_or_outdated_journal_is_made_again(vault: Vault) -> None:
     m = vault.remember("The harbour opens at dawn")
     expected = [v.text for v in vault.history(m.id)]
-    journal = vault.state_dir / JOURNAL_FILE
+    journal = vault.admin.state_dir / JOURNAL_FILE
     for suffix in ("-wal", "-shm"):
         Path(f"{journal}{suffix}").unlink(missing_ok=True)
     journal.write_bytes(b"not a database" * 64)
@@ -114,7 +114,7 @@ def test_a_damaged_or_outdated_journal_is_made_again(vault: Vault) -> None:
     # History rewritten under the journal (here: the commit it stopped at is
     # gone from the branch): it starts again rather than mixing histories.
     git(vault.root, "reset", "-q", "--hard", "HEAD~1")
-    vault.refresh()
+    vault.admin.refresh()
     other = vault.remember("The harbour opens at noon")
     assert [v.text for v in vault.history(other.id)] == ["The harbour opens at noon"]
     with pytest.raises(Exception, match="no memory"):

@@ -12,7 +12,7 @@ from mdmem import Vault
 
 def counting(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The texts the vault's embedder is asked to embed from now on."""
-    embedder = vault.indexer.embedder
+    embedder = vault.admin.store.indexer.embedding.embedder
     assert embedder is not None
     seen: list[str] = []
     real = embedder.embed
@@ -33,9 +33,9 @@ def test_a_full_rebuild_a_move_and_a_reimport_embed_nothing_seen(
     vault.log("Checked the ferry timetable", category="Research")
     embedded = counting(vault, monkeypatch)
     reports: list[tuple[str, int, int]] = []
-    blocks = vault.indexer.rebuild(progress=lambda *r: reports.append(r))
+    blocks = vault.admin.store.indexer.rebuild(progress=lambda *r: reports.append(r))
     assert embedded == []
-    assert vault.indexer.stats().vectors == blocks
+    assert vault.admin.store.indexer.stats().vectors == blocks
     # Progress counts up to the total, per phase, for the bar and its ETA.
     assert ("keyword", blocks, blocks) in reports and ("vectors", blocks, blocks) in reports
     # A file moved by hand: the same texts under another path.
@@ -47,7 +47,7 @@ def test_a_full_rebuild_a_move_and_a_reimport_embed_nothing_seen(
     assert hits[0].path == "notes/MEMORY.md"
     # The state dir gone (a re-import on another machine keeps its cache): only
     # the embedding cache survives, and nothing is embedded again.
-    state: Path = vault.state_dir
+    state: Path = vault.admin.state_dir
     vault.close()
     for entry in state.iterdir():
         if entry.name.startswith("embeddings.sqlite"):

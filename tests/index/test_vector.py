@@ -485,7 +485,7 @@ def test_a_full_reindex_picks_the_index_kind_again(
     vault = Vault.init(tmp_path / "v")  # embedder.approximate = auto
     for i in range(12):
         vault.remember(f"Fact number {i} about the harbour ferries")
-    vectors = vault.indexer.vectors
+    vectors = vault.admin.store.indexer.vectors
     assert vectors is not None and not vectors.is_approximate
     monkeypatch.setattr(vector_index, "EXACT_MAX", 10)
     vault.reindex(full=True)
@@ -493,7 +493,10 @@ def test_a_full_reindex_picks_the_index_kind_again(
     assert vault.recall("harbour ferries number 7", mode="vector").items
     vault.close()
     reopened = Vault.open(tmp_path / "v")
-    assert reopened.indexer.vectors is not None and reopened.indexer.vectors.is_approximate
+    assert (
+        reopened.admin.store.indexer.vectors is not None
+        and reopened.admin.store.indexer.vectors.is_approximate
+    )
     reopened.close()
 
 
