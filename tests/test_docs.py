@@ -202,6 +202,14 @@ def test_every_moved_name_is_in_the_table() -> None:
     assert not missing, f"moved names without a row in docs/api.md: {missing}"
 
 
+def test_every_moved_module_is_in_the_table() -> None:
+    from tests.test_public_api import OLD_PATHS
+
+    table = section(text(DOCS / "api.md"), "Names that moved in 0.1.0")
+    for old, new in OLD_PATHS.items():
+        assert f"| `{old}` | `{new}` |" in table, old
+
+
 def test_prompt_budgets_quoted_are_the_defaults() -> None:
     heading = "`prompt_context`: everything an agent should see before a step"
     quoted = dict(re.findall(r"`(\w+)=(\d+)`", section(text(DOCS / "api.md"), heading)))

@@ -91,7 +91,7 @@ def test_import_survives_a_fresh_process(vault: Vault, tmp_path: Path) -> None:
     path = _fixture(tmp_path, "claude_conversations.json")
     vault.library.import_(path)
     vault.close()
-    again = Vault.open(vault.root).import_(path)
+    again = Vault.open(vault.root).library.import_(path)
     assert again.added == 0 and again.duplicates == 3
 
 
