@@ -11,7 +11,7 @@ The hooks find the file by walking up from the payload's ``cwd``::
     prompt_tokens = 800           # prompt-submit budget
     prompt_latency_ms = 300
 
-A project file travels with the repository, so (DESIGN "Trust rules"): it can
+A project file travels with the repository, so (docs/hooks.md#policy-files): it can
 only choose among vaults the *user* listed, only narrow what is captured, and
 only lower budgets; it has no key that names an endpoint, a credential or a
 program. The user's own ``hooks.toml`` in the mdmem config folder
