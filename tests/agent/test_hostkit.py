@@ -313,9 +313,15 @@ def test_post_tool_use_stores_a_large_output_once_by_key(vault: Vault, repo: Pat
 
 
 def test_default_policy_records_no_tool_calls(vault: Vault, repo: Path) -> None:
+    # Summaries (the default): no call is kept as a turn; a failed one is a gotcha.
+    data = payload("codex", "post-tool-use", repo)
+    data["tool_response"] = "test result: ok. 4 passed; 0 failed"
     n = commits(vault)
-    run_event(vault, "codex", "post-tool-use", payload("codex", "post-tool-use", repo), Policy())
+    run_event(vault, "codex", "post-tool-use", data, Policy())
     assert commits(vault) == n
+    run_event(vault, "codex", "post-tool-use", payload("codex", "post-tool-use", repo), Policy())
+    kinds = [m.kind for m in vault.memories()]
+    assert kinds.count("gotcha") == 1 and "tool_output" not in kinds
 
 
 def test_a_broken_payload_still_gets_a_valid_answer_and_a_logged_error(vault: Vault) -> None:
@@ -606,3 +612,57 @@ def test_two_sessions_with_the_same_words_get_a_summary_each(vault: Vault, repo:
     ]
     for b in summaries:
         assert b.text.startswith("Session summary (extractive):")
+
+
+def test_a_recall_is_answered_while_a_long_pre_compact_runs(
+    vault: Vault, repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mdmem.agent.warm import request
+    from mdmem.agent.warm_server import WarmServer
+
+    runtime = Path(tempfile.mkdtemp(prefix="mdr"))
+    monkeypatch.setenv("MDMEM_RUNTIME_DIR", str(runtime / "rt"))
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    transcript = tmp_path / "long.jsonl"
+    with transcript.open("w", encoding="utf-8") as f:
+        for i in range(600):
+            role = "user" if i % 2 == 0 else "assistant"
+            text = f"Turn {i}: the orders table {i} moves to integer cents, batch {i % 7}."
+            f.write(
+                json.dumps(
+                    {"type": role, "uuid": f"t{i}", "message": {"role": role, "content": text}}
+                )
+                + "\n"
+            )
+    data = payload("claude-code", "pre-compact", repo, transcript)
+    policy = {"capture": "everything"}
+    server = WarmServer(vault, idle_seconds=60)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    took: dict[str, float] = {}
+
+    def compact() -> None:
+        started = time.monotonic()
+        params = {"host": "claude-code", "event": "pre-compact", "payload": data, "policy": policy}
+        request(vault.root, "hook", params, timeout=300)
+        took["compact"] = time.monotonic() - started
+
+    writer = threading.Thread(target=compact)
+    try:
+        writer.start()
+        latencies = []
+        while writer.is_alive() and len(latencies) < 20:
+            started = time.monotonic()
+            got = request(vault.root, "recall", {"query": "where do we deploy"}, timeout=30)
+            latencies.append(time.monotonic() - started)
+            assert got is not None and got["items"]
+            time.sleep(0.2)
+        writer.join(300)
+    finally:
+        server.stop()
+        thread.join(30)
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert took["compact"] > 2.0 and len(latencies) >= 3  # the reads ran during the write
+    assert max(latencies) < 2.0, latencies
+    assert sum(1 for m in vault.memories() if m.kind == "chat_message") == 600

@@ -8,12 +8,14 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from mdmem import Vault
 from mdmem.cli import main
+from tests.conftest import git
 
 DATA = Path(__file__).parent.parent / "agent" / "data" / "hooks"
 EXISTING = {
@@ -54,14 +56,47 @@ def invoke(runner: CliRunner, vault_dir: Path, *args: str, stdin: bytes | None =
     return result.output
 
 
-def test_install_merges_is_idempotent_and_uninstall_restores(
+def _ours(data: dict[str, Any]) -> list[str]:
+    return [
+        h["command"]
+        for groups in data["hooks"].values()
+        for g in groups
+        for h in g.get("hooks", [g])
+        if " hook " in h["command"]
+    ]
+
+
+def test_install_goes_to_the_personal_file_by_default(
+    runner: CliRunner, vault_dir: Path, repo: Path
+) -> None:
+    git(repo, "init", "-q")
+    shared = repo / ".claude" / "settings.json"
+    before = shared.read_bytes()
+    out = json.loads(
+        invoke(runner, vault_dir, "hooks", "install", "claude-code", "--dir", str(repo), "--json")
+    )
+    personal = repo / ".claude" / "settings.local.json"
+    assert out["path"] == str(personal) and out["location"] == "personal"
+    assert shared.read_bytes() == before  # the file a team commits is not touched
+    commands = _ours(json.loads(personal.read_text()))
+    assert len(commands) == 7 and all(str(vault_dir.resolve()) in c for c in commands)
+    assert any("PostToolUseFailure" in k for k in json.loads(personal.read_text())["hooks"])
+    # Like Claude Code itself, git is told to ignore the personal file.
+    ignored = subprocess.run(
+        ["git", "-C", str(repo), "check-ignore", "-q", ".claude/settings.local.json"]
+    )
+    assert ignored.returncode == 0
+    invoke(runner, vault_dir, "hooks", "uninstall", "claude-code", "--dir", str(repo))
+    assert not personal.exists()
+
+
+def test_shared_install_is_portable_merges_and_uninstall_restores(
     runner: CliRunner, vault_dir: Path, repo: Path
 ) -> None:
     settings = repo / ".claude" / "settings.json"
     original = settings.read_bytes()
-    out = json.loads(
-        invoke(runner, vault_dir, "hooks", "install", "claude-code", "--dir", str(repo), "--json")
-    )
+    args = ("hooks", "install", "claude-code", "--shared", "--dir", str(repo), "--json")
+    out = json.loads(invoke(runner, vault_dir, *args))
     assert out["changed"] is True and out["path"] == str(settings)
     data = json.loads(settings.read_text())
     assert data["permissions"] == EXISTING["permissions"] and data["model"] == "sonnet"
@@ -71,31 +106,58 @@ def test_install_merges_is_idempotent_and_uninstall_restores(
         "SessionStart",
         "UserPromptSubmit",
         "PostToolUse",
+        "PostToolUseFailure",
         "PreCompact",
         "Stop",
         "SessionEnd",
     ):
         commands = [h["command"] for g in data["hooks"][native] for h in g["hooks"]]
         ours = [c for c in commands if " hook " in c]
-        assert len(ours) == 1 and str(vault_dir.resolve()) in ours[0]
+        assert len(ours) == 1 and shlex.split(ours[0])[0] == "mdmem"
+    # No path of this machine in the shared file: the vault goes by its name,
+    # which the installing user's own hooks.toml now maps to the vault.
+    text = settings.read_text()
+    assert str(vault_dir) not in text and str(Path(sys.executable).parent) not in text
+    assert "/" not in "".join(_ours(data)) and "--vault-name v" in _ours(data)[0]
+    from mdmem.agent.projectpolicy import named_vault
+
+    assert named_vault("v") == vault_dir.resolve()
     installed = settings.read_bytes()
-    again = json.loads(
-        invoke(runner, vault_dir, "hooks", "install", "claude-code", "--dir", str(repo), "--json")
-    )
+    again = json.loads(invoke(runner, vault_dir, *args))
     assert again["changed"] is False and settings.read_bytes() == installed
-    invoke(runner, vault_dir, "hooks", "uninstall", "claude-code", "--dir", str(repo))
+    invoke(runner, vault_dir, "hooks", "uninstall", "claude-code", "--shared", "--dir", str(repo))
     assert settings.read_bytes() == original
+
+
+def test_a_named_vault_in_a_shared_command_is_the_users_own(
+    runner: CliRunner, vault_dir: Path, repo: Path, tmp_path: Path
+) -> None:
+    invoke(runner, vault_dir, "hooks", "install", "claude-code", "--shared", "--dir", str(repo))
+    with Vault.open(vault_dir) as v:
+        v.remember("Ada prefers integer cents for money.", kind="preference")
+    raw = (DATA / "claude-code.session-start.json").read_text().replace("{CWD}", str(repo))
+    # A teammate's machine: another default vault in hooks.toml, "v" names ours.
+    other = tmp_path / "other"
+    Vault.init(other).close()
+    config = Path(os.environ["MDMEM_CONFIG_HOME"]) / "hooks.toml"
+    config.write_text(f'vault = "{other}"\n' + config.read_text())
+    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    command = hooks["SessionStart"][0]["hooks"][0]["command"]
+    words = shlex.split(command)[1:]  # as the host runs it, without the program
+    result = runner.invoke(main, words, input=raw.encode())
+    assert result.exit_code == 0, result.output
+    assert "integer cents" in json.loads(result.output)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_uninstall_after_the_file_changed_removes_only_mdmems_hooks(
     runner: CliRunner, vault_dir: Path, repo: Path
 ) -> None:
     settings = repo / ".claude" / "settings.json"
-    invoke(runner, vault_dir, "hooks", "install", "claude-code", "--dir", str(repo))
+    invoke(runner, vault_dir, "hooks", "install", "claude-code", "--shared", "--dir", str(repo))
     data = json.loads(settings.read_text())
     data["env"] = {"FOO": "1"}  # the user edits the file after installing
     settings.write_text(json.dumps(data))
-    invoke(runner, vault_dir, "hooks", "uninstall", "claude-code", "--dir", str(repo))
+    invoke(runner, vault_dir, "hooks", "uninstall", "claude-code", "--shared", "--dir", str(repo))
     assert json.loads(settings.read_text()) == {**EXISTING, "env": {"FOO": "1"}}
 
 
@@ -111,11 +173,14 @@ def test_install_creates_a_file_and_uninstall_removes_it(
         "sessionStart",
         "beforeSubmitPrompt",
         "postToolUse",
+        "postToolUseFailure",
         "preCompact",
         "stop",
         "sessionEnd",
     }
     assert all(list(h) == ["command"] for hs in data["hooks"].values() for h in hs)
+    # Cursor has no personal project file: the project's file, portable.
+    assert str(vault_dir) not in (project / ".cursor" / "hooks.json").read_text()
     invoke(runner, vault_dir, "hooks", "install", "codex", "--dir", str(project))
     codex = json.loads((project / ".codex" / "hooks.json").read_text())
     assert set(codex["hooks"]) == {
@@ -210,13 +275,17 @@ def test_hooks_doctor_passes_then_fails_when_the_command_is_broken(
         )
 
     assert mdmem("hooks", "install", "claude-code").returncode == 0
+    history = git(vault_dir, "log", "--format=%H %s")
     ok = mdmem("hooks", "doctor")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "ok   claude-code session-start" in ok.stdout
     assert "ok   claude-code prompt-submit" in ok.stdout
-    with Vault.open(vault_dir) as v:  # the canary is gone again
-        assert not [m for m in v.memories(include_inactive=False) if "canary" in m.text]
-    settings = repo / ".claude" / "settings.json"
+    assert "ok   claude-code post-tool-failure" in ok.stdout
+    assert f"vault: {vault_dir.resolve()}" in ok.stdout
+    # Nothing written: no canary, no commit, the history as it was.
+    assert git(vault_dir, "log", "--format=%H %s") == history
+    assert git(vault_dir, "status", "--porcelain") == ""
+    settings = repo / ".claude" / "settings.local.json"
     # A broken install: the program the hook names no longer exists.
     data = json.loads(settings.read_text())
     for groups in data["hooks"].values():
