@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +311,196 @@ def test_hooks_policy_shows_what_applies_and_why(runner: CliRunner, repo: Path) 
     assert any("endpoint" in n for n in data["notes"])
     human = runner.invoke(main, ["hooks", "policy", "--dir", str(repo)]).output
     assert "capture: off" in human and "note:" in human
+
+
+# -- never failing the host, whatever it sends ------------------------------------
+
+
+def run_hook(args: list[str], stdin: bytes, env: dict[str, str] | None = None) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "mdmem", *args],
+        input=stdin,
+        capture_output=True,
+        env=env or _env(),
+        timeout=120,
+    )
+
+
+def _nested_payload(depth: int) -> bytes:
+    base = (DATA / "claude-code.post-tool-use.json").read_text()
+    tail = '"tool_response": ' + "[" * depth + '"x"' + "]" * depth + "}"
+    return (base[: base.index('"tool_response"')] + tail).encode()
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (["hook", "prompt-submit"], b"[" * 5000 + b"]" * 5000),
+        (["hook", "post-tool-use"], _nested_payload(975)),
+        (["hook", "stop"], b"\xff\xfe garbage \x00 not json"),
+        (["hook", "prompt-submit"], b'"just a string"'),
+        (["hook", "session-start"], b"x" * (16 * 1024 * 1024 + 10)),
+        (["hook", "no-such-event"], b"{}"),
+        (["hook"], b"{}"),
+        (["hook", "prompt-submit", "--host", "vim"], b"{}"),
+        (["hook", "prompt-submit", "--host"], b"{}"),
+        (["hook", "session-end", "--host", "codex", "--frobnicate", "7"], b"{}"),
+        (["--vault", "/nowhere/at/all", "hook", "pre-compact"], b'{"session_id": 5}'),
+    ],
+)
+def test_every_hook_line_exits_0_with_a_json_answer(
+    vault_dir: Path, args: list[str], stdin: bytes
+) -> None:
+    if "--vault" not in args:
+        args = ["--vault", str(vault_dir), *args]
+    proc = run_hook(args, stdin)
+    assert proc.returncode == 0, proc.stderr
+    assert isinstance(json.loads(proc.stdout), dict)
+    assert b"Traceback" not in proc.stderr and b"Traceback" not in proc.stdout
+    if stdin != b'"just a string"':  # that one is only a payload with nothing in it
+        errors = (Path(os.environ["MDMEM_CONFIG_HOME"]) / "hook-errors.jsonl").read_text()
+        assert errors.strip()  # what went wrong is in the hook log
+
+
+def test_the_click_hook_command_never_exits_2(runner: CliRunner, vault_dir: Path) -> None:
+    for args in (["hook", "bogus"], ["hook", "stop", "--what"], ["hook"]):
+        result = runner.invoke(main, ["--vault", str(vault_dir), *args], input=b"{}")
+        assert result.exit_code == 0 and isinstance(json.loads(result.output), dict)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "link-to-device", "directory"])
+def test_a_transcript_that_is_no_regular_file_is_skipped_at_once(
+    vault_dir: Path, repo: Path, tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "transcript.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "link-to-device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    for event in ("pre-compact", "stop"):
+        raw = (DATA / f"claude-code.{event}.json").read_text()
+        raw = raw.replace("{CWD}", str(repo)).replace("{TRANSCRIPT}", str(path))
+        (repo / ".mdmem.toml").write_text('capture = "everything"\n')
+        started = time.monotonic()
+        proc = run_hook(["--vault", str(vault_dir), "hook", event], raw.encode())
+        assert proc.returncode == 0 and json.loads(proc.stdout) == {}
+        assert time.monotonic() - started < 60
+
+
+def test_the_vault_a_hook_command_names_wins_over_the_users_default(
+    runner: CliRunner, vault_dir: Path, repo: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "default-vault"
+    Vault.init(other).close()
+    config = Path(os.environ["MDMEM_CONFIG_HOME"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hooks.toml").write_text(f'vault = "{other}"\n')
+    with Vault.open(vault_dir) as v:
+        v.remember("Ada prefers integer cents for money.", kind="preference")
+    raw = (DATA / "claude-code.session-start.json").read_text().replace("{CWD}", str(repo))
+    out = invoke(runner, vault_dir, "hook", "session-start", stdin=raw.encode())
+    assert "integer cents" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    # Without a vault in the command, the user's default is the one.
+    alone = runner.invoke(main, ["hook", "session-start"], input=raw.encode())
+    assert "integer cents" not in alone.output
+
+
+def test_a_cold_hook_starts_a_warm_server_and_says_so_once(
+    vault_dir: Path, repo: Path, tmp_path: Path
+) -> None:
+    import tempfile
+
+    runtime = Path(tempfile.mkdtemp(prefix="mdr"))
+    env = {**_env(), "MDMEM_RUNTIME_DIR": str(runtime / "rt")}
+    env.pop("MDMEM_SERVER")
+    raw = (DATA / "claude-code.prompt-submit.json").read_text().replace("{CWD}", str(repo))
+    args = ["--vault", str(vault_dir), "hook", "prompt-submit"]
+    try:
+        first = json.loads(run_hook(args, raw.encode(), env).stdout)
+        assert "started a warm server" in first["systemMessage"]
+        status = ["--vault", str(vault_dir), "server", "status", "--json"]
+        deadline = time.monotonic() + 90
+        while json.loads(run_hook(status, b"", env).stdout)["running"] is not True:
+            assert time.monotonic() < deadline, "the warm server did not come up"
+            time.sleep(0.5)
+        second = json.loads(run_hook(args, raw.encode(), env).stdout)
+        assert "systemMessage" not in second  # said once
+        info = json.loads(run_hook(status, b"", env).stdout)
+        assert info["requests"] >= 1 and info["sessions"] == 1
+    finally:
+        run_hook(["--vault", str(vault_dir), "server", "stop"], b"", env)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+# -- install: symlinks, other encodings ---------------------------------------------
+
+
+def test_a_symlinked_settings_file_is_edited_where_it_points(
+    runner: CliRunner, vault_dir: Path, repo: Path
+) -> None:
+    dotfiles = repo / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "claude-local.json"
+    real.write_text('{"model": "opus"}\n')
+    link = repo / ".claude" / "settings.local.json"
+    link.symlink_to(real)
+    invoke(runner, vault_dir, "hooks", "install", "claude-code", "--dir", str(repo))
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    data = json.loads(real.read_text())
+    assert data["model"] == "opus" and "SessionStart" in data["hooks"]
+    invoke(runner, vault_dir, "hooks", "uninstall", "claude-code", "--dir", str(repo))
+    assert link.is_symlink() and json.loads(real.read_text()) == {"model": "opus"}
+
+
+def test_a_project_install_never_writes_outside_the_project(
+    runner: CliRunner, vault_dir: Path, tmp_path: Path
+) -> None:
+    home_claude = tmp_path / "home" / ".claude"
+    home_claude.mkdir(parents=True)
+    (home_claude / "settings.json").write_text('{"theme": "dark"}\n')
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".claude").symlink_to(home_claude)  # the project's .claude is the global one
+    for flag in ("--personal", "--shared"):
+        result = runner.invoke(
+            main,
+            [
+                "--vault",
+                str(vault_dir),
+                "hooks",
+                "install",
+                "claude-code",
+                flag,
+                "--dir",
+                str(project),
+            ],
+        )
+        assert result.exit_code == 1 and "outside the project" in result.output
+        assert "Traceback" not in result.output
+    assert [p.name for p in home_claude.iterdir()] == ["settings.json"]
+    assert json.loads((home_claude / "settings.json").read_text()) == {"theme": "dark"}
+
+
+def test_a_settings_file_in_another_encoding_is_a_clear_error(
+    runner: CliRunner, vault_dir: Path, repo: Path
+) -> None:
+    settings = repo / ".claude" / "settings.local.json"
+    settings.write_bytes('{"model": "café"}'.encode("latin-1"))
+    result = runner.invoke(
+        main, ["--vault", str(vault_dir), "hooks", "install", "claude-code", "--dir", str(repo)]
+    )
+    assert result.exit_code == 1 and "is not UTF-8 text" in result.output
+    assert "Traceback" not in result.output
+    assert settings.read_bytes() == '{"model": "café"}'.encode("latin-1")
+
+
+def test_codex_has_no_personal_project_file(runner: CliRunner, vault_dir: Path, repo: Path) -> None:
+    result = runner.invoke(
+        main,
+        ["--vault", str(vault_dir), "hooks", "install", "codex", "--personal", "--dir", str(repo)],
+    )
+    assert result.exit_code == 1 and "no per-project personal settings file" in result.output
