@@ -104,9 +104,9 @@ _PROBE_BUDGET_S = 10.0
 #: Turns written per commit by a capture, to begin with: each step holds the
 #: vault (indexing included) for about :data:`STEP_SECONDS`, so reads get in
 #: between; the next step's size follows from how long the last one took.
-TURNS_PER_STEP = 32
-STEP_SECONDS = 0.5
-_STEP_LIMITS = (8, 512)
+TURNS_PER_STEP = 64
+STEP_SECONDS = 1.0
+_STEP_LIMITS = (64, 1024)
 _MAX_TURN_CHARS = MAX_MEMORY_CHARS - 200  # room for the entry's fields
 _CUES = {
     "decision": re.compile(

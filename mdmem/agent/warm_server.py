@@ -180,27 +180,32 @@ class ReadGate:
 
     Reads mark themselves with :meth:`reading`; a writer that works in steps
     calls :meth:`wait_clear` between them (with the vault's lock released),
-    and waits until the reads in progress are done, at most ``timeout``.
+    and waits until the reads that had begun by then are done, at most
+    ``timeout`` seconds: reads that keep coming cannot hold the write back.
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._active = 0
+        self._next = 0
+        self._active: set[int] = set()
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
         with self._cond:
-            self._active += 1
+            ticket = self._next
+            self._next += 1
+            self._active.add(ticket)
         try:
             yield
         finally:
             with self._cond:
-                self._active -= 1
+                self._active.discard(ticket)
                 self._cond.notify_all()
 
-    def wait_clear(self, timeout: float = 2.0) -> None:
+    def wait_clear(self, timeout: float = 1.0) -> None:
         with self._cond:
-            self._cond.wait_for(lambda: self._active == 0, timeout)
+            before = self._next
+            self._cond.wait_for(lambda: not any(t < before for t in self._active), timeout)
 
 
 @dataclass

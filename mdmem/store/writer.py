@@ -525,8 +525,13 @@ class Writer:
 
         When HEAD moved since the last index (a pull, checkout or branch
         switch), the files ``git diff --name-status -M`` names are re-read even
-        if their stat looks unchanged.
+        if their stat looks unchanged. While a write is open (in this thread,
+        or in another: a server reading beside a long capture), nothing:
+        the write indexes what it writes, and what else changed is read next
+        time, as when another process holds the index.
         """
+        if self._current is not None:
+            return []  # checked unlocked: waiting for the mutex is what this avoids
         with self.mutex:
             if self._current is not None:
                 return []
