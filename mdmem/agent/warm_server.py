@@ -600,7 +600,7 @@ class WarmServer:
             self._count()
             self._reply(conn, self._call(method, params), timeout=0.5)
             return
-        if method == "hook":
+        if method == "hook" and not params.get("probe"):  # a doctor's probe is no session
             self.sessions.note(params)
         lane_of = self._lane_of.get(method, "read")
         name = lane_of(params) if callable(lane_of) else lane_of

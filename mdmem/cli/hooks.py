@@ -602,6 +602,7 @@ def _doctor_payload(host_name: str, event: str, cwd: Path, prompt: str) -> dict[
 
 _PROBE_LINE = re.compile(r"mdmem hooks doctor probe (\S+): vault (.+)")
 _DOCTOR_WORKERS = 3  # hook processes at once: each is mostly start-up, on a shared machine
+_PROBE_TIMEOUT_S = 60
 
 
 @hooks_group.command("doctor")
@@ -657,7 +658,8 @@ def doctor(obj: Context, hosts: tuple[str, ...], directory: str | None, as_json:
     ):
         result["files"] = files
         if events_seen[(host_name, event)] > 1:
-            result["note"] = "installed in more than one file: the host runs it more than once"
+            duplicate = "installed in more than one file: the host runs it more than once"
+            result["note"] = "; ".join(filter(None, [result.get("note"), duplicate]))
         checks.append(result)
     if not planned and not checks:
         checks.append(_fail("-", "-", "no mdmem hooks installed here (mdmem hooks install HOST)"))
@@ -690,6 +692,7 @@ def _fail(host_name: str, event: str, problem: str) -> dict[str, Any]:
 def _probe(host_name: str, event: str, command: str, cwd: Path, token: str) -> dict[str, Any]:
     result: dict[str, Any] = {"host": host_name, "event": event, "ok": False}
     payload = _doctor_payload(host_name, event, cwd, "what do you remember about this project?")
+    host_timeout = hf.host(host_name).timeouts[event]
     started = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -699,10 +702,11 @@ def _probe(host_name: str, event: str, command: str, cwd: Path, token: str) -> d
             capture_output=True,
             cwd=cwd,
             env={**os.environ, PROBE_ENV: token},
-            timeout=hf.host(host_name).timeouts[event],
+            # Longer than the host waits: a slow run is reported, a broken one failed.
+            timeout=max(host_timeout, _PROBE_TIMEOUT_S),
         )
     except subprocess.TimeoutExpired:
-        result["problem"] = "timed out"
+        result["problem"] = f"no answer in {max(host_timeout, _PROBE_TIMEOUT_S)} s"
         return result
     except OSError as exc:
         result["problem"] = f"could not run: {exc}"
@@ -729,4 +733,9 @@ def _probe(host_name: str, event: str, command: str, cwd: Path, token: str) -> d
         result["problem"] = "the hook's context did not come back from a vault"
     else:
         result["ok"] = True
+        if result["ms"] > host_timeout * 1000:
+            result["note"] = (
+                f"slow: {host_name} gives up after {host_timeout} s "
+                "(is the machine busy? a warm server answers in milliseconds)"
+            )
     return result

@@ -319,17 +319,22 @@ def test_a_hundred_clients_at_once_are_all_answered(running: Running, vault: Vau
 
 
 def test_a_long_write_does_not_delay_a_read(running: Running, vault: Vault) -> None:
+    def timed_recall() -> float:
+        started = time.monotonic()
+        got = request(vault.root, "recall", {"query": "when is the launch"}, timeout=30)
+        assert got["items"]
+        return time.monotonic() - started
+
+    timed_recall()  # the first one opens what recall needs
     release = threading.Event()
-    running.server.register("slow_write", lambda v, p: release.wait(20), lane="write")
+    running.server.register("slow_write", lambda v, p: release.wait(60), lane="write")
     writer = threading.Thread(
-        target=request, args=(vault.root, "slow_write"), kwargs={"timeout": 30}
+        target=request, args=(vault.root, "slow_write"), kwargs={"timeout": 90}
     )
     writer.start()
     try:
         time.sleep(0.3)
-        started = time.monotonic()
-        got = request(vault.root, "recall", {"query": "when is the launch"}, timeout=10)
-        assert got["items"] and time.monotonic() - started < 2.0
+        assert timed_recall() < 20  # not the minute the write takes, even on a loaded machine
         info = request(vault.root, "ping", timeout=5)
         assert [b["method"] for b in info["busy"]] == ["slow_write"]
     finally:
