@@ -64,12 +64,11 @@ def thin_hook(argv: list[str]) -> int | None:
         return None
     _route_logging()
     options, event, unknown = parsed
+    host_name = options.get("--host", "claude-code")
     try:
         raw = read_stdin()
-        host_name = options.get("--host", "claude-code")
-        vault = options.get("--vault")
         out = answer_hook(
-            vault,
+            options.get("--vault"),
             options.get("--agent"),
             host_name,
             event,
@@ -78,7 +77,7 @@ def thin_hook(argv: list[str]) -> int | None:
             unknown=unknown,
         )
     except BaseException as exc:  # the host gets an answer, always
-        out = _failed("claude-code", event, f"{type(exc).__name__}: {exc}", exc)
+        out = _failed(host_name, event, f"{type(exc).__name__}: {exc}", exc)
     try:
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
@@ -159,7 +158,9 @@ def answer_hook(
     try:
         if len(raw) > MAX_STDIN_BYTES:
             raise ValueError(f"hook payload larger than {MAX_STDIN_BYTES // (1024 * 1024)} MB")
-        payload = loads_bounded(raw or b"{}", MAX_DEPTH) if raw.strip() else {}
+        # Bytes that are not UTF-8 (a tool's binary output) read as U+FFFD, as before.
+        text = raw.decode("utf-8", "replace").encode("utf-8")
+        payload = loads_bounded(text, MAX_DEPTH) if text.strip() else {}
     except (ValueError, RecursionError) as exc:
         return _failed(host_name, event, f"unreadable payload ({exc})")
     try:

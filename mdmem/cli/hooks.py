@@ -103,14 +103,17 @@ def _where(host_name: str, location: str, directory: str | None) -> Path:
     return hf.config_path(host_name, location, _project(directory), Path.home())
 
 
+_dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Project folder (default: the current directory).",
+)
+
+
 def _location_options(func: Any) -> Any:
-    func = click.option(
-        "--dir",
-        "directory",
-        type=click.Path(file_okay=False),
-        default=None,
-        help="Project folder (default: the current directory).",
-    )(func)
+    func = _dir_option(func)
     func = click.option(
         "--project", "location", flag_value="shared", hidden=True, help="Same as --shared."
     )(func)
@@ -488,13 +491,7 @@ def uninstall(
 
 
 @hooks_group.command("policy")
-@click.option(
-    "--dir",
-    "directory",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Project folder (default: the current directory).",
-)
+@_dir_option
 @json_option
 def policy_command(directory: str | None, as_json: bool) -> None:
     """The policy the hooks apply in a project: .mdmem.toml narrowed by your hooks.toml."""
@@ -607,13 +604,7 @@ _PROBE_TIMEOUT_S = 60
 
 @hooks_group.command("doctor")
 @click.option("--host", "hosts", multiple=True, type=click.Choice(list(hf.HOSTS)))
-@click.option(
-    "--dir",
-    "directory",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Project folder (default: the current directory).",
-)
+@_dir_option
 @json_option
 @click.pass_obj
 def doctor(obj: Context, hosts: tuple[str, ...], directory: str | None, as_json: bool) -> None:
