@@ -15,7 +15,8 @@ embedder), each with its own state dir, and the script measures:
   to the server, and a ``recall`` and a ``UserPromptSubmit`` hook (its 300
   ms budget) are sent every 0.2 s while it runs. The idle column is the same
   recall with nothing else running; the bar (issue 24) is an answer within
-  2 s; a prompt hook counts when memories came back in time;
+  2 s; a prompt hook counts when memories came back in time; the same
+  capture is then run with nothing beside it ("compact alone");
 * **hostile requests** — a request nested 975 levels, a payload whose
   ``transcript_path`` is a FIFO, one that is ``/dev/zero``, and 20 clients
   that send half a request and stall; after each, whether the server still
@@ -237,7 +238,12 @@ def recall_during_compact(c: Checkout, cwd: Path, path: Path) -> dict[str, Any]:
         time.sleep(0.2)
     writer.join()
     got = [d for d in during if d is not None]
+    # The same capture with no reads beside it (a new session: all its turns are new).
+    started = time.monotonic()
+    c.ask("hook", hook_params(cwd, str(path), f"alone-{c.name}"), timeout=900)
+    alone = time.monotonic() - started
     return {
+        "compact_alone_s": alone,
         "prompt_hooks_with_memories": f"{sum(prompts)}/{len(prompts)}",
         "idle_prompt_hooks_with_memories": f"{sum(idle_prompts)}/{len(idle_prompts)}",
         "idle_p50_s": median([i for i in idle if i is not None]),
@@ -382,6 +388,7 @@ def main() -> None:
             "unanswered",
             "prompt hooks with memories (idle)",
             "compact s",
+            "compact alone s",
         ],
         [
             [
@@ -392,6 +399,7 @@ def main() -> None:
                 f"{r['unanswered']}/{r['recalls']}",
                 f"{r['prompt_hooks_with_memories']} ({r['idle_prompt_hooks_with_memories']})",
                 r["compact_s"],
+                r["compact_alone_s"],
             ]
             for r in out["compact"]
         ],

@@ -183,6 +183,12 @@ def answer_hook(
             # would only wait for its lock. Nothing to show the host either way.
             _note_error(host_name, event, f"handed to the warm server ({waited:.0f} s so far)")
             return hf.render_output(host_name, event)
+        if os.environ.get(PROBE_ENV) and event not in hf.INJECTING:
+            # A doctor's probe of a capture: it would write nothing, so the vault
+            # is not opened for it (the injecting probes open it and say which).
+            if not (root / "mdmem.toml").is_file():
+                raise FileNotFoundError(f"{root} is not an mdmem vault (no mdmem.toml)")
+            return hf.render_output(host_name, event)
         from mdmem.agent.hostkit import run_event
         from mdmem.vault import Vault
 
