@@ -3,7 +3,7 @@
 Usage: python bench/warm_server.py [--clients 100] [--turns 600] [--memories 300]
                                   [--baseline PATH] [--json]
 
-For each checkout (this one, and ``--baseline`` if given, e.g. ``/work/main``)
+For each checkout (this one, and ``--baseline`` if given, e.g. a worktree of main)
 a real ``mdmem server run`` process serves the same seeded vault (the default
 embedder), each with its own state dir, and the script measures:
 
