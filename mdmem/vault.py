@@ -59,6 +59,7 @@ from mdmem.memory.contacts import CHECK as CONTACTS_CHECK
 from mdmem.memory.contacts import Contacts, check_profiles
 from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.memory.pending import PendingBuffer
+from mdmem.memory.provenance import Regenerator
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.controls import RecallControls
 from mdmem.recall.recaller import Recaller
@@ -149,6 +150,8 @@ class Vault:
         self.resolver = lifecycle.AutoResolver(self.store, self.llm_client)
         # The writer calls auto-resolve after each remember and at a batch's end.
         self.store.auto_resolve = self.resolver
+        # Purge writes derived copies again from their other sources.
+        self.store.regenerate = Regenerator(self.store)
         self.store.writer.after_batch = self.resolver.after_batch
         self.recaller = Recaller(self.store, human_of=self._written_by_human)
         self.contacts = Contacts(self.store)  # profiles and identity links: link, profile, list

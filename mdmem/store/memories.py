@@ -21,6 +21,7 @@ from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.models import Block, Memory, first_line
 from mdmem.store import blocks as blk
 from mdmem.store.catalog import Catalog
+from mdmem.store.derived import Affected, Provenance, Rewrite
 from mdmem.store.gitstore import GitStore
 from mdmem.store.ids import normalize_id
 from mdmem.store.importance import check_importance, check_origin
@@ -48,6 +49,10 @@ _ROUTES = {"preference": "USER.md", "world": "WORLD.md"}
 # Retires what a new memory replaces: (memory, fresh_batch) -> the memory with
 # ``superseded`` filled. Handed in by the facade (it lives in mdmem.memory).
 AutoResolve = Callable[[Memory, bool], Memory]
+# Writes derived copies again from what is left of their sources (purge,
+# retention): (links, what is reached, mark) -> the edits. Handed in by the
+# facade (mdmem.memory.provenance); without it the copies read the mark.
+Regenerate = Callable[[Provenance, Affected, str], Rewrite]
 
 
 @lru_cache(maxsize=1024)
@@ -85,6 +90,7 @@ class MemoryStore:
             root, settings, self.state_dir, self.git, self.catalog, self.indexer, self.agent
         )
         self.auto_resolve: AutoResolve | None = None
+        self.regenerate: Regenerate | None = None
         self.writer.follow_head()
         self.indexer.boot(progress)
 
@@ -179,8 +185,12 @@ class MemoryStore:
         secrets: str | None = None,
         importance: int | None = None,
         origin: str | None = None,
+        owner: bool = True,
     ) -> Memory:
         """Store one memory; the same normalised text in the same scope is stored once.
+
+        ``owner=False``: the memory is about someone other than the vault's
+        user (a contact's preference, say): it goes to MEMORY.md, never USER.md.
 
         ``importance`` (1-10) and ``origin`` (planning, investigation,
         implementation, mixed: OAK's session origin type) become
@@ -193,7 +203,7 @@ class MemoryStore:
         tag_list = check_tags(tags)
         body = self.clean_text(text, secrets)
         # A learning without a topic goes to MEMORY.md like any other fact.
-        rel = memory_file(scope, kind)
+        rel = memory_file(scope, kind if owner else "fact")
         extra = check_fields(fields)
         if any(key in ("importance", "origin_type") for key, _ in extra):
             # Through fields they would skip the 1-10 check and the origin cap.
@@ -237,6 +247,7 @@ class MemoryStore:
         tags: Iterable[str] = (),
         when: datetime | None = None,
         secrets: str | None = None,
+        fields: Iterable[tuple[str, str]] = (),
     ) -> Memory:
         """Append an entry ``## HH:MM · Category`` to today's daily log."""
         scope = blk.validate_scope(scope)
@@ -253,6 +264,7 @@ class MemoryStore:
             kind="log",
             op="log",
             title=f"# Daily log {moment:%Y-%m-%d}",
+            fields=check_fields(fields),
         )
 
     def journal(
@@ -287,6 +299,7 @@ class MemoryStore:
         scope: str | None = None,
         tags: Iterable[str] = (),
         secrets: str | None = None,
+        fields: Iterable[tuple[str, str]] = (),
     ) -> Memory:
         """Add an insight under ``## Topic: <topic>`` in LEARNING.md (section made if missing)."""
         scope = blk.validate_scope(scope)
@@ -299,7 +312,7 @@ class MemoryStore:
                 rel,
                 body,
                 check_tags(tags),
-                [],
+                check_fields(fields),
                 scope=scope,
                 kind="learning",
                 op="learn",
@@ -517,12 +530,13 @@ class MemoryStore:
         kind: str,
         op: str,
         title: str,
+        fields: list[tuple[str, str]] | None = None,
     ) -> Memory:
         memory_id = self.append_entry(
             rel,
             heading,
             body,
-            fields=[],
+            fields=fields or [],
             scope=scope,
             kind=kind,
             header=[title],
