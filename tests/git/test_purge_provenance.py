@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
+from mdmem.cli import main
 from mdmem.errors import PurgeIncompleteError
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, llm_vault
@@ -145,3 +148,14 @@ def test_words_another_memory_says_are_left_to_it(vault: Vault) -> None:
     purged = vault.purge(ids["secret"], confirm=True)  # no PurgeIncompleteError
 
     assert other.id in purged.also_in and vault.get(other.id).text.endswith(SECRET)
+
+
+def test_cli_purge_says_what_it_removed_and_wrote_again(vault: Vault) -> None:
+    ids = _conversation(vault)
+    vault.consolidate()
+
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "purge", ids["secret"], "--yes"])
+
+    assert out.exit_code == 0, out.output
+    assert "removed with it, made from it: m-" in out.output
+    assert "written again from their other sources: m-" in out.output
