@@ -53,13 +53,16 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
-from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError, PurgeIncompleteError
+from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError
+from mdmem.files import blocks as blk
+from mdmem.files.ids import ID_PATTERN, normalize_id
+from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.git import timetravel
+from mdmem.git.leftovers import check_gone, expire_and_prune
 from mdmem.git.provenance import clear_blame_cache
 from mdmem.git.revisions import parsed_at
 from mdmem.index.progress import Progress, silent
 from mdmem.models import first_line, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.derived import (
     Affected,
     NoteText,
@@ -69,8 +72,6 @@ from mdmem.store.derived import (
     linked_ids,
 )
 from mdmem.store.derived import remove_lines as _remove_lines
-from mdmem.store.ids import ID_PATTERN, normalize_id
-from mdmem.store.textfile import SkipFile, TextFile, decode
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
@@ -92,9 +93,6 @@ PURGED = "[PURGED]"
 # Trailers whose value quotes a memory's text (consolidation's dropped facts);
 # every other trailer is metadata and keeps its value.
 _QUOTING_TRAILERS = frozenset({"dropped"})
-# A removed text shorter than this is not looked for afterwards: "ok" is in
-# other words everywhere, and the block was removed by its id anyway.
-_CHECK_CHARS = 12
 
 
 @dataclass(frozen=True)
@@ -202,7 +200,7 @@ def purge(
                 store.git.run("update-ref", "-d", f"{_HELD_STASH}{n}", ok_codes=(0, 1))
             raise
         tell("purge", 2, 3)
-        _expire_and_prune(store)
+        expire_and_prune(store)
         _restore_stashes(store, stashes, forms, own)
         after = _all_commits(store)
         store.git.forget_tracked()
@@ -217,7 +215,7 @@ def purge(
     store.indexer.manifest.scrub()
     shutil.rmtree(store.state_dir / "asof", ignore_errors=True)
     timetravel.forget_snapshots(store)
-    _check_gone(store, target)
+    check_gone(store, target.memory_id, target.texts(target.removed))
     affected = target.affected
     return PurgeResult(
         memory_id=memory_id,
@@ -955,21 +953,6 @@ def _restore_stashes(
         store.git.run("update-ref", "-d", ref)
 
 
-def _expire_and_prune(store: MemoryStore) -> None:
-    git_dir = store.root / ".git"
-    # Pseudo-refs may point at old commits; COMMIT_EDITMSG holds the last message
-    # verbatim; rr-cache keeps the text of resolved conflicts.
-    names = ("ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
-    for name in (*names, "COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG"):
-        try:
-            (git_dir / name).unlink()
-        except FileNotFoundError:
-            pass
-    shutil.rmtree(git_dir / "rr-cache", ignore_errors=True)
-    store.git.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-    store.git.run("gc", "--prune=now", "--quiet")
-
-
 # Purged history diverges from every clone: the next sync must overwrite the
 # remote (never rebase the old history back in on top of the purge).
 def _stale_marker(store: MemoryStore) -> Path:
@@ -992,82 +975,3 @@ def clear_stale_marker(store: MemoryStore) -> None:
         _stale_marker(store).unlink()
     except FileNotFoundError:
         pass
-
-
-# ------------------------------------------------------------ the check --
-
-
-def _check_gone(store: MemoryStore, target: _Target) -> None:
-    """Look for every removed text where it could still hide; raise naming each place.
-
-    A text is looked for when it is long enough to be told apart and no
-    memory or note of the vault says it any more (another memory may say the
-    same words: those are reported as ``also_in`` and left alone). Files of
-    the working tree count too: an untracked export holding it is named.
-    """
-    lines = {
-        line.strip()
-        for text in target.texts(target.removed)
-        for line in text.splitlines()
-        if len(line.strip()) >= _CHECK_CHARS
-    }
-    if not lines:
-        return
-    # Words another memory or note still says are theirs (reported as also_in).
-    kept = [b.text for b in store.catalog.blocks()]
-    needles = {
-        line.encode("utf-8", "surrogateescape")
-        for line in lines
-        if not any(line in text for text in kept)
-    }
-    if not needles:
-        return
-    git_dir = store.root / ".git"
-    places = _objects_holding(store, needles)
-    for base in (store.root, store.state_dir):
-        for path in _files_under(base, skip=git_dir / "objects"):
-            if any(n in _read(path) for n in needles):
-                places.append(str(path))
-    if places:
-        shown = ", ".join(places[:8]) + (f" and {len(places) - 8} more" if len(places) > 8 else "")
-        raise PurgeIncompleteError(
-            f"purge of {target.memory_id} rewrote history, but its text is still in: {shown}"
-        )
-
-
-def _files_under(base: Path, *, skip: Path) -> Iterable[Path]:
-    if not base.is_dir():
-        return
-    for path in sorted(base.rglob("*")):
-        if path == skip or skip in path.parents:
-            continue
-        if path.is_file() and not path.is_symlink():
-            yield path
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
-
-
-def _objects_holding(store: MemoryStore, needles: Collection[bytes]) -> list[str]:
-    """``git object <sha> (<type>)`` for each object (loose or packed) holding a needle."""
-    proc = store.git.popen("cat-file", "--batch-all-objects", "--batch", stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    found: list[str] = []
-    try:
-        while True:
-            header = proc.stdout.readline()
-            if not header:
-                break
-            sha, kind, size = header.split()
-            body = proc.stdout.read(int(size))
-            proc.stdout.read(1)  # the LF after each object
-            if any(n in body for n in needles):
-                found.append(f"git object {sha.decode()} ({kind.decode()})")
-    finally:
-        proc.stdout.close()
-        proc.wait()
-    return found

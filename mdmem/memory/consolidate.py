@@ -66,38 +66,34 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from mdmem.errors import ConfigError, InvalidInputError, LLMError, MdmemError
+from mdmem.files import blocks as blk
+from mdmem.files.ids import ID_PATTERN
 from mdmem.git import review as rv
 from mdmem.index.progress import Progress, silent
 from mdmem.memory import extractive
-from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
-from mdmem.memory.sessions import session_id_of, speaker_of, turn_text
+from mdmem.memory.episode_text import episode_name, episode_text, log_text, title_of
+from mdmem.memory.sessions import attribute, session_id_of, speaker_of, turn_text
 from mdmem.models import FACT_KINDS, Block, Memory, one_line
-from mdmem.store import blocks as blk
+from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.store.derived import source_field
-from mdmem.store.ids import ID_PATTERN
 from mdmem.store.importance import kind_importance, origin_of_tools
-from mdmem.store.tiers import OVERVIEW_CHARS, abstract_of
 from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
     from mdmem.memory.lifecycle import AutoResolver
-    from mdmem.memory.llm import LLMClient
+    from mdmem.providers.llm import LLMClient
     from mdmem.store.memories import MemoryStore
 
 __all__ = [
     "ConsolidationResult",
     "Draft",
     "EpisodeInfo",
-    "EpisodeText",
     "Group",
     "Rejection",
     "consolidate",
     "consolidate_stale",
     "draft_extractive",
-    "episode_name",
-    "episode_text",
     "last_episode",
-    "log_text",
     "maybe_auto_consolidate",
     "pending_entries",
     "stale_entries",
@@ -724,7 +720,7 @@ def _write_one(
     tools = [b.field("tool") or "" for b in group.entries if b.kind == "tool_output"]
     origin = origin_of_tools(tools) if tools else None
     for item in draft.facts:
-        sources, speaker, owner = _attribute(item, group)
+        sources, speaker, owner = attribute(group.entries, item.sources, item.speaker)
         fields = list(base_fields)
         if sources:
             fields.append(source_field(b.id for b in sources))
@@ -791,105 +787,9 @@ def _write_one(
     )
 
 
-_OWNER_WORDS = frozenset({"", "user", "the user", "me", "i", "owner"})
-
-
-def _attribute(item: FactItem, group: Group) -> tuple[list[Block], str | None, bool]:
-    """(the entries a fact came from, who said them, whether it is the session user's).
-
-    Read from the entries the draft cites, never from the model's words: a
-    model saying "user" of a line Ana said does not file it in USER.md. A fact
-    nobody can attribute in a conversation with named speakers is nobody's
-    (no speaker, not the user's).
-    """
-    cited = [group.entries[i] for i in item.sources if 0 <= i < len(group.entries)]
-    said = [b for b in cited if _role_of(b) == "user"] or cited
-    voices = {speaker_of(b) for b in said}
-    people = {speaker_of(b) for b in group.entries if _role_of(b) == "user"}
-    claimed = (item.speaker or "").strip().casefold()
-
-    def named(candidates: set[str | None]) -> set[str | None]:
-        if claimed in _OWNER_WORDS:
-            return {v for v in candidates if v is None}
-        return {v for v in candidates if v is not None and v.casefold() == claimed}
-
-    if len(voices) == 1:
-        (voice,) = voices
-    elif cited:
-        matched = named(voices)
-        voice = next(iter(matched)) if len(matched) == 1 else _NOBODY
-    elif people <= {None}:
-        voice = None  # a conversation without named speakers: the user's
-    else:
-        matched = named(people)
-        voice = next(iter(matched)) if len(matched) == 1 else _NOBODY
-    if voice == _NOBODY:
-        return cited, None, False
-    return cited, voice, voice is None
-
-
-_NOBODY = "\0nobody"
-
-
-def _first_sentence(text: str, limit: int = 160) -> str:
-    first = extractive.sentences(text)[:1]
-    out = first[0] if first else text
-    return out if len(out) <= limit else out[: limit - 1] + "…"
-
-
-def log_text(
-    entries: int, contact: str, path: str, episode_id: str, model: str, summary: str
-) -> str:
-    """The daily-log line announcing an episode (its first sentence quoted)."""
-    who = f" with {contact}" if contact else ""
-    return (
-        f"Consolidated {entries} session entries{who} into [[{path}#^{episode_id}]]"
-        f" ({model}): {_first_sentence(summary)}"
-    )
-
-
-def _title(summary: str, entries: list[Block]) -> str:
-    """A phrase of the summary (its most central sentence, shortened), else of the
-    conversation; the keywords only when neither has a sentence to offer."""
-    texts = [turn_text(b) for b in entries]
-    phrase = extractive.title(summary) or extractive.title("\n".join(texts))
-    if phrase:
-        return phrase
-    words = extractive.keywords(texts, n=5)
-    return " ".join(words).capitalize() if words else "Conversation"
-
-
-@dataclass(frozen=True)
-class EpisodeText:
-    """The phrases of an episode note made from its summary: title and tiers."""
-
-    title: str
-    abstract: str
-    overview: str
-
-
-def episode_text(summary: str, entries: list[Block], facts: list[str]) -> EpisodeText:
-    """Title, ``abstract`` (L0) and ``overview`` (L1) of an episode (store/tiers.py):
-    L1 is a few central sentences of the summary and the facts; L2 the summary."""
-    title = _title(summary, entries)
-    overview = extractive.summarize(
-        [("user", summary), *(("user", text) for text in facts)],
-        max_sentences=4,
-        max_chars=OVERVIEW_CHARS,
-    )
-    abstract = abstract_of(title if not summary else _first_sentence(summary))
-    return EpisodeText(title, abstract, overview)
-
-
-def episode_name(day: str, title: str, n: int = 1) -> str:
-    """``2026-03-01-deploy-schedule-thursday.md``: the day and the title's first words."""
-    slug = extractive.slugify(title, max_words=5)
-    return f"{day}-{slug}{'' if n == 1 else f'-{n}'}.md"
-
-
 def _episode_path(store: MemoryStore, group: Group, draft: Draft, taken: set[str]) -> str:
     folder = blk.scope_dir(group.scope) / "episodes"
-    title = _title(draft.summary, draft.group.entries)
+    title = title_of(draft.summary, draft.group.entries)
     for n in range(1, 1000):
         rel = str(folder / episode_name(group.day, title, n))
         if rel in taken or (store.root / rel).exists() or rel in store.catalog.files:

@@ -32,6 +32,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from mdmem.memory import consolidate
+from mdmem.memory.episode_text import episode_name, episode_text, log_text
 from mdmem.memory.sessions import summary_text
 from mdmem.models import Block
 from mdmem.store.derived import (
@@ -157,7 +158,7 @@ def _episode(work: _Work, episode_id: str) -> None:
     draft = consolidate.draft_extractive(group, items) if entries else None
     summary = draft.summary if draft is not None and draft.summary else work.mark
     facts = [b.text for b in work.alive(tuple(_listed(meta, "facts")))]
-    text = consolidate.episode_text(summary, entries, facts)
+    text = episode_text(summary, entries, facts)
     title = text.title if entries else work.mark
     front: dict[str, Any] = {
         "title": title,
@@ -209,7 +210,7 @@ def _renamed(work: _Work, path: str, day: str, title: str) -> str:
     if not work.taken:
         work.taken = _every_path(work.store)
     for n in range(1, 1000):
-        candidate = str(folder / consolidate.episode_name(day, title, n))
+        candidate = str(folder / episode_name(day, title, n))
         if candidate == path:
             return path
         if candidate not in work.taken:
@@ -265,7 +266,7 @@ def _log(work: _Work, log_id: str) -> None:
         model = str(meta.get("model") or "extractive")
     else:
         model = "extractive"
-    work.texts[log_id] = consolidate.log_text(
+    work.texts[log_id] = log_text(
         episode.entries, episode.contact, episode.path, episode_id, model, episode.summary
     )
     work.fields[log_id] = {"sources": link_ids([episode_id])}

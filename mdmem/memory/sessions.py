@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING
 import yaml
 
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import safe_path
 from mdmem.memory import extractive
 from mdmem.models import Block, Memory, first_line, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.inputs import check_chars, check_fields
 from mdmem.store.secret_guard import guard
-from mdmem.store.textfile import safe_path
 from mdmem.store.tiers import abstract_of
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ __all__ = [
     "ROLES",
     "TOOL_OUTPUT_DIR",
     "Session",
+    "attribute",
     "read_tool_output",
     "session_id_of",
     "speaker_of",
@@ -198,6 +199,53 @@ def speaker_of(block: Block) -> str | None:
     if not speaker or speaker == block.field("contact"):
         return None
     return speaker
+
+
+_OWNER_WORDS = frozenset({"", "user", "the user", "me", "i", "owner"})
+
+
+def attribute(
+    entries: list[Block], cited: tuple[int, ...], claimed: str | None
+) -> tuple[list[Block], str | None, bool]:
+    """Who said what a draft drew from ``entries[i]`` for ``i`` in ``cited``:
+    (those entries, their speaker, whether it is the session user's).
+
+    Read from the cited entries, never from the draft's ``claimed`` speaker
+    alone: a model saying "user" of a line Ana said does not file it in
+    USER.md. What nobody can attribute in a conversation with named speakers
+    is nobody's (no speaker, not the user's).
+    """
+    sources = [entries[i] for i in cited if 0 <= i < len(entries)]
+    said = [b for b in sources if _is_user_turn(b)] or sources
+    voices = {speaker_of(b) for b in said}
+    people = {speaker_of(b) for b in entries if _is_user_turn(b)}
+    claim = (claimed or "").strip().casefold()
+
+    def named(candidates: set[str | None]) -> set[str | None]:
+        if claim in _OWNER_WORDS:
+            return {v for v in candidates if v is None}
+        return {v for v in candidates if v is not None and v.casefold() == claim}
+
+    if len(voices) == 1:
+        (voice,) = voices
+    elif sources:
+        matched = named(voices)
+        voice = next(iter(matched)) if len(matched) == 1 else _NOBODY
+    elif people <= {None}:
+        voice = None  # a conversation without named speakers: the user's
+    else:
+        matched = named(people)
+        voice = next(iter(matched)) if len(matched) == 1 else _NOBODY
+    if voice == _NOBODY:
+        return sources, None, False
+    return sources, voice, voice is None
+
+
+_NOBODY = "\0nobody"
+
+
+def _is_user_turn(block: Block) -> bool:
+    return block.kind != "tool_output" and (block.field("role") or "user") == "user"
 
 
 def _fence(text: str) -> list[str]:

@@ -63,14 +63,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from mdmem.files import blocks as blk
+from mdmem.files.ids import ID_PATTERN
+from mdmem.files.textfile import SkipFile, TextFile
 from mdmem.models import Block
-from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
-from mdmem.store.ids import ID_PATTERN
-from mdmem.store.textfile import SkipFile, TextFile
 
 if TYPE_CHECKING:
-    from mdmem.store.catalog import Catalog
+    from mdmem.files.catalog import Catalog
 
 __all__ = [
     "COPY_SHARE",

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import PurgeIncompleteError
@@ -45,7 +44,7 @@ def _export_into_the_vault(vault: Vault) -> Path:
     out = vault.root / "exports" / "all.jsonl"
     out.parent.mkdir()
     with out.open("w", encoding="utf-8") as handle:
-        vault.export_jsonl(handle)
+        vault.library.export(handle)
     git(vault.root, "add", "exports/all.jsonl", human=True)
     git(vault.root, "commit", "-q", "-m", "my export", human=True)
     return out
@@ -59,7 +58,7 @@ def test_a_purged_turn_is_nowhere_after_consolidation_supersede_summary_and_expo
     vault: Vault,
 ) -> None:
     ids = _conversation(vault)
-    summary = vault.summarize_session("s1")
+    summary = vault.sessions.summarize("s1")
     result = vault.consolidate()
     facts = {m.text: m for m in result.facts}
     code = facts["The Harrowby safe code is 7741-Quorn."]
@@ -69,7 +68,7 @@ def test_a_purged_turn_is_nowhere_after_consolidation_supersede_summary_and_expo
     assert summary is not None and "7741-Quorn" in vault.get(summary.id).text
     assert len(_everywhere(vault)) > 5  # before: in the note, facts, log, export, objects...
 
-    purged = vault.purge(ids["secret"], confirm=True)
+    purged = vault.git.purge(ids["secret"], confirm=True)
 
     assert _everywhere(vault) == []
     assert code.id in purged.derived and summary.id in purged.regenerated
@@ -110,7 +109,7 @@ def test_a_model_consolidation_is_written_again_without_the_turn(
     (episode,) = result.episodes
     by_text = {m.text: m for m in result.facts}
 
-    purged = vault.purge(ids["secret"], confirm=True)
+    purged = vault.git.purge(ids["secret"], confirm=True)
 
     assert _everywhere(vault) == []
     # Citing the turn, or citing nothing (its whole episode), goes with it;
@@ -119,7 +118,7 @@ def test_a_model_consolidation_is_written_again_without_the_turn(
     assert by_text["The Harrowby safe code was shared in chat."].id in purged.derived
     assert vault.get(by_text["The user's manager is Joao."].id).text.endswith("Joao.")
     assert vault.get(by_text["The user prefers dark mode."].id)
-    meta_path = vault.store.catalog.path_of(episode.id)
+    meta_path = vault.admin.store.catalog.path_of(episode.id)
     assert meta_path is not None
     note = (vault.root / meta_path).read_text()
     assert "model: extractive" in note and "tone:" not in note and "confidence:" not in note
@@ -128,12 +127,12 @@ def test_a_model_consolidation_is_written_again_without_the_turn(
 def test_purge_names_a_place_it_could_not_clean(vault: Vault) -> None:
     ids = _conversation(vault)
     vault.consolidate()
-    stray = vault.state_dir / "someone-elses-cache.txt"
+    stray = vault.admin.state_dir / "someone-elses-cache.txt"
     stray.parent.mkdir(parents=True, exist_ok=True)
     stray.write_text(f"copied by hand: {SECRET}\n")
 
     with pytest.raises(PurgeIncompleteError, match=r"someone-elses-cache\.txt"):
-        vault.purge(ids["secret"], confirm=True)
+        vault.git.purge(ids["secret"], confirm=True)
 
     # Everything it knew how to clean is clean.
     stray.unlink()
@@ -145,7 +144,7 @@ def test_words_another_memory_says_are_left_to_it(vault: Vault) -> None:
     other = vault.remember(f"Alice once said: {SECRET}")
     vault.consolidate()
 
-    purged = vault.purge(ids["secret"], confirm=True)  # no PurgeIncompleteError
+    purged = vault.git.purge(ids["secret"], confirm=True)  # no PurgeIncompleteError
 
     assert other.id in purged.also_in and vault.get(other.id).text.endswith(SECRET)
 

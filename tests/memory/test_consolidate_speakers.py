@@ -111,7 +111,7 @@ def test_tool_output_bookkeeping_never_reaches_titles_or_summaries(vault: Vault)
     s.record("assistant", "The migration finished for every table.")
 
     (episode,) = vault.consolidate().episodes
-    summary = vault.summarize_session("tools-2")
+    summary = vault.sessions.summarize("tools-2")
 
     note = (vault.root / episode.path).read_text()
     daily = next((vault.root / "daily").glob("*.md")).read_text()

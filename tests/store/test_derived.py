@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from mdmem import Vault
-from mdmem.store import blocks as blk
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import decode
 from mdmem.store.derived import (
     NoteText,
     Provenance,
@@ -11,7 +12,6 @@ from mdmem.store.derived import (
     origins_of,
     sources_of,
 )
-from mdmem.store.textfile import decode
 
 E = "m-01aaaaaaaa00e1"
 E2 = "m-01aaaaaaaa00e2"
@@ -134,10 +134,10 @@ def test_sources_of_reads_the_catalog(vault: Vault) -> None:
     result = vault.consolidate()
     (episode,) = result.episodes
     (fact,) = result.facts
-    summary = vault.summarize_session("chat-1")
+    summary = vault.sessions.summarize("chat-1")
     turns = [m.id for m in s.entries()]
-    catalog = vault.store.catalog
-    block = vault.store.catalog.block
+    catalog = vault.admin.store.catalog
+    block = vault.admin.store.catalog.block
     assert sources_of(block(episode.id), catalog) == tuple(turns)  # type: ignore[arg-type]
     assert sources_of(block(fact.id), catalog) == (turns[0],)  # type: ignore[arg-type]
     assert summary is not None
