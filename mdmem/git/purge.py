@@ -68,8 +68,8 @@ from mdmem.store.derived import (
     NoteText,
     Provenance,
     Rewrite,
+    front_ids,
     is_episode_note,
-    linked_ids,
 )
 from mdmem.store.derived import remove_lines as _remove_lines
 from mdmem.store.writer import memory_trailers
@@ -392,7 +392,9 @@ def _forget_now(store: MemoryStore, target: _Target) -> bool:
     for path, state in list(store.catalog.files.items()):
         meta = state.parsed.frontmatter
         if is_episode_note(meta) and any(
-            i in target.removed for key in ("sources", "facts", "given") for i in _listed(meta, key)
+            i in target.removed
+            for key in ("sources", "facts", "given")
+            for i in front_ids(meta, key)
         ):
             files.add(path)
     if not files:
@@ -413,11 +415,6 @@ def _forget_now(store: MemoryStore, target: _Target) -> bool:
             tx.apply(path, rewrite.editor(), subject, [])
         tx.set_message(subject, trailers)
     return memory_id in present
-
-
-def _listed(meta: dict[str, object], key: str) -> list[str]:
-    value = meta.get(key)
-    return [i for item in value for i in linked_ids(str(item))] if isinstance(value, list) else []
 
 
 def _mentioned_in(store: MemoryStore, target: _Target, forms: Collection[str]) -> tuple[str, ...]:

@@ -74,7 +74,7 @@ from mdmem.memory.sessions import session_id_of, validate_session_id
 from mdmem.memory.subjects import Verdict, compare
 from mdmem.models import Block, Memory, first_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
-from mdmem.store.derived import NoteText, Provenance, Rewrite, linked_ids
+from mdmem.store.derived import NoteText, Provenance, Rewrite, front_ids
 from mdmem.store.importance import KEEP_LONGER, importance_of
 from mdmem.store.writer import memory_trailers
 
@@ -619,8 +619,7 @@ def _retention_rewrite(store: MemoryStore, ids: set[str]) -> tuple[Rewrite, dict
     for episode, paths in graph.notes.items():  # notes listing a retired fact
         for path in paths:
             state = store.catalog.files.get(path)
-            facts = state.parsed.frontmatter.get("facts") if state is not None else None
-            if isinstance(facts, list) and ids & {i for f in facts for i in linked_ids(str(f))}:
+            if state is not None and ids.intersection(front_ids(state.parsed.frontmatter, "facts")):
                 copies[episode] = path
     return rewrite, {i: p for i, p in copies.items() if i not in ids or i in notes}
 

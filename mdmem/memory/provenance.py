@@ -40,8 +40,8 @@ from mdmem.store.derived import (
     NoteText,
     Provenance,
     Rewrite,
+    front_ids,
     link_ids,
-    linked_ids,
 )
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def _episode(work: _Work, episode_id: str) -> None:
     group = consolidate.Group(scope, contact, day, entries)
     draft = consolidate.draft_extractive(group, items) if entries else None
     summary = draft.summary if draft is not None and draft.summary else work.mark
-    facts = [b.text for b in work.alive(tuple(_listed(meta, "facts")))]
+    facts = [b.text for b in work.alive(tuple(front_ids(meta, "facts")))]
     text = episode_text(summary, entries, facts)
     title = text.title if entries else work.mark
     front: dict[str, Any] = {
@@ -195,11 +195,6 @@ def _given_items(work: _Work, given: tuple[str, ...]) -> list[str]:
             items = _front(work.store, memory_id).get("pending") or []
             return [str(i) for i in items if str(i).strip()] if isinstance(items, list) else []
     return []
-
-
-def _listed(meta: dict[str, Any], key: str) -> list[str]:
-    value = meta.get(key)
-    return [i for item in value for i in linked_ids(str(item))] if isinstance(value, list) else []
 
 
 def _renamed(work: _Work, path: str, day: str, title: str) -> str:

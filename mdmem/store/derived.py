@@ -81,6 +81,7 @@ __all__ = [
     "Provenance",
     "Rewrite",
     "derivation",
+    "front_ids",
     "is_episode_note",
     "link_ids",
     "linked_ids",
@@ -109,7 +110,6 @@ _LOG_QUOTE = re.compile(
 _LOG_CATEGORY = "· Consolidation"
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_ITEM = re.compile(r"^(?P<lead>\s*[-*+]\s+)(?P<text>.*?)\s*$")
 _FACT_LINE = re.compile(
     rf"^(?P<lead>\s*[-*+]\s+)(?P<text>.*?)(?P<link>\s*\(\[\[[^\]]*#\^(?P<id>{ID_PATTERN})"
     r"(?:\|[^\]]*)?\]\]\)\s*)$"
@@ -154,7 +154,8 @@ def is_episode_note(frontmatter: Mapping[str, Any]) -> bool:
     return str(frontmatter.get("kind", "")) == "episode"
 
 
-def _front_ids(frontmatter: Mapping[str, Any], key: str) -> list[str]:
+def front_ids(frontmatter: Mapping[str, Any], key: str) -> list[str]:
+    """Memory ids a frontmatter list (or value) of links names (``sources:``, ``facts:``)."""
     value = frontmatter.get(key)
     items = value if isinstance(value, list) else ([value] if isinstance(value, str) else [])
     return [i for item in items for i in linked_ids(str(item))]
@@ -189,8 +190,8 @@ def derivation(block: Block, frontmatter: Mapping[str, Any]) -> Derivation | Non
         return None
     named = tuple(linked_ids(block.field(SOURCES)))
     if block.kind == "episode" and is_episode_note(frontmatter):
-        entries = tuple(dict.fromkeys(_front_ids(frontmatter, "sources") + list(named)))
-        return Derivation(block.id, "episode", entries, tuple(_front_ids(frontmatter, "given")))
+        entries = tuple(dict.fromkeys(front_ids(frontmatter, "sources") + list(named)))
+        return Derivation(block.id, "episode", entries, tuple(front_ids(frontmatter, "given")))
     if block.kind == "session_summary":
         session, first, last = (block.field(k) for k in ("session", "from", "to"))
         if session and first and last:
@@ -359,11 +360,6 @@ class Provenance(_View):
     def sources(self, memory_id: str) -> tuple[str, ...]:
         found = self.pieces.get(memory_id)
         return () if found is None else _resolve(found, self)
-
-    def derived_from(self, ids: Collection[str]) -> set[str]:
-        """Pieces that name one of ``ids`` among their sources (one level)."""
-        wanted = set(ids)
-        return {p for p in self.pieces if wanted.intersection(self.sources(p))}
 
     def episodes_of(self, memory_id: str) -> set[str]:
         """Episodes (and session summaries) that ``memory_id`` is a source of."""
