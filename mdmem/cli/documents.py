@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from mdmem.cli.context import Context, emit, json_option, scope_option
+from mdmem.cli.context import EXIT_ERROR, Context, emit, json_option, scope_option
 from mdmem.cli.library import library_group
-from mdmem.memory.documents import expand
 
 __all__ = ["ingest_cmd"]
 
@@ -28,22 +27,31 @@ def ingest_cmd(
 ) -> None:
     """Copy or convert markdown, text, HTML or PDF files into documents/ as chunks.
 
-    A folder means every supported file under it (hidden entries, symlinks and
-    vaults inside it skipped).
+    A folder means every supported file under it (hidden entries, symlinks,
+    FIFOs and devices, and vaults inside it skipped). A file that can't be
+    ingested is reported and the rest go in (exit status 1 if any failed).
+    A document's text is bounded (a PDF's by its size): what is left out is
+    reported, and the document's frontmatter says `cut:`.
 
     Re-ingesting a changed file rewrites only its changed chunks; an unchanged
     file writes nothing. A chunk edited by hand is kept unless the new version
     changes it, which is refused without --force. Recall them with --kind
     document_chunk, or leave them out with --exclude-kind document_chunk.
     """
-    vault = obj.vault()
-    _files, skipped = expand(vault.admin.store, [Path(p) for p in paths])
-    for name, why in skipped:
-        click.echo(f"skipped {name} ({why})", err=True)
-    results = vault.library.ingest([Path(p) for p in paths], scope=scope, force=force)
+    results = obj.vault().library.ingest(
+        [Path(p) for p in paths],
+        scope=scope,
+        force=force,
+        on_skip=lambda name, why: click.echo(f"skipped {name} ({why})", err=True),
+    )
 
     def human() -> None:
         for r in results:
+            if r.error is not None:
+                click.echo(f"not ingested {r.source}: {r.error}", err=True)
+                continue
+            if r.cut:
+                click.echo(f"note: {r.path}: {r.cut}", err=True)
             if not r.written:
                 click.echo(f"unchanged {r.path} ({len(r.chunks)} chunks)")
                 continue
@@ -55,3 +63,5 @@ def ingest_cmd(
             )
 
     emit(results, as_json, human)
+    if any(r.error is not None for r in results):
+        raise click.exceptions.Exit(EXIT_ERROR)
