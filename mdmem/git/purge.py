@@ -40,7 +40,6 @@ overwrites it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -54,12 +53,11 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError, Spelled
-from mdmem.files import blocks as blk
-from mdmem.files.ids import ID_PATTERN, normalize_id
-from mdmem.files.textfile import SkipFile, TextFile, decode
+from mdmem.files.ids import normalize_id
 from mdmem.git import timetravel
 from mdmem.git.leftovers import check_gone, expire_and_prune
 from mdmem.git.provenance import clear_blame_cache
+from mdmem.git.purge_files import rewrite_file
 from mdmem.git.revisions import parsed_at
 from mdmem.index.progress import Progress, silent
 from mdmem.models import first_line, one_line
@@ -71,7 +69,6 @@ from mdmem.store.derived import (
     front_ids,
     is_episode_note,
 )
-from mdmem.store.derived import remove_lines as _remove_lines
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
@@ -541,147 +538,6 @@ def scrub_message(
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------- the files --
-
-
-def rewrite_file(
-    path: str,
-    data: bytes,
-    rewrite: Rewrite,
-    spans: dict[tuple[str, bytes], int | None] | None = None,
-) -> bytes | None:
-    """One version of one file with ``rewrite`` applied; None when the file leaves.
-
-    Blocks are found by parsing that version, by their id; every other byte
-    stays. A version that does not parse (a broken frontmatter) loses the
-    lines that end in one of the ids concerned. ``spans`` caches where a
-    block starts, keyed by everything up to its id line (see
-    :func:`_cached_spans`).
-    """
-    if path.endswith(".jsonl"):
-        return _rewrite_rows(data, rewrite)
-    if not path.endswith(".md"):
-        return data
-    try:
-        tf = decode(data)
-    except SkipFile:
-        return data
-    if spans is not None and _only_removals(tf.text, rewrite):
-        found = _cached_spans(path, tf, rewrite.removed, spans)
-        if found is not None:
-            for start, end in sorted(found, reverse=True):
-                _remove_lines(tf, start, end)
-            return tf.to_bytes() if found else data
-    try:
-        parsed = blk.parse(path, tf)
-    except SkipFile:
-        return _drop_id_lines(tf, rewrite.touched) or data
-    if spans is not None:
-        _learn_spans(path, tf, parsed, rewrite.removed, spans)
-    changed = rewrite.apply(tf, parsed)
-    if changed is None:
-        return None
-    return tf.to_bytes() if changed else data
-
-
-def _rewrite_rows(data: bytes, rewrite: Rewrite) -> bytes:
-    """An export in the vault (``mdmem export --jsonl``): each row names the memory it
-    copies by ``id``; a removed one's row leaves, a regenerated one's gets its new text."""
-    out: list[bytes] = []
-    for line in data.splitlines(keepends=True):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            out.append(line)
-            continue
-        memory_id = row.get("id") if isinstance(row, dict) else None
-        if memory_id in rewrite.removed:
-            continue
-        if isinstance(row, dict) and memory_id in rewrite.texts:
-            row["text"] = rewrite.texts[str(memory_id)]
-            row["path"] = rewrite.renames.get(str(row.get("path")), row.get("path"))
-            end = line[len(line.rstrip(b"\r\n")) :]
-            line = json.dumps(row, ensure_ascii=False).encode() + end
-        out.append(line)
-    return b"".join(out)
-
-
-def _only_removals(text: str, rewrite: Rewrite) -> bool:
-    """Whether the rewrite can only remove whole blocks here: no link to a memory
-    concerned, no block to regenerate."""
-    if any(f"#^{i}" in text for i in rewrite.touched):
-        return False
-    return not any(f"^{i}" in text for i in rewrite.touched - rewrite.removed)
-
-
-def _learn_spans(
-    path: str,
-    tf: TextFile,
-    parsed: blk.ParsedFile,
-    ids: Collection[str],
-    spans: dict[tuple[str, bytes], int | None],
-) -> None:
-    """Remember, per id line, how many lines above it its block starts (None: no block)."""
-    ends = {b.line_end - 1: b for b in parsed.blocks if b.is_memory and b.id in ids}
-    inside = {
-        i
-        for b in parsed.blocks
-        if b.is_memory and b.id in ids
-        for i in range(b.line_start - 1, b.line_end - 1)
-    }
-    prefix = hashlib.sha1()
-    for i, line in enumerate(tf.lines):
-        prefix.update(line.encode("utf-8", "surrogateescape"))
-        match = _ID_AT_END.search(line)
-        if match is None or match.group(1) not in ids:
-            continue
-        block = ends.get(i)
-        if block is not None and block.id == match.group(1):
-            spans[(path, prefix.copy().digest())] = block.line_end - block.line_start
-        elif i not in inside:  # an id in a code fence, say: not a block
-            spans[(path, prefix.copy().digest())] = None
-
-
-def _cached_spans(
-    path: str, tf: TextFile, ids: Collection[str], spans: dict[tuple[str, bytes], int | None]
-) -> list[tuple[int, int]] | None:
-    """The line ranges of the blocks ``ids``, known without parsing; None to parse.
-
-    Successive versions of a file mostly append after the memory, and a
-    block's start depends only on the lines up to its id line (the last line
-    of a memory block): the same prefix means the same block, so a history
-    of hundreds of versions is parsed a handful of times.
-    """
-    found: list[tuple[int, int]] = []
-    prefix = hashlib.sha1()
-    for i, line in enumerate(tf.lines):
-        prefix.update(line.encode("utf-8", "surrogateescape"))
-        match = _ID_AT_END.search(line)
-        if match is None or match.group(1) not in ids:
-            continue
-        key = (path, prefix.copy().digest())
-        if key not in spans:
-            return None
-        above = spans[key]
-        if above is not None:
-            found.append((i - above, i + 1))
-    return found
-
-
-_ID_AT_END = re.compile(rf"\^({ID_PATTERN})\s*$")
-
-
-def _drop_id_lines(tf: TextFile, ids: Collection[str]) -> bytes | None:
-    if not ids:
-        return None
-    ends = re.compile(r"\^(?:" + "|".join(re.escape(i) for i in ids) + r")\s*$")
-    kept = [line for line in tf.lines if not ends.search(line)]
-    if len(kept) == len(tf.lines):
-        return None
-    tf.lines = kept
-    return tf.to_bytes()
-
-
 def _unquote_path(raw: bytes) -> str:
     """A path as fast-export writes it: plain, or C-quoted with escapes."""
     if not raw.startswith(b'"'):
@@ -829,7 +685,7 @@ class _Rewriter:
         key = (ref, path)
         if key not in self.done:
             data = self.held[ref]
-            new = rewrite_file(path, data, self.rewrite, self.spans)
+            new = rewrite_file(path, data, self.rewrite, self.spans, self.raw_paths)
             self.blobs += new != data
             self.done[key] = new
         return self.done[key]

@@ -8,6 +8,8 @@ summarised and the vault exported into itself.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,11 @@ def test_a_purged_turn_is_nowhere_after_consolidation_supersede_summary_and_expo
     assert "Good morning" in vault.get(summary.id).text
     rows = export.read_text(encoding="utf-8")
     assert ids["secret"] not in rows and joao.id in rows and ids["pref"] in rows
+    # The export still checks out: its trailer counts and digests the rows left.
+    *lines, last = export.read_bytes().splitlines(keepends=True)
+    trailer = json.loads(last)
+    assert trailer["rows"] == len(lines)
+    assert trailer["sha256"] == hashlib.sha256(b"".join(lines)).hexdigest()
     subprocess.run(["git", "fsck", "--strict"], cwd=vault.root, check=True, capture_output=True)
     assert git(vault.root, "status", "--porcelain") == ""
 
