@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN
@@ -158,17 +158,12 @@ def _learn_spans(
         if b.is_memory and b.id in ids
         for i in range(b.line_start - 1, b.line_end - 1)
     }
-    prefix = hashlib.sha1()
-    for i, line in enumerate(tf.lines):
-        prefix.update(line.encode("utf-8", "surrogateescape"))
-        match = _ID_AT_END.search(line)
-        if match is None or match.group(1) not in ids:
-            continue
+    for i, memory_id, key in _id_lines(path, tf, ids):
         block = ends.get(i)
-        if block is not None and block.id == match.group(1):
-            spans[(path, prefix.copy().digest())] = block.line_end - block.line_start
+        if block is not None and block.id == memory_id:
+            spans[key] = block.line_end - block.line_start
         elif i not in inside:  # an id in a code fence, say: not a block
-            spans[(path, prefix.copy().digest())] = None
+            spans[key] = None
 
 
 def _cached_spans(
@@ -182,13 +177,7 @@ def _cached_spans(
     of hundreds of versions is parsed a handful of times.
     """
     found: list[tuple[int, int]] = []
-    prefix = hashlib.sha1()
-    for i, line in enumerate(tf.lines):
-        prefix.update(line.encode("utf-8", "surrogateescape"))
-        match = _ID_AT_END.search(line)
-        if match is None or match.group(1) not in ids:
-            continue
-        key = (path, prefix.copy().digest())
+    for i, _memory_id, key in _id_lines(path, tf, ids):
         if key not in spans:
             return None
         above = spans[key]
@@ -198,6 +187,19 @@ def _cached_spans(
 
 
 _ID_AT_END = re.compile(rf"\^({ID_PATTERN})\s*$")
+
+
+def _id_lines(
+    path: str, tf: TextFile, ids: Collection[str]
+) -> Iterator[tuple[int, str, tuple[str, bytes]]]:
+    """Each line ending in one of ``ids``: its index, the id, and the key of
+    everything up to it (the file's path and a digest of the lines so far)."""
+    prefix = hashlib.sha1()
+    for i, line in enumerate(tf.lines):
+        prefix.update(line.encode("utf-8", "surrogateescape"))
+        match = _ID_AT_END.search(line)
+        if match is not None and match.group(1) in ids:
+            yield i, match.group(1), (path, prefix.copy().digest())
 
 
 def _drop_id_lines(tf: TextFile, ids: Collection[str]) -> bytes | None:
