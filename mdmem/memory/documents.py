@@ -27,7 +27,8 @@ entries and anything inside a vault.
 
 The document's text is data: it passes the secrets guard, and its own
 frontmatter, ``[key:: value]`` fields, ``^ids`` and headings are stored so
-they read back as text, never as mdmem's metadata (DESIGN, trust rules).
+they read back as text, never as mdmem's metadata (docs/file-format.md, "Text is
+text; metadata comes from the caller").
 """
 
 from __future__ import annotations
