@@ -36,8 +36,11 @@ sits in ``tool-outputs/<key>.md``, named by ``[tout:: key]``), so they go
 where it goes.
 
 :func:`sources_of` answers "what was this block made from" for one block
-against the catalog; :func:`origins_of` follows the answer down to memories
-nobody derived. :class:`Provenance` is the same reading over many parsed files
+against the catalog (or a :class:`Lookup` over a past commit);
+:func:`origins_of` follows the answer down to memories nobody derived, and
+:func:`derived_from` gives every block on the way, for the visibility rule
+(:mod:`mdmem.store.visibility`), so who may see a copy and what purge
+removes follow the same links. :class:`Provenance` is the same reading over many parsed files
 (today's and every version in history), for purge and retention, and
 :meth:`Provenance.affected` decides which copies a change reaches: copies
 that can be written again from what is left (episodes, session summaries,
@@ -55,7 +58,7 @@ every other byte of a file stays.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -77,10 +80,12 @@ __all__ = [
     "SOURCES",
     "Affected",
     "Derivation",
+    "Lookup",
     "NoteText",
     "Provenance",
     "Rewrite",
     "derivation",
+    "derived_from",
     "front_ids",
     "is_episode_note",
     "link_ids",
@@ -187,6 +192,15 @@ class Derivation:
 def derivation(block: Block, frontmatter: Mapping[str, Any]) -> Derivation | None:
     """How ``block`` (in a file with ``frontmatter``) links its sources; None if it is no copy."""
     if not block.is_memory:
+        if is_episode_note(frontmatter):
+            # A section or the frontmatter of an episode note (recall can return
+            # either) is part of the note: made from what the note was made from.
+            return Derivation(
+                block.id,
+                "episode",
+                tuple(front_ids(frontmatter, "sources")),
+                tuple(front_ids(frontmatter, "given")),
+            )
         return None
     named = tuple(linked_ids(block.field(SOURCES)))
     if block.kind == "episode" and is_episode_note(frontmatter):
@@ -233,59 +247,86 @@ def _resolve(d: Derivation, view: _View) -> tuple[str, ...]:
     return tuple(dict.fromkeys(d.named + d.given))
 
 
-class _CatalogView(_View):
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
+class Lookup(_View):
+    """One state of a vault to read links against: the live catalog's, or a
+    snapshot's at a past commit (:mod:`mdmem.git.timetravel`)."""
+
+    def __init__(
+        self,
+        block_of: Callable[[str], Block | None],
+        blocks_in: Callable[[str], Sequence[Block]],
+        frontmatter_of: Callable[[str], Mapping[str, Any]],
+    ) -> None:
+        self.block = block_of
+        self.blocks_in = blocks_in
+        self.frontmatter = frontmatter_of
+
+    @classmethod
+    def of_catalog(cls, catalog: Catalog) -> Lookup:
+        def frontmatter(path: str) -> Mapping[str, Any]:
+            state = catalog.files.get(path)
+            return state.parsed.frontmatter if state is not None else {}
+
+        return cls(catalog.block, catalog.blocks_in, frontmatter)
 
     def piece(self, memory_id: str) -> Derivation | None:
-        block = self.catalog.block(memory_id)
+        block = self.block(memory_id)
         return None if block is None else derivation(block, self.frontmatter(block.path))
 
-    def frontmatter(self, path: str) -> Mapping[str, Any]:
-        state = self.catalog.files.get(path)
-        return state.parsed.frontmatter if state is not None else {}
-
     def turns(self, path: str) -> Iterable[str]:
-        return (b.id for b in self.catalog.blocks_in(path) if b.is_memory)
+        return (b.id for b in self.blocks_in(path) if b.is_memory)
 
 
-def sources_of(block: Block, catalog: Catalog) -> tuple[str, ...]:
+def _lookup(where: Catalog | Lookup) -> Lookup:
+    return where if isinstance(where, Lookup) else Lookup.of_catalog(where)
+
+
+def sources_of(block: Block, where: Catalog | Lookup) -> tuple[str, ...]:
     """The ids of the memories ``block`` was derived from, in the order it names them.
 
     ``()`` for a block nobody derived (a person's note, a remembered fact, a
     session turn). The answer comes from the links in the files (the
-    module's table), read against ``catalog`` for what a link leaves
-    implicit (a session summary's turns, the sources of a fact's episode);
-    ids may name memories no longer in the vault. One level: a daily-log
-    line's source is its episode; :func:`origins_of` goes all the way down.
+    module's table), read against ``where`` (a catalog, or a :class:`Lookup`
+    over a past commit) for what a link leaves implicit (a session summary's
+    turns, the sources of a fact's episode); ids may name memories no longer
+    in the vault. One level: a daily-log line's source is its episode;
+    :func:`origins_of` goes all the way down.
     """
-    view = _CatalogView(catalog)
-    found = derivation(block, view.frontmatter(block.path))
-    return () if found is None else _resolve(found, view)
+    look = _lookup(where)
+    found = derivation(block, look.frontmatter(block.path))
+    return () if found is None else _resolve(found, look)
 
 
-def origins_of(block: Block, catalog: Catalog) -> tuple[str, ...]:
+def origins_of(block: Block, where: Catalog | Lookup) -> tuple[str, ...]:
     """The memories at the bottom of ``block``'s derivation: sources that are no copies.
 
-    A visibility or retention rule that asks "may this reader see every source"
-    asks it of these. Ids no longer in the vault are kept (a reader can't be
-    shown what they were).
+    Ids no longer in the vault are kept (a caller can't be shown what they were).
     """
-    out: dict[str, None] = {}
+    return tuple(i for i, _, deeper in _walk(block, _lookup(where)) if not deeper)
+
+
+def derived_from(block: Block, where: Catalog | Lookup) -> list[Block]:
+    """Every block still in the vault that ``block`` was derived from, all the way
+    down: the copies in between (a log line's episode) and the origins.
+
+    The visibility rule asks "may this reader see every one of these".
+    """
+    return [source for _, source, _ in _walk(block, _lookup(where)) if source is not None]
+
+
+def _walk(block: Block, look: Lookup) -> Iterator[tuple[str, Block | None, tuple[str, ...]]]:
+    """(id, its block or None, its own sources) for each source of ``block``, breadth first."""
     seen = {block.id}
-    todo = list(sources_of(block, catalog))
+    todo = list(sources_of(block, look))
     while todo:
         memory_id = todo.pop(0)
         if memory_id in seen:
             continue
         seen.add(memory_id)
-        source = catalog.block(memory_id)
-        deeper = sources_of(source, catalog) if source is not None else ()
-        if deeper:
-            todo.extend(deeper)
-        else:
-            out[memory_id] = None
-    return tuple(out)
+        source = look.block(memory_id)
+        deeper = sources_of(source, look) if source is not None else ()
+        todo.extend(deeper)
+        yield memory_id, source, deeper
 
 
 # ------------------------------------------------------------- the graph --
