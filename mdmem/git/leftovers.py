@@ -1,7 +1,8 @@
 """What a history rewrite leaves behind, and checking that nothing is left.
 
 :func:`expire_and_prune` drops what still names the old commits (reflogs,
-pseudo-refs, ``rr-cache``, unreachable objects); :func:`check_gone` then
+pseudo-refs, ``rr-cache``, unreachable objects, shared index files of the
+old trees); :func:`check_gone` then
 looks for the removed text in every git object, every file of the vault
 (``.git`` included) and the state dir, and raises
 :class:`~mdmem.errors.PurgeIncompleteError` naming each place that holds it.
@@ -40,6 +41,10 @@ def expire_and_prune(store: MemoryStore) -> None:
     shutil.rmtree(git_dir / "rr-cache", ignore_errors=True)
     store.git.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
     store.git.run("gc", "--prune=now", "--quiet")
+    # The index is split (mdmem.store.gitstore): older shared index files keep
+    # the paths of their time (a note named after the purged text) for two
+    # weeks. Writing a new shared index with expiry "now" removes them.
+    store.git.run("update-index", "--split-index", config=("splitIndex.sharedIndexExpire=now",))
 
 
 def check_gone(store: MemoryStore, memory_id: str, texts: Iterable[str]) -> None:
