@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterator
 from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN
 from mdmem.files.textfile import SkipFile, TextFile, decode
-from mdmem.store.derived import Rewrite
+from mdmem.store.derived import Rewrite, updated_fields
 from mdmem.store.derived import remove_lines as _remove_lines
 
 __all__ = ["rewrite_file"]
@@ -118,7 +118,16 @@ def _rewrite_row(
         if memory_id in rewrite.texts:
             where = str(row.get("path"))
             moved_to = rewrite.renames.get(where, where)
-            return {**row, "text": rewrite.texts[memory_id], "path": moved_to}
+            regenerated = {**row, "text": rewrite.texts[memory_id], "path": moved_to}
+            fields = row.get("fields")
+            updates = rewrite.fields.get(memory_id)
+            if updates and isinstance(fields, list) and all(_is_pair(f) for f in fields):
+                pairs = tuple((str(k), str(v)) for k, v in fields)
+                regenerated["fields"] = [list(kv) for kv in updated_fields(pairs, updates)]
+            note = rewrite.notes.get(memory_id)
+            if note is not None:  # an episode's heading is its title
+                regenerated["heading"] = note.title
+            return regenerated
         return row
     path, text = row.get("file"), row.get("text")
     if not isinstance(path, str) or not isinstance(text, str):
@@ -133,6 +142,10 @@ def _rewrite_row(
     if new == data and moved == path:
         return row
     return {**row, "file": moved, "text": new.decode("utf-8", "surrogateescape")}
+
+
+def _is_pair(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 2
 
 
 def _only_removals(text: str, rewrite: Rewrite) -> bool:

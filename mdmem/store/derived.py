@@ -93,6 +93,7 @@ __all__ = [
     "origins_of",
     "source_field",
     "sources_of",
+    "updated_fields",
     "words",
 ]
 
@@ -517,7 +518,8 @@ class Rewrite:
         for block in sorted(parsed.blocks, key=lambda b: -b.line_start):
             if not block.is_memory or block.id not in self.texts:
                 continue
-            edited = blk.retag(block, fields=_updated(block.fields, self.fields.get(block.id)))
+            fields = updated_fields(block.fields, self.fields.get(block.id))
+            edited = blk.retag(block, fields=fields)
             lines = blk.replace_text(edited, tf, self.texts[block.id])
             old = [line.rstrip("\r\n") for line in tf.lines[block.line_start - 1 : block.line_end]]
             if lines != old:
@@ -548,7 +550,7 @@ def _note_id(parsed: blk.ParsedFile) -> str | None:
     return next((b.id for b in parsed.blocks if b.is_memory and b.kind == "episode"), None)
 
 
-def _updated(
+def updated_fields(
     fields: tuple[tuple[str, str], ...], updates: Mapping[str, str | None] | None
 ) -> tuple[tuple[str, str], ...]:
     """``fields`` with ``updates`` set in place (None removes), new keys at the end."""

@@ -87,6 +87,10 @@ def test_a_purged_turn_is_nowhere_after_consolidation_supersede_summary_and_expo
     trailer = json.loads(last)
     assert trailer["rows"] == len(lines)
     assert trailer["sha256"] == hashlib.sha256(b"".join(lines)).hexdigest()
+    # The regenerated summary's row reads as the summary now does, fields too.
+    row = next(r for r in map(json.loads, lines) if r.get("id") == summary.id)
+    live = vault.admin.store.block(summary.id)
+    assert row["text"] == live.text and [tuple(f) for f in row["fields"]] == list(live.fields)
     subprocess.run(["git", "fsck", "--strict"], cwd=vault.root, check=True, capture_output=True)
     assert git(vault.root, "status", "--porcelain") == ""
 
