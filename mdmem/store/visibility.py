@@ -27,9 +27,9 @@ the same links purge and retention follow, never guessed from wording.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mdmem.errors import ScopeDeniedError
 from mdmem.files.blocks import scope_of_path, validate_scope
@@ -80,22 +80,16 @@ EVERYONE = Reader()
 
 class Visibility:
     """The visibility rule over one vault's blocks (see the module docstring): the
-    live catalog's, or a snapshot's at a past commit."""
+    live catalog's, or a snapshot's at a past commit (a :class:`Lookup` of either)."""
 
-    def __init__(
-        self,
-        block_of: Callable[[str], Block | None],
-        blocks_in: Callable[[str], Sequence[Block]],
-        frontmatter_of: Callable[[str], Mapping[str, Any]],
-    ) -> None:
-        self._lookup = Lookup(block_of, blocks_in, frontmatter_of)
-        self._block_of = block_of
-        self._frontmatter = frontmatter_of
+    def __init__(self, lookup: Lookup) -> None:
+        self._lookup = lookup
+        self._block_of = lookup.block
+        self._frontmatter = lookup.frontmatter
 
     @classmethod
     def of_catalog(cls, catalog: Catalog) -> Visibility:
-        look = Lookup.of_catalog(catalog)
-        return cls(look.block, look.blocks_in, look.frontmatter)
+        return cls(Lookup.of_catalog(catalog))
 
     # ---------------------------------------------------------------- rule --
 
