@@ -59,7 +59,8 @@ CREDITS = ("links", "narrow")
 _LINK_ID = re.compile(r"\^(m-[A-Za-z0-9_-]+)")
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _DATA = re.compile(r"<<<MDMEM_DATA ([^\n]*)\n(.*?)\nMDMEM_DATA>>>", re.DOTALL)
-_ENTRY = re.compile(r"^\[\d\d:\d\d:\d\d\] \w+: (.*)$")
+# "[12:00:01] #3 user: text" (the entry's number; "Ana (user)" when a speaker is named).
+_ENTRY = re.compile(r"^\[\d\d:\d\d:\d\d\] (?:#\d+ )?[^:\n]+?: (.*)$")
 _SAID = re.compile(r'^(.+?) said, "(.*)"(?: and shared (.*))?$')
 # Too common in chat to tell two turns apart.
 # fmt: off

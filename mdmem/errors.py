@@ -50,6 +50,7 @@ __all__ = [
     "MdmemError",
     "MemoryNotFoundError",
     "PathOutsideVaultError",
+    "PurgeIncompleteError",
     "ScopeDeniedError",
     "SecretRefusedError",
     "Spelled",
@@ -170,6 +171,10 @@ class LockTimeoutError(MdmemError):
 
 class GitError(MdmemError):
     """A git command failed; the message carries git's own words."""
+
+
+class PurgeIncompleteError(GitError):
+    """A purge rewrote what it knew how to, but the text is still somewhere it names."""
 
 
 class IndexError_(MdmemError):  # noqa: N801, N818 - must not shadow the builtin IndexError

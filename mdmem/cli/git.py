@@ -181,6 +181,12 @@ def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
             f"purged {result.memory_id}: {result.commits_rewritten} of {result.commits} commits "
             f"rewritten ({result.method}, {result.seconds:.2f}s)"
         )
+        if result.derived:
+            click.echo(f"removed with it, made from it: {', '.join(result.derived)}")
+        if result.regenerated:
+            click.echo(f"written again from their other sources: {', '.join(result.regenerated)}")
+        for old, new in result.renamed:
+            click.echo(f"renamed {old} -> {new} (its name came from the purged text)")
         if result.also_in:
             click.echo(
                 f"the text also appears in {', '.join(result.also_in)}: "

@@ -134,10 +134,12 @@ def import_cmd(
 def export_cmd(obj: Context, jsonl: bool, output: str) -> None:
     """Write the vault's knowledge: every memory with its metadata, then its files.
 
-    `mdmem import --restore FILE` brings it back whole (into a fresh vault
-    to move one); a plain `mdmem import FILE` takes its memories as untrusted
-    rows.
+    `mdmem library import --restore FILE` brings it back whole (into a fresh
+    vault to move one); a plain `mdmem library import FILE` takes its
+    memories as untrusted rows.
     """
+    if output != "-" and not Path(output).parent.is_dir():
+        raise click.UsageError(f"--output: no folder {Path(output).parent}")
     vault = obj.vault()
     with progress_bars(enabled=not obj.quiet) as progress:  # stderr: stdout may be the data
         if output == "-":

@@ -1,25 +1,34 @@
-"""Forgetting for real: remove one memory, and what was copied from it, from every commit.
+"""Forgetting for real: remove one memory, and what was derived from it, from every commit.
 
-:func:`purge` touches that memory and nothing else:
+:func:`purge` touches that memory, its derived copies and nothing else:
 
 * **Files**, in every version of every file on every ref: the block whose id
   is the memory's is removed (all its lines, and one separating blank line,
   as ``forget`` does), found by parsing that version - never by searching
-  its text, which may be two letters that also sit inside other words. Its
-  **derived copies** go too (see :mod:`mdmem.store.derived` for what that
-  means precisely): facts consolidation extracted from it are removed like
-  the memory itself, and the episode's summary sentences, open items, fact
-  lines and daily-log quote that copy it read ``[PURGED]``. A raw tool
+  its text, which may be two letters that also sit inside other words.
+* **Derived copies**, found by the links every copy records (see
+  :mod:`mdmem.store.derived`; no wording decides what is a copy): a fact,
+  bug fix or other copy made from the memory is removed like the memory;
+  an episode note, session summary or daily-log line made from it and from
+  other sources is *regenerated* from what is left (extractively, by
+  :mod:`mdmem.memory.provenance`: the same in every version of it, renamed
+  when its file name came from the old title); one with no source left is
+  removed (an episode note leaves whole). List lines linking a removed
+  memory (an episode's ``## Facts``, ``sources:``) go too. A raw tool
   output the memory alone pointed at (``[tout:: key]``) leaves history.
 * **Commit messages**: the subject of a commit that changed one of those
   blocks (or names it in a trailer) reads ``<op> <kind>: [PURGED]`` where it
-  quoted the text; ``Dropped:`` trailers that quote it read ``[PURGED]``.
-  Other messages, and every other memory, note and ``mdmem.toml``, keep
-  their bytes in every commit.
+  quoted the text; ``Dropped:`` trailers that quote it read ``[PURGED]``; a
+  renamed note's path is renamed in messages too. Other messages, and every
+  other memory, note and ``mdmem.toml``, keep their bytes in every commit.
 * **Leftovers**: reflogs are expired, stashes rebuilt from their rewritten
   commits, pseudo-refs and ``rr-cache`` removed, unreachable objects pruned;
-  the keyword index is rebuilt and the manifest vacuumed (the facade also
-  drops time-travel snapshots).
+  the keyword index is rebuilt, the manifest vacuumed and the time-travel
+  snapshots dropped.
+* **Checked**: afterwards each text the purge removed (long enough to be
+  told apart, and no longer in any file of the vault) is looked for in every
+  git object, every file under ``.git`` and the state dir; any place still
+  holding it is named in a :class:`~mdmem.errors.PurgeIncompleteError`.
 
 The rewrite streams ``git fast-export | rewrite | git fast-import`` (git
 plumbing, always available) and keeps the number of commits. ``git
@@ -31,7 +40,6 @@ overwrites it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -45,15 +53,22 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError, Spelled
-from mdmem.files import blocks as blk
-from mdmem.files.ids import ID_PATTERN, normalize_id
-from mdmem.files.textfile import SkipFile, TextFile, decode
+from mdmem.files.ids import normalize_id
+from mdmem.git import timetravel
+from mdmem.git.leftovers import check_gone, expire_and_prune
 from mdmem.git.provenance import clear_blame_cache
+from mdmem.git.purge_files import rewrite_file
 from mdmem.git.revisions import parsed_at
 from mdmem.index.progress import Progress, silent
-from mdmem.models import Block, first_line, one_line
-from mdmem.store.derived import CopyPlan, Links
-from mdmem.store.editors import Edit, Editor
+from mdmem.models import first_line, one_line
+from mdmem.store.derived import (
+    Affected,
+    NoteText,
+    Provenance,
+    Rewrite,
+    front_ids,
+    is_episode_note,
+)
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
@@ -63,10 +78,9 @@ __all__ = [
     "PURGED",
     "PurgeResult",
     "clear_stale_marker",
+    "marked_rewrite",
     "message_forms",
     "purge",
-    "purge_editor",
-    "purge_text",
     "remote_is_stale",
     "rewrite_file",
     "scrub_message",
@@ -90,21 +104,38 @@ class PurgeResult:
     also_in: tuple[str, ...]  # other memories that mention the text: left as they are
     forgotten_now: bool  # the memory was still in the vault and got forgotten first
     seconds: float
-    derived: tuple[str, ...] = ()  # facts extracted from it, purged with it
-    episodes: tuple[str, ...] = ()  # episodes whose copies of it now read [PURGED]
+    derived: tuple[str, ...] = ()  # copies made from it (facts...), removed with it
+    episodes: tuple[str, ...] = ()  # episodes and summaries it was a source of
+    regenerated: tuple[str, ...] = ()  # copies written again from their other sources
+    renamed: tuple[tuple[str, str], ...] = ()  # notes whose file name came from the text
 
 
 @dataclass
 class _Target:
-    """What one purge removes, gathered from the files and every ref's history."""
+    """What one purge removes and regenerates, gathered from the files and every ref."""
 
     memory_id: str
-    ids: set[str]  # the memory and the facts copied from it
-    texts: dict[str, set[str]] = field(default_factory=dict)  # every version, per id
-    kinds: dict[str, str] = field(default_factory=dict)
-    plan: CopyPlan | None = None
-    tool_keys: set[str] = field(default_factory=set)  # its [tout:: key] fields, any version
-    raw_paths: set[str] = field(default_factory=set)  # tool outputs only it pointed at
+    graph: Provenance
+    affected: Affected
+    rewrite: Rewrite
+    tool_keys: dict[str, set[str]] = field(default_factory=dict)  # id -> [tout:: key]s seen
+    raw_paths: set[str] = field(default_factory=set)  # tool outputs only they pointed at
+
+    @property
+    def dropped_paths(self) -> set[str]:
+        """Paths of the notes that leave whole (a commit trailer may name them)."""
+        return {p for i in self.affected.dropped_notes for p in self.graph.notes.get(i, ())}
+
+    @property
+    def removed(self) -> frozenset[str]:
+        return self.affected.removed
+
+    @property
+    def touched(self) -> frozenset[str]:
+        return self.affected.removed | self.affected.regenerated
+
+    def texts(self, ids: Iterable[str]) -> set[str]:
+        return {t for i in ids for t in self.graph.texts.get(i, ())}
 
 
 def purge(
@@ -117,13 +148,17 @@ def purge(
 ) -> PurgeResult:
     """Forget ``memory_id`` and its derived copies, and rewrite ALL history without them.
 
-    Every version of the memory's block (matched by its id) and of the facts
-    extracted from it is removed from every commit of every ref; copies in
-    episodes and daily logs read ``[PURGED]``; commit subjects of its own
-    commits that quoted it read ``[PURGED]``. Nothing else changes, and the
-    number of commits stays the same. Reflogs are expired and unreachable
-    objects pruned. Clones and remotes elsewhere still hold the text: after a
-    purge, ``sync`` refuses to pull until ``force_push=True`` overwrites the remote.
+    Every version of the memory's block (matched by its id) and of the copies
+    removed with it leaves every commit of every ref; copies made from it and
+    from other sources are regenerated from those (see the module docstring);
+    commit subjects of its own commits that quoted it read ``[PURGED]``.
+    Nothing else changes, and the number of commits stays the same. Reflogs
+    are expired and unreachable objects pruned. Clones and remotes elsewhere
+    still hold the text: after a purge, ``sync`` refuses to pull until
+    ``force_push=True`` overwrites the remote.
+
+    Raises :class:`~mdmem.errors.PurgeIncompleteError`, naming the places,
+    when the removed text is still found anywhere afterwards.
 
     ``method``: ``"fast-export"`` or None (the same).
     """
@@ -147,9 +182,9 @@ def purge(
         target = _gather(store, memory_id)
         forgotten_now = _forget_now(store, target)
         store.refresh()
-        forms = message_forms(t for texts in target.texts.values() for t in texts)
-        also_in = _mentioned_in(store, target, forms)
-        own = _own_commits(store, target.ids)
+        forms = message_forms(target.texts(target.touched))
+        also_in = _mentioned_in(store, target, message_forms(target.texts(target.removed)))
+        own = _own_commits(store, set(target.touched))
         before = set(_all_commits(store))
         old_head = store.git.head()
         stashes = _hold_stashes(store)
@@ -163,7 +198,7 @@ def purge(
                 store.git.run("update-ref", "-d", f"{_HELD_STASH}{n}", ok_codes=(0, 1))
             raise
         tell("purge", 2, 3)
-        _expire_and_prune(store)
+        expire_and_prune(store)
         _restore_stashes(store, stashes, forms, own)
         after = _all_commits(store)
         store.git.forget_tracked()
@@ -171,10 +206,15 @@ def purge(
         store.refresh()
         _mark_remote_stale(store, old_head)
     # Whoosh keeps deleted documents in its segments until rewritten, and
-    # SQLite keeps deleted rows in free pages and its WAL.
+    # SQLite keeps deleted rows in free pages and its WAL; a time-travel
+    # snapshot is an index of an old tree.
     tell("purge", 3, 3)
     store.reindex(full=True, progress=progress)
     store.indexer.manifest.scrub()
+    shutil.rmtree(store.state_dir / "asof", ignore_errors=True)
+    timetravel.forget_snapshots(store)
+    check_gone(store, target.memory_id, target.texts(target.removed))
+    affected = target.affected
     return PurgeResult(
         memory_id=memory_id,
         method="fast-export",
@@ -186,69 +226,109 @@ def purge(
         also_in=also_in,
         forgotten_now=forgotten_now,
         seconds=round(time.perf_counter() - started, 3),
-        derived=tuple(sorted(target.ids - {memory_id})),
-        episodes=tuple(sorted(target.plan.episodes)) if target.plan else (),
+        derived=tuple(sorted(affected.removed - {memory_id})),
+        episodes=tuple(sorted(_episodes(target))),
+        regenerated=tuple(sorted(affected.regenerated)),
+        renamed=tuple(sorted(target.rewrite.renames.items())),
     )
+
+
+def _episodes(target: _Target) -> set[str]:
+    graph = target.graph
+    return {
+        i
+        for i in target.touched - {target.memory_id}
+        if (d := graph.pieces.get(i)) is not None and d.rule in ("episode", "summary")
+    }
 
 
 # ------------------------------------------------------------------ gather --
 
 
 def _gather(store: MemoryStore, memory_id: str) -> _Target:
-    """The memory, its versions, its episodes and the facts copied from it."""
-    links = Links()
-    for state in list(store.catalog.files.values()):
-        links.add_file(state.parsed)
-    target = _Target(memory_id, {memory_id})
-    _versions(store, {memory_id}, target, links)
-    current = store.catalog.block(memory_id)
-    if current is not None:
-        target.texts.setdefault(memory_id, set()).add(current.text)
-        target.kinds[memory_id] = current.kind
-    if not target.texts:
-        raise MemoryNotFoundError(f"no memory {memory_id} in the vault or its history")
-    links.add_texts(memory_id, target.texts[memory_id])
-    episodes = links.episodes_of(memory_id) | links.episodes_with_fact(memory_id)
-    if memory_id in links.notes:  # an episode itself: its daily-log entry quotes it
-        episodes.add(memory_id)
-    if episodes:
-        # Every source and fact these episodes ever had, for the attribution.
-        _versions(store, episodes, None, links)
-        links.fill_from({b.id: b for b in store.catalog.blocks(memories_only=True)})
-        links.add_texts(memory_id, target.texts[memory_id])
-        first = CopyPlan.build(links, mark=PURGED, targets={memory_id})
-        facts = {e: links.facts.get(e, {}) for e in first.episodes}
-        derived = first.copies_among(facts) - {memory_id}
-        if derived:
-            target.ids |= derived
-            _versions(store, derived, target, links)
-            for fact_id in derived:
-                block = store.catalog.block(fact_id)
-                if block is not None:
-                    target.texts.setdefault(fact_id, set()).add(block.text)
-                    target.kinds[fact_id] = block.kind
-                target.texts.setdefault(fact_id, set()).update(
-                    t for e in facts.values() for t in e.get(fact_id, ())
-                )
-        target.plan = CopyPlan.build(
-            links,
-            mark=PURGED,
-            targets={memory_id},
-            facts=target.ids,
-        )
+    """The memory, what was derived from it (any version, any ref), and the edits."""
+    graph = Provenance.of(state.parsed for state in list(store.catalog.files.values()))
+    tool_keys: dict[str, set[str]] = {}
+    known = {memory_id}
+    frontier = {memory_id}
+    while frontier:
+        # Every version naming these ids: their own blocks, and the copies
+        # that link them (an episode's sources, a fact's episode...).
+        _versions(store, frontier, graph, tool_keys)
+        _summaries_over(store, frontier, graph, tool_keys)
+        if memory_id not in graph.texts:
+            raise MemoryNotFoundError(f"no memory {memory_id} in the vault or its history")
+        reached = graph.affected({memory_id}, remove=True)
+        frontier = set(reached.removed | reached.regenerated) - known
+        known |= frontier
+    affected = graph.affected({memory_id}, remove=True)
+    rewrite = (store.regenerate or marked_rewrite)(graph, affected, PURGED)
+    target = _Target(memory_id, graph, affected, rewrite, tool_keys)
     target.raw_paths = _raw_outputs(store, target)
     return target
 
 
-def _versions(store: MemoryStore, ids: set[str], target: _Target | None, links: Links) -> None:
+def marked_rewrite(graph: Provenance, affected: Affected, mark: str) -> Rewrite:
+    """The edits without a regenerator: removed copies leave, the others read ``mark``."""
+    texts = {i: mark for i in affected.regenerated}
+    notes = {
+        i: _marked_note(mark)
+        for i in affected.regenerated
+        if (d := graph.pieces.get(i)) is not None and d.rule == "episode"
+    }
+    return Rewrite(
+        mark=mark,
+        removed=affected.removed,
+        texts=texts,
+        notes=notes,
+        dropped=affected.dropped_notes,
+    )
+
+
+def _marked_note(mark: str) -> NoteText:
+    front = {"title": mark, "abstract": mark, "overview": mark, "pending": []}
+    return NoteText(title=mark, pending=(), front=front)
+
+
+def _versions(
+    store: MemoryStore, ids: set[str], graph: Provenance, tool_keys: dict[str, set[str]]
+) -> None:
     """Parse every file, at every commit on any ref, where a line naming ``ids`` changed."""
     markers = sorted(f"^{i}" for i in ids)
     pattern = "\\^(" + "|".join(ids) + ")"
     shas = store.git.run("log", "--all", "--format=%H", "-G", pattern).split()
     grep = [arg for i in sorted(ids) for arg in ("--grep", i)]
     shas += store.git.run("log", "--all", "--format=%H", "-F", *grep).split()
+    _parse_versions(store, dict.fromkeys(shas), markers, graph, tool_keys)
+
+
+def _summaries_over(
+    store: MemoryStore, ids: set[str], graph: Provenance, tool_keys: dict[str, set[str]]
+) -> None:
+    """Every version of the session summaries of the sessions ``ids`` are turns of.
+
+    A summary names its span by its first and last turn, not each turn in it.
+    """
+    sessions = {
+        PurePosixPath(path).stem for path, turns in graph.session_turns.items() if turns & ids
+    }
+    if not sessions:
+        return
+    markers = sorted(f"[session:: {s}]" for s in sessions)
+    pattern = "\\[session:: (" + "|".join(re.escape(s) for s in sorted(sessions)) + ")\\]"
+    shas = store.git.run("log", "--all", "--format=%H", "-G", pattern).split()
+    _parse_versions(store, dict.fromkeys(shas), markers, graph, tool_keys)
+
+
+def _parse_versions(
+    store: MemoryStore,
+    shas: Iterable[str],
+    markers: list[str],
+    graph: Provenance,
+    tool_keys: dict[str, set[str]],
+) -> None:
     seen: set[tuple[str, str]] = set()
-    for sha in dict.fromkeys(shas):
+    for sha in shas:
         listing = store.git.run(
             "grep",
             "-l",
@@ -269,26 +349,23 @@ def _versions(store: MemoryStore, ids: set[str], target: _Target | None, links: 
             if parsed is None:
                 continue
             key = (path, "".join(b.content_hash + b.id for b in parsed.blocks))
-            if key not in seen:
-                seen.add(key)
-                links.add_file(parsed)
-            if target is None:
+            if key in seen:
                 continue
-            for memory_id in ids:
-                block = parsed.by_id(memory_id)
-                if block is not None:
-                    target.texts.setdefault(memory_id, set()).add(block.text)
-                    target.kinds.setdefault(memory_id, block.kind)
-                    target.tool_keys.update(v for k, v in block.fields if k == "tout")
+            seen.add(key)
+            graph.add_file(parsed)
+            for block in parsed.blocks:
+                keys = [v for k, v in block.fields if k == "tout"]
+                if keys:
+                    tool_keys.setdefault(block.id, set()).update(keys)
 
 
 def _raw_outputs(store: MemoryStore, target: _Target) -> set[str]:
-    """Paths of raw tool outputs (``[tout:: key]``) that only the purged memories pointed at."""
-    keys = set(target.tool_keys)
+    """Paths of raw tool outputs (``[tout:: key]``) that only the removed memories pointed at."""
+    keys = {k for i in target.removed for k in target.tool_keys.get(i, ())}
     if not keys:
         return set()
     for block in store.catalog.blocks(memories_only=True):
-        if block.id not in target.ids:
+        if block.id not in target.removed:
             keys -= {v for k, v in block.fields if k == "tout"}
     names = {f"{key}.md" for key in keys}
     listing = store.git.run("log", "--all", "--format=", "--name-only", "-z", strip=False)
@@ -297,23 +374,33 @@ def _raw_outputs(store: MemoryStore, target: _Target) -> set[str]:
 
 
 def _forget_now(store: MemoryStore, target: _Target) -> bool:
-    """One commit: the memory and its derived facts leave their files, copies read [PURGED].
+    """One commit: today's files as the rewritten history will hold them.
 
-    (A raw tool output leaves with the history rewrite, which drops it from
-    every commit and so from the working tree.)
+    Removed blocks leave, copies read their regenerated text. (A note that
+    leaves whole, a renamed note and a raw tool output follow with the
+    history rewrite, which changes every commit and so the working tree.)
     """
-    present = [i for i in sorted(target.ids) if store.catalog.has_id(i)]
-    plan = target.plan
-    files = {p for i in present if (p := store.catalog.path_of(i)) is not None}
-    if plan:
-        for block in store.catalog.blocks(memories_only=True):
-            if block.id in plan.episodes or any(f"#^{e}" in block.text for e in plan.episodes):
-                files.add(block.path)
-    if not present and not files:
+    rewrite = target.rewrite
+    files = {
+        p
+        for i in target.touched
+        for p in [store.catalog.path_of(i), *sorted(target.graph.notes.get(i, ()))]
+        if p is not None and p in store.catalog.files
+    }
+    for path, state in list(store.catalog.files.items()):
+        meta = state.parsed.frontmatter
+        if is_episode_note(meta) and any(
+            i in target.removed
+            for key in ("sources", "facts", "given")
+            for i in front_ids(meta, key)
+        ):
+            files.add(path)
+    if not files:
         return False
     memory_id = target.memory_id
+    present = [i for i in sorted(target.removed) if store.catalog.has_id(i)]
     current = store.catalog.block(memory_id)
-    kind = target.kinds.get(memory_id, "memory")
+    kind = target.graph.kinds.get(memory_id, "memory")
     subject = f"purge {kind}: {PURGED}"
     trailers = [
         *memory_trailers(memory_id, kind, current.scope if current else "", "purge"),
@@ -323,7 +410,7 @@ def _forget_now(store: MemoryStore, target: _Target) -> bool:
         # The same edit as the history rewrite, so this commit's files match
         # what the rewritten history holds.
         for path in sorted(files):
-            tx.apply(path, purge_editor(target.ids, plan), subject, [])
+            tx.apply(path, rewrite.editor(), subject, [])
         tx.set_message(subject, trailers)
     return memory_id in present
 
@@ -335,7 +422,7 @@ def _mentioned_in(store: MemoryStore, target: _Target, forms: Collection[str]) -
     ]
     found = set()
     for block in store.catalog.blocks(memories_only=True):
-        if block.id in target.ids or (target.plan and block.id in target.plan.episodes):
+        if block.id in target.touched:
             continue
         flat = " ".join(block.text.split())
         if any(p.search(flat) for p in patterns):
@@ -451,164 +538,6 @@ def scrub_message(
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------- the files --
-
-
-def rewrite_file(
-    path: str,
-    data: bytes,
-    ids: Collection[str],
-    plan: CopyPlan | None,
-    spans: dict[tuple[str, bytes], int | None] | None = None,
-) -> bytes:
-    """One version of one file without the blocks ``ids``, and ``plan``'s copies marked.
-
-    Blocks are found by parsing that version, by their id; every other byte
-    stays. A version that does not parse (a broken frontmatter) loses the
-    lines that end in one of the ids. ``spans`` caches where a block starts,
-    keyed by everything up to its id line (see :func:`_cached_spans`).
-    """
-    if not path.endswith(".md"):
-        return data
-    try:
-        tf = decode(data)
-    except SkipFile:
-        return data
-    if spans is not None and (plan is None or not any(f"^{e}" in tf.text for e in plan.episodes)):
-        found = _cached_spans(path, tf, ids, spans)
-        if found is not None:
-            for start, end in sorted(found, reverse=True):
-                _remove_lines(tf, start, end)
-            return tf.to_bytes() if found else data
-    try:
-        parsed = blk.parse(path, tf)
-    except SkipFile:
-        return _drop_id_lines(tf, ids) or data
-    if spans is not None:
-        _learn_spans(path, tf, parsed, ids, spans)
-    return tf.to_bytes() if purge_text(tf, parsed, ids, plan) else data
-
-
-def _learn_spans(
-    path: str,
-    tf: TextFile,
-    parsed: blk.ParsedFile,
-    ids: Collection[str],
-    spans: dict[tuple[str, bytes], int | None],
-) -> None:
-    """Remember, per id line, how many lines above it its block starts (None: no block)."""
-    ends = {b.line_end - 1: b for b in parsed.blocks if b.is_memory and b.id in ids}
-    inside = {
-        i
-        for b in parsed.blocks
-        if b.is_memory and b.id in ids
-        for i in range(b.line_start - 1, b.line_end - 1)
-    }
-    prefix = hashlib.sha1()
-    for i, line in enumerate(tf.lines):
-        prefix.update(line.encode("utf-8", "surrogateescape"))
-        match = _ID_AT_END.search(line)
-        if match is None or match.group(1) not in ids:
-            continue
-        block = ends.get(i)
-        if block is not None and block.id == match.group(1):
-            spans[(path, prefix.copy().digest())] = block.line_end - block.line_start
-        elif i not in inside:  # an id in a code fence, say: not a block
-            spans[(path, prefix.copy().digest())] = None
-
-
-def _cached_spans(
-    path: str, tf: TextFile, ids: Collection[str], spans: dict[tuple[str, bytes], int | None]
-) -> list[tuple[int, int]] | None:
-    """The line ranges of the blocks ``ids``, known without parsing; None to parse.
-
-    Successive versions of a file mostly append after the memory, and a
-    block's start depends only on the lines up to its id line (the last line
-    of a memory block): the same prefix means the same block, so a history
-    of hundreds of versions is parsed a handful of times.
-    """
-    found: list[tuple[int, int]] = []
-    prefix = hashlib.sha1()
-    for i, line in enumerate(tf.lines):
-        prefix.update(line.encode("utf-8", "surrogateescape"))
-        match = _ID_AT_END.search(line)
-        if match is None or match.group(1) not in ids:
-            continue
-        key = (path, prefix.copy().digest())
-        if key not in spans:
-            return None
-        above = spans[key]
-        if above is not None:
-            found.append((i - above, i + 1))
-    return found
-
-
-_ID_AT_END = re.compile(rf"\^({ID_PATTERN})\s*$")
-
-
-def purge_text(
-    tf: TextFile, parsed: blk.ParsedFile, ids: Collection[str], plan: CopyPlan | None
-) -> bool:
-    """Remove the blocks ``ids`` from one file and mark ``plan``'s copies; whether it changed."""
-    changed = False
-    for _ in range(len(parsed.blocks) + 1):
-        doomed = [b for b in parsed.blocks if b.is_memory and b.id in ids]
-        if not doomed:
-            break
-        _remove_block(tf, doomed[-1])
-        changed = True
-        try:
-            parsed = blk.parse(parsed.path, tf)
-        except SkipFile:
-            return changed
-    if plan is not None and plan.redact(tf, parsed):
-        changed = True
-    return changed
-
-
-def _remove_block(tf: TextFile, block: Block) -> None:
-    _remove_lines(tf, block.line_start - 1, block.line_end)
-
-
-def _remove_lines(tf: TextFile, start: int, end: int) -> None:
-    """Drop lines [start, end) and the blank line that was written to separate them.
-
-    The gap after the block goes when one stays before it (as ``forget``
-    does); a block that ends the file takes the gap before it instead, so a
-    file reads as it did before the block was appended.
-    """
-    lines = tf.lines
-
-    def blank(i: int) -> bool:
-        return not lines[i].strip()
-
-    if end < len(lines) and blank(end) and (start == 0 or blank(start - 1)):
-        end += 1
-    elif end >= len(lines) and start > 0 and blank(start - 1):
-        start -= 1
-    tf.replace_lines(start, end, [])
-
-
-def purge_editor(ids: Collection[str], plan: CopyPlan | None) -> Editor:
-    """:func:`purge_text` as an editor for the writer's transaction (today's files)."""
-
-    def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
-        if parsed is not None:
-            purge_text(tf, parsed, ids, plan)
-        return Edit()
-
-    return edit
-
-
-def _drop_id_lines(tf: TextFile, ids: Collection[str]) -> bytes | None:
-    ends = re.compile(r"\^(?:" + "|".join(re.escape(i) for i in ids) + r")\s*$")
-    kept = [line for line in tf.lines if not ends.search(line)]
-    if len(kept) == len(tf.lines):
-        return None
-    tf.lines = kept
-    return tf.to_bytes()
-
-
 def _unquote_path(raw: bytes) -> str:
     """A path as fast-export writes it: plain, or C-quoted with escapes."""
     if not raw.startswith(b'"'):
@@ -640,22 +569,33 @@ def _unquote_path(raw: bytes) -> str:
 class _Rewriter:
     """Rewrites a ``git fast-export`` stream for one purge.
 
-    A blob that mentions a purged id or an episode concerned is held back;
-    each commit that uses it gets that file's rewritten version inline
-    (``M <mode> inline <path>``), since a block is found by parsing the file
-    as the markdown its path says it is.
+    A blob that mentions a memory concerned is held back; each commit that
+    uses it gets that file's rewritten version inline (``M <mode> inline
+    <path>``), since a block is found by parsing the file as the markdown its
+    path says it is. A version that leaves becomes ``D <path>``; a renamed
+    note changes its path in every commit.
     """
 
     def __init__(self, target: _Target, forms: Collection[str], own: set[str]) -> None:
-        self.ids = target.ids
-        self.plan = target.plan
+        self.rewrite = target.rewrite
         self.forms = forms
         self.own = own
-        wanted = set(target.ids) | (set(target.plan.episodes) if target.plan else set())
-        self.markers = [f"^{i}".encode() for i in sorted(wanted)]
+        # A block names its id after a caret; an export row quotes it.
+        self.markers = [
+            marker.encode() for i in sorted(self.rewrite.touched) for marker in (f"^{i}", f'"{i}"')
+        ]
         self.raw_paths = set(target.raw_paths)
+        self.renames = {
+            old.encode("utf-8", "surrogateescape"): new.encode("utf-8", "surrogateescape")
+            for old, new in self.rewrite.renames.items()
+        }
+        # A path named in a message: renamed with its note, or gone with it.
+        self.paths = {
+            **dict.fromkeys(sorted(target.dropped_paths), PURGED),
+            **target.rewrite.renames,
+        }
         self.held: dict[bytes, bytes] = {}
-        self.done: dict[tuple[bytes, str], bytes] = {}
+        self.done: dict[tuple[bytes, str], bytes | None] = {}
         self.spans: dict[tuple[str, bytes], int | None] = {}
         self.blobs = 0
         self.messages = 0
@@ -707,30 +647,45 @@ class _Rewriter:
     def file_change(self, line: bytes, dst: IO[bytes]) -> bool:
         """Handle one ``M``/``D``/``N`` line of a commit; False to copy it as it is."""
         if line.startswith(b"D "):
-            return _unquote_path(line[2:-1]) in self.raw_paths
+            path = line[2:-1]
+            if _unquote_path(path) in self.raw_paths:
+                return True
+            if path in self.renames:
+                dst.write(b"D " + self.renames[path] + b"\n")
+                return True
+            return False
         if line.startswith(b"N "):
             ref, _, commitish = line[2:-1].partition(b" ")
             if ref not in self.held:
                 return False
             dst.write(b"N inline " + commitish + b"\n")
-            _write_data(dst, self.rewritten(ref, "notes.md"), lf=True)
+            _write_data(dst, self.rewritten(ref, "notes.md") or b"", lf=True)
             return True
         if not line.startswith(b"M "):
             return False
         mode, ref, path = line[2:-1].split(b" ", 2)
-        if _unquote_path(path) in self.raw_paths:
+        name = _unquote_path(path)
+        if name in self.raw_paths:
             return True  # the raw output never existed
+        moved = self.renames.get(path, path)
         if ref not in self.held:
-            return False
-        dst.write(b"M " + mode + b" inline " + path + b"\n")
-        _write_data(dst, self.rewritten(ref, _unquote_path(path)), lf=True)
+            if moved == path:
+                return False
+            dst.write(b"M " + mode + b" " + ref + b" " + moved + b"\n")
+            return True
+        new = self.rewritten(ref, name)
+        if new is None:
+            dst.write(b"D " + moved + b"\n")
+            return True
+        dst.write(b"M " + mode + b" inline " + moved + b"\n")
+        _write_data(dst, new, lf=True)
         return True
 
-    def rewritten(self, ref: bytes, path: str) -> bytes:
+    def rewritten(self, ref: bytes, path: str) -> bytes | None:
         key = (ref, path)
         if key not in self.done:
             data = self.held[ref]
-            new = rewrite_file(path, data, self.ids, self.plan, self.spans)
+            new = rewrite_file(path, data, self.rewrite, self.spans, self.raw_paths)
             self.blobs += new != data
             self.done[key] = new
         return self.done[key]
@@ -738,6 +693,8 @@ class _Rewriter:
     def message(self, payload: bytes, sha: str) -> bytes:
         text = payload.decode("utf-8", "surrogateescape")
         new = scrub_message(text, self.forms, own=sha in self.own, own_commits=self.own)
+        for old, moved in self.paths.items():
+            new = new.replace(old, moved)
         self.messages += new != text
         return new.encode("utf-8", "surrogateescape")
 
@@ -848,21 +805,6 @@ def _restore_stashes(
         sha = store.git.run("rev-parse", "--verify", ref)
         store.git.run("stash", "store", "-m", _scrub_quoted_commit(message, forms, own), sha)
         store.git.run("update-ref", "-d", ref)
-
-
-def _expire_and_prune(store: MemoryStore) -> None:
-    git_dir = store.root / ".git"
-    # Pseudo-refs may point at old commits; COMMIT_EDITMSG holds the last message
-    # verbatim; rr-cache keeps the text of resolved conflicts.
-    names = ("ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
-    for name in (*names, "COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG"):
-        try:
-            (git_dir / name).unlink()
-        except FileNotFoundError:
-            pass
-    shutil.rmtree(git_dir / "rr-cache", ignore_errors=True)
-    store.git.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-    store.git.run("gc", "--prune=now", "--quiet")
 
 
 # Purged history diverges from every clone: the next sync must overwrite the

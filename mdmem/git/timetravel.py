@@ -34,6 +34,7 @@ from mdmem.index.keyword import KeywordIndex
 from mdmem.models import Block
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import to_datetime
+from mdmem.store.derived import Lookup
 from mdmem.store.visibility import Visibility
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class Snapshot:
 
     @cached_property
     def visibility(self) -> Visibility:
-        return Visibility(self.block, lambda path: self._by_path.get(path, []), self.frontmatter)
+        return Visibility(Lookup(self.block, lambda p: self._by_path.get(p, []), self.frontmatter))
 
     @property
     def keyword(self) -> KeywordIndex:

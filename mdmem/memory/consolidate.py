@@ -24,11 +24,25 @@ Flow (OrcBot's short-term → episodic consolidation, written back as markdown):
    left pending (``force=True`` accepts it).
 5. **Writing**, in ONE commit: facts and preferences through
    ``store.remember`` (so dedupe, auto-resolve and the judge apply) with
-   ``[episode:: ^m-…]``, the episode note ``episodes/YYYY-MM-DD-<slug>.md``
-   (frontmatter: source block links, time range, scope, contact, model,
-   confidence, ``extractive``), one line in the daily log, and
-   ``[consolidated:: ^<episode id>]`` on every source entry (never deleted).
+   ``[episode:: ^m-…]`` and, where the draft can say, ``[sources:: ^S…]``
+   (the entries a fact came from) and ``[speaker:: …]`` (who said them);
+   the episode note ``episodes/YYYY-MM-DD-<slug>.md`` (frontmatter: source
+   block links, what the drafter was ``given``, time range, scope, contact,
+   model, confidence, ``extractive``), one line in the daily log
+   (``[sources:: ^<episode>]``), and ``[consolidated:: ^<episode id>]`` on
+   every source entry (never deleted). These links are how purge, retention
+   and visibility find every copy (:mod:`mdmem.store.derived`).
    ``dry_run`` renders the same edits in memory and returns their diff.
+
+**Who spoke.** A turn with a ``[speaker:: …]`` (a group chat's member, other
+than the session's own contact) is that person's; any other user turn is
+the session user's. Only the session user's statements go to ``USER.md``;
+a statement of someone else is a fact named after them ("Ana prefers
+tea.", ``[speaker:: Ana]``) in ``MEMORY.md``, which their contact profile
+lists (:mod:`mdmem.memory.contacts`); one the draft cannot attribute stays
+out of ``USER.md`` too. The model sees each entry numbered with its
+speaker and answers facts as ``{"text", "speaker", "sources": [n…]}``;
+who said it is read from the cited entries, not from the model's words.
 6. **Review** (``review=True``, or ``[consolidation] review = true``): the
    same edits become one commit on a branch ``mdmem/consolidate-<date>``
    instead, for a person to merge or reject (:mod:`mdmem.git.review`). Entries
@@ -57,11 +71,12 @@ from mdmem.files.ids import ID_PATTERN
 from mdmem.git import review as rv
 from mdmem.index.progress import Progress, silent
 from mdmem.memory import extractive
-from mdmem.memory.sessions import session_id_of
+from mdmem.memory.episode_text import episode_name, episode_text, log_text, title_of
+from mdmem.memory.sessions import attribute, session_id_of, speaker_of, turn_text
 from mdmem.models import FACT_KINDS, Block, Memory, one_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
+from mdmem.store.derived import source_field
 from mdmem.store.importance import kind_importance, origin_of_tools
-from mdmem.store.tiers import OVERVIEW_CHARS, abstract_of
 from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
@@ -73,9 +88,12 @@ __all__ = [
     "ConsolidationResult",
     "Draft",
     "EpisodeInfo",
+    "Group",
     "Rejection",
     "consolidate",
     "consolidate_stale",
+    "draft_extractive",
+    "last_episode",
     "maybe_auto_consolidate",
     "pending_entries",
     "stale_entries",
@@ -95,17 +113,24 @@ CONSOLIDATE_SYSTEM = (
     "messages and tool outputs from one conversation - into an episodic summary and durable "
     "knowledge.\n"
     f"{DATA_INSTRUCTIONS}\n"
+    "Each entry is numbered (#1, #2...) and says who spoke: 'user' is the person the "
+    "conversation is with, a name is someone else in a group chat.\n"
     "Reply with one JSON object with exactly these keys:\n"
-    '{"summary": "...", "facts": ["..."], "pending": ["..."], "preferences": ["..."], '
+    '{"summary": "...", "facts": [{"text": "...", "speaker": "user", "sources": [1]}], '
+    '"pending": ["..."], "preferences": [{"text": "...", "speaker": "Ana", "sources": [3]}], '
     '"tone": "...", "confidence": 0.8}\n'
     "- summary: what happened, 2-5 sentences, past tense, third person.\n"
-    "- facts: durable facts worth remembering after this conversation (about the user, their "
-    "work, the world), one self-contained sentence each. Include every KNOWN FACT that is "
-    "still true (you may reword it); leave one out only when the conversation shows it is no "
-    "longer true, and then state the new fact.\n"
+    "- facts: durable facts worth remembering after this conversation (about the user, the "
+    "people in it, their work, the world), one self-contained sentence each, as "
+    '{"text", "speaker", "sources"}: speaker is who said it ("user", or the name), sources '
+    "the numbers of the entries it comes from. A fact someone other than the user said names "
+    'them ("Ana prefers tea."), never "the user". Include every KNOWN FACT that is '
+    "still true (you may reword it; sources [] then); leave one out only when the "
+    "conversation shows it is no longer true, and then state the new fact.\n"
     "- pending: tasks, promises or questions still open at the end, including OPEN ITEMS "
     "from earlier that are still open.\n"
-    "- preferences: the user's stated preferences (style, units, tools...), one sentence each.\n"
+    "- preferences: stated preferences (style, units, tools...), one sentence each, in the "
+    "same form as facts.\n"
     "- tone: the conversation's tone in one or two words.\n"
     "- confidence: from 0 to 1, how sure you are of the facts.\n"
     "Use [] for empty lists. Never invent anything the data does not say."
@@ -171,6 +196,8 @@ class FactItem:
     text: str
     kind: str = "fact"
     topic: str | None = None
+    sources: tuple[int, ...] = ()  # 0-based entries of the group it came from
+    speaker: str | None = None  # who the draft says said it ("user" or a name)
 
 
 @dataclass
@@ -193,6 +220,9 @@ class Draft:
     extractive: bool
     given: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    # What the drafter was shown besides the entries (known facts, the earlier
+    # episode whose open items it carried): the note's ``given`` links.
+    shown: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------- pending entries ----
@@ -298,7 +328,12 @@ def known_facts(store: MemoryStore, scope: str, contact: str) -> list[Block]:
 
 def open_items(store: MemoryStore, scope: str, contact: str) -> list[str]:
     """The pending list of this contact's latest episode."""
-    latest: tuple[str, list[str]] | None = None
+    return last_episode(store, scope, contact)[1]
+
+
+def last_episode(store: MemoryStore, scope: str, contact: str) -> tuple[str | None, list[str]]:
+    """This contact's latest episode (its summary's id) and its open items."""
+    latest: tuple[str, list[str], str] | None = None
     for path, state in store.catalog.files.items():
         file_scope, inner = blk.scope_of_path(path)
         if file_scope != scope or not inner.startswith("episodes/"):
@@ -311,8 +346,11 @@ def open_items(store: MemoryStore, scope: str, contact: str) -> list[str]:
         stamp = str(end or "") + path
         items = meta.get("pending") or []
         if isinstance(items, list) and (latest is None or stamp > latest[0]):
-            latest = (stamp, [str(i) for i in items if str(i).strip()])
-    return latest[1] if latest else []
+            latest = (stamp, [str(i) for i in items if str(i).strip()], path)
+    if latest is None:
+        return None, []
+    summary = next((b.id for b in store.catalog.blocks_in(latest[2]) if b.kind == "episode"), None)
+    return summary, latest[1]
 
 
 def _role_of(block: Block) -> str:
@@ -321,21 +359,27 @@ def _role_of(block: Block) -> str:
     return block.field("role") or "user"
 
 
-def _entry_line(store: MemoryStore, block: Block) -> str:
+def _entry_line(store: MemoryStore, block: Block, number: int) -> str:
     moment = store.clock.local(block.created)
     if block.kind == "tool_output":
         label = f"tool {block.field('tool') or ''}".strip()
     else:
-        label = _role_of(block)
-    text = block.text.strip()
+        speaker = speaker_of(block)
+        label = f"{speaker} ({_role_of(block)})" if speaker else _role_of(block)
+    text = turn_text(block).strip()
     if len(text) > ENTRY_CHARS:
         text = text[: ENTRY_CHARS - 1] + "…"
     text = text.replace("\n", "\n    ")
-    return f"[{moment:%H:%M:%S}] {label}: {text}"
+    return f"[{moment:%H:%M:%S}] #{number} {label}: {text}"
 
 
 def _items(group: Group) -> list[tuple[str, str]]:
-    return [(_role_of(b), b.text) for b in group.entries]
+    return [(_role_of(b), turn_text(b)) for b in group.entries]
+
+
+def _statements(group: Group) -> list[extractive.ExplicitFact]:
+    """The explicit statements of the group's turns, each with its entry and speaker."""
+    return extractive.explicit_facts(_items(group), speakers=[speaker_of(b) for b in group.entries])
 
 
 # ------------------------------------------------------------------- drafts ----
@@ -354,7 +398,7 @@ def _clean(text: Any) -> str:
     return line.strip()
 
 
-def _fact_items(raw: Any, default_kind: str) -> list[FactItem]:
+def _fact_items(raw: Any, default_kind: str, entries: int) -> list[FactItem]:
     out: list[FactItem] = []
     if isinstance(raw, dict):
         for key, value in raw.items():
@@ -369,13 +413,26 @@ def _fact_items(raw: Any, default_kind: str) -> list[FactItem]:
             topic = item.get("topic")
             if kind not in FACT_KINDS:
                 kind = default_kind
+            sources = _entry_numbers(item.get("sources") or item.get("source"), entries)
+            said = item.get("speaker")
+            speaker = _clean(said)[:100] if isinstance(said, str) and said.strip() else None
             if text:
-                out.append(FactItem(text, kind, _clean(topic) if topic else None))
+                out.append(FactItem(text, kind, _clean(topic) if topic else None, sources, speaker))
         else:
             text = _clean(item)
             if text:
                 out.append(FactItem(text, default_kind))
     return out
+
+
+def _entry_numbers(cited: Any, entries: int) -> tuple[int, ...]:
+    """The entries (0-based) a model cited by the numbers the prompt gave; others cite nothing."""
+    out: list[int] = []
+    for n in cited if isinstance(cited, list) else [cited]:
+        text = str(n).strip().lstrip("#") if isinstance(n, int | str) else ""
+        if not isinstance(n, bool) and text.isdigit() and 1 <= int(text) <= entries:
+            out.append(int(text) - 1)
+    return tuple(dict.fromkeys(out))
 
 
 def _validate(data: dict[str, Any]) -> None:
@@ -394,9 +451,10 @@ def draft_with_llm(
     store: MemoryStore, llm: LLMClient, group: Group, known: list[Block], items: list[str]
 ) -> Draft:
     who = group.contact or "the user"
+    lines = [_entry_line(store, b, n) for n, b in enumerate(group.entries, start=1)]
     parts = [
         f"Conversation with {who} on {group.day} ({len(group.entries)} entries).",
-        data_block("entries", "\n".join(_entry_line(store, b) for b in group.entries)),
+        data_block("entries", "\n".join(lines)),
     ]
     if known:
         parts.append(data_block("known facts", "\n".join(f"- {b.text}" for b in known)))
@@ -418,7 +476,10 @@ def draft_with_llm(
         },
         validate=_validate,
     )
-    facts = _fact_items(data["facts"], "fact") + _fact_items(data["preferences"], "preference")
+    n = len(group.entries)
+    facts = _fact_items(data["facts"], "fact", n) + _fact_items(
+        data["preferences"], "preference", n
+    )
     confidence = max(0.0, min(1.0, float(data["confidence"])))
     return Draft(
         group=group,
@@ -434,8 +495,13 @@ def draft_with_llm(
 
 def draft_extractive(group: Group, items: list[str]) -> Draft:
     pairs = _items(group)
-    summary = extractive.summarize(pairs) or _clean(group.entries[0].text)[:300]
-    facts = [FactItem(f.text, f.kind) for f in extractive.explicit_facts(pairs)]
+    summary = extractive.summarize(pairs) or (
+        _clean(turn_text(group.entries[0]))[:300] if group.entries else ""
+    )
+    facts = [
+        FactItem(f.text, f.kind, sources=(f.source,), speaker=f.speaker or "user")
+        for f in _statements(group)
+    ]
     return Draft(
         group=group,
         summary=_clean(summary),
@@ -451,7 +517,7 @@ def draft_extractive(group: Group, items: list[str]) -> Draft:
 def check_drops(draft: Draft, known: list[Block], items: list[str]) -> None:
     """Fill ``given``/``dropped``: given facts the draft does not cover in any field."""
     given = [b.text for b in known] + list(items)
-    given += [f.text for f in extractive.explicit_facts(_items(draft.group))]
+    given += [f.text for f in _statements(draft.group)]
     given = list(dict.fromkeys(given))
     output = "\n".join([draft.summary, *(f.text for f in draft.facts), *draft.pending])
     draft.given = given
@@ -503,14 +569,17 @@ def consolidate(
     for drafted_groups, group in enumerate(groups):
         tell("consolidate", drafted_groups, len(groups))
         known = known_facts(store, group.scope, group.contact)
-        items = open_items(store, group.scope, group.contact)
+        earlier, items = last_episode(store, group.scope, group.contact)
         if llm is not None:
             try:
                 draft = draft_with_llm(store, llm, group, known, items)
             except LLMError as exc:
                 raise type(exc)(f"consolidation stopped, nothing was written: {exc}") from None
+            draft.shown = [b.id for b in known]
         else:
             draft = draft_extractive(group, items)
+        if items and earlier is not None:
+            draft.shown.append(earlier)
         check_drops(draft, known, items)
         ratio = len(draft.dropped) / len(draft.given) if draft.given else 0.0
         if ratio > cfg.max_drop_ratio and not force:
@@ -651,17 +720,24 @@ def _write_one(
     tools = [b.field("tool") or "" for b in group.entries if b.kind == "tool_output"]
     origin = origin_of_tools(tools) if tools else None
     for item in draft.facts:
+        sources, speaker, owner = attribute(group.entries, item.sources, item.speaker)
+        fields = list(base_fields)
+        if sources:
+            fields.append(source_field(b.id for b in sources))
+        if speaker:
+            fields.append(("speaker", speaker))
         try:
             if item.kind == "learning" and item.topic:
-                memory = store.learn(item.topic, item.text, scope=group.scope)
+                memory = store.learn(item.topic, item.text, scope=group.scope, fields=fields)
             else:
                 memory = store.remember(
                     item.text,
                     kind=item.kind,
                     scope=group.scope,
-                    fields=base_fields,
+                    fields=fields,
                     importance=kind_importance(item.kind, origin),
                     origin=origin,
+                    owner=owner,
                 )
         except InvalidInputError as exc:  # a secret, an empty or oversized line
             log.warning("consolidation skipped a fact (%s): %s", exc, item.text[:80])
@@ -684,13 +760,18 @@ def _write_one(
         op="consolidate",
         trailers=[],
     )
-    link = f"[[{rel}#^{episode_id}]]"
-    who = f" with {group.contact}" if group.contact else ""
     store.log(
-        f"Consolidated {len(group.entries)} session entries{who} into {link}"
-        f" ({'extractive' if draft.extractive else draft.model}): {_first_sentence(draft.summary)}",
+        log_text(
+            len(group.entries),
+            group.contact,
+            rel,
+            episode_id,
+            "extractive" if draft.extractive else draft.model,
+            draft.summary,
+        ),
         category="Consolidation",
         scope=group.scope,
+        fields=[source_field([episode_id])],
     )
     return EpisodeInfo(
         id=episode_id,
@@ -706,35 +787,21 @@ def _write_one(
     )
 
 
-def _first_sentence(text: str, limit: int = 160) -> str:
-    first = extractive.sentences(text)[:1]
-    out = first[0] if first else text
-    return out if len(out) <= limit else out[: limit - 1] + "…"
-
-
-def _title(draft: Draft) -> str:
-    """A phrase of the summary (its most central sentence, shortened), else of the
-    conversation; the keywords only when neither has a sentence to offer."""
-    phrase = extractive.title(draft.summary) or extractive.title(
-        "\n".join(b.text for b in draft.group.entries)
-    )
-    if phrase:
-        return phrase
-    words = extractive.keywords([b.text for b in draft.group.entries], n=5)
-    return " ".join(words).capitalize() if words else "Conversation"
-
-
 def _episode_path(store: MemoryStore, group: Group, draft: Draft, taken: set[str]) -> str:
     folder = blk.scope_dir(group.scope) / "episodes"
-    slug = extractive.slugify(_title(draft), max_words=5)
+    title = title_of(draft.summary, draft.group.entries)
     for n in range(1, 1000):
-        name = f"{group.day}-{slug}{'' if n == 1 else f'-{n}'}.md"
-        rel = str(folder / name)
+        rel = str(folder / episode_name(group.day, title, n))
         if rel in taken or (store.root / rel).exists() or rel in store.catalog.files:
             continue
         taken.add(rel)
         return rel
-    raise InvalidInputError(f"too many episodes named {slug} on {group.day}")
+    raise InvalidInputError(f"too many episodes named {extractive.slugify(title)} on {group.day}")
+
+
+def _given_link(store: MemoryStore, memory_id: str) -> str:
+    path = store.catalog.path_of(memory_id)
+    return _link(path, memory_id) if path is not None else f"^{memory_id}"
 
 
 def _link(path: str, block_id: str, alias: str | None = None) -> str:
@@ -754,7 +821,9 @@ def render_episode(
     """The episode note: YAML frontmatter, title, summary block, facts, open items, sources."""
     group = draft.group
     first, last = group.entries[0].created, group.entries[-1].created
-    meta: dict[str, Any] = {"kind": "episode", "title": _title(draft)}
+    summary_text = draft.summary or ""
+    text = episode_text(summary_text, group.entries, [item.text for item, _ in facts])
+    meta: dict[str, Any] = {"kind": "episode", "title": text.title}
     meta["scope"] = group.scope or blk.ROOT_SCOPE
     if group.contact:
         meta["contact"] = group.contact
@@ -771,21 +840,13 @@ def render_episode(
         meta["confidence"] = round(draft.confidence, 3)
     if draft.tone:
         meta["tone"] = draft.tone
-    # Tiers (store/tiers.py): L0 one line, L1 a few central sentences of the
-    # summary and the facts; L2 is the summary block itself.
-    summary_text = draft.summary or ""
-    meta["abstract"] = abstract_of(
-        _title(draft) if not summary_text else _first_sentence(summary_text)
-    )
-    overview = extractive.summarize(
-        [("user", summary_text), *(("user", item.text) for item, _ in facts)],
-        max_sentences=4,
-        max_chars=OVERVIEW_CHARS,
-    )
-    if overview:
-        meta["overview"] = overview
+    meta["abstract"] = text.abstract
+    if text.overview:
+        meta["overview"] = text.overview
     meta["consolidated"] = datetime.now(UTC).isoformat(timespec="seconds")
     meta["sources"] = [_link(b.path, b.id) for b in group.entries]
+    if draft.shown:
+        meta["given"] = [_given_link(store, i) for i in draft.shown]
     meta["facts"] = [_link(m.path, m.id) for _, m in facts]
     meta["pending"] = draft.pending
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).splitlines()

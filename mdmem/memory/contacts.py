@@ -400,12 +400,18 @@ class Contacts:
             platform_ids=list(meta["platform_ids"]),
             first_seen=str(seen["first_seen"]) if seen.get("first_seen") else None,
             last_seen=str(seen["last_seen"]) if seen.get("last_seen") else None,
-            facts=[b.id for b in self._facts_of(person, meta["platform_ids"])],
+            facts=[
+                b.id for b in self._facts_of(person, meta["platform_ids"], str(name or "") or None)
+            ],
         )
 
-    def _facts_of(self, person: str, platform_ids: builtins.list[str]) -> builtins.list[Block]:
-        """Active durable memories about the person: in their scope, or naming them."""
+    def _facts_of(
+        self, person: str, platform_ids: builtins.list[str], name: str | None = None
+    ) -> builtins.list[Block]:
+        """Active durable memories about the person: in their scope, or naming them
+        (a group chat's ``[speaker:: …]`` may name them by their display name)."""
         names = {person, *platform_ids}
+        spoken = (name or "").casefold()
         found = [
             b
             for b in self.store.catalog.blocks(memories_only=True)
@@ -414,6 +420,7 @@ class Contacts:
             and (
                 (b.scope == person and not person.startswith("contact:"))
                 or any(b.field(k) in names for k in ("contact", "speaker", "person"))
+                or (bool(spoken) and (b.field("speaker") or "").casefold() == spoken)
             )
         ]
         found.sort(key=lambda b: (b.created, b.id))
@@ -590,7 +597,7 @@ def _merged_stub(person: str, into: str) -> Editor:
 def _profile_editor(
     person: str,
     change: Callable[[dict[str, Any]], dict[str, Any]],
-    facts: Callable[[str, list[str]], list[Block]],
+    facts: Callable[[str, list[str], str | None], list[Block]],
 ) -> Editor:
     """Re-render a profile from its current frontmatter (a person's edits kept)."""
 
@@ -614,7 +621,7 @@ def _profile_editor(
         title = one_line(name.replace("[", "(").replace("]", ")").replace("^", "").strip("#"))
         lines = ["---", *front.rstrip("\n").split("\n"), "---", f"# {title or person}", ""]
         lines.append("Platform ids: " + (", ".join(f"`{i}`" for i in ids) or "none"))
-        known = facts(person, ids)
+        known = facts(person, ids, str(meta.get("display_name") or "") or None)
         lines += ["", "## Facts", ""]
         lines += [f"- {b.kind} [[{b.path.removesuffix('.md')}#^{b.id}]]" for b in known] or [
             "- none yet"

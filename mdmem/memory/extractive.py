@@ -122,7 +122,13 @@ def summarize(
             continue
         chosen.append(i)
         used += length
-    return " ".join(pool[i].text for i in sorted(chosen))
+    # A turn is often a sentence without its full stop: joined as it is, two
+    # turns would read as one sentence ("my pin is 4417 I prefer tea").
+    return " ".join(_closed(pool[i].text) for i in sorted(chosen))
+
+
+def _closed(sentence: str) -> str:
+    return sentence if sentence.endswith((".", "!", "?", "…", ":", ";")) else sentence + "."
 
 
 def keywords(texts: Iterable[str], n: int = 4) -> list[str]:
@@ -194,6 +200,8 @@ def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
 class ExplicitFact:
     text: str
     kind: str  # "fact" | "preference"
+    source: int = 0  # which message (index into the messages given) said it
+    speaker: str | None = None  # who said it (None: the user)
 
 
 _VERBS = {
@@ -223,37 +231,55 @@ _TRANSIENT = re.compile(
 )
 
 
-def explicit_facts(messages: Iterable[tuple[str, str]]) -> list[ExplicitFact]:
-    """Durable statements users make explicitly, rewritten in the third person.
+# What people put before a statement without changing it ("Also, my manager is Joao").
+_LEAD_IN = re.compile(
+    r"^(?:(?:also|and|oh|ah|btw|by the way|fyi|for the record|just so you know|ok|okay|so|"
+    r"well|actually|anyway|plus|but|hey|hi|hello)\b[,!:.]?\s+)+",
+    re.IGNORECASE,
+)
+# Two statements in one sentence: "My name is Bob and I live in Porto".
+_CLAUSES = re.compile(r"\s*(?:;|,?\s+and\s+(?=(?:i|my)\b))\s*", re.IGNORECASE)
+
+
+def explicit_facts(
+    messages: Iterable[tuple[str, str]], *, speakers: Sequence[str | None] | None = None
+) -> list[ExplicitFact]:
+    """Durable statements people make explicitly, rewritten in the third person.
 
     Only ``user`` messages are read; questions, transient statements ("I want
-    coffee now") and anything hedged are skipped. Deliberately narrow: it is
-    the offline fallback of consolidation and memory flush, and the yardstick
-    of the consolidation safety check.
+    coffee now") and anything hedged are skipped. ``speakers[i]`` names who
+    said message ``i`` (a group chat's member): their statements read "Ana
+    prefers tea." instead of "The user prefers tea.". Each fact says which
+    message it came from (``source``) and who said it. Deliberately narrow:
+    it is the offline fallback of consolidation and memory flush, and the
+    yardstick of the consolidation safety check.
     """
     out: list[ExplicitFact] = []
     seen: set[str] = set()
-    for role, text in messages:
+    for index, (role, text) in enumerate(messages):
         if role != "user":
             continue
+        speaker = speakers[index] if speakers is not None and index < len(speakers) else None
         for sent in sentences(text):
             sent = sent.strip().rstrip(".!").strip()
             if not sent or sent.endswith("?") or _TRANSIENT.search(sent):
                 continue
-            fact = _rewrite(sent)
-            if fact is None:
-                continue
-            key = " ".join(content_words(fact.text))
-            if key and key not in seen:
-                seen.add(key)
-                out.append(fact)
+            for clause in _CLAUSES.split(_LEAD_IN.sub("", sent)):
+                fact = _rewrite(clause.strip().rstrip(".!,").strip(), speaker)
+                if fact is None:
+                    continue
+                key = " ".join(content_words(fact.text))
+                if key and key not in seen:
+                    seen.add(key)
+                    out.append(ExplicitFact(fact.text, fact.kind, index, speaker))
     return out
 
 
-def _rewrite(sent: str) -> ExplicitFact | None:
+def _rewrite(sent: str, speaker: str | None = None) -> ExplicitFact | None:
+    who = speaker or "The user"
     match = _REMEMBER.match(sent)
     if match:
-        body = _first_person(match.group(1).strip().rstrip("."))
+        body = _first_person(match.group(1).strip().rstrip("."), speaker)
         return ExplicitFact(_sentence_case(_third_person(body)), "fact")
     match = _I_VERB.match(sent)
     if match:
@@ -262,11 +288,11 @@ def _rewrite(sent: str) -> ExplicitFact | None:
         kind = "preference" if verb in liking else "fact"
         if verb in ("wants", "needs"):
             return None  # mostly requests of the moment, not durable facts
-        return ExplicitFact(f"The user {verb} {_third_person(match.group(2))}.", kind)
+        return ExplicitFact(f"{who} {verb} {_third_person(match.group(2))}.", kind)
     match = _MY_IS.match(sent)
     if match:
         return ExplicitFact(
-            f"The user's {match.group(1).lower()} {match.group(2).lower()} "
+            f"{who}'s {match.group(1).lower()} {match.group(2).lower()} "
             f"{_third_person(match.group(3))}.",
             "fact",
         )
@@ -274,7 +300,7 @@ def _rewrite(sent: str) -> ExplicitFact | None:
     if match:
         verb = {"live": "lives", "work": "works", "am based": "is based"}[match.group(1).lower()]
         return ExplicitFact(
-            f"The user {verb} {match.group(2).lower()} {_third_person(match.group(3))}.", "fact"
+            f"{who} {verb} {match.group(2).lower()} {_third_person(match.group(3))}.", "fact"
         )
     return None
 
@@ -282,25 +308,23 @@ def _rewrite(sent: str) -> ExplicitFact | None:
 _MODALS = frozenset(("can", "could", "will", "would", "shall", "should", "may", "might", "must"))
 
 
-def _first_person(text: str) -> str:
-    """``I am vegetarian`` -> ``the user is vegetarian``; ``my car`` -> ``the user's car``."""
+def _first_person(text: str, speaker: str | None = None) -> str:
+    """``I am vegetarian`` -> ``the user is vegetarian``; ``my car`` -> ``the user's car``
+    (``Ana is vegetarian``, ``Ana's car`` when Ana said it)."""
+    who = speaker or "the user"
     lowered = text.lower()
-    for said, meant in (
-        ("i am ", "the user is "),
-        ("i'm ", "the user is "),
-        ("i have ", "the user has "),
-    ):
+    for said, meant in (("i am ", "is "), ("i'm ", "is "), ("i have ", "has ")):
         if lowered.startswith(said):
-            return meant + text[len(said) :]
+            return f"{who} {meant}{text[len(said) :]}"
     if lowered.startswith("my "):
-        return "the user's " + text[3:]
+        return f"{who}'s {text[3:]}"
     match = re.match(r"^i\s+(\w+)\b(.*)$", text, re.IGNORECASE | re.DOTALL)
     if match is None:
         return text
     verb, rest = match.group(1).lower(), match.group(2)
     if verb in _MODALS or verb in ("was", "did"):
-        return f"the user {verb}{rest}"
-    return f"the user {_VERBS.get(verb) or _conjugate(verb)}{rest}"
+        return f"{who} {verb}{rest}"
+    return f"{who} {_VERBS.get(verb) or _conjugate(verb)}{rest}"
 
 
 def _conjugate(verb: str) -> str:

@@ -37,10 +37,12 @@ thresholds above 1 switches the similarity rule off.
 **Retention.** Retired (superseded or resolved) memories whose ``updated``
 date (else creation) is older than N days get their text replaced by
 ``[REDACTED]``; the block, its id, fields and links stay, so supersede chains
-still resolve. Their derived copies (:mod:`mdmem.store.derived`: the
-summary sentences, open items and daily-log quote consolidation copied from
-them, and a retired fact's line in its episode) read ``[REDACTED]`` too, in
-the same commit. Facts extracted from a retired entry are memories of their
+still resolve. Their derived copies, found by their links
+(:mod:`mdmem.store.derived`), lose it too, in the same commit: an episode,
+session summary or daily-log line made from a retired memory is written
+again from its other sources (:mod:`mdmem.memory.provenance`; ``[REDACTED]``
+when none is left), and a retired fact's line in its episode reads
+``[REDACTED]``. Facts extracted from a retired entry are memories of their
 own and keep their text until they are retired themselves. Dry-run unless
 asked to apply; git history keeps the old text (rewriting history is a
 separate, deliberate act: purge).
@@ -67,12 +69,12 @@ import numpy as np
 
 from mdmem.errors import InvalidInputError, LLMError, MdmemError
 from mdmem.files import blocks as blk
-from mdmem.files.textfile import SkipFile, decode
+from mdmem.memory.provenance import regenerate
 from mdmem.memory.sessions import session_id_of, validate_session_id
 from mdmem.memory.subjects import Verdict, compare
 from mdmem.models import Block, Memory, first_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
-from mdmem.store.derived import CopyPlan, Links
+from mdmem.store.derived import NoteText, Provenance, Rewrite, front_ids
 from mdmem.store.importance import KEEP_LONGER, importance_of
 from mdmem.store.writer import memory_trailers
 
@@ -510,34 +512,29 @@ def resolve_session(
 
 def _episodes_retired_with(store: MemoryStore, retiring: set[str]) -> list[str]:
     """Active episode blocks, and the daily-log entries linking them, whose sources all retire."""
-    links = _links(store)
+    graph = _graph(store)
     catalog = store.catalog
     out: list[str] = []
-    for episode in sorted({e for i in retiring for e in links.episodes_of(i)}):
+    for episode in sorted({e for i in retiring for e in graph.episodes_of(i)}):
         summary = catalog.block(episode)
         # A session summary outlives its session (memory.summaries).
-        if summary is None or summary.status != "active" or summary.kind == "session_summary":
+        if summary is None or summary.status != "active" or graph.pieces[episode].rule != "episode":
             continue
-        sources = links.sources.get(episode, {})
         if all(
             s in retiring or (b := catalog.block(s)) is None or b.status != "active"
-            for s in sources
+            for s in graph.pieces[episode].named
         ):
             out.append(episode)
             out += sorted(
                 i
-                for i in links.logs.get(episode, ())
+                for i in graph.logs_of(episode)
                 if (b := catalog.block(i)) is not None and b.status == "active"
             )
     return out
 
 
-def _links(store: MemoryStore) -> Links:
-    links = Links()
-    for state in list(store.catalog.files.values()):
-        links.add_file(state.parsed)
-    links.fill_from({b.id: b for b in store.catalog.blocks(memories_only=True)})
-    return links
+def _graph(store: MemoryStore) -> Provenance:
+    return Provenance.of(state.parsed for state in list(store.catalog.files.values()))
 
 
 # ------------------------------------------------------------------ retention ----
@@ -609,9 +606,7 @@ def anonymize_retired(
     if not targets:
         return RetentionReport(days, cutoff, memories, applied=False)
     ids = {b.id for b in targets}
-    links = _links(store)
-    plan = CopyPlan.build(links, mark=REDACTED, targets=ids, facts=ids)
-    copies = _copies_in(store, plan, links, exclude=ids)
+    rewrite, copies = _retention_rewrite(store, ids)
     if not apply:
         return RetentionReport(days, cutoff, memories, applied=False, copies=sorted(copies))
     subject = f"retention: anonymise {len(targets)} retired memories older than {days} days"
@@ -623,50 +618,47 @@ def anonymize_retired(
             op="retention",
             trailers=[("Retention-Days", str(days))],
         )
-        for path in sorted({p for p in copies.values()}):
-            tx.apply(path, plan.editor(), subject, [("Op", "retention")])
+        for path in sorted(set(copies.values())):
+            tx.apply(path, rewrite.editor(), subject, [("Op", "retention")])
     return RetentionReport(
         days, cutoff, memories, applied=True, commit=store.git.head(), copies=sorted(copies)
     )
 
 
-def _copies_in(
-    store: MemoryStore, plan: CopyPlan, links: Links, *, exclude: set[str]
-) -> dict[str, str]:
-    """Blocks (id -> path) whose text marking ``plan``'s copies would change."""
-    if not plan:
-        return {}
-    paths = {p for e in plan.episodes for p in links.notes.get(e, ())}
-    # A session summary is a block in a ledger file, not an episode note.
-    paths |= {
-        p
-        for e in plan.episodes
-        if e not in links.notes and (p := store.catalog.path_of(e)) is not None
+def _retention_rewrite(store: MemoryStore, ids: set[str]) -> tuple[Rewrite, dict[str, str]]:
+    """The edits that take retired memories' text out of their copies, and the
+    blocks (id -> path) those edits change."""
+    graph = _graph(store)
+    affected = graph.affected(ids, remove=False)
+    made = regenerate(store, graph, affected, REDACTED, rename=False)
+    notes = dict(made.notes)
+    for episode in ids:  # a retired episode: its note's title and tiers quote it
+        if (d := graph.pieces.get(episode)) is not None and d.rule == "episode":
+            notes[episode] = _redacted_note(store, episode)
+    # Nothing leaves: the retired blocks keep their ids, their copies their place.
+    rewrite = Rewrite(
+        mark=REDACTED, texts=made.texts, fields=made.fields, notes=notes, marked=frozenset(ids)
+    )
+    copies = {
+        i: path
+        for i in (*affected.regenerated, *notes)
+        if (path := store.catalog.path_of(i)) is not None
     }
-    paths |= {
-        p
-        for e in plan.episodes
-        for i in links.logs.get(e, ())
-        if (p := store.catalog.path_of(i)) is not None
-    }
-    found: dict[str, str] = {}
-    for path in sorted(paths):
-        try:
-            tf = decode((store.root / path).read_bytes())
-            parsed = blk.parse(path, tf)
-        except (OSError, SkipFile):
-            continue
-        before = {b.id: b.text for b in parsed.blocks if b.is_memory}
-        lines = list(tf.lines)
-        if not plan.redact(tf, parsed):
-            continue
-        after = {b.id: b.text for b in blk.parse(path, tf).blocks if b.is_memory}
-        changed = {i for i in before if i not in exclude and after.get(i) != before[i]}
-        # A fact line or open item is not a block: the note's summary names the change.
-        if not changed and lines != tf.lines:
-            changed = {i for i in before if i in plan.episodes}
-        found.update((i, path) for i in changed)
-    return found
+    for episode, paths in graph.notes.items():  # notes listing a retired fact
+        for path in paths:
+            state = store.catalog.files.get(path)
+            if state is not None and ids.intersection(front_ids(state.parsed.frontmatter, "facts")):
+                copies[episode] = path
+    return rewrite, {i: p for i, p in copies.items() if i not in ids or i in notes}
+
+
+def _redacted_note(store: MemoryStore, episode: str) -> NoteText:
+    path = store.catalog.path_of(episode)
+    state = store.catalog.files.get(path) if path is not None else None
+    pending = state.parsed.frontmatter.get("pending") if state is not None else None
+    items = tuple(str(i) for i in pending) if isinstance(pending, list) else ()
+    front = {"title": REDACTED, "abstract": REDACTED, "overview": REDACTED}
+    return NoteText(title=REDACTED, pending=items, front=front)
 
 
 def ids_of(blocks: Iterable[Block]) -> list[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mdmem.index.progress import Progress
 from mdmem.memory import consolidate as consolidation
 from mdmem.memory.lifecycle import AutoResolver
+from mdmem.memory.provenance import Regenerator
 from mdmem.models import Block
 from mdmem.providers.llm import (
     USE_CONFIGURED_LLM,
@@ -41,6 +42,8 @@ class MemoryParts:
         # The writer calls auto-resolve after each remember and at a batch's end.
         store.auto_resolve = self.resolver
         store.writer.after_batch = self.resolver.after_batch
+        # Purge writes derived copies again from their other sources.
+        store.regenerate = Regenerator(store)
 
     def configured_llm(self) -> LLMClient | None:
         """The configured LLM (``[llm]`` + OPENAI_* environment), or None; made once."""

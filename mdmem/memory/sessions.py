@@ -40,7 +40,8 @@ import yaml
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import safe_path
-from mdmem.models import Block, Memory, first_line
+from mdmem.memory import extractive
+from mdmem.models import Block, Memory, first_line, one_line
 from mdmem.store.inputs import check_chars, check_fields
 from mdmem.store.secret_guard import guard
 from mdmem.store.tiers import abstract_of
@@ -54,8 +55,13 @@ __all__ = [
     "ROLES",
     "TOOL_OUTPUT_DIR",
     "Session",
+    "attribute",
     "read_tool_output",
     "session_id_of",
+    "speaker_of",
+    "summary_text",
+    "summary_turn",
+    "turn_text",
     "validate_session_id",
 ]
 
@@ -72,6 +78,11 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TOOL = re.compile(r"[A-Za-z0-9_][\w.:/-]{0,63}")
 _KEY = re.compile(r"tout_[0-9a-f]{20}")
 _FIELD_BAD = re.compile(r"[\[\]()\n\r]")
+# The line a cut tool output ends with (record_tool_output): bookkeeping, not words.
+_CUT_FOOTER = re.compile(
+    r"^… [\d,]+ more characters; full output: `tout_[0-9a-f]{20}` \(vault\.read_tool_output\)$",
+    re.MULTILINE,
+)
 
 
 def validate_session_id(session_id: str) -> str:
@@ -137,6 +148,104 @@ def _speaker(value: object) -> str | None:
             "or spaces at either end"
         ) from None
     return value
+
+
+def turn_text(block: Block) -> str:
+    """What a turn said, for a summary or a title: its text without mdmem's
+    bookkeeping (the footer of a tool output cut to a preview)."""
+    return _CUT_FOOTER.sub("", block.text).rstrip()
+
+
+# A summary reads a turn as words: fence lines and terminal controls go.
+_FENCE_LINE = re.compile(r"^`{3,}.*$", re.MULTILINE)
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
+_MAX_TURN_CHARS = 1500  # OrcBot memoryContentMaxLength: one turn's text at most
+_MAX_SUMMARY_CHARS = 1200
+
+
+def summary_turn(block: Block) -> tuple[str, str]:
+    """(role, text) of one session entry for a summary: fences, controls and
+    bookkeeping reduced to its words ("" when nothing is left)."""
+    role = block.field("role") or ("tool" if block.kind == "tool_output" else "user")
+    text = one_line(_CONTROL.sub(" ", _FENCE_LINE.sub("", turn_text(block))), _MAX_TURN_CHARS)
+    if block.kind == "tool_output" and text:
+        text = f"{block.field('tool') or 'tool'} output: {text}"
+    return role, text
+
+
+def summary_text(session_id: str, turns: list[Block], body: str = "") -> str:
+    """A session summary's text: a head naming the session, its day and how many
+    turns it covers, then ``body`` (default: the turns' most central sentences).
+
+    The head makes summaries of different sessions distinct texts (remember
+    stores identical text once) and tells a reader the span.
+    """
+    pairs = [p for p in (summary_turn(b) for b in turns) if p[1]]
+    if not body:
+        body = extractive.summarize(pairs, max_sentences=4, max_chars=_MAX_SUMMARY_CHARS)
+    if not body:
+        body = "; ".join(one_line(t, 160) for _, t in pairs[:4])
+    day = turns[0].created.date().isoformat() if turns else ""
+    count = f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
+    head = f"Session {session_id} ({day}, {count})" if day else f"Session {session_id} ({count})"
+    return f"{head}. {body}" if body else f"{head}."
+
+
+def speaker_of(block: Block) -> str | None:
+    """Who said a turn, when the conversation names people: its ``[speaker:: …]``,
+    unless that is the session's own contact (a one-to-one chat). None: the
+    session's user, the one the conversation is with."""
+    speaker = block.field("speaker")
+    if not speaker or speaker == block.field("contact"):
+        return None
+    return speaker
+
+
+_OWNER_WORDS = frozenset({"", "user", "the user", "me", "i", "owner"})
+
+
+def attribute(
+    entries: list[Block], cited: tuple[int, ...], claimed: str | None
+) -> tuple[list[Block], str | None, bool]:
+    """Who said what a draft drew from ``entries[i]`` for ``i`` in ``cited``:
+    (those entries, their speaker, whether it is the session user's).
+
+    Read from the cited entries, never from the draft's ``claimed`` speaker
+    alone: a model saying "user" of a line Ana said does not file it in
+    USER.md. What nobody can attribute in a conversation with named speakers
+    is nobody's (no speaker, not the user's).
+    """
+    sources = [entries[i] for i in cited if 0 <= i < len(entries)]
+    said = [b for b in sources if _is_user_turn(b)] or sources
+    voices = {speaker_of(b) for b in said}
+    people = {speaker_of(b) for b in entries if _is_user_turn(b)}
+    claim = (claimed or "").strip().casefold()
+
+    def named(candidates: set[str | None]) -> set[str | None]:
+        if claim in _OWNER_WORDS:
+            return {v for v in candidates if v is None}
+        return {v for v in candidates if v is not None and v.casefold() == claim}
+
+    if len(voices) == 1:
+        (voice,) = voices
+    elif sources:
+        matched = named(voices)
+        voice = next(iter(matched)) if len(matched) == 1 else _NOBODY
+    elif people <= {None}:
+        voice = None  # a conversation without named speakers: the user's
+    else:
+        matched = named(people)
+        voice = next(iter(matched)) if len(matched) == 1 else _NOBODY
+    if voice == _NOBODY:
+        return sources, None, False
+    return sources, voice, voice is None
+
+
+_NOBODY = "\0nobody"
+
+
+def _is_user_turn(block: Block) -> bool:
+    return block.kind != "tool_output" and (block.field("role") or "user") == "user"
 
 
 def _fence(text: str) -> list[str]:

@@ -24,13 +24,12 @@ session keeps its summary in recall.
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING
 
 from mdmem.errors import LLMError
 from mdmem.files import blocks as blk
-from mdmem.memory import extractive, lifecycle
-from mdmem.memory.sessions import Session, session_id_of
+from mdmem.memory import lifecycle
+from mdmem.memory.sessions import Session, session_id_of, summary_text, summary_turn
 from mdmem.models import Block, Memory, one_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 
@@ -52,12 +51,7 @@ SUMMARY_KIND = "session_summary"
 # Otto's compaction summary keeps "intent, key decisions, tool results, the
 # current approach, and any error-handling context"; one paragraph suffices.
 _MAX_SUMMARY_CHARS = 1200
-_MAX_TURN_CHARS = 1500  # OrcBot memoryContentMaxLength: one turn's text at most
 _MAX_PROMPT_CHARS = 24_000
-_FENCE = re.compile(r"^`{3,}.*$", re.MULTILINE)
-# Terminal colours and other controls a tool output may hold verbatim: a
-# memory's text refuses them.
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 
 _SYSTEM = (
     "You are a session summarizer for an AI agent's memory. Summarise the session "
@@ -82,16 +76,6 @@ def summaries_of(store: MemoryStore, session_id: str, scope: str) -> list[Block]
 def latest_summary(store: MemoryStore, session_id: str, scope: str) -> Block | None:
     found = summaries_of(store, session_id, scope)
     return found[-1] if found else None
-
-
-def _turn_text(block: Block) -> tuple[str, str]:
-    """(role, text) of one session entry, fences and previews reduced to their words."""
-    role = block.field("role") or ("tool" if block.kind == "tool_output" else "user")
-    text = _CONTROL.sub(" ", _FENCE.sub("", block.text))
-    if block.kind == "tool_output":
-        tool = block.field("tool") or "tool"
-        text = f"{tool} output: {text}"
-    return role, one_line(text, _MAX_TURN_CHARS)
 
 
 def _llm_summary(llm: LLMClient, session_id: str, turns: list[tuple[str, str]]) -> str:
@@ -150,23 +134,16 @@ def summarize_session(
         fresh = [b for b in entries if not after or b.id > after]
         if not fresh:
             return Memory.from_block(last, was_new=False) if last is not None else None
-        turns = [_turn_text(b) for b in fresh]
+        turns = [p for p in (summary_turn(b) for b in fresh) if p[1]]
         text = ""
         method = "llm"
-        if llm is not None:
+        if llm is not None and turns:
             try:
                 text = _llm_summary(llm, session.id, turns)
             except LLMError as exc:
                 log.warning("LLM session summary failed, using extractive: %s", exc)
         if not text:
             method = "extractive"
-            text = extractive.summarize(turns, max_sentences=4, max_chars=_MAX_SUMMARY_CHARS)
-            if not text:
-                text = "; ".join(one_line(t, 160) for _, t in turns[:4])
-        day = fresh[0].created.date().isoformat()
-        # The header makes summaries of different sessions distinct texts
-        # (remember stores identical text once) and tells a reader the span.
-        head = f"Session {session.id} ({day}, {len(fresh)} turn{'s' if len(fresh) != 1 else ''})"
         fields = [
             ("session", session.id),
             ("from", f"^{fresh[0].id}"),
@@ -179,11 +156,8 @@ def summarize_session(
         # elsewhere) is redacted, not refused: refusing would lose the
         # summary and fail the resolve-session that asked for it.
         mode = "off" if store.settings.secrets == "off" else "redact"
-        # The header is a sentence of its own, so each sentence of the text
-        # can be matched to the turn it came from (store.derived: purge and
-        # retention mark the copies of a turn).
         return store.remember(
-            f"{head}. {text}",
+            summary_text(session.id, fresh, text),
             kind=SUMMARY_KIND,
             scope=blk.validate_scope(session.scope),
             fields=fields,

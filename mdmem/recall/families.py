@@ -12,10 +12,12 @@ fills the top five five times.
 of knowledge, the others hanging off it as ``sources`` (what it came from)
 and ``derived`` (what was made from it):
 
-* a fact and the turn it was copied from (content words at least
-  :data:`~mdmem.store.derived.COPY_SHARE` shared, as ``derived.py`` counts
-  copies) are one piece; the better placed one represents it, and a fact or
-  turn always represents its piece before an episode-level copy does;
+* a fact and the turn it was copied from are one piece: the turns its
+  ``[sources:: …]`` names (:mod:`mdmem.store.derived`), or, for a fact
+  written before facts named their sources, a turn sharing at least
+  :data:`~mdmem.store.derived.COPY_SHARE` of its content words; the better
+  placed one represents it, and a fact or turn always represents its piece
+  before an episode-level copy does;
 * the episode's summary and sections belong to the best-placed piece of their
   episode; alone, the summary stands for the episode;
 * bookkeeping (the consolidation's daily-log line, ``## Sources`` link lists)
@@ -33,13 +35,14 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from mdmem.models import Block
-from mdmem.store.derived import COPY_SHARE, words
+from mdmem.store.derived import COPY_SHARE, SOURCES, linked_ids, words
 
 __all__ = ["Member", "collapse", "episode_of", "is_bookkeeping"]
 
 T = TypeVar("T")
 _REF = re.compile(r"\[\[[^\]|#]*#\^(m-[0-9a-z]+)")
 _EPISODE_PARTS = ("Facts", "Open items")
+_TURN_KINDS = ("chat_message", "tool_output")
 
 
 @dataclass
@@ -105,6 +108,11 @@ def is_bookkeeping(block: Block, blocks_in: Callable[[str], Sequence[Block]]) ->
 
 
 def _copies(a: Block, b: Block) -> bool:
+    for fact, turn in ((a, b), (b, a)):
+        named = linked_ids(fact.field(SOURCES))
+        if named and turn.kind in _TURN_KINDS:  # the fact says which turns it came from
+            return turn.id in named
+    # A fact written before facts named their sources: by the words they share.
     wa, wb = words(a.text), words(b.text)
     if not wa or not wb:
         return False

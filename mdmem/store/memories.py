@@ -24,6 +24,7 @@ from mdmem.files.textfile import safe_path
 from mdmem.index.embedding import EmbeddingService
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.models import Block, Memory, first_line
+from mdmem.store.derived import Affected, Provenance, Rewrite
 from mdmem.store.gitstore import GitStore
 from mdmem.store.importance import check_importance, check_origin
 from mdmem.store.inputs import (
@@ -50,6 +51,10 @@ _ROUTES = {"preference": "USER.md", "world": "WORLD.md"}
 # Retires what a new memory replaces: (memory, fresh_batch) -> the memory with
 # ``superseded`` filled. Handed in by the facade (it lives in mdmem.memory).
 AutoResolve = Callable[[Memory, bool], Memory]
+# Writes derived copies again from what is left of their sources (purge,
+# retention): (links, what is reached, mark) -> the edits. Handed in by the
+# facade (mdmem.memory.provenance); without it the copies read the mark.
+Regenerate = Callable[[Provenance, Affected, str], Rewrite]
 
 
 @lru_cache(maxsize=1024)
@@ -91,6 +96,7 @@ class MemoryStore:
             root, settings, self.state_dir, self.git, self.catalog, self.indexer, self.agent
         )
         self.auto_resolve: AutoResolve | None = None
+        self.regenerate: Regenerate | None = None
         self.writer.follow_head()
         self.indexer.boot(progress)
 
@@ -185,8 +191,12 @@ class MemoryStore:
         secrets: str | None = None,
         importance: int | None = None,
         origin: str | None = None,
+        owner: bool = True,
     ) -> Memory:
         """Store one memory; the same normalised text in the same scope is stored once.
+
+        ``owner=False``: the memory is about someone other than the vault's
+        user (a contact's preference, say): it goes to MEMORY.md, never USER.md.
 
         ``importance`` (1-10) and ``origin`` (planning, investigation,
         implementation, mixed: OAK's session origin type) become
@@ -199,7 +209,7 @@ class MemoryStore:
         tag_list = check_tags(tags)
         body = self.clean_text(text, secrets)
         # A learning without a topic goes to MEMORY.md like any other fact.
-        rel = memory_file(scope, kind)
+        rel = memory_file(scope, kind if owner else "fact")
         extra = check_fields(fields)
         if any(key in ("importance", "origin_type") for key, _ in extra):
             # Through fields they would skip the 1-10 check and the origin cap.
@@ -243,6 +253,7 @@ class MemoryStore:
         tags: Iterable[str] = (),
         when: datetime | None = None,
         secrets: str | None = None,
+        fields: Iterable[tuple[str, str]] = (),
     ) -> Memory:
         """Append an entry ``## HH:MM · Category`` to today's daily log."""
         scope = blk.validate_scope(scope)
@@ -259,6 +270,7 @@ class MemoryStore:
             kind="log",
             op="log",
             title=f"# Daily log {moment:%Y-%m-%d}",
+            fields=check_fields(fields),
         )
 
     def journal(
@@ -293,6 +305,7 @@ class MemoryStore:
         scope: str | None = None,
         tags: Iterable[str] = (),
         secrets: str | None = None,
+        fields: Iterable[tuple[str, str]] = (),
     ) -> Memory:
         """Add an insight under ``## Topic: <topic>`` in LEARNING.md (section made if missing)."""
         scope = blk.validate_scope(scope)
@@ -305,7 +318,7 @@ class MemoryStore:
                 rel,
                 body,
                 check_tags(tags),
-                [],
+                check_fields(fields),
                 scope=scope,
                 kind="learning",
                 op="learn",
@@ -523,12 +536,13 @@ class MemoryStore:
         kind: str,
         op: str,
         title: str,
+        fields: list[tuple[str, str]] | None = None,
     ) -> Memory:
         memory_id = self.append_entry(
             rel,
             heading,
             body,
-            fields=[],
+            fields=fields or [],
             scope=scope,
             kind=kind,
             header=[title],

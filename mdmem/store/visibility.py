@@ -18,31 +18,30 @@ The rule is asked by recall (a pipeline stage), ``get`` behind a scoped
 front door, ``changes``, ``context`` and ``prompt_context``, the tools and the
 MCP resources, the coding-agent hooks and export. Nothing else decides.
 
-Sources are read from the links consolidation and the summariser write
-(``[episode:: ^E]``, an episode file's ``sources:``, the consolidation log
-line's link, a summary's ``[session:: s] [from:: ^a] [to:: ^b]``), never
-guessed from wording.
+Sources are read by :mod:`mdmem.store.derived` (:func:`derived_from`) from
+the links consolidation and the summariser write — a fact's ``[sources::]``,
+an episode note's ``sources:`` and ``given:``, the daily-log line's
+``[sources:: ^E]``, a summary's ``[session:: s] [from:: ^a] [to:: ^b]`` —
+the same links purge and retention follow, never guessed from wording.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mdmem.errors import ScopeDeniedError
-from mdmem.files.blocks import scope_dir, scope_of_path, validate_scope
+from mdmem.files.blocks import scope_of_path, validate_scope
 from mdmem.models import Block
+from mdmem.store.derived import Lookup, derived_from
 
 if TYPE_CHECKING:
     from mdmem.files.catalog import Catalog
 
 __all__ = ["EVERYONE", "Reader", "Visibility"]
 
-_LINK = re.compile(r"\[\[([^\]|#]*)#\^(m-[0-9a-z]+)")
 _ROOT_WORDS = frozenset({"root", "(root)"})
-_MAX_DEPTH = 4  # a copy of a copy of a copy: consolidation makes at most two levels
 
 
 @dataclass(frozen=True)
@@ -81,25 +80,16 @@ EVERYONE = Reader()
 
 class Visibility:
     """The visibility rule over one vault's blocks (see the module docstring): the
-    live catalog's, or a snapshot's at a past commit."""
+    live catalog's, or a snapshot's at a past commit (a :class:`Lookup` of either)."""
 
-    def __init__(
-        self,
-        block_of: Callable[[str], Block | None],
-        blocks_in: Callable[[str], Sequence[Block]],
-        frontmatter_of: Callable[[str], Mapping[str, Any]],
-    ) -> None:
-        self._block_of = block_of
-        self._blocks_in = blocks_in
-        self._frontmatter = frontmatter_of
+    def __init__(self, lookup: Lookup) -> None:
+        self._lookup = lookup
+        self._block_of = lookup.block
+        self._frontmatter = lookup.frontmatter
 
     @classmethod
     def of_catalog(cls, catalog: Catalog) -> Visibility:
-        def frontmatter(path: str) -> Mapping[str, Any]:
-            state = catalog.files.get(path)
-            return state.parsed.frontmatter if state is not None else {}
-
-        return cls(catalog.block, catalog.blocks_in, frontmatter)
+        return cls(Lookup.of_catalog(catalog))
 
     # ---------------------------------------------------------------- rule --
 
@@ -164,56 +154,7 @@ class Visibility:
 
     def sources(self, block: Block) -> list[Block]:
         """Every block ``block`` was derived from, transitively (empty for an original)."""
-        return [b for b in self._with_sources(block) if b is not block]
+        return derived_from(block, self._lookup)
 
     def _with_sources(self, block: Block) -> list[Block]:
-        out = [block]
-        seen = {block.id}
-        todo = [(block, 0)]
-        while todo:
-            current, depth = todo.pop()
-            if depth >= _MAX_DEPTH:
-                continue
-            for source_id in self._source_ids(current):
-                if source_id in seen:
-                    continue
-                seen.add(source_id)
-                source = self._block_of(source_id)
-                if source is not None:
-                    out.append(source)
-                    todo.append((source, depth + 1))
-        return out
-
-    def _source_ids(self, block: Block) -> list[str]:
-        episode = _ref(block.field("episode"))
-        if episode:  # a fact consolidation extracted
-            return [episode]
-        meta = self._frontmatter(block.path)
-        if meta.get("kind") == "episode":  # any part of an episode note
-            return _linked_ids(meta.get("sources"))
-        if block.kind == "log" and block.heading.endswith("Consolidation"):
-            return [m.group(2) for m in _LINK.finditer(block.text)]  # the announcement
-        if block.kind == "session_summary":
-            return self._span(block)
-        return []
-
-    def _span(self, summary: Block) -> list[str]:
-        """The turns a session summary covers: its session's turns from ``from`` to ``to``."""
-        session = summary.field("session")
-        first, last = _ref(summary.field("from")), _ref(summary.field("to"))
-        if not session or not first or not last:
-            return []
-        path = (scope_dir(summary.scope) / "sessions" / f"{session}.md").as_posix()
-        return [b.id for b in self._blocks_in(path) if b.is_memory and first <= b.id <= last]
-
-
-def _ref(value: str | None) -> str | None:
-    if not value:
-        return None
-    value = value.strip()
-    return value[1:] if value.startswith("^") else value
-
-
-def _linked_ids(value: object) -> list[str]:
-    items = value if isinstance(value, list) else [value] if isinstance(value, str) else []
-    return [m.group(2) for item in items for m in _LINK.finditer(str(item))]
+        return [block, *derived_from(block, self._lookup)]

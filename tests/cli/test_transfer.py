@@ -73,6 +73,17 @@ def test_export_list_show(runner: CliRunner, vault_dir: Path, tmp_path: Path) ->
     assert "history:" in text and "authors:" in text and "#ops" in text
 
 
+def test_export_into_a_missing_folder_is_a_one_line_error(
+    runner: CliRunner, vault_dir: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "no-such-folder" / "dump.jsonl"
+    result = runner.invoke(
+        main, ["--vault", str(vault_dir), "library", "export", "--jsonl", "-o", str(target)]
+    )
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "--output: no folder" in result.output and not target.parent.exists()
+
+
 def test_session_record_from_args_and_stdin(runner: CliRunner, vault_dir: Path) -> None:
     first = json.loads(
         cli(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from mdmem import InvalidInputError, MemoryNotFoundError, Vault
@@ -19,6 +20,7 @@ from mdmem.cli import main
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import SkipFile, decode
 from mdmem.git.purge import PURGED, purge, rewrite_file, scrub_message
+from mdmem.store.derived import Rewrite
 
 from ..conftest import git
 
@@ -231,7 +233,14 @@ def test_an_entry_of_the_daily_log_goes_with_its_heading(vault: Vault) -> None:
 # -- derived copies ------------------------------------------------------------------------
 
 
-def test_a_consolidated_entry_takes_its_episode_line_and_fact_along(vault: Vault) -> None:
+def _without(commits: list[Commit], paths: set[str]) -> list[Commit]:
+    kept = [(c, {p: f for p, f in c.files.items() if p not in paths}) for c in commits]
+    return [Commit(c.message, files) for c, files in kept]
+
+
+def test_a_consolidated_entry_takes_its_fact_along_and_its_episode_is_regenerated(
+    vault: Vault,
+) -> None:
     s = vault.session("chat-7", source="cli", contact="alice")
     s.record("user", "I prefer dark mode in every editor, dark mode in every terminal.")
     s.record("assistant", "Understood, dark mode for every editor and every terminal.")
@@ -242,26 +251,38 @@ def test_a_consolidated_entry_takes_its_episode_line_and_fact_along(vault: Vault
     by_text = {m.text: m for m in result.facts}
     fact = by_text["The Quillfeather vault opens every night at two."]
     kept = by_text["The user prefers dark mode in every editor, dark mode in every terminal."]
+    assert vault.get(fact.id).field("sources") == f"^{secret.id}"  # the fact names its source
+    daily = next(b for b in vault.admin.store.catalog.blocks(memories_only=True) if b.kind == "log")
     note = (vault.root / episode.path).read_text()
-    # The episode's title and file name are keywords of the whole summary,
-    # not copies (see mdmem.store.derived); here none of them is the secret's.
-    assert "Quillfeather" in note and "quillfeather" not in episode.path
-    # The summary block, the note's "## Facts" list and its frontmatter (the
-    # overview quotes the summary) hold copies; nothing else does.
-    copies = {secret.id, fact.id, episode.id, f"{episode.path}#Facts"}
-    copies.add(f"{episode.path}#frontmatter")
-    before = snapshot(vault.root, copies)
+    assert "Quillfeather" in note
+    # The copies: the fact, the whole episode note (its summary, title, tiers,
+    # lists), the daily-log line announcing it. Nothing else changes.
+    copies = {secret.id, fact.id, daily.id}
+    before = _without(snapshot(vault.root, copies), {episode.path})
 
     purged = purge(vault.admin.store, secret.id, confirm=True)
 
     assert purged.derived == (fact.id,) and purged.episodes == (episode.id,)
+    assert set(purged.regenerated) == {episode.id, daily.id}
     assert places_holding(vault, b"Quillfeather") == []
-    assert_only_purged_changed(before, snapshot(vault.root, copies), {secret.id, fact.id})
-    note = (vault.root / episode.path).read_text()
-    assert f"- {PURGED} ([[MEMORY.md#^{fact.id}]])" in note
+    assert places_holding(vault, b"quillfeather") == []
+    paths = {episode.path, *(new for _, new in purged.renamed)}
+    after = _without(snapshot(vault.root, copies), paths)
+    assert_only_purged_changed(before, after, {secret.id, fact.id, episode.id})
+    path = vault.admin.store.catalog.path_of(episode.id)
+    assert path is not None
+    note = (vault.root / path).read_text()
+    meta = yaml.safe_load(note.split("---\n")[1])
+    # Written again from the three entries left, and saying so.
+    assert meta["entries"] == 3 and meta["extractive"] is True and meta["regenerated"]
+    assert secret.id not in note and fact.id not in note
+    assert meta["facts"] == [f"[[USER.md#^{kept.id}]]"]
     assert f"- {kept.text} ([[USER.md#^{kept.id}]])" in note
     summary = vault.get(episode.id).text
-    assert summary.startswith("I prefer dark mode in every editor") and summary.endswith(PURGED)
+    assert "dark mode in every editor" in summary and PURGED not in summary
+    line = vault.get(daily.id)
+    assert line.text.startswith(f"Consolidated 3 session entries with alice into [[{path}#^")
+    assert line.field("sources") == f"^{episode.id}"
     assert vault.get(kept.id).text == kept.text
     with pytest.raises(MemoryNotFoundError):
         vault.get(fact.id)
@@ -269,7 +290,32 @@ def test_a_consolidated_entry_takes_its_episode_line_and_fact_along(vault: Vault
     assert all("Quillfeather" not in h.text for h in hits)
 
 
-def test_purging_an_episode_takes_its_daily_log_quote_and_leaves_its_sources(
+def test_a_note_named_after_the_purged_turn_is_renamed_everywhere(vault: Vault) -> None:
+    s = vault.session("gate-1", contact="bo")
+    secret = s.record("user", "The Zorbulax gate code opens the north gate at dawn.")
+    s.record("assistant", "Noted, the north gate code.")
+    s.record("user", "I prefer tea.")
+    (episode,) = vault.consolidate().episodes
+    assert "zorbulax" in episode.path  # the title came from the secret turn
+
+    purged = purge(vault.admin.store, secret.id, confirm=True)
+
+    (renamed,) = purged.renamed
+    assert renamed[0] == episode.path and "zorbulax" not in renamed[1]
+    assert places_holding(vault, b"Zorbulax") == places_holding(vault, b"zorbulax") == []
+    assert (vault.root / renamed[1]).is_file() and not (vault.root / episode.path).exists()
+    assert vault.admin.store.catalog.path_of(episode.id) == renamed[1]
+    for sha in commits(vault.root):  # every commit holds the new name only
+        names = git(vault.root, "ls-tree", "-r", "--name-only", sha)
+        assert episode.path not in names
+    log = git(vault.root, "log", "--all", "--format=%B")
+    assert f"Episode: {renamed[1]}" in log
+    daily = next(b for b in vault.admin.store.catalog.blocks(memories_only=True) if b.kind == "log")
+    assert f"[[{renamed[1]}#^{episode.id}]]" in daily.text
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_purging_an_episode_takes_its_note_and_daily_log_line_and_leaves_its_sources(
     vault: Vault,
 ) -> None:
     s = vault.session("chat-8", contact="carol")
@@ -283,15 +329,17 @@ def test_purging_an_episode_takes_its_daily_log_quote_and_leaves_its_sources(
         if f"#^{episode.id}]]" in b.text
     )
     assert daily.text.endswith("The greenhouse thermostat is set to nineteen degrees.")
-    before = snapshot(vault.root, {episode.id, daily.id})
+    before = _without(snapshot(vault.root, {daily.id}), {episode.path})
 
     purged = purge(vault.admin.store, episode.id, confirm=True)
 
-    assert purged.derived == ()  # its facts are the entries' copies, not the summary's
-    assert_only_purged_changed(before, snapshot(vault.root, {episode.id, daily.id}), {episode.id})
-    assert vault.get(daily.id).text.endswith(f"(extractive): {PURGED}")
+    assert purged.derived == (daily.id,)  # its facts are the entries' copies, not the summary's
+    after = _without(snapshot(vault.root, {daily.id}), {episode.path})
+    assert_only_purged_changed(before, after, {episode.id, daily.id})
+    assert not (vault.root / episode.path).exists()
     history = git(vault.root, "log", "-p", "--all")
     assert not re.search(rf"\^{episode.id}\s*$", history, re.MULTILINE)
+    assert episode.path not in history  # the commit trailers named it: [PURGED] there
     assert s.entries()[0].text.startswith("The greenhouse thermostat")
     assert all(vault.get(m.id).text for m in result.facts)
 
@@ -371,7 +419,8 @@ def test_rewrite_file_removes_the_block_by_id_and_keeps_every_other_byte() -> No
         "\ufeff# Memory\r\n\r\n- ok ^m-01aaaaaaaa0001\r\n- token okapi ok ^m-01aaaaaaaa0002\r\n"
         "- ok #tag ^m-01aaaaaaaa0003\r\n\r\n## Notes\r\nok, said the human"
     ).encode()
-    new = rewrite_file("MEMORY.md", raw, {"m-01aaaaaaaa0003", "m-01aaaaaaaa0001"}, None)
+    gone = Rewrite(mark=PURGED, removed=frozenset({"m-01aaaaaaaa0003", "m-01aaaaaaaa0001"}))
+    new = rewrite_file("MEMORY.md", raw, gone)
     assert (
         new
         == (
@@ -379,20 +428,20 @@ def test_rewrite_file_removes_the_block_by_id_and_keeps_every_other_byte() -> No
             "ok, said the human"
         ).encode()
     )
-    assert rewrite_file("mdmem.toml", b"e = 1 ^m-01aaaaaaaa0001\n", {"m-01aaaaaaaa0001"}, None) == (
+    assert rewrite_file("mdmem.toml", b"e = 1 ^m-01aaaaaaaa0001\n", gone) == (
         b"e = 1 ^m-01aaaaaaaa0001\n"
     )
 
 
 def test_rewrite_file_reuses_a_known_block_start_and_gives_the_same_bytes() -> None:
-    ids = {"m-01aaaaaaaa0001"}
+    ids = Rewrite(mark=PURGED, removed=frozenset({"m-01aaaaaaaa0001"}))
     v1 = "# Memory\n\n```\n- quoted ^m-01aaaaaaaa0001\n```\n\n- gone ^m-01aaaaaaaa0001\n"
     v2 = v1 + "- later ^m-01aaaaaaaa0002\n"
     v3 = "- a line above changes the prefix ^m-01aaaaaaaa0004\n" + v2
     spans: dict[tuple[str, bytes], int | None] = {}
     for version in (v1, v2, v2, v3, v3):
-        cached = rewrite_file("MEMORY.md", version.encode(), ids, None, spans)
-        assert cached == rewrite_file("MEMORY.md", version.encode(), ids, None)
+        cached = rewrite_file("MEMORY.md", version.encode(), ids, spans)
+        assert cached is not None and cached == rewrite_file("MEMORY.md", version.encode(), ids)
         assert b"- quoted ^m-01aaaaaaaa0001" in cached and b"gone" not in cached
     assert sorted(v for v in spans.values() if v is not None) == [0, 0]  # one per prefix
     assert list(spans.values()).count(None) == 2  # the fenced id is not a block

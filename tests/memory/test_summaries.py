@@ -179,10 +179,13 @@ def _summarised_session(vault: Vault) -> tuple[str, str]:
 def test_purging_a_turn_purges_its_copy_in_the_session_summary(vault: Vault) -> None:
     turn, summary = _summarised_session(vault)
     result = vault.git.purge(turn, confirm=True)
-    assert summary in result.episodes
-    text = vault.get(summary).text
-    assert "4417" not in text and "[PURGED]" in text
-    assert "reception" in text  # the other turn's sentence stays
+    assert summary in result.episodes and summary in result.regenerated
+    block = vault.get(summary)
+    # Written again from the turn left in its span, and saying so.
+    assert "4417" not in block.text and "door code" not in block.text
+    assert block.text.startswith("Session door (") and "1 turn)" in block.text
+    assert "reception" in block.text  # the other turn's sentence stays
+    assert block.field("turns") == "1" and block.field("summarizer") == "extractive"
     assert "4417" not in git(vault.root, "log", "-p", "--all")
 
 

@@ -69,3 +69,22 @@ def test_a_thread_reply_unlike_the_query_does_not_ride_in(tmp_path: Path) -> Non
     hits = vault.recall("capital of Portugal tram", k=10).items
     assert hits, "the question itself is found"
     assert out.id not in [h.id for h in hits]
+
+
+def test_a_fact_is_one_piece_with_the_turn_it_names_not_one_sharing_its_words(
+    tmp_path: Path,
+) -> None:
+    vault = Vault.init(tmp_path / "v", agent="t")
+    s = vault.session("chat2", contact="bo")
+    other = s.record("user", "Morning meetings for the launch team are tiring, honestly.")
+    said = s.record("user", "I prefer morning meetings for the launch team.")
+    result = vault.consolidate(force=True)
+    fact = next(m for m in result.facts if "prefers morning meetings" in m.text)
+    assert vault.get(fact.id).field("sources") == f"^{said.id}"
+
+    hits = vault.recall("tiring honestly prefers", k=10).items
+
+    families = [{h.id, *h.sources, *h.derived} for h in hits]
+    mine = next(f for f in families if fact.id in f)
+    assert said.id in mine and other.id not in mine
+    assert any(other.id in f and fact.id not in f for f in families)

@@ -127,8 +127,12 @@ def test_purge_takes_a_source_out_of_the_title_abstract_and_overview(vault: Vaul
     note = (vault.root / episode.path).read_text(encoding="utf-8")
     meta = yaml.safe_load(note.split("---\n")[1])
     assert "Zephyrine" in meta["title"] and "Zephyrine" in meta["abstract"]
-    purge(vault.admin.store, secret.id, confirm=True)
-    note = (vault.root / episode.path).read_text(encoding="utf-8")
+    result = purge(vault.admin.store, secret.id, confirm=True)
+    path = vault.admin.store.catalog.path_of(episode.id)
+    assert path is not None and "zephyrine" not in path
+    assert dict(result.renamed)[episode.path] == path
+    note = (vault.root / path).read_text(encoding="utf-8")
     assert "Zephyrine" not in note
+    # Title and tiers are made again from what is left (the assistant's "Understood.").
     meta = yaml.safe_load(note.split("---\n")[1])
-    assert meta["title"] == meta["abstract"] == "[PURGED]"
+    assert meta["title"] and meta["abstract"] and meta["regenerated"]

@@ -21,6 +21,7 @@ from mdmem.agent.mcp_server import core_resources, read_resource_text
 from mdmem.agent.projectpolicy import Policy
 from mdmem.agent.prompt import prompt_context
 from mdmem.agent.tools import Toolset
+from mdmem.store.derived import origins_of
 from mdmem.store.visibility import EVERYONE, Reader
 from tests.conftest import git
 from tests.mcp_client import mcp_session
@@ -188,3 +189,42 @@ def test_recall_as_of_applies_the_same_rule(declared: tuple[Vault, str]) -> None
 
 def _texts(result: Any) -> str:
     return " ".join(h.text for h in result.items)
+
+
+def test_a_copy_of_alices_turn_is_hidden_from_the_root_by_its_source_links(vault: Vault) -> None:
+    """Copies in the vault root whose sources are Alice's: hidden from a root-only
+    reader through the links store.derived reads (a copy's ``[sources::]``, an
+    episode note's ``given:``), the same links purge follows."""
+    chat = vault.session("alice-chat", source="telegram", scope="user:alice")
+    turn = chat.record("user", "My salary review is on the ninth of March.")
+    assert vault.consolidate(llm=None).episodes
+    rule = vault.admin.store.visibility
+    catalog = vault.admin.store.catalog
+    alices_fact = next(
+        b for b in catalog.blocks() if b.scope == "user:alice" and b.field("episode")
+    )
+
+    copy = vault.remember("The salary review falls in March.", fields=[("sources", f"^{turn.id}")])
+    note = vault.root / "episodes" / "2026-01-01-planning.md"
+    note.write_text(
+        "---\nkind: episode\nscope: root\nsources: []\n"
+        f"given:\n- '[[{alices_fact.path}#^{alices_fact.id}]]'\n---\n"
+        "# Planning\n\nPlanning around the March salary review. ^m-01jd3k5x7q09\n"
+    )
+    git(vault.root, "add", "-A", human=True)
+    git(vault.root, "commit", "-qm", "a planning note", human=True)
+    vault.admin.refresh()
+
+    for memory_id in (copy.id, "m-01jd3k5x7q09"):
+        block = catalog.block(memory_id)
+        assert block is not None and block.scope == ""
+        assert origins_of(block, catalog) == (turn.id,)
+        assert turn.id in {s.id for s in rule.sources(block)}
+        assert not rule.may_see(ROOT_ONLY, block)
+        assert rule.may_see(Reader.of(["root", "user:alice"]), block)
+        assert rule.may_see(EVERYONE, block)
+
+    assert "salary" not in _texts(vault.recall("salary review March", reader=ROOT_ONLY))
+    assert "salary" in _texts(vault.recall("salary review March"))
+    with pytest.raises(ScopeDeniedError):
+        rule.require(ROOT_ONLY, catalog.block(copy.id))  # type: ignore[arg-type]
