@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from mdmem.models import Block, Hit, Recall
-from mdmem.recall import multihop
+from mdmem.recall import aliases, multihop
 from mdmem.recall.controls import at_tier
 from mdmem.recall.conversation import FileOrder
 from mdmem.recall.search import RecallQuery, run_recall, vector_query_text
@@ -57,6 +57,8 @@ class Recaller:
         started = time.perf_counter()
         store = self.store
         indexer = store.indexer
+        asked = q.query
+        q = replace(q, query=self._understood(q.query))
         if q.mode == "keyword":
             store.refresh()
         else:
@@ -93,8 +95,20 @@ class Recaller:
         items = [self._shown(hit) for hit in items]  # after: a tier's text is scrubbed too
         return replace(
             result,
+            query=asked,
             items=items,
             took_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _understood(self, query: str) -> str:
+        """The query with the names it calls known people by resolved (aliases.py)."""
+        indexer = self.store.indexer
+        return aliases.understood(
+            query,
+            self.threads.people(),
+            lambda word, limit: indexer.keyword.search(word, limit=limit, statuses=None),
+            self.store.catalog.block,
+            self.threads.neighbours,
         )
 
     def _frontmatter(self, path: str) -> dict[str, Any]:

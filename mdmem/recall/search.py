@@ -23,7 +23,7 @@ from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
 from mdmem.index.blocktext import indexable
 from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
-from mdmem.recall import families, ranking, signals
+from mdmem.recall import expansion, families, ranking, signals
 from mdmem.recall.controls import RecallControls, substring_candidates
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.recall.neighbours import Neighbourhood
@@ -220,12 +220,17 @@ def run_recall(
     # What this recall could not use, one clause each: the answer is
     # ``degraded`` while any part is missing, and says why.
     reasons: list[str] = []
+    # A query naming known people searches deeper for what they said (expansion.py).
+    focus = expansion.Focus.of(q.query, threads.people()) if threads is not None else None
+    depth = focus.depth(pool) if focus is not None else pool
 
     keyword: list[tuple[str, float]] = []
     keyword_ok = q.mode == "vector"
     if q.mode != "vector":
         try:
-            keyword = _keyword_candidates(q, indexer, pool, statuses, block_of)
+            keyword = _keyword_candidates(q, indexer, depth, statuses, block_of)
+            if focus is not None:
+                keyword = focus.trim(keyword, pool, block_of)
             keyword_ok = True
         except IndexError_ as exc:
             _note(reasons, f"keyword index unusable: {_line(exc)}")
@@ -252,7 +257,9 @@ def run_recall(
             except EmbedderError as exc:
                 vector_reasons.append(f"query not embedded: {_line(exc)}")
             else:
-                vector = _vector_candidates(q, vectors, query_vec, pool, block_of)
+                vector = _vector_candidates(q, vectors, query_vec, depth, block_of)
+                if focus is not None:
+                    vector = focus.trim(vector, pool, block_of)
         # The indexes' own account (asked now, after this recall's attempts)
         # names the cause better than what this recall saw of it.
         known = [why for part, why in (gaps() if gaps is not None else []) if part == "vector"]
