@@ -155,9 +155,9 @@ def parse_session_datetime(value: str | None) -> datetime | None:
         return None
     dotted = _SESSION_DATE_DOTTED.match(value)
     if dotted:
-        day, month, year, hour, minute, second = (int(x or 0) for x in dotted.groups())
+        d, mo, y, h24, mi, se = (int(x or 0) for x in dotted.groups())
         try:
-            return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+            return datetime(y, mo, d, h24, mi, se, tzinfo=UTC)
         except ValueError:
             return None
     m = _SESSION_DATE.match(value)
