@@ -61,6 +61,7 @@ from mdmem.memory.llm import LLMClient, client_from_settings
 from mdmem.memory.pending import PendingBuffer
 from mdmem.models import Block, Memory, Recall
 from mdmem.recall.controls import RecallControls
+from mdmem.recall.model_rerank import Reranking
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
 from mdmem.recall.usefulness import Usefulness, UsefulnessStore
@@ -146,6 +147,7 @@ class Vault:
         )
         self._closed = False
         self._llm: tuple[LLMClient | None] | None = None
+        self._reranking = Reranking(self.settings)  # [recall] reranker, built on first use
         self.resolver = lifecycle.AutoResolver(self.store, self.llm_client)
         # The writer calls auto-resolve after each remember and at a batch's end.
         self.store.auto_resolve = self.resolver
@@ -619,7 +621,9 @@ class Vault:
         return replace(result, took_ms=(time.perf_counter() - started) * 1000)
 
     def _llm_rerank(self, result: Recall) -> Recall:
-        """The LLM re-rank of the top hits, when ``[recall] rerank`` is on and a model is set."""
+        """The re-ranker model's order of the top hits, when ``[recall] reranker`` names
+        one, then the LLM re-rank, when ``[recall] rerank`` is on and a model is set."""
+        result = self._reranking.apply(result)
         s = self.settings.recall
         client = self.llm_client() if s.rerank and result.items else None
         if client is None:
