@@ -89,6 +89,7 @@ class Asked:
     cited: list[str] = field(default_factory=list)
     context: str = ""
     ms: float = 0.0
+    question: str = ""
 
     def evidence_share(self, whole_text: bool = False) -> float:
         if not self.evidence:
@@ -119,12 +120,20 @@ def others_for(convs: Sequence[Conversation], i: int, n: int) -> list[Question]:
     return questions(convs[(i + 1) % len(convs)], 0)[:n]
 
 
-def record(conv: Conversation, way: str, root: Path) -> tuple[Path, dict[str, str], dict[str, str]]:
+def record(
+    conv: Conversation, way: str, root: Path, embedder: str
+) -> tuple[Path, dict[str, str], dict[str, str]]:
     """A fresh vault holding ``conv``: its path, dia id -> memory id, memory id -> text."""
     from mdmem import Vault
 
     path = root / f"{conv.sample_id}-{way}"
-    vault = Vault.init(path, agent="inject-bench", secrets="off", consolidation={"auto": False})
+    vault = Vault.init(
+        path,
+        agent="inject-bench",
+        secrets="off",
+        consolidation={"auto": False},
+        embedder={"provider": embedder},
+    )
     previous = [None, *conv.turns[:-1]]
     texts = [memory_text(t, "said", p) for t, p in zip(conv.turns, previous, strict=True)]
     ing = ingest(vault, conv, way, texts)
@@ -203,7 +212,7 @@ def measure(args: argparse.Namespace) -> list[Asked]:
             if args.only and conv.sample_id not in args.only:
                 continue
             print(f"[{path.stem}] {conv.sample_id}: recording", file=sys.stderr)
-            vault, memory_of, texts = record(conv, args.record, base / "vaults")
+            vault, memory_of, texts = record(conv, args.record, base / "vaults", args.embedder)
             hooks.mdmem(vault, "server", "start")
             try:
                 todo = [(q, True) for q in questions(conv, args.limit_questions)]
@@ -222,6 +231,7 @@ def measure(args: argparse.Namespace) -> list[Asked]:
                             _CITED.findall(context),
                             context,
                             ms,
+                            q.question,
                         )
                     )
             finally:
@@ -287,7 +297,7 @@ def collect_hits(args: argparse.Namespace) -> list[Kept]:
             if args.only and conv.sample_id not in args.only:
                 continue
             print(f"[{path.stem}] {conv.sample_id}: recording", file=sys.stderr)
-            root, memory_of, _ = record(conv, args.record, base)
+            root, memory_of, _ = record(conv, args.record, base, args.embedder)
             vault = Vault.open(root, agent="inject-bench")
             todo = [(q, True) for q in questions(conv, args.limit_questions)]
             todo += [(q, False) for q in others_for(convs, i, args.others)]
@@ -386,25 +396,25 @@ def calibrate(kept: Sequence[Kept]) -> dict[str, Any]:
     """Every cut of :data:`GRID`, scored; the best that meets (b) and (c) first."""
     from mdmem.agent.relevance import DEFAULT, RelevanceCut
 
-    rows: list[dict[str, Any]] = []
-    for values in itertools.product(*GRID.values()):
-        cut = RelevanceCut(**dict(zip(GRID, values, strict=True)))  # type: ignore[arg-type]
-        got = evaluate(kept, cut)
-        sets = list(got.values())
-        rows.append(
-            {
-                "cut": cut.__dict__,
-                "sets": got,
-                "meets": all(
-                    s["items_median"] <= ITEMS_TARGET and s["others_nothing"] >= OTHERS_TARGET
-                    for s in sets
-                ),
-                "evidence": _mean(s["evidence"] for s in sets),
-            }
-        )
+    rows = [
+        _scored(kept, RelevanceCut(**dict(zip(GRID, values, strict=True))))  # type: ignore[arg-type]
+        for values in itertools.product(*GRID.values())
+    ]
     rows.sort(key=lambda r: (not r["meets"], -r["evidence"]))
-    shipped = {"cut": DEFAULT.__dict__, "sets": evaluate(kept, DEFAULT)}
-    return {"best": rows[:10], "shipped": shipped}
+    return {"best": rows[:10], "shipped": _scored(kept, DEFAULT)}
+
+
+def _scored(kept: Sequence[Kept], cut: Any) -> dict[str, Any]:
+    got = evaluate(kept, cut)
+    return {
+        "cut": cut.__dict__,
+        "sets": got,
+        "meets": all(
+            s["items_median"] <= ITEMS_TARGET and s["others_nothing"] >= OTHERS_TARGET
+            for s in got.values()
+        ),
+        "evidence": _mean(s["evidence"] for s in got.values()),
+    }
 
 
 def kept_rows(args: argparse.Namespace) -> list[Kept]:
@@ -414,6 +424,7 @@ def kept_rows(args: argparse.Namespace) -> list[Kept]:
         "others": args.others,
         "limit": args.limit_questions,
         "only": sorted(args.only),
+        "embedder": args.embedder,
     }
     if args.rows is not None and args.rows.is_file():
         saved = json.loads(args.rows.read_text())
@@ -440,6 +451,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit-questions", type=int, default=0, help="per conversation")
     parser.add_argument("--only", type=lambda s: set(s.split(",")), default=set())
     parser.add_argument("--latency-ms", type=int, default=5000)
+    parser.add_argument(
+        "--embedder", default="minilm", help="the vaults' embedder (default: mdmem's default)"
+    )
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--rows", type=Path, help="--calibrate: cache of the recalled hits")
     parser.add_argument("--json", action="store_true")
