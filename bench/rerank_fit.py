@@ -393,7 +393,7 @@ def main() -> None:
         sets = ", ".join(p.name for p in args.data)
         write_weights(
             final,
-            f"Fitted on {sets}, both recording ways; held-out\n(leave-one-conversation-out) "
+            f"Fitted on {sets}, {' and '.join(ways)} rows; held-out\n(leave-one-conversation-out) "
             f"R@5, MRR when fitted:\n{held}.",
         )
     if args.json:
