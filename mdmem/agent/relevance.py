@@ -42,9 +42,10 @@ class RelevanceCut:
 DEFAULT = RelevanceCut(gate=0.0, floor=0.0, ratio=0.0, max_items=20)
 
 
-def relevant(hits: Sequence[Hit], cut: RelevanceCut = DEFAULT) -> list[Hit]:
+def relevant(hits: Sequence[Hit], cut: RelevanceCut | None = None) -> list[Hit]:
     """The hits worth injecting, best first (see the module doc); ``hits`` are
-    recall's, in its order."""
+    recall's, in its order; ``cut`` defaults to :data:`DEFAULT` as it is when called."""
+    cut = cut if cut is not None else DEFAULT
     if not hits:
         return []
     cosines = [h.scores["vector"] for h in hits if "vector" in h.scores]

@@ -1,0 +1,86 @@
+"""The relevance cut: which recalled memories the prompt hook injects."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from mdmem import Vault
+from mdmem.agent import relevance
+from mdmem.agent.hostkit import run_event
+from mdmem.agent.projectpolicy import Policy
+from mdmem.agent.relevance import RelevanceCut, relevant
+from mdmem.models import Hit
+
+
+def hit(memory_id: str, score: float, cosine: float | None) -> Hit:
+    return Hit(
+        id=memory_id,
+        path="MEMORY.md",
+        line_start=1,
+        line_end=1,
+        heading="",
+        text=memory_id,
+        kind="fact",
+        tags=(),
+        status="active",
+        created=datetime(2024, 1, 1, tzinfo=UTC),
+        score=score,
+        scores={"vector": cosine} if cosine is not None else {},
+    )
+
+
+HITS = [hit("m-a", 0.9, 0.6), hit("m-b", 0.7, 0.4), hit("m-c", 0.3, None), hit("m-d", 0.2, 0.1)]
+
+
+def ids(hits: list[Hit]) -> list[str]:
+    return [h.id for h in hits]
+
+
+def test_no_cut_keeps_every_hit_in_order() -> None:
+    assert ids(relevant(HITS, RelevanceCut())) == ["m-a", "m-b", "m-c", "m-d"]
+    assert relevant([], RelevanceCut(gate=0.9)) == []
+
+
+def test_the_gate_asks_for_one_hit_close_in_meaning() -> None:
+    assert relevant(HITS, RelevanceCut(gate=0.61)) == []
+    assert ids(relevant(HITS, RelevanceCut(gate=0.6))) == ["m-a", "m-b", "m-c", "m-d"]
+    # Keyword-only hits (no cosine anywhere: a degraded recall) are not gated.
+    keyword_only = [hit("m-k", 0.5, None)]
+    assert ids(relevant(keyword_only, RelevanceCut(gate=0.9))) == ["m-k"]
+
+
+def test_floor_ratio_and_count() -> None:
+    assert ids(relevant(HITS, RelevanceCut(floor=0.3))) == ["m-a", "m-b", "m-c"]
+    assert ids(relevant(HITS, RelevanceCut(ratio=0.75))) == ["m-a", "m-b"]  # 0.7 >= 0.675
+    assert ids(relevant(HITS, RelevanceCut(max_items=1))) == ["m-a"]
+
+
+def test_the_hook_injects_nothing_when_no_memory_is_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = Vault.init(tmp_path / "v", embedder={"provider": "hash"})
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def ask(prompt: str) -> str:
+        data = {
+            "session_id": "s",
+            "transcript_path": None,
+            "cwd": str(repo),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        }
+        out = json.loads(run_event(vault, "claude-code", "prompt-submit", data, Policy()))
+        return str((out.get("hookSpecificOutput") or {}).get("additionalContext", ""))
+
+    monkeypatch.setattr(relevance, "DEFAULT", RelevanceCut(gate=0.2))
+    assert "fly.io" in ask("where do we deploy the shop service")
+    monkeypatch.setattr(relevance, "DEFAULT", replace(relevance.DEFAULT, gate=1.01))
+    assert ask("where do we deploy the shop service") == ""
+    vault.close()
