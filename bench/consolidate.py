@@ -194,9 +194,9 @@ def part_two(
                 hits = vault.recall(f"when does the {name} backup run?", k=2)
                 for hit in hits.items:
                     if hit.id == good_ids[name]:
-                        vault.feedback(hit.id, helpful=True)
+                        vault.usefulness.feedback(hit.id, helpful=True)
                     elif hit.id == stale_ids[name]:
-                        vault.feedback(hit.id, helpful=False)
+                        vault.usefulness.feedback(hit.id, helpful=False)
         scores: dict[str, list[bool]] = {"trained": [], "untrained": [], "off_topic": []}
         for name, *_ in plan:
             top = vault.recall(f"at what time is the nightly {name} backup?", k=2).items

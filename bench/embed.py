@@ -88,7 +88,7 @@ def cold_load() -> dict[str, float]:
     code = (
         "import time, json\n"
         "import numpy, tokenizers, safetensors.numpy\n"
-        "from mdmem.index import minilm\n"
+        "from mdmem.providers import minilm\n"
         "t = time.perf_counter(); m = minilm.load_minilm(); t1 = time.perf_counter()\n"
         "m.embed(['warm up the first query']); t2 = time.perf_counter()\n"
         "print(json.dumps({'load_s': t1 - t, 'first_vector_s': t2 - t}))\n"
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
 
-    from mdmem.index import minilm
+    from mdmem.providers import minilm
 
     result: dict[str, Any] = {
         "machine": {

@@ -1,4 +1,4 @@
-"""Import benchmark: messages a second through `vault.import_`, commits, and a re-import.
+"""Import benchmark: messages a second through `vault.library.import_`, commits, and a re-import.
 
 Usage: python bench/importer.py [--messages 2000] [--conversations 4] [--json]
 
@@ -72,10 +72,10 @@ def main() -> None:
     write_messages(source, args.messages, args.conversations)
     vault = Vault.init(scratch / "vault", agent="bench")
     started = time.perf_counter()
-    report = vault.import_(source)
+    report = vault.library.import_(source)
     first = time.perf_counter() - started
     started = time.perf_counter()
-    again = vault.import_(source)
+    again = vault.library.import_(source)
     second = time.perf_counter() - started
     vault.close()
     result = {

@@ -334,13 +334,24 @@ def packed(hits: Sequence[dict[str, Any]], cut: Any) -> list[str]:
     chars = {h["id"]: h["chars"] for h in hits}
     length = len(_TITLE) + 1 + len(_NOTE)
     ids: list[str] = []
-    for h in relevant([_hit(h) for h in hits], cut):
+    for h in relevant(_stand_ins(hits), cut):
         longer = length + 1 + chars[h.id]
         if math.ceil((longer + 1) / 4) > PROMPT_TOKENS:
             break
         length = longer
         ids.append(h.id)
     return ids
+
+
+_STAND_INS: dict[int, tuple[Sequence[dict[str, Any]], list[Any]]] = {}
+
+
+def _stand_ins(hits: Sequence[dict[str, Any]]) -> list[Any]:
+    """``hits`` as Hits the cut reads, made once per question (the grid asks often)."""
+    made = _STAND_INS.get(id(hits))
+    if made is None or made[0] is not hits:
+        made = _STAND_INS[id(hits)] = (hits, [_hit(h) for h in hits])
+    return made[1]
 
 
 def _hit(h: dict[str, Any]) -> Any:

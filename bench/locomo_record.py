@@ -258,7 +258,7 @@ class Credit:
             return None
 
     def _frontmatter(self, path: str) -> dict[str, Any]:
-        state = self.vault.catalog.files.get(path)
+        state = self.vault.admin.store.catalog.files.get(path)
         meta = getattr(getattr(state, "parsed", None), "frontmatter", None)
         return meta if isinstance(meta, dict) else {}
 

@@ -49,10 +49,10 @@ def one_round(root: Path, memories: int, entries: int) -> dict[str, float]:
         chat.record(role, f"Message {i}: the release plan item {i}; I prefer option {i % 3}.")
     out: dict[str, float] = {}
     out["consolidate --review"], proposed = timed(lambda: vault.consolidate(review=True))
-    out["review (counts + diff)"], _ = timed(lambda: vault.review(proposed.branch))
+    out["review (counts + diff)"], _ = timed(lambda: vault.git.review(proposed.branch))
     vault.remember("written on the main line while the review is open")
-    out["merge_review"], merged = timed(lambda: vault.merge_review(proposed.branch))
-    out["undo of the merge"], _ = timed(lambda: vault.undo(merged.commit))
+    out["merge_review"], merged = timed(lambda: vault.git.merge_review(proposed.branch))
+    out["undo of the merge"], _ = timed(lambda: vault.git.undo(merged.commit))
     out["plain consolidate (baseline)"], plain = timed(vault.consolidate)
     if plain.consolidated != proposed.consolidated:
         raise SystemExit(

@@ -52,7 +52,7 @@ def main() -> None:
     s = vault.session("bench-s")
     for n in range(40):
         s.record("user" if n % 2 else "assistant", f"Turn {n}: we discussed deploying service {n}.")
-    vault.mark_seen()
+    vault.git.mark_seen()
     for n in range(50):
         vault.remember(f"Change {n}: release {n} shipped to staging.")
 
@@ -65,7 +65,7 @@ def main() -> None:
         "capture_tool_results, passing call",
         timed(
             args.samples,
-            lambda i: vault.capture_tool_results(
+            lambda i: vault.sessions.capture_tool_results(
                 "bench-s", [ToolCall("Read", {"file_path": f"f{i}.py"}, "ok", success=True)]
             ),
         ),
@@ -74,7 +74,7 @@ def main() -> None:
         "capture_tool_results, failing call",
         timed(
             args.samples,
-            lambda i: vault.capture_tool_results(
+            lambda i: vault.sessions.capture_tool_results(
                 "bench-s",
                 [ToolCall("Bash", f"make t{i}", f"error: target t{i} failed", exit_code=2)],
             ),
@@ -83,10 +83,10 @@ def main() -> None:
 
     def summary(i: int) -> object:
         s.record("user", f"One more turn {i} about the rollout.")
-        return vault.summarize_session("bench-s")
+        return vault.sessions.summarize("bench-s")
 
     add("summarize_session (1 new turn + record)", timed(args.samples, summary))
-    add("changes('last-session'), 50 commits", timed(args.samples, lambda i: vault.changes()))
+    add("changes('last-session'), 50 commits", timed(args.samples, lambda i: vault.git.changes()))
     add(
         "session-start section (changes + mark)",
         timed(
@@ -101,9 +101,12 @@ def main() -> None:
             ),
         ),
     )
-    add("pending push", timed(args.samples, lambda i: vault.pending.push(f"message {i}")))
-    add("pending take (1)", timed(args.samples, lambda i: vault.pending.take(limit=1)))
-    add("flush_reminder", timed(args.samples, lambda i: vault.flush_reminder(session="bench-s")))
+    add("pending push", timed(args.samples, lambda i: vault.sessions.pending.push(f"message {i}")))
+    add("pending take (1)", timed(args.samples, lambda i: vault.sessions.pending.take(limit=1)))
+    add(
+        "flush_reminder",
+        timed(args.samples, lambda i: vault.sessions.flush_reminder(session="bench-s")),
+    )
     vault.close()
     if args.json:
         emit_json([dict(zip(("op", "n", "p50_ms", "p95_ms"), r, strict=True)) for r in rows])

@@ -126,7 +126,7 @@ def scores(pairs: list[Pair], retired: list[bool]) -> dict[str, Any]:
 def cosines(pairs: list[Pair]) -> list[float]:
     import numpy as np
 
-    from mdmem.index.embedders import make_embedder
+    from mdmem.providers.embedders import make_embedder
 
     model = make_embedder("minilm")
     texts = sorted({t for old, new, _ in pairs for t in (old, new)})

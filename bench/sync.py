@@ -180,7 +180,7 @@ def bench_purge(root: Path, commits: int) -> dict[str, float]:
     assert target is not None
     total = int(git(vault.root, "rev-list", "--count", "HEAD"))
     gc_seconds, _ = timed(lambda: git(vault.root, "gc", "--prune=now", "--quiet"))
-    seconds, result = timed(lambda: vault.purge(target.id, confirm=True))
+    seconds, result = timed(lambda: vault.git.purge(target.id, confirm=True))
     return {
         "commits": float(total),
         "commits_rewritten": float(result.commits_rewritten),

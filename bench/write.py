@@ -29,7 +29,7 @@ from _common import emit_json, median, percentile, print_table, scratch_dir
 
 def baseline(root: Path, samples: int) -> tuple[list[float], list[float]]:
     """fsync+replace of the vault's MEMORY.md-sized file, and a bare git commit."""
-    from mdmem.store.textfile import atomic_write
+    from mdmem.files.textfile import atomic_write
 
     memory = root / "MEMORY.md"
     data = memory.read_bytes()

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see __getattr__)
 if TYPE_CHECKING:
+    from mdmem.agent.hooks import MemoryHooks, compact_with_vault
+    from mdmem.agent.prompt import PromptContext, prompt_context
+    from mdmem.agent.tools import Toolset
     from mdmem.errors import (
         ConfigError,
         ConflictError,
@@ -16,6 +19,7 @@ if TYPE_CHECKING:
         DuplicateIdError,
         EmbedderError,
         GitError,
+        HumanNoteError,
         IndexError_,
         InvalidInputError,
         LLMError,
@@ -31,7 +35,9 @@ if TYPE_CHECKING:
         VaultFileError,
         VaultNotFoundError,
     )
+    from mdmem.memory.sessions import Session
     from mdmem.models import KINDS, STATUSES, Block, Hit, Memory, Recall
+    from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMClient
     from mdmem.vault import Vault, VaultStatus, Version
 
 __version__ = "0.1.0"
@@ -39,6 +45,7 @@ __version__ = "0.1.0"
 __all__ = [
     "KINDS",
     "STATUSES",
+    "USE_CONFIGURED_LLM",
     "Block",
     "ConfigError",
     "ConflictError",
@@ -47,19 +54,25 @@ __all__ = [
     "EmbedderError",
     "GitError",
     "Hit",
+    "HumanNoteError",
     "IndexError_",
     "InvalidInputError",
+    "LLMClient",
     "LLMError",
     "LLMNotConfiguredError",
     "LLMResponseError",
     "LockTimeoutError",
     "MdmemError",
     "Memory",
+    "MemoryHooks",
     "MemoryNotFoundError",
     "PathOutsideVaultError",
+    "PromptContext",
     "Recall",
     "ScopeDeniedError",
     "SecretRefusedError",
+    "Session",
+    "Toolset",
     "Vault",
     "VaultExistsError",
     "VaultFileError",
@@ -67,6 +80,8 @@ __all__ = [
     "VaultStatus",
     "Version",
     "__version__",
+    "compact_with_vault",
+    "prompt_context",
 ]
 
 # `import mdmem` stays cheap (a CLI call answered by the warm server, a hook):
@@ -75,6 +90,11 @@ __all__ = [
 _HOMES = {
     **{name: "mdmem.models" for name in ("KINDS", "STATUSES", "Block", "Hit", "Memory", "Recall")},
     **{name: "mdmem.vault" for name in ("Vault", "VaultStatus", "Version")},
+    **{name: "mdmem.agent.hooks" for name in ("MemoryHooks", "compact_with_vault")},
+    **{name: "mdmem.agent.prompt" for name in ("PromptContext", "prompt_context")},
+    **{name: "mdmem.providers.llm" for name in ("USE_CONFIGURED_LLM", "LLMClient")},
+    "Toolset": "mdmem.agent.tools",
+    "Session": "mdmem.memory.sessions",
 }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mdmem import Vault
-from mdmem.memory.llm import LLMClient, LLMConfig
+from mdmem.providers.llm import LLMClient, LLMConfig
 from mdmem.testing import Reply, ScriptedOpenAIServer
 
 DATA = re.compile(r"<<<MDMEM_DATA ([^\n]*)\n(.*?)\nMDMEM_DATA>>>", re.DOTALL)

@@ -119,7 +119,7 @@ def test_a_tracked_mdmem_toml_cannot_send_text_or_keys_to_its_own_endpoint(
             "llm.base_url",
             "llm.model",
         }
-        assert not elsewhere.exists() and str(elsewhere) not in str(vault.state_dir)
+        assert not elsewhere.exists() and str(elsewhere) not in str(vault.admin.state_dir)
         m = vault.remember("The launch code word is periwinkle.")
         vault.recall("launch code word")
         vault.consolidate()

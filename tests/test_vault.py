@@ -22,7 +22,7 @@ from mdmem import (
     VaultFileError,
     VaultNotFoundError,
 )
-from mdmem.store.ids import is_memory_id
+from mdmem.files.ids import is_memory_id
 
 from .conftest import git
 
@@ -89,7 +89,7 @@ def test_open_a_folder_without_a_vault(tmp_path: Path) -> None:
 
 
 def test_state_lives_outside_the_vault(vault: Vault) -> None:
-    assert vault.root not in vault.state_dir.parents
+    assert vault.root not in vault.admin.state_dir.parents
     assert not any(p.name.endswith(".lock") for p in vault.root.rglob("*") if ".git" not in p.parts)
 
 
@@ -162,8 +162,12 @@ def test_journal_and_learn(vault: Vault) -> None:
     assert text.count("## Topic: Docker") == 1 and "## Topic: Python" in text
     docker = text.index("## Topic: Docker")
     assert docker < text.index("Volumes persist data.") < text.index("## Topic: Python")
-    assert vault.get(b.id).heading if hasattr(vault.get(b.id), "heading") else True
-    assert vault.block(a.id).heading == "Topic: Docker" == vault.block(b.id).heading
+    assert vault.admin.store.block(b.id).heading
+    assert (
+        vault.admin.store.block(a.id).heading
+        == "Topic: Docker"
+        == vault.admin.store.block(b.id).heading
+    )
 
 
 def test_forget_removes_only_that_block(vault: Vault) -> None:
@@ -184,7 +188,7 @@ def test_supersede_and_resolve(vault: Vault) -> None:
     old = vault.remember("Deploys happen on Tuesdays", kind="decision", tags=["deploy"])
     new = vault.supersede(old.id, "Deploys happen on Thursdays")
     assert new.superseded == (old.id,) and new.kind == "decision" and "deploy" in new.tags
-    block = vault.block(old.id)
+    block = vault.admin.store.block(old.id)
     assert block.status == "superseded" and block.field("by") == f"^{new.id}"
     msg = git(vault.root, "log", "-1", "--format=%B")
     assert "Op: supersede" in msg and f"Supersedes: {old.id}" in msg
@@ -197,12 +201,12 @@ def test_supersede_and_resolve(vault: Vault) -> None:
 def test_supersede_and_resolve_set_updated(vault: Vault) -> None:
     days = {datetime.now(UTC).date()}
     old = vault.remember("Deploys happen on Tuesdays")
-    assert vault.block(old.id).updated is None
+    assert vault.admin.store.block(old.id).updated is None
     new = vault.supersede(old.id, "Deploys happen on Thursdays")
     vault.resolve(new.id)
     days.add(datetime.now(UTC).date())
     for memory_id in (old.id, new.id):
-        updated = vault.block(memory_id).updated
+        updated = vault.admin.store.block(memory_id).updated
         assert updated is not None and updated.date() in days
     assert f"[updated:: {updated.date().isoformat()}]" in read(vault, "MEMORY.md")
 
@@ -236,7 +240,7 @@ def test_history_lists_versions_and_follows_moves(vault: Vault) -> None:
     (vault.root / "people.md").write_text(
         f"# People\n\n{line.replace('search', 'search and ranking')}\n", encoding="utf-8"
     )
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     vault.resolve(m.id)
     versions = vault.history(m.id)
     assert [v.path for v in versions] == ["MEMORY.md", "people.md", "people.md"]
@@ -357,7 +361,7 @@ def test_session_turns_and_tool_outputs_go_through_the_guard(vault: Vault) -> No
     assert len(commits(vault)) == 1
     # Redacted, a large output is clean in its session preview and in the full copy.
     m = s.record_tool_output("env", f"OPENAI={_KEY}\n" + "x" * 50_000, secrets="redact")
-    assert vault.block(m.id).field("tout")
+    assert vault.get(m.id).field("tout")
     assert _secret_anywhere(vault) == []
 
 
@@ -525,8 +529,8 @@ def test_git_calls_disable_fsmonitor_and_fsync_committed(
         assert ("-c", "core.fsmonitor=false") in pairs, command
         assert ("-c", "core.fsync=committed") in pairs, command
     assert not marker.exists()
-    assert vault.git.run("config", "core.fsync") == "committed"
-    assert vault.git.run("config", "core.fsmonitor") == "false"
+    assert vault.admin.store.git.run("config", "core.fsync") == "committed"
+    assert vault.admin.store.git.run("config", "core.fsmonitor") == "false"
 
 
 def test_no_git_children_are_left_running(vault: Vault) -> None:
@@ -566,11 +570,11 @@ def test_human_identity_comes_from_git_config(vault: Vault) -> None:
 
 
 def _catalog_matches_a_fresh_parse(vault: Vault, rel: str) -> None:
-    from mdmem.store import blocks as blk
-    from mdmem.store.textfile import decode
+    from mdmem.files import blocks as blk
+    from mdmem.files.textfile import decode
 
     fresh = blk.parse(rel, decode((vault.root / rel).read_bytes())).blocks
-    held = vault.catalog.files[rel].parsed.blocks
+    held = vault.admin.store.catalog.files[rel].parsed.blocks
     assert [(b.id, b.status, b.fields, b.text, b.line_start, b.line_end) for b in held] == [
         (b.id, b.status, b.fields, b.text, b.line_start, b.line_end) for b in fresh
     ]
@@ -587,10 +591,10 @@ def test_a_field_change_rewrites_one_block_without_reparsing_the_file(
         "- Bob owns billing\r\n  and the invoice export ^m-0000000002aaaa\r\n\r\n"
         "## Later\r\n\r\n* Carol moved to Oslo [scope:: user:carol] ^m-0000000003aaaa\r\n".encode()
     )
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     logged = vault.log("Compared two queues.", category="Research")
-    vault.refresh()
-    from mdmem.store import blocks as blk
+    vault.admin.refresh()
+    from mdmem.files import blocks as blk
 
     parses = []
     real_parse = blk.parse
@@ -609,7 +613,7 @@ def test_a_field_change_rewrites_one_block_without_reparsing_the_file(
     )
     assert not vault.recall("Carol Oslo", mode="keyword").items  # resolved: not recalled
     assert vault.recall("Carol Oslo", mode="keyword", include_inactive=True).items
-    assert vault.doctor().ok, vault.doctor().problems
+    assert vault.admin.doctor().ok, vault.admin.doctor().problems
 
 
 def test_a_memory_remembered_and_resolved_in_one_batch_is_indexed_as_it_ends(
@@ -621,4 +625,4 @@ def test_a_memory_remembered_and_resolved_in_one_batch_is_indexed_as_it_ends(
         vault.resolve(gone.id)
     assert [h.id for h in vault.recall("herons nest", mode="keyword").items] == [kept.id]
     _catalog_matches_a_fresh_parse(vault, "MEMORY.md")
-    assert vault.doctor().ok, vault.doctor().problems
+    assert vault.admin.doctor().ok, vault.admin.doctor().problems

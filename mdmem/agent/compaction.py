@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mdmem.errors import InvalidInputError, LLMNotConfiguredError, LLMResponseError
-from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, LLMConfig, data_block
+from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, LLMConfig, data_block
 
 __all__ = [
     "SUMMARY_MARKER",
@@ -169,7 +169,7 @@ def compact(
 
     ``flush(older_messages)`` is the memory flush: it is called first, with
     exactly the messages that leave the history, so their durable facts can be
-    stored before they are gone. Pass ``flush=vault.flush``, or use
+    stored before they are gone. Pass ``flush=vault.sessions.flush``, or use
     :func:`mdmem.agent.hooks.compact_with_vault` / :meth:`mdmem.agent.hooks.MemoryHooks.compact`,
     which wire in the vault's flush and the vault's configured LLM.
     See the module docstring for the rules.

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from mdmem.agent.compaction import CompactionResult, Summarizer, compact, default_summarizer
 from mdmem.agent.synthesis import check_method, synthesis_block
 from mdmem.errors import InvalidInputError
-from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.models import KINDS, Memory, one_line
+from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.recall.search import render_context
 
 if TYPE_CHECKING:
@@ -70,8 +70,8 @@ If there is nothing durable, reply with exactly: NONE
 
 
 def vault_llm(vault: Vault) -> LLMClient | None:
-    """The vault's configured :class:`~mdmem.memory.llm.LLMClient`, or None if none is set."""
-    return vault.llm_client()
+    """The vault's configured :class:`~mdmem.providers.llm.LLMClient`, or None if none is set."""
+    return vault.llm
 
 
 def _parse_facts(reply: str) -> list[dict[str, Any]]:
@@ -161,7 +161,7 @@ def compact_with_vault(
     """:func:`mdmem.agent.compaction.compact` wired to a vault.
 
     The summariser is ``llm`` (default: the vault's configured LLM; none means
-    the safe trim), and the flush is ``vault.flush`` so facts in the dropped
+    the safe trim), and the flush is ``vault.sessions.flush`` so facts in the dropped
     messages reach the vault before they leave the history.
     """
     client = llm if llm is not None else vault_llm(vault)
@@ -173,7 +173,7 @@ def compact_with_vault(
     if flush is None:
 
         def flush(older: list[dict[str, Any]]) -> object:
-            return vault.flush(older, llm=client)
+            return vault.sessions.flush(older, llm=client)
 
     return compact(messages, summarize, threshold, keep_recent, flush=flush)
 
@@ -183,7 +183,7 @@ class MemoryHooks:
 
     ``scope``: where reads look (one scope, several, or None for all) and
     where writes go (the scope, or the first of several; None is the root).
-    ``llm``: an :class:`~mdmem.memory.llm.LLMClient` for fact extraction and
+    ``llm``: an :class:`~mdmem.providers.llm.LLMClient` for fact extraction and
     compaction summaries; by default the vault's configured LLM, if any.
     ``sync_turns=False``: :meth:`on_turn_complete` neither records the turn
     nor extracts facts; the flush and the other hooks still run.
@@ -346,7 +346,7 @@ class MemoryHooks:
         stored = self._flush(list(messages or []))
         if self.session_id is not None:
             try:
-                self.last_summary = self.vault.summarize_session(
+                self.last_summary = self.vault.sessions.summarize(
                     self.session_id, scope=self.write_scope, llm=self.llm
                 )
             except Exception as exc:
@@ -366,7 +366,7 @@ class MemoryHooks:
         try:
             if call.output.strip():
                 session.record_tool_output(call.tool, call.output)
-            found = self.vault.capture_tool_results(
+            found = self.vault.sessions.capture_tool_results(
                 self.session_id, [call], scope=self.write_scope
             )
         except Exception as exc:
@@ -381,7 +381,9 @@ class MemoryHooks:
         if not self.enabled or self.session_id is None:
             return None
         try:
-            return self.vault.flush_reminder(session=self.session_id, scope=self.write_scope)
+            return self.vault.sessions.flush_reminder(
+                session=self.session_id, scope=self.write_scope
+            )
         except Exception as exc:
             log.warning("flush reminder failed: %s: %s", type(exc).__name__, exc)
             return None
@@ -396,7 +398,7 @@ class MemoryHooks:
         if not messages:
             return []
         try:
-            result = self.vault.flush(
+            result = self.vault.sessions.flush(
                 messages, llm=self.llm, scope=self.write_scope, session=self.session_id
             )
         except Exception as exc:

@@ -24,7 +24,7 @@ Events:
 * ``prompt-submit`` — the top recalled memories within
   ``policy.prompt_tokens`` and ``policy.prompt_latency_ms``.
 * ``post-tool-use`` — a failed call as a ``gotcha`` and a later fix as a linked
-  ``bug_fix`` (``vault.capture_tool_results``; ``summaries`` and up); with
+  ``bug_fix`` (``vault.sessions.capture_tool_results``; ``summaries`` and up); with
   ``capture = "everything"`` also the call and its output as a session turn
   (``Session.record_tool_output``: secrets guard, large outputs stored once
   under a key).
@@ -34,13 +34,13 @@ Events:
 * ``stop`` / ``session-end`` — decisions, gotchas and bug fixes found in the
   assistant's words, stored with ``[captured:: agent]`` so a person can review
   them, and a session summary (LLM if configured, else extractive): of the
-  recorded session (``vault.summarize_session``) with ``everything``, else of
+  recorded session (``vault.sessions.summarize``) with ``everything``, else of
   the transcript, rewritten only when new turns came. Hosts with a session
   end (Claude Code, Cursor) summarise there, not after every reply.
 
 Session start lists what changed since the host's last session start
-(``vault.changes("last-session", agent="<host>-hooks")``, then
-``vault.mark_seen``).
+(``vault.git.changes("last-session", agent="<host>-hooks")``, then
+``vault.git.mark_seen``).
 
 Tokens are estimated as ``ceil(chars / 4)`` (no tokenizer is installed; four
 characters a token is the usual rule of thumb for English text), and every
@@ -72,10 +72,10 @@ from mdmem.agent.hostformats import (
 from mdmem.agent.projectpolicy import Policy, policy_from_json, resolve_policy
 from mdmem.agent.transcript import Turn, read_transcript
 from mdmem.errors import MdmemError
-from mdmem.memory import extractive, reflect
+from mdmem.files.blocks import scope_of_path, validate_scope
+from mdmem.memory import extractive
 from mdmem.memory.toolcalls import ToolCall
 from mdmem.models import Hit, one_line
-from mdmem.store.blocks import scope_of_path, validate_scope
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.secret_guard import scrub
 
@@ -132,7 +132,7 @@ def run_event(
         inp = parse_input(host, event, payload)
         policy = _policy(policy, inp.cwd)
         if warm is None:  # a long-lived server has loaded the embedder; a fresh process hasn't
-            warm = vault.indexer.embedder_loaded
+            warm = vault.admin.store.embedding.loaded
         entry.update(session=inp.session_id, cwd=inp.cwd, policy=policy.source)
         if policy.notes:
             entry["policy_notes"] = list(policy.notes)
@@ -153,7 +153,7 @@ def run_event(
     entry["injected"] = bool(context)
     entry["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
     try:
-        HookLog(vault.state_dir).append(entry)
+        HookLog(vault.admin.state_dir).append(entry)
     except OSError as exc:
         log.warning("could not write the hook log: %s", exc)
     try:
@@ -190,7 +190,7 @@ class _Run:
         self.entry = entry
         self.started = started
         self.probe = bool(os.environ.get(PROBE_ENV))
-        self.log = HookLog(vault.state_dir)
+        self.log = HookLog(vault.admin.state_dir)
         # Captured host output is data nobody typed for storage: a secret in it is
         # redacted (the rest kept) rather than refusing the whole turn; "off" stays off.
         mode = vault.settings.secrets
@@ -222,9 +222,9 @@ class _Run:
 
     def session_start(self) -> str:
         budget = self.policy.session_tokens
-        self.vault.refresh()  # a person's edits since the last index count as profile too
+        self.vault.admin.refresh()  # a person's edits since the last index count as profile too
         candidates = []
-        for block in self.vault.catalog.blocks(memories_only=True):
+        for block in self.vault.admin.store.catalog.blocks(memories_only=True):
             if block.status != "active" or not self._in_scope(block.scope):
                 continue
             if block.path.endswith("USER.md") or "pinned" in block.tags:
@@ -243,16 +243,16 @@ class _Run:
         return text
 
     def _changes(self) -> list[tuple[str, str]]:
-        """What changed since this host's last session start (``vault.changes``), then marked."""
+        """What changed since this host's last session start (``vault.git.changes``); marked."""
         agent = f"{self.inp.host}-hooks"  # one mark per host: each has its own sessions
         try:
-            diff = self.vault.changes("last-session", agent=agent)
+            diff = self.vault.git.changes("last-session", agent=agent)
         except MdmemError as exc:
             self.entry["changes_error"] = one_line(str(exc))
             return []
         finally:
             if not self.probe:
-                self.vault.mark_seen(agent=agent)
+                self.vault.git.mark_seen(agent=agent)
         if diff.base is None:
             return []  # the host's first session here: everything is "new", nothing is news
         lines: list[tuple[str, str]] = []
@@ -338,7 +338,9 @@ class _Run:
             memory = self._session().record_tool_output(tool, body, secrets=self.secrets)
             ids.append(memory.id)
         # A failed call becomes a gotcha, a later fix a linked bug_fix (OAK's post-tool step).
-        captured = self.vault.capture_tool_results(sid, [_tool_call(self.inp)], scope=self.scope)
+        captured = self.vault.sessions.capture_tool_results(
+            sid, [_tool_call(self.inp)], scope=self.scope
+        )
         ids += [m.id for m in captured if m.was_new]
         self.entry.update(captured=len(ids), ids=ids)
 
@@ -391,9 +393,7 @@ class _Run:
         ids = self._record_turns(turns) if self.policy.captures("everything") else []
         messages = [{"role": t.role, "content": t.text} for t in turns]
         # No LLM here on purpose: compaction must not wait on (or pay for) a model.
-        result = reflect.flush(
-            self.vault.store,
-            self.vault.resolver,
+        result = self.vault.sessions.flush(
             messages,
             llm=None,
             scope=self.scope,
@@ -413,7 +413,7 @@ class _Run:
         if self.inp.event == "session-end" or "session-end" not in HOSTS[self.inp.host].events:
             if self.policy.captures("everything"):
                 # The turns are in the session file: its summary covers each span once.
-                memory = self.vault.summarize_session(_session_id(self.inp), scope=self.scope)
+                memory = self.vault.sessions.summarize(_session_id(self.inp), scope=self.scope)
                 summary = memory.id if memory is not None and memory.was_new else None
             else:
                 summary = self._summary(turns)
@@ -498,9 +498,9 @@ class _UnbatchableError(Exception):
 
 def _summarize(vault: Vault, turns: list[Turn]) -> str:
     pairs = [(t.role, t.text) for t in turns]
-    llm = vault.llm_client()
+    llm = vault.llm
     if llm is not None:
-        from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
+        from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
 
         convo = "\n".join(f"{r}: {t}" for r, t in pairs)[-20_000:]
         try:

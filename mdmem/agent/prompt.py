@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.agent.synthesis import SYNTHESIS_TITLE, check_method, synthesis_block
 from mdmem.errors import InvalidInputError
+from mdmem.files.blocks import scope_dir, validate_scope
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.memory.pending import render_pending
 from mdmem.models import Block, Hit, one_line
-from mdmem.store.blocks import scope_dir, validate_scope
 from mdmem.store.secret_guard import scrub
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def prompt_context(
     ``session_start``: add the "changed since your last session" section
     (for ``session``, if given) and record the current commit as seen, so
     the next session start lists only what comes after. ``pending_channel``:
-    take the messages waiting in that channel of ``vault.pending`` (each is
+    take the messages waiting in that channel of ``vault.sessions.pending`` (each is
     handed to one task only) into their own section.
     Keyword ``budgets`` override :class:`PromptBudgets` fields.
     ``lean`` (OrcBot's isLeanMode, for simple tasks): no semantic and no
@@ -275,14 +275,14 @@ def prompt_context(
     else:
         scopes = [validate_scope(s) for s in scope]
     started = time.perf_counter()
-    vault.refresh()  # once, so the parallel readers below see the same files
+    vault.admin.refresh()  # once, so the parallel readers below see the same files
 
     def safe(text: str) -> str:
         """Text as a prompt may carry it: a secret a person typed into the
         vault (the writer never stores one) is redacted."""
         return scrub(text, vault.settings.secrets)
 
-    catalog = vault.catalog
+    catalog = vault.admin.store.catalog
 
     def frontmatter(path: str) -> dict[str, Any]:
         state = catalog.files.get(path)
@@ -436,7 +436,7 @@ def prompt_context(
     if session_start:
         sections["changes"] = _changes_section(vault, b, scopes, session, safe)
     if pending_channel is not None and b.pending_n > 0:
-        taken = vault.pending.take(channel=pending_channel, limit=b.pending_n)
+        taken = vault.sessions.pending.take(channel=pending_channel, limit=b.pending_n)
         # Every taken message is shown (they leave the buffer): lines are cut
         # to the thread line length instead of dropping whole messages.
         sections["pending"] = PromptSection(
@@ -467,17 +467,17 @@ def _changes_section(
     session: str | None,
     safe: Callable[[str], str],
 ) -> PromptSection:
-    result = vault.changes(LAST_SESSION, session=session)
+    result = vault.git.changes(LAST_SESSION, session=session)
 
     def scope_of(memory_id: str) -> str | None:
-        block = vault.catalog.block(memory_id)
+        block = vault.admin.store.catalog.block(memory_id)
         return block.scope if block is not None else None
 
     text, ids, cut = render_changes(
         result, scopes=scopes, scope_of=scope_of, max_chars=b.changes_chars
     )
     # Shown: from now on this agent has seen everything up to HEAD.
-    vault.mark_seen(session=session)
+    vault.git.mark_seen(session=session)
     return PromptSection(
         "changes",
         _TITLES["changes"],

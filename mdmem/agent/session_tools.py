@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mdmem.files import blocks as blk
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.models import first_line, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.secret_guard import scrub
 
 __all__ = ["HANDLERS", "SPECS"]
@@ -72,14 +72,14 @@ def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
         """A secret a person typed into the vault stays out of the model's context."""
         return scrub(text, mode)
 
-    result = vault.changes(args.get("since") or LAST_SESSION)
+    result = vault.git.changes(args.get("since") or LAST_SESSION)
 
     def scope_of(memory_id: str) -> str | None:
-        block = vault.catalog.block(memory_id)
+        block = vault.admin.store.catalog.block(memory_id)
         return block.scope if block is not None else None
 
     if args.get("mark_seen"):
-        vault.mark_seen()
+        vault.git.mark_seen()
     text, _ids, truncated = render_changes(
         result, scopes=scopes, scope_of=scope_of, max_chars=args.get("max_chars") or 4000
     )

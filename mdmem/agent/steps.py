@@ -28,8 +28,8 @@ from typing import Any
 
 from mdmem.errors import InvalidInputError
 from mdmem.memory import extractive
-from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.models import one_line
+from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 
 __all__ = [
     "KEEP_FIRST",

@@ -43,9 +43,9 @@ from mdmem.errors import (
     ScopeDeniedError,
     SecretRefusedError,
 )
+from mdmem.files.blocks import ROOT_SCOPE, validate_scope
 from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
 from mdmem.recall.search import render_context
-from mdmem.store.blocks import ROOT_SCOPE, validate_scope
 from mdmem.store.secret_guard import scrub
 
 if TYPE_CHECKING:
@@ -658,7 +658,7 @@ class Toolset:
 
     def _tool_output_key(self, memory_id: str) -> str | None:
         try:
-            key = self.vault.block(memory_id).field("tout")
+            key = self.vault.get(memory_id).field("tout")
         except MdmemError:
             return None
         return str(key) if key else None
@@ -775,11 +775,11 @@ class Toolset:
     def _read_tool_output(self, args: dict[str, Any]) -> dict[str, Any]:
         key = args["key"]
         if self.allowed is None:
-            return {"tool_output_key": key, "content": self.vault.read_tool_output(key)}
+            return {"tool_output_key": key, "content": self.vault.sessions.read_tool_output(key)}
         # The vault checks one scope at a time: the output must belong to one we allow.
         for scope in self.allowed:
             try:
-                content = self.vault.read_tool_output(key, scope=scope)
+                content = self.vault.sessions.read_tool_output(key, scope=scope)
             except ScopeDeniedError:
                 continue
             return {"tool_output_key": key, "content": content}

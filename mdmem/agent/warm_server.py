@@ -359,15 +359,8 @@ def hook_method(vault: Vault, params: dict[str, Any]) -> Any:
 
 
 def warm_up(vault: Vault) -> None:
-    """Load what the first recall would: catch up with the files, open the keyword
-    index, load the embedder with one query. Records no hits (unlike a recall)."""
-    vault.refresh()
-    indexer = vault.indexer
-    indexer.catch_up()
-    with contextlib.suppress(MdmemError):
-        indexer.keyword.search("warm up", limit=1)
-    with contextlib.suppress(MdmemError):
-        indexer.embed_query("warm up")
+    """Load what the first recall would (see ``vault.admin.warm_up``)."""
+    vault.admin.warm_up()
 
 
 # -- helpers --------------------------------------------------------------------

@@ -1,39 +1,41 @@
 """The ``mdmem`` command line: a thin click layer over :class:`mdmem.Vault`.
 
-``context`` holds what every command shares (the group, the vault, output
-and one-line errors); each other module registers its commands on the group.
+The contract verbs are top-level commands (``commands``, ``consolidation``);
+everything else sits in a noun group named after the vault's desk it calls:
+``session``, ``git``, ``admin``, ``library``, ``contacts``, ``usefulness``,
+plus the front doors ``hook``/``hooks``, ``server`` and ``serve``. ``context``
+holds what every command shares (the group, the vault, output, one-line errors,
+and the pre-0.1 command names that still answer as hidden aliases).
 """
 
 from mdmem.cli import (
-    archive,
-    cleanup,
+    admin,
     commands,
+    consolidation,
     contacts,
     documents,
-    gitnative,
+    git,
     hooks,
-    lifecycle,
-    providers,
-    seeds,
+    library,
     serve,
-    transfer,
+    sessions,
+    usefulness,
     warm,
 )
 from mdmem.cli.context import main
 
 __all__ = [
-    "archive",
-    "cleanup",
+    "admin",
     "commands",
+    "consolidation",
     "contacts",
     "documents",
-    "gitnative",
+    "git",
     "hooks",
-    "lifecycle",
+    "library",
     "main",
-    "providers",
-    "seeds",
     "serve",
-    "transfer",
+    "sessions",
+    "usefulness",
     "warm",
 ]

@@ -19,9 +19,8 @@ from mdmem.cli.context import (
     read_text,
     scope_option,
 )
-from mdmem.cli.gitnative import purge_cmd
+from mdmem.cli.git import purge_cmd
 from mdmem.cli.recall_controls import control_options, controls_of
-from mdmem.config import setting_values, trust_vault
 from mdmem.models import KINDS
 from mdmem.store.importance import ORIGINS
 
@@ -39,7 +38,7 @@ def init(obj: Context, path: str, agent_name: str | None, as_json: bool) -> None
 
     vault = Vault.init(path, agent=agent_name or obj.agent)
     emit(
-        {"root": str(vault.root), "state_dir": str(vault.state_dir)},
+        {"root": str(vault.root), "state_dir": str(vault.admin.state_dir)},
         as_json,
         lambda: click.echo(f"initialised mdmem vault at {vault.root}"),
     )
@@ -274,59 +273,6 @@ def status(obj: Context, as_json: bool) -> None:
     emit(st, as_json, human)
 
 
-@main.command("config")
-@click.option("--show", is_flag=True, help="List every setting (the default action).")
-@json_option
-@click.pass_obj
-def config_cmd(obj: Context, show: bool, as_json: bool) -> None:
-    """Every setting, its value, and where it came from (default, mdmem.toml, env...)."""
-    settings = obj.vault().settings
-    rows = [
-        {"setting": key, "value": value, "source": settings.sources.get(key, "default")}
-        for key, value in setting_values(settings).items()
-    ]
-    ignored = [{"setting": key, "why": why} for key, why in sorted(settings.ignored.items())]
-
-    def human() -> None:
-        width = max(len(r["setting"]) for r in rows)
-        for r in rows:
-            click.echo(f"{r['setting']:<{width}}  {r['value']!r:<30}  {r['source']}")
-        for item in ignored:
-            click.echo(f"not applied: {item['setting']}: {item['why']}")
-
-    emit({"settings": rows, "ignored": ignored}, as_json, human)
-
-
-@main.command("trust")
-@click.option("--revoke", is_flag=True, help="Stop trusting this vault's mdmem.toml.")
-@json_option
-@click.pass_obj
-def trust_cmd(obj: Context, revoke: bool, as_json: bool) -> None:
-    """Let this vault's mdmem.toml set endpoints, key variables, model and state dir.
-
-    Trust covers exactly the values it holds now; when a pull or an edit
-    changes any of them, mdmem ignores them again until you re-run this.
-    """
-    root = obj.root()
-    trusted = trust_vault(root, revoke=revoke)
-
-    def human() -> None:
-        if revoke:
-            click.echo(f"mdmem.toml of {root} is no longer trusted")
-        elif not trusted:
-            click.echo(
-                "mdmem.toml sets no endpoint, key variable, model or state dir: nothing to trust"
-            )
-        else:
-            for key, value in trusted.items():
-                click.echo(f"trusted {key} = {value!r}")
-
-    emit({"root": str(root), "revoked": revoke, "trusted": trusted}, as_json, human)
-
-
-# ------------------------------------------------------------------ recall ----
-
-
 def _recall_options(func: F) -> F:
     for option in reversed(
         [
@@ -485,7 +431,7 @@ def doctor(obj: Context, fix: bool, as_json: bool) -> None:
     """Check files against both indexes, the manifest and git (exit 1 if unhealthy)."""
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
-        report = vault.doctor(fix=fix, progress=progress)
+        report = vault.admin.doctor(fix=fix, progress=progress)
 
     def human() -> None:
         for check in report.checks:
@@ -530,10 +476,30 @@ def watch(obj: Context, debounce: float, commit: bool, as_json: bool) -> None:
             click.echo(f"re-indexed: {', '.join(changed)}")
 
     click.echo(f"watching {vault.root} (Ctrl-C to stop)", err=True)
-    watcher = vault.watch(debounce=debounce, commit=commit, on_refresh=report, start=False)
+    watcher = vault.admin.watch(debounce=debounce, commit=commit, on_refresh=report, start=False)
     try:
         watcher.run_forever()
     except KeyboardInterrupt:
         pass
     finally:
         vault.close()
+
+
+@main.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_obj
+def archive(obj: Context, memory_id: str, as_json: bool) -> None:
+    """Archive a memory: out of recall and lists, not retired (`unarchive` undoes it)."""
+    memory = obj.vault().archive(memory_id)
+    emit(memory, as_json, lambda: click.echo(f"{memory.id} is now {memory.status}"))
+
+
+@main.command()
+@click.argument("memory_id")
+@json_option
+@click.pass_obj
+def unarchive(obj: Context, memory_id: str, as_json: bool) -> None:
+    """Make an archived memory active again."""
+    memory = obj.vault().unarchive(memory_id)
+    emit(memory, as_json, lambda: click.echo(f"{memory.id} is now {memory.status}"))

@@ -103,8 +103,47 @@ def memory_line(verb: str, memory: Memory) -> None:
     click.echo(f"{verb} {memory.id} → {memory.path}:{memory.line}{status}")
 
 
+# Commands that moved into a noun group in 0.1.0: the old name still runs the
+# command (hidden from --help) for one release.
+MOVED_COMMANDS: dict[str, tuple[str, str]] = {
+    "import": ("library", "import"),
+    "export": ("library", "export"),
+    "list": ("library", "list"),
+    "show": ("library", "show"),
+    "ingest": ("library", "ingest"),
+    "changes": ("git", "changes"),
+    "provenance": ("git", "provenance"),
+    "sync": ("git", "sync"),
+    "purge": ("git", "purge"),
+    "review": ("git", "review"),
+    "undo": ("git", "undo"),
+    "cleanup": ("admin", "cleanup"),
+    "retention": ("admin", "retention"),
+    "config": ("admin", "config"),
+    "trust": ("admin", "trust"),
+    "providers": ("admin", "providers"),
+    "feedback": ("usefulness", "feedback"),
+    "summarize-session": ("session", "summarize"),
+    "resolve-session": ("session", "resolve"),
+    "capture-tools": ("session", "capture-tools"),
+    "flush-reminder": ("session", "flush-reminder"),
+    "consolidate-stale": ("session", "consolidate-stale"),
+    "pending": ("session", "pending"),
+    "action": ("session", "action"),
+}
+
+
 class _Group(click.Group):
     """Turns library and usage errors into one line and an exit code."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in MOVED_COMMANDS:
+            group_name, sub_name = MOVED_COMMANDS[cmd_name]
+            group = super().get_command(ctx, group_name)
+            if isinstance(group, click.Group):
+                return group.get_command(ctx, sub_name)
+        return found
 
     def main(self, args: Any = None, *rest: Any, **extra: Any) -> Any:
         # An `mdmem` script installed before the entry point moved to

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import click
 
-from mdmem.cli.context import Context, emit, json_option, main, scope_option
+from mdmem.cli.context import Context, emit, json_option, scope_option
+from mdmem.cli.library import library_group
 from mdmem.memory.documents import expand
 
 __all__ = ["ingest_cmd"]
 
 
-@main.command("ingest")
+@library_group.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @scope_option
 @click.option(
@@ -36,10 +37,10 @@ def ingest_cmd(
     document_chunk, or leave them out with --exclude-kind document_chunk.
     """
     vault = obj.vault()
-    _files, skipped = expand(vault.store, [Path(p) for p in paths])
+    _files, skipped = expand(vault.admin.store, [Path(p) for p in paths])
     for name, why in skipped:
         click.echo(f"skipped {name} ({why})", err=True)
-    results = vault.ingest_many([Path(p) for p in paths], scope=scope, force=force)
+    results = vault.library.ingest([Path(p) for p in paths], scope=scope, force=force)
 
     def human() -> None:
         for r in results:

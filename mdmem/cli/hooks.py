@@ -253,7 +253,7 @@ def hooks_log(obj: Context, limit: int, as_json: bool) -> None:
     """What the hooks injected (time, event, host, memory ids, tokens) and why."""
     from mdmem.agent.hooklog import HookLog
 
-    entries = HookLog(obj.vault().state_dir).entries(limit)
+    entries = HookLog(obj.vault().admin.state_dir).entries(limit)
     # Runs that failed before any vault could be opened are logged beside the user's config.
     outside = config_home() / "hook-errors.jsonl"
     errors = HookLog.read_lines(outside, limit)

@@ -20,10 +20,10 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
+from mdmem.files import blocks as blk
+from mdmem.files.ids import ID_PATTERN
 from mdmem.git.revisions import parsed_at, rev_parse
-from mdmem.store import blocks as blk
 from mdmem.store.gitstore import is_agent_email
-from mdmem.store.ids import ID_PATTERN
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore

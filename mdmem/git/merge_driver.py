@@ -36,9 +36,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mdmem.files.textfile import atomic_write
 from mdmem.store.gitattributes import APPEND_DRIVER, LEGACY_APPEND_DRIVERS
 from mdmem.store.gitstore import GitStore
-from mdmem.store.textfile import atomic_write
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,10 +18,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
 from mdmem.errors import GitError, InvalidInputError
+from mdmem.files.ids import normalize_id
+from mdmem.files.textfile import safe_path
 from mdmem.git.revisions import is_sha, rev_parse
 from mdmem.store.gitstore import is_agent_email
-from mdmem.store.ids import normalize_id
-from mdmem.store.textfile import safe_path
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore

@@ -45,15 +45,15 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError
+from mdmem.files import blocks as blk
+from mdmem.files.ids import ID_PATTERN, normalize_id
+from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.git.provenance import clear_blame_cache
 from mdmem.git.revisions import parsed_at
 from mdmem.index.progress import Progress, silent
 from mdmem.models import Block, first_line, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.derived import CopyPlan, Links
 from mdmem.store.editors import Edit, Editor
-from mdmem.store.ids import ID_PATTERN, normalize_id
-from mdmem.store.textfile import SkipFile, TextFile, decode
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:

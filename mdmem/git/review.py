@@ -37,10 +37,10 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from mdmem.errors import ConfigError, ConflictError, GitError, InvalidInputError
+from mdmem.files.catalog import EXCLUDED_DIRS
 from mdmem.git.merge_driver import driver_config
 from mdmem.git.revisions import is_ancestor, parsed_at, rev_parse
 from mdmem.models import FACT_KINDS, Block, first_line
-from mdmem.store.catalog import EXCLUDED_DIRS
 from mdmem.store.gitstore import Identity, format_message
 
 if TYPE_CHECKING:

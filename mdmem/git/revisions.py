@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from mdmem.store import blocks as blk
-from mdmem.store.textfile import SkipFile, decode
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore

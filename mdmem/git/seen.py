@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
+from mdmem.files import blocks as blk
 from mdmem.git.history import Changes, changes
 from mdmem.git.revisions import rev_parse
 from mdmem.models import first_line, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.gitstore import Identity
 from mdmem.store.statedb import state_db
 

@@ -21,22 +21,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
+from mdmem.files.blocks import parse
+from mdmem.files.health import DERIVED_ERRORS, error_line
+from mdmem.files.ids import copy_key
+from mdmem.files.manifest import block_from_row, block_to_row
+from mdmem.files.textfile import SkipFile, decode
 from mdmem.git.revisions import rev_parse
 from mdmem.index.blocktext import embed_key, embed_text, indexable
-from mdmem.index.health import DERIVED_ERRORS, error_line
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import block_from_row, block_to_row
 from mdmem.models import Block, Recall
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
 from mdmem.recall.search import RecallQuery, run_recall, to_datetime
-from mdmem.store.blocks import parse
-from mdmem.store.ids import copy_key
 from mdmem.store.secret_guard import scrub
-from mdmem.store.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
-    from mdmem.index.embedders import Embedder
     from mdmem.index.vector import VectorIndex
+    from mdmem.providers.embedders import Embedder
     from mdmem.store.memories import MemoryStore
 
 __all__ = ["Snapshot", "recall_as_of", "resolve_commit"]
@@ -242,7 +242,7 @@ def _build_on_disk(
 def _vectors_for(
     store: MemoryStore, directory: Path, blocks: list[Block]
 ) -> tuple[VectorIndex | None, Embedder | None, set[str], list[tuple[str, str]]]:
-    embedder = store.indexer.embedder
+    embedder = store.embedding.embedder
     if embedder is None:
         return None, None, {b.id for b in blocks}, []
     import numpy as np
@@ -250,10 +250,10 @@ def _vectors_for(
     from mdmem.index.vector import VectorIndex
 
     try:
-        if store.indexer.embedder_resting():
-            raise EmbedderError(store.indexer.embedder_problem or "embedder unavailable")
+        if store.embedding.resting():
+            raise EmbedderError(store.embedding.problem or "embedder unavailable")
         vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
-        cache = store.indexer.cache
+        cache = store.embedding.cache
         keys = [embed_key(b) for b in blocks]
         found = cache.get_many(embedder.name, keys)
         todo = [i for i, k in enumerate(keys) if k not in found]
@@ -283,7 +283,7 @@ def _load(store: MemoryStore, sha: str) -> Snapshot | None:
         rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))
         blocks = {b.id: b for b in (block_from_row(tuple(r)) for r in rows)}
         keyword = KeywordIndex(directory / "keyword")
-        embedder = store.indexer.embedder
+        embedder = store.embedding.embedder
         vectors = None
         if embedder is not None:
             from mdmem.index.vector import VectorIndex
@@ -319,7 +319,7 @@ def recall_as_of(store: MemoryStore, q: RecallQuery, as_of: Any) -> Recall:
         store.settings.recall,
         threads=snap.threads,
         # Through the indexer: an embedder that just failed is not asked again.
-        embed_query=store.indexer.embed_query if snap.embedder is not None else None,
+        embed_query=store.embedding.embed_query if snap.embedder is not None else None,
         gaps=snap.gaps,
         scan=snap.blocks.values,
         shown=lambda text: scrub(text, store.settings.secrets),

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mdmem.errors import MemoryNotFoundError
+from mdmem.files.ids import normalize_id
 from mdmem.git.revisions import parsed_at
 from mdmem.models import Block
-from mdmem.store.ids import normalize_id
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore

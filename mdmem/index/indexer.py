@@ -31,8 +31,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
@@ -41,20 +40,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdmem.errors import DimensionMismatchError, EmbedderError, IndexError_, LockTimeoutError
-from mdmem.index import health
-from mdmem.index.blocktext import AppendStream, embed_key, embed_text, indexable
+from mdmem.files import health
+from mdmem.files.health import DERIVED_ERRORS, error_line, file_id, quarantine
+from mdmem.files.manifest import Manifest
+from mdmem.index.blocktext import AppendStream, embed_key, indexable
 from mdmem.index.context import CONTEXT_VERSION, IndexedBlock, TurnOrder, context_of
-from mdmem.index.health import DERIVED_ERRORS, Gate, error_line, file_id, quarantine
+from mdmem.index.embedding import EMBED_BATCH, EmbeddingService
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import Manifest
 from mdmem.index.progress import Progress, counter, silent
 from mdmem.models import Block
 
 if TYPE_CHECKING:
     from mdmem.config import Settings
-    from mdmem.index.embedders import Embedder
-    from mdmem.index.vector import EmbeddingCache, VectorIndex
-    from mdmem.store.catalog import Catalog
+    from mdmem.files.catalog import Catalog
+    from mdmem.index.vector import VectorIndex
 
 __all__ = ["INDEX_VERSION", "AppendStream", "IndexStats", "Indexer"]
 
@@ -68,7 +67,6 @@ log = logging.getLogger("mdmem")
 INDEX_VERSION = f"4.{CONTEXT_VERSION}"
 _SAVE_EVERY = 256  # vector changes between checkpoints
 _SAVE_SECONDS = 30.0
-_EMBED_BATCH = 256
 _BLOCK_FIELDS = [f.name for f in dataclass_fields(Block)]
 
 
@@ -105,7 +103,7 @@ class Indexer:
     which), a derived write that fails (a full disk, EIO, a lock held by
     another process) leaves its files in ``catalog.unindexed`` and is done
     again on the next call, and a remote embedder that does not answer is
-    left alone for :data:`~mdmem.index.health.RETRY_SECONDS` while recall
+    left alone for :data:`~mdmem.files.health.RETRY_SECONDS` while recall
     runs on keywords. Nothing here raises for a derived file's sake.
     """
 
@@ -115,10 +113,13 @@ class Indexer:
         settings: Settings,
         catalog: Catalog,
         *,
+        embedding: EmbeddingService | None = None,
         shown: Callable[[str], str] | None = None,
     ) -> None:
-        """``shown``: text as the indexes may hold it (secrets redacted); it
-        returns its argument itself when there is nothing to hide."""
+        """``embedding``: the vault's embedding service (one is made from the
+        settings if not given). ``shown``: text as the indexes may hold it
+        (secrets redacted); it returns its argument itself when there is
+        nothing to hide."""
         self.state_dir = state_dir
         self.settings = settings
         self.catalog = catalog
@@ -128,12 +129,8 @@ class Indexer:
         self._state_tried = time.monotonic()
         self._lock = threading.RLock()
         self._progress: Progress | None = None
-        self._embedder: Embedder | None = None
-        self._embedder_error: str | None = None
-        # A remote embedder that failed is left alone for a while.
-        self._embedder_gate = Gate("embedder")
+        self.embedding = embedding or EmbeddingService(state_dir, settings)
         self._vectors: VectorIndex | None = None
-        self._cache: EmbeddingCache | None = None
         self._unsaved = 0
         self._last_save = time.monotonic()
         self._save_problem: str | None = None
@@ -141,10 +138,6 @@ class Indexer:
         self._generation_seen = -1
         self._epoch_seen: str | None = None  # changes when any process rebuilds (catch_up)
         self.missing_vectors: set[str] = set()
-        # A recall's query text, embedded in the same call as the blocks its
-        # refresh embeds (one forward pass instead of two), and its vector.
-        self._query_ahead: str | None = None
-        self._query_vector: tuple[str, str, np.ndarray] | None = None
         self._keyword_problem: str | None = None
         self._keyword: KeywordIndex | None = self._open_keyword()
         self._turns = TurnOrder(catalog.blocks_in)
@@ -209,49 +202,13 @@ class Indexer:
         return index
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The configured embedder, or None when vectors are off or unavailable."""
-        if self._embedder is None and self._embedder_error is None:
-            cfg = self.settings.embedder
-            if cfg.provider in ("none", "off", ""):
-                self._embedder_error = "vectors are switched off (embedder.provider = none)"
-                return None
-            from mdmem.index.embedders import make_embedder
-            from mdmem.index.registry import resolve_auto_embedder
-
-            provider, model = cfg.provider, cfg.model or None
-            base_url, api_key = cfg.base_url or None, self.settings.embedder_api_key()
-            if provider.strip().lower() == "auto":
-                # Follow the LLM's endpoint (Otto); an explicit embedder base_url wins.
-                auto = resolve_auto_embedder(self.settings)
-                provider, model = auto.provider, auto.model
-                base_url, api_key = base_url or auto.base_url, auto.api_key or api_key
-            try:
-                self._embedder = make_embedder(
-                    provider, model, base_url=base_url, api_key=api_key, dim=cfg.dim or None
-                )
-            except EmbedderError as exc:
-                self._embedder_error = str(exc)
-                log.warning("vector search disabled: %s", exc)
-        return self._embedder
-
-    @property
-    def embedder_loaded(self) -> bool:
-        """Whether the embedder is loaded already (a warm process); never loads it."""
-        return self._embedder is not None
-
-    @property
     def vectors(self) -> VectorIndex | None:
         """The vector index, or None while vectors are off or the embedder is
         unavailable (see :meth:`problems`)."""
         if self._vectors is None:
-            embedder = self.embedder
-            if embedder is None or self.embedder_resting():
-                return None
-            try:
-                dim = embedder.dim  # a remote embedder may ask its server
-            except EmbedderError as exc:
-                self._embedder_gate.failed(exc)
+            dim = self.embedding.dim()  # a remote embedder may ask its server
+            embedder = self.embedding.embedder
+            if dim is None or embedder is None:
                 return None
             from mdmem.index.vector import VectorIndex
 
@@ -274,47 +231,10 @@ class Indexer:
             self._reconcile_vectors()
         return self._vectors
 
-    @property
-    def cache(self) -> EmbeddingCache:
-        if self._cache is None:
-            from mdmem.index.vector import EmbeddingCache
-
-            self._cache = EmbeddingCache(self.state_dir / "embeddings.sqlite")
-        return self._cache
-
-    @property
-    def embedder_problem(self) -> str | None:
-        """Why there are no vectors: switched off, not installed, or (for now)
-        the embedder did not answer."""
-        self.embedder  # noqa: B018 - resolve lazily
-        if self._embedder_error is not None:
-            return self._embedder_error
-        return self._embedder_gate.reason
-
-    # ------------------------------------------------------ the embedder --
-
-    def embedder_resting(self) -> bool:
-        """True while a failed embedder is left alone (recall uses keywords)."""
-        return self._embedder_gate.resting()
-
-    def cached_vector(self, block: Block) -> np.ndarray | None:
-        """The block's embedding (from the cache, else embedded and cached), or
-        None when vectors are off or the embedder is unavailable."""
-        embedder = self.embedder
-        if embedder is None or self.embedder_resting():
-            return None
-        try:
-            found = self._cached_embeddings(embedder, [block], [embed_key(block)])
-        except EmbedderError as exc:
-            self._embedder_gate.failed(exc)
-            return None
-        self._embedder_gate.answered()
-        return found[embed_key(block)]
-
     def fill_missing_vectors(self, limit: int | None = 512) -> int:
         """Embed blocks whose vectors are missing (the embedder was down), at
         most ``limit`` per call so one recall stays short; returns how many."""
-        if not self.missing_vectors or self.embedder_resting():
+        if not self.missing_vectors or self.embedding.resting():
             return 0
         with self._lock:
             vectors = self.vectors
@@ -387,10 +307,7 @@ class Indexer:
         if self._keyword is not None:
             self._keyword.close()
         self._keyword = self._open_keyword()
-        if self._cache is not None:
-            with contextlib.suppress(*DERIVED_ERRORS):
-                self._cache.close()
-            self._cache = None
+        self.embedding.close_cache()
         if self._vectors is not None:
             self._unsaved += 1  # the vectors file may have gone with the state dir
         self._generation_seen = -1
@@ -441,9 +358,7 @@ class Indexer:
             self.checkpoint(force=True)
             if self._keyword is not None:
                 self._keyword.close()
-            if self._cache is not None:
-                with contextlib.suppress(*DERIVED_ERRORS):
-                    self._cache.close()
+            self.embedding.close()
             with contextlib.suppress(*DERIVED_ERRORS):
                 self.manifest.close()
 
@@ -661,111 +576,29 @@ class Indexer:
         self, blocks: Sequence[Block], progress: Callable[[int], None] | None = None
     ) -> None:
         vectors = self.vectors
-        embedder = self._embedder
-        if vectors is None or embedder is None or self.embedder_resting():
+        if vectors is None or self.embedding.usable() is None:
             self.missing_vectors.update(b.id for b in blocks)
             return
-        for start in range(0, len(blocks), _EMBED_BATCH):
-            chunk = blocks[start : start + _EMBED_BATCH]
-            keys = [embed_key(b) for b in chunk]
+        for start in range(0, len(blocks), EMBED_BATCH):
+            chunk = blocks[start : start + EMBED_BATCH]
             try:
-                cached = self._cached_embeddings(embedder, chunk, keys)
-            except EmbedderError as exc:
+                found = self.embedding.vectors(chunk)
+            except EmbedderError:
                 # Unreachable or refusing: the rest waits (keyword-only meanwhile)
                 # instead of paying for a failing call per chunk.
-                self._embedder_gate.failed(exc)
                 self.missing_vectors.update(b.id for b in blocks[start:])
                 return
-            self._embedder_gate.answered()
-            matrix = np.stack([cached[k] for k in keys]).astype(np.float32)
+            matrix = np.stack([found[embed_key(b)] for b in chunk]).astype(np.float32)
             vectors.upsert([b.id for b in chunk], matrix)
             self.missing_vectors.difference_update(b.id for b in chunk)
             self._unsaved += len(chunk)
             if progress is not None:
                 progress(len(chunk))
 
-    def _cached_embeddings(
-        self, embedder: Embedder, chunk: Sequence[Block], keys: list[str]
-    ) -> dict[str, np.ndarray]:
-        """Vectors of ``chunk`` by cache key: from the cache, the rest embedded
-        in one call and cached. Raises EmbedderError.
-
-        The cache only saves work: if it cannot be read or written (a full
-        disk, a damaged file), the blocks are embedded anyway.
-        """
-        try:
-            cached = self.cache.get_many(embedder.name, keys)
-        except IndexError_ as exc:
-            log.debug("embedding cache unreadable (%s); embedding again", exc)
-            cached = {}
-        todo = {k: embed_text(b) for b, k in zip(chunk, keys, strict=True) if k not in cached}
-        if todo:
-            query, self._query_ahead = self._query_ahead, None
-            texts = list(todo.values())
-            if query is None:
-                fresh = embedder.embed(texts)
-            else:
-                try:
-                    fresh = embedder.embed([*texts, query])
-                except EmbedderError:
-                    # The query may be what a remote model refused: the
-                    # blocks go alone, and recall embeds the query itself.
-                    fresh = embedder.embed(texts)
-                else:
-                    self._query_vector = (embedder.name, query, fresh[-1])
-                    fresh = fresh[:-1]
-            new_items = dict(zip(todo, fresh, strict=True))
-            try:
-                self.cache.put_many(embedder.name, new_items)
-            except IndexError_ as exc:
-                log.debug("embedding cache not written (%s)", exc)
-            cached.update(new_items)
-        return cached
-
-    @contextmanager
-    def query_ahead(self, text: str) -> Iterator[None]:
-        """Inside, blocks that need embedding are embedded together with the
-        query ``text``, whose vector :meth:`embed_query` then returns without
-        another model call (a recall right after an edit pays one pass)."""
-        self._query_ahead = text
-        try:
-            yield
-        finally:
-            self._query_ahead = None
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query's vector: the one embedded ahead (see :meth:`query_ahead`)
-        if it is this text's, else from the embedder. Raises EmbedderError."""
-        embedder = self.embedder
-        if embedder is None:
-            raise EmbedderError(self._embedder_error or "no embedder")
-        ahead, self._query_vector = self._query_vector, None
-        if ahead is not None and ahead[:2] == (embedder.name, text):
-            return ahead[2]
-        if self._embedder_gate.resting():
-            # No call: it failed moments ago.
-            raise EmbedderError(self._embedder_gate.reason or "embedder unavailable")
-        try:
-            vector = embedder.embed_query(text)
-        except EmbedderError as exc:
-            self._embedder_gate.failed(exc)
-            raise
-        self._embedder_gate.answered()
-        return vector
-
     def warm_cache(self, blocks: Sequence[Block]) -> None:
-        """Embed ``blocks`` into the embedding cache only (batched; raises
-        EmbedderError): later one-by-one lookups, and the indexing, find them."""
-        embedder = self.embedder
-        if embedder is None or self.embedder_resting():
-            return
-        for start in range(0, len(blocks), _EMBED_BATCH):
-            chunk = self._derive(blocks[start : start + _EMBED_BATCH])
-            try:
-                self._cached_embeddings(embedder, chunk, [embed_key(b) for b in chunk])
-            except EmbedderError as exc:
-                self._embedder_gate.failed(exc)
-                raise
+        """Embed ``blocks``, as the indexes will hold them, into the embedding
+        cache only (batched; raises EmbedderError)."""
+        self.embedding.warm(self._derive(blocks))
 
     def checkpoint(self, *, force: bool = False) -> None:
         """Save FAISS if enough changed (or ``force``); atomic, see VectorIndex.save.
@@ -878,12 +711,9 @@ class Indexer:
                 raise IndexError_(f"cannot rebuild the keyword index: {exc}") from None
             self._keyword_problem = None
             self.manifest.set_meta("index_version", INDEX_VERSION)
-            self._embedder_gate.reset()
-            if self._cache is not None and self._cache.problem is not None:
-                self._cache.close()
-                self._cache = None  # try the file again
-            if self._vectors is not None and self._embedder is not None:
-                self._vectors.reset(self._vectors.dim, self._embedder.name)
+            self.embedding.retry()
+            if self._vectors is not None and self.embedding.loaded:
+                self._vectors.reset(self._vectors.dim, self.embedding.name)
             self.catalog.reset()
             self.catalog.scan()
             blocks = self._derive(b for b in self.catalog.blocks() if indexable(b))
@@ -937,7 +767,7 @@ class Indexer:
             blocks=sum(1 for b in self.catalog.blocks() if indexable(b)),
             keyword_docs=keyword_docs,
             vectors=len(vectors) if vectors is not None else 0,
-            embedder=self._embedder.name if self._embedder is not None else "none",
+            embedder=self.embedding.name,
             missing_vectors=len(self.missing_vectors),
             generation=generation,
         )
@@ -952,7 +782,7 @@ class Indexer:
         if unindexed:
             why = f"{unindexed} file(s) not indexed yet (a derived write failed; retried)"
             out += [("keyword", why), ("vector", why)]
-        problem = self.embedder_problem
+        problem = self.embedding.problem
         if problem is not None:
             out.append(("vector", problem))
         elif self.missing_vectors:
@@ -964,14 +794,13 @@ class Indexer:
         when every part is there and in step with the files as far as this
         process knows): recall's gaps, plus a manifest kept in memory and a
         vector index that could not be saved."""
-        off = self.settings.embedder.provider in ("none", "off", "")
         out = list(dict.fromkeys(why for _, why in self.recall_gaps()))
-        if off:  # no vectors by choice is not a fault
-            out = [why for why in out if why != self._embedder_error]
+        if self.embedding.switched_off:  # no vectors by choice is not a fault
+            out = [why for why in out if why != self.embedding.error]
         if self.manifest.problem is not None:
             out.append(f"manifest kept in memory: {self.manifest.problem}")
         if self._save_problem is not None:
             out.append(self._save_problem)
-        if self._cache is not None and self._cache.problem is not None:
-            out.append(f"embedding cache kept in memory: {self._cache.problem}")
+        if self.embedding.cache_problem is not None:
+            out.append(f"embedding cache kept in memory: {self.embedding.cache_problem}")
         return out

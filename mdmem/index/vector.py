@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError
-from mdmem.index.health import open_sqlite, quick_check
+from mdmem.files.health import open_sqlite, quick_check
 
 __all__ = ["HNSW_THRESHOLD", "EmbeddingCache", "VectorIndex"]
 

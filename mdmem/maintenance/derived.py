@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import IndexError_
+from mdmem.files.blocks import parse
+from mdmem.files.health import CORRUPT_SUFFIX, DERIVED_ERRORS, error_line, quarantine
+from mdmem.files.ids import written_id
+from mdmem.files.textfile import SkipFile, decode
 from mdmem.index.blocktext import indexable
-from mdmem.index.health import CORRUPT_SUFFIX, DERIVED_ERRORS, error_line, quarantine
 from mdmem.models import Block
-from mdmem.store.blocks import parse
-from mdmem.store.ids import written_id
-from mdmem.store.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -141,7 +141,7 @@ def check_indexes(store: MemoryStore) -> list[Finding]:
             )
     vectors = indexer.vectors
     if vectors is None:
-        problem = indexer.embedder_problem or "no embedder"
+        problem = indexer.embedding.problem or "no embedder"
         out.append(Finding("vector index", f"vectors unavailable: {problem}", False))
     else:
         vec_ids = vectors.ids()

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import MdmemError
+from mdmem.files.catalog import is_copy
+from mdmem.files.ids import written_id
 from mdmem.index.progress import Progress, silent
 from mdmem.maintenance.derived import (
     DERIVED_CHECKS,
@@ -46,7 +48,6 @@ from mdmem.maintenance.derived import (
 )
 from mdmem.maintenance.obsidian import fix_ignore_filters, stale_ignore_filters
 from mdmem.models import Block
-from mdmem.store.catalog import is_copy
 from mdmem.store.gitattributes import APPEND_DRIVER, union_lines, without_union
 from mdmem.store.gitlocks import (
     git_lock_files,
@@ -54,7 +55,6 @@ from mdmem.store.gitlocks import (
     remove_if_stale,
     stale_git_locks,
 )
-from mdmem.store.ids import written_id
 from mdmem.store.secret_guard import scan
 
 if TYPE_CHECKING:

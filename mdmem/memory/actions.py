@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
+from mdmem.files import blocks as blk
 from mdmem.models import Memory, first_line
-from mdmem.store import blocks as blk
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:

@@ -9,23 +9,22 @@ versions from git and its line authors in one record.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.files import blocks as blk
 from mdmem.git.provenance import Provenance, blame, provenance
 from mdmem.git.versions import Version, versions
 from mdmem.memory.export import row_of
-from mdmem.models import Block
-from mdmem.store import blocks as blk
+from mdmem.models import Block, Memory
+from mdmem.store.secret_guard import scrub
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["DEFAULT_LIMIT", "Shown", "list_memories", "show"]
-
-DEFAULT_LIMIT = 50
+__all__ = ["Shown", "list_memories", "show"]
 
 
 @dataclass(frozen=True)
@@ -76,12 +75,13 @@ def list_memories(
     since: datetime | date | str | None = None,
     until: datetime | date | str | None = None,
     author: str | None = None,
-    limit: int | None = DEFAULT_LIMIT,
+    limit: int | None = None,
     oldest_first: bool = False,
-) -> list[dict[str, Any]]:
-    """Memories matching every filter given, newest first (export rows, plus ``author``
-    when filtering by it). ``scopes``: "" is the vault root. ``author``: a git author
-    name or email of any of the memory's lines (``(uncommitted)`` for unsaved edits)."""
+) -> list[Memory]:
+    """Memories matching every filter given, newest first. ``scopes``: "" is the
+    vault root. ``author``: a git author name or email of any of the memory's
+    lines (``(uncommitted)`` for unsaved edits). Text a person typed with a
+    secret in it is shown redacted, as everywhere outside the file."""
     if limit is not None and limit < 0:
         raise InvalidInputError("limit must be >= 0")
     kind_set, status_set, tag_set = _set(kinds), _set(statuses), _set(tags)
@@ -110,17 +110,16 @@ def list_memories(
             continue
         chosen.append(block)
     chosen.sort(key=lambda b: (b.created, b.id), reverse=not oldest_first)
-    out: list[dict[str, Any]] = []
+    out: list[Memory] = []
     for block in chosen:
         if limit is not None and len(out) >= limit:
             break
-        row = row_of(block, store.settings.secrets)
         if author is not None:
             names = _authors(store, block)
             if author.casefold() not in {n.casefold() for n in names}:
                 continue
-            row["authors"] = sorted(names)
-        out.append(row)
+        memory = Memory.from_block(block, was_new=False)
+        out.append(replace(memory, text=scrub(block.text, store.settings.secrets)))
     return out
 
 

@@ -8,7 +8,7 @@ merges duplicates, retires superseded facts and settles contradictions (operator
    apart in the files share a batch), and cut into batches of at most
    ``[cleanup] batch_chars`` characters, one model call each, so each fits
    the context window. The memories are DATA in the prompt, never
-   instructions (:func:`mdmem.memory.llm.data_block`).
+   instructions (:func:`mdmem.providers.llm.data_block`).
 2. **A plan, checked.** The model answers ``{"actions": [...]}`` with
    ``merge`` (ids + optional merged text) and ``retire`` (id, optionally the
    id that replaces it). Its output is untrusted: every id must be in the
@@ -41,11 +41,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mdmem.errors import InvalidInputError, LLMNotConfiguredError, MdmemError
+from mdmem.files import blocks as blk
 from mdmem.git import review as rv
 from mdmem.memory.consolidate import render_diff
-from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.models import Block, one_line
-from mdmem.store import blocks as blk
+from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.store.inputs import check_chars
 from mdmem.store.memories import MemoryStore
 from mdmem.store.secret_guard import refuse_in_metadata
@@ -184,7 +184,7 @@ def _neighbours_together(store: MemoryStore, memories: list[Block]) -> list[Bloc
     """
     if len(memories) < 3:
         return memories
-    vectors = [store.indexer.cached_vector(b) for b in memories]
+    vectors = [store.embedding.cached_vector(b) for b in memories]
     if any(v is None for v in vectors):
         return memories
     import numpy as np  # with vectors on, numpy is loaded already

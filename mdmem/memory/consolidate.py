@@ -52,21 +52,21 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from mdmem.errors import ConfigError, InvalidInputError, LLMError, MdmemError
+from mdmem.files import blocks as blk
+from mdmem.files.ids import ID_PATTERN
 from mdmem.git import review as rv
 from mdmem.index.progress import Progress, silent
 from mdmem.memory import extractive
-from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import session_id_of
 from mdmem.models import FACT_KINDS, Block, Memory, one_line
-from mdmem.store import blocks as blk
-from mdmem.store.ids import ID_PATTERN
+from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.store.importance import kind_importance, origin_of_tools
 from mdmem.store.tiers import OVERVIEW_CHARS, abstract_of
 from mdmem.store.writer import Transaction, memory_trailers
 
 if TYPE_CHECKING:
     from mdmem.memory.lifecycle import AutoResolver
-    from mdmem.memory.llm import LLMClient
+    from mdmem.providers.llm import LLMClient
     from mdmem.store.memories import MemoryStore
 
 __all__ = [

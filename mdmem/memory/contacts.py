@@ -47,14 +47,14 @@ from typing import Any
 import yaml
 
 from mdmem.errors import InvalidInputError, MdmemError, MemoryNotFoundError, VaultFileError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.maintenance.doctor import Problem
 from mdmem.models import FACT_KINDS, Block, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
 from mdmem.store.inputs import check_chars
 from mdmem.store.memories import MemoryStore
 from mdmem.store.secret_guard import refuse_in_metadata
-from mdmem.store.textfile import SkipFile, TextFile, decode
 
 __all__ = ["CHECK", "CONTACTS_DIR", "Contacts", "Profile", "check_profiles"]
 

@@ -46,6 +46,8 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from mdmem.errors import ConflictError, InvalidInputError, MdmemError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.memory.docconvert import (
     MAX_DOCUMENT_BYTES,
     SUFFIXES,
@@ -54,10 +56,8 @@ from mdmem.memory.docconvert import (
     to_markdown,
 )
 from mdmem.models import Block, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
 from mdmem.store.memories import MemoryStore
-from mdmem.store.textfile import SkipFile, TextFile, decode
 
 log = logging.getLogger("mdmem")
 

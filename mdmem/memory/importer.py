@@ -37,13 +37,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.memory import import_formats as fmt
 from mdmem.memory.sessions import Session
 from mdmem.models import Memory, one_line
-from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit
 from mdmem.store.secret_guard import guard
-from mdmem.store.textfile import SkipFile, TextFile, decode
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore

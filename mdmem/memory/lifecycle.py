@@ -66,20 +66,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdmem.errors import InvalidInputError, LLMError, MdmemError
-from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, decode
 from mdmem.memory.sessions import session_id_of, validate_session_id
 from mdmem.memory.subjects import Verdict, compare
 from mdmem.models import Block, Memory, first_line
-from mdmem.store import blocks as blk
+from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.store.derived import CopyPlan, Links
 from mdmem.store.importance import KEEP_LONGER, importance_of
-from mdmem.store.textfile import SkipFile, decode
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
-    from mdmem.memory.llm import LLMClient
+    from mdmem.files.textfile import TextFile
+    from mdmem.providers.llm import LLMClient
     from mdmem.store.memories import MemoryStore
-    from mdmem.store.textfile import TextFile
 
 __all__ = [
     "EXEMPT_KINDS",
@@ -198,7 +198,7 @@ def _vector_of(store: MemoryStore, block: Block) -> np.ndarray | None:
     """The new block's embedding, put in the cache so indexing does not embed it
     again; None when there are no vectors or the embedder does not answer (the
     memory is stored all the same, only not compared with older ones)."""
-    vec = store.indexer.cached_vector(block)
+    vec = store.embedding.cached_vector(block)
     if vec is None:
         return None
     vec = np.asarray(vec, dtype=np.float32)

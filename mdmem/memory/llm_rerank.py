@@ -5,7 +5,7 @@ at run time, so the only stronger judge of "does this memory answer the
 query" a vault can count on is the OpenAI-compatible model the user
 configured. When ``[recall] rerank = true`` and a model is configured, the
 top ``rerank_top`` hits go to the model as numbered DATA blocks (text is
-data, never instructions: :func:`~mdmem.memory.llm.data_block`), it answers
+data, never instructions: :func:`~mdmem.providers.llm.data_block`), it answers
 ``{"order": [numbers, best first]}``, and the hits are put in that order;
 ``Recall.reranked`` says so. The call runs under ``rerank_budget_ms``: a
 model that is slower, unreachable or answers nonsense leaves the first-stage
@@ -22,8 +22,8 @@ from dataclasses import replace
 from typing import Any
 
 from mdmem.errors import MdmemError
-from mdmem.memory.llm import LLMClient, data_block
 from mdmem.models import Hit, Recall
+from mdmem.providers.llm import LLMClient, data_block
 
 __all__ = ["MAX_CHARS", "rerank"]
 

@@ -22,16 +22,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
+from mdmem.files.ids import ID_PATTERN
 from mdmem.memory import extractive
-from mdmem.memory.llm import DATA_INSTRUCTIONS, data_block
 from mdmem.memory.sessions import validate_session_id
 from mdmem.models import Hit, Memory
-from mdmem.store.ids import ID_PATTERN
+from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
 
 if TYPE_CHECKING:
     from mdmem.memory.lifecycle import AutoResolver
-    from mdmem.memory.llm import LLMClient
     from mdmem.models import Recall
+    from mdmem.providers.llm import LLMClient
     from mdmem.store.memories import MemoryStore
 
 __all__ = ["FlushResult", "Reflection", "flush", "reflect"]

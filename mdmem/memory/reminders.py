@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from mdmem.files import blocks as blk
 from mdmem.memory.consolidate import pending_entries
 from mdmem.memory.sessions import validate_session_id
-from mdmem.store import blocks as blk
 from mdmem.store.statedb import state_db
 
 if TYPE_CHECKING:

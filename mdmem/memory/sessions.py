@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING
 import yaml
 
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import safe_path
 from mdmem.models import Block, Memory, first_line
-from mdmem.store import blocks as blk
 from mdmem.store.inputs import check_chars, check_fields
 from mdmem.store.secret_guard import guard
-from mdmem.store.textfile import safe_path
 from mdmem.store.tiers import abstract_of
 
 if TYPE_CHECKING:

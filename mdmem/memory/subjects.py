@@ -84,7 +84,7 @@ FUNCTION_WORDS = AUXILIARIES | DETERMINERS | PREPOSITIONS | PRONOUNS | CONJUNCTI
 ARTICLES = frozenset({"a", "an", "the"})
 SEPARATORS = frozenset({":", "=", "->", "=>", "→"})
 
-# A #tag, as mdmem.store.blocks parses it.
+# A #tag, as mdmem.files.blocks parses it.
 _TAG = re.compile(r"(?<![\w&/#\]\)`])#([A-Za-z_][\w/-]*)")
 # A quoted string (one token), else a run of non-space characters.
 _CHUNK = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|`([^`\n]+)`|(?<![\w'])'([^'\n]+)'(?![\w])|\S+")

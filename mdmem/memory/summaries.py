@@ -28,11 +28,11 @@ import re
 from typing import TYPE_CHECKING
 
 from mdmem.errors import LLMError
+from mdmem.files import blocks as blk
 from mdmem.memory import extractive, lifecycle
-from mdmem.memory.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.memory.sessions import Session, session_id_of
 from mdmem.models import Block, Memory, one_line
-from mdmem.store import blocks as blk
+from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore

@@ -37,9 +37,9 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
+from mdmem.files import blocks as blk
 from mdmem.memory.sessions import validate_session_id
 from mdmem.models import Block, Memory, one_line
-from mdmem.store import blocks as blk
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore

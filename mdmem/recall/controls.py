@@ -35,9 +35,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mdmem.errors import InvalidInputError
+from mdmem.files.blocks import validate_scope
+from mdmem.files.ids import normalize_id, written_id
 from mdmem.models import STATUSES, Block, Hit
-from mdmem.store.blocks import validate_scope
-from mdmem.store.ids import normalize_id, written_id
 from mdmem.store.tiers import FULL, check_tier, tier_text
 
 __all__ = ["FIELD_FILTERS", "RecallControls", "at_tier", "substring_candidates"]

@@ -26,8 +26,8 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Protocol
 
+from mdmem.files.people import PEOPLE_FIELDS, TOKEN, name_tokens, people_of
 from mdmem.models import Block
-from mdmem.store.people import PEOPLE_FIELDS, TOKEN, name_tokens, people_of
 
 __all__ = [
     "PEOPLE_FIELDS",

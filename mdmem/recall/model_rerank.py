@@ -1,8 +1,8 @@
 """Recall's top hits in the order a re-ranker model gives (``[recall] reranker``).
 
 A reranker is any provider of the ``mdmem.rerankers`` entry point group
-(:mod:`mdmem.index.registry`): an object with ``rerank(query, texts) ->
-scores``, such as the built-in cross-encoder (:mod:`mdmem.recall.crossencoder`).
+(:mod:`mdmem.providers.registry`): an object with ``rerank(query, texts) ->
+scores``, such as the built-in cross-encoder (:mod:`mdmem.providers.crossencoder`).
 With ``[recall] reranker`` set, the top ``reranker_top`` hits of a recall are
 scored by it and put in its order (each hit's ``scores["reranker"]`` says
 its score, ``Recall.reranked`` that it happened); the hits below stay as
@@ -68,7 +68,7 @@ class Reranking:
         if not name:
             return None
         if self._made is None:
-            from mdmem.index import registry
+            from mdmem.providers import registry
 
             try:
                 self._made = (registry.build("reranker", name, settings=self.settings),)

@@ -35,7 +35,7 @@ from mdmem.models import Block
 from mdmem.recall.conversation import Threads
 
 if TYPE_CHECKING:
-    from mdmem.index.embedders import F32
+    from mdmem.providers.embedders import F32
 
 __all__ = ["Neighbourhood"]
 

@@ -64,7 +64,7 @@ class Recaller:
         else:
             # Blocks the refresh embeds (an edit) share one model call with the
             # query, and so do vectors left missing while the embedder was down.
-            with indexer.query_ahead(vector_query_text(q.query, self.threads)):
+            with store.embedding.query_ahead(vector_query_text(q.query, self.threads)):
                 store.refresh()
                 indexer.fill_missing_vectors()
         indexer.catch_up()
@@ -79,7 +79,9 @@ class Recaller:
             trust_of=usefulness.trust,
             human_of=self.human_of if settings.human_weight > 0 else None,
             threads=self.threads,
-            embed_query=indexer.embed_query,
+            embed_query=store.embedding.embed_query
+            if store.embedding.embedder is not None
+            else None,
             gaps=indexer.recall_gaps,
             scan=lambda: store.catalog.blocks(memories_only=False),
             shown=lambda text: scrub(text, store.settings.secrets),

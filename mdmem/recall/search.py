@@ -20,6 +20,8 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from mdmem.errors import EmbedderError, IndexError_, InvalidInputError
+from mdmem.files.blocks import parse_datetime, validate_scope
+from mdmem.files.ids import written_id
 from mdmem.index.blocktext import indexable
 from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
@@ -27,15 +29,13 @@ from mdmem.recall import expansion, families, ranking, signals
 from mdmem.recall.controls import RecallControls, substring_candidates
 from mdmem.recall.conversation import Threads, people_of, strip_people, thread_bonus
 from mdmem.recall.neighbours import Neighbourhood
-from mdmem.store.blocks import parse_datetime, validate_scope
-from mdmem.store.ids import written_id
 from mdmem.store.importance import importance_factor, importance_of
 
 if TYPE_CHECKING:
     from mdmem.config import RecallSettings
-    from mdmem.index.embedders import F32, Embedder
     from mdmem.index.keyword import KeywordIndex
     from mdmem.index.vector import VectorIndex
+    from mdmem.providers.embedders import F32
 
 
 class Indexes(Protocol):
@@ -45,8 +45,6 @@ class Indexes(Protocol):
     def keyword(self) -> KeywordIndex: ...
     @property
     def vectors(self) -> VectorIndex | None: ...
-    @property
-    def embedder(self) -> Embedder | None: ...
     @property
     def missing_vectors(self) -> set[str]: ...
 
@@ -241,9 +239,8 @@ def run_recall(
     query_vec: F32 | None = None
     if q.mode != "keyword":
         vectors = indexer.vectors
-        embedder = indexer.embedder
         vector_reasons: list[str] = []
-        if vectors is None or embedder is None:
+        if vectors is None or embed_query is None:
             vector_reasons.append("vectors unavailable")
         elif len(vectors) == 0:
             if keyword:  # blocks exist, none has a vector yet
@@ -253,7 +250,7 @@ def run_recall(
                 vector_reasons.append(f"{len(indexer.missing_vectors)} block(s) without a vector")
             text = vector_query_text(q.query, threads)
             try:
-                query_vec = (embed_query or embedder.embed_query)(text)
+                query_vec = embed_query(text)
             except EmbedderError as exc:
                 vector_reasons.append(f"query not embedded: {_line(exc)}")
             else:

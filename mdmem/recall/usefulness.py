@@ -19,15 +19,24 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mdmem.errors import IndexError_
-from mdmem.index import health
-from mdmem.index.health import file_id, open_sqlite, quarantine
+from mdmem.files import health
+from mdmem.files.health import file_id, open_sqlite, quarantine
+from mdmem.files.ids import normalize_id
+from mdmem.models import Block
 
-__all__ = ["DEFAULT_TRUST", "FEEDBACK_STEP", "HIT_NUDGE", "Usefulness", "UsefulnessStore"]
+__all__ = [
+    "DEFAULT_TRUST",
+    "FEEDBACK_STEP",
+    "HIT_NUDGE",
+    "Usefulness",
+    "UsefulnessDesk",
+    "UsefulnessStore",
+]
 
 log = logging.getLogger("mdmem")
 
@@ -265,3 +274,24 @@ def _write_hits(db: sqlite3.Connection, lock: threading.Lock, pending: Counter[s
         except sqlite3.Error as exc:  # a busy or closed database must not fail a recall
             log.debug("usefulness: %d hits not recorded (%s)", len(rows), exc)
         pending.clear()
+
+
+class UsefulnessDesk:
+    """``vault.usefulness``: tell mdmem a recalled memory helped (or not), and read
+    back a memory's hits and trust. Trust is a recall signal kept in the state
+    dir, never in the markdown."""
+
+    def __init__(
+        self, block_of: Callable[[str], Block], opened: Callable[[], UsefulnessStore]
+    ) -> None:
+        self._block_of = block_of
+        self._opened = opened
+
+    def feedback(self, memory_id: str, helpful: bool) -> Usefulness:
+        """Move the memory's trust up (helpful) or down; it must exist."""
+        block = self._block_of(memory_id)
+        return self._opened().feedback(block.id, bool(helpful))
+
+    def get(self, memory_id: str) -> Usefulness:
+        """Hit count and trust of a memory (defaults when never recalled)."""
+        return self._opened().get(normalize_id(memory_id))

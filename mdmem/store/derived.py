@@ -52,11 +52,11 @@ from pathlib import PurePosixPath
 
 import yaml
 
+from mdmem.files import blocks as blk
+from mdmem.files.ids import ID_PATTERN
+from mdmem.files.textfile import TextFile
 from mdmem.models import Block
-from mdmem.store import blocks as blk
 from mdmem.store.editors import Edit, Editor
-from mdmem.store.ids import ID_PATTERN
-from mdmem.store.textfile import TextFile
 
 __all__ = ["COPY_SHARE", "CopyPlan", "Links", "linked_ids", "sentences", "words"]
 

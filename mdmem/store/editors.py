@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mdmem.errors import MemoryNotFoundError, VaultFileError
+from mdmem.files import blocks as blk
+from mdmem.files import escape as esc
+from mdmem.files.ids import ID_PATTERN, is_copy_key, written_id
+from mdmem.files.textfile import FileStat, TextFile
 from mdmem.models import Block
-from mdmem.store import blocks as blk
-from mdmem.store import escape as esc
-from mdmem.store.ids import ID_PATTERN, is_copy_key, written_id
-from mdmem.store.textfile import FileStat, TextFile
 
 __all__ = [
     "FILE_TITLES",

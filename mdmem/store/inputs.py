@@ -13,8 +13,8 @@ from datetime import UTC, date, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mdmem.errors import ConfigError, InvalidInputError
+from mdmem.files import blocks as blk
 from mdmem.models import KINDS
-from mdmem.store import blocks as blk
 from mdmem.store.secret_guard import guard, refuse_in_metadata
 
 __all__ = [
@@ -96,7 +96,7 @@ def clean_text(text: object, secrets: str) -> str:
     goes from every line, and leading/trailing blank space from the whole.
     What a write returns and what any later read returns is exactly this text
     (a list-item memory, one paragraph, also drops blank lines; see
-    :func:`mdmem.store.blocks.render_list_item`).
+    :func:`mdmem.files.blocks.render_list_item`).
     """
     if not isinstance(text, str):
         raise InvalidInputError("memory text must be a string")

@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from mdmem.store.textfile import atomic_write, safe_path, write_temp
+from mdmem.files.textfile import atomic_write, safe_path, write_temp
 
 __all__ = ["Intent", "recover"]
 

@@ -17,12 +17,14 @@ from pathlib import Path
 
 from mdmem.config import Settings, state_dir_for
 from mdmem.errors import HumanNoteError, InvalidInputError, MemoryNotFoundError
+from mdmem.files import blocks as blk
+from mdmem.files.catalog import Catalog
+from mdmem.files.ids import normalize_id
+from mdmem.files.textfile import safe_path
+from mdmem.index.embedding import EmbeddingService
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.models import Block, Memory, first_line
-from mdmem.store import blocks as blk
-from mdmem.store.catalog import Catalog
 from mdmem.store.gitstore import GitStore
-from mdmem.store.ids import normalize_id
 from mdmem.store.importance import check_importance, check_origin
 from mdmem.store.inputs import (
     MASK,
@@ -38,7 +40,6 @@ from mdmem.store.inputs import (
     refuse_secret_metadata,
 )
 from mdmem.store.secret_guard import refuse_in_metadata, scrub
-from mdmem.store.textfile import safe_path
 from mdmem.store.writer import Trailers, Transaction, Writer, memory_trailers
 
 __all__ = ["AutoResolve", "MemoryStore", "memory_file"]
@@ -75,10 +76,12 @@ class MemoryStore:
         self.git = GitStore(root)
         self.catalog = Catalog(root, live=True)
         # A secret typed into a note by hand is redacted in the indexes.
+        self.embedding = EmbeddingService(self.state_dir, settings)
         self.indexer = Indexer(
             self.state_dir,
             settings,
             self.catalog,
+            embedding=self.embedding,
             shown=lambda text: scrub(text, self.settings.secrets),
         )
         self.writer = Writer(
@@ -216,7 +219,7 @@ class MemoryStore:
                 tx, rel, body, tag_list, extra, scope=scope, kind=kind, op="remember"
             )
             if outer is not None and outer.defers_resolve:
-                if memory.was_new and self.indexer.embedder is not None:
+                if memory.was_new and self.embedding.embedder is not None:
                     if not outer.to_resolve():
                         # Load the vector index now: loading it at the end would
                         # reconcile the batch's own memories into it, and they

@@ -39,6 +39,7 @@ import importlib
 import itertools
 import re
 import unicodedata
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -540,6 +541,17 @@ def _own_rules() -> list[_Rule]:
 def _rules() -> tuple[_Rule, ...]:
     """detect-secrets' patterns and ours; imported on first use (it pulls in
     requests and takes ~0.1 s, which text that passes the quick check never pays)."""
+    # detect-secrets' logger turns on logging.captureWarnings(True) when it is
+    # imported: a user's own warnings (our DeprecationWarnings among them) would
+    # go to logging instead of where their program asked.
+    showwarning = warnings.showwarning
+    try:
+        return _load_rules()
+    finally:
+        warnings.showwarning = showwarning
+
+
+def _load_rules() -> tuple[_Rule, ...]:
     rules: list[_Rule] = []
     for module_name, class_name, kinds, vendor, needles in _DETECT_SECRETS:
         module = importlib.import_module(f"detect_secrets.plugins.{module_name}")

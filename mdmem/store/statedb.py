@@ -5,7 +5,7 @@ action: facts about how a host *used* the vault, not memories, so they live
 in the state dir (never in the vault, never in git), like usefulness.
 :func:`state_db` opens one per use: nothing stays open, so a state dir removed
 under a running host is simply made again, and a damaged file is set aside
-and started again (:func:`mdmem.index.health.open_sqlite`). SQLite's locking
+and started again (:func:`mdmem.files.health.open_sqlite`). SQLite's locking
 (WAL, ``BEGIN IMMEDIATE``) keeps several processes writing one file safe.
 """
 
@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from mdmem.index.health import open_sqlite
+from mdmem.files.health import open_sqlite
 
 __all__ = ["state_db"]
 

@@ -15,8 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mdmem.store.editors import Pending
-from mdmem.store.textfile import (
+from mdmem.files.textfile import (
     FileStat,
     atomic_write,
     discard_temp,
@@ -25,6 +24,7 @@ from mdmem.store.textfile import (
     install_temp,
     write_temp,
 )
+from mdmem.store.editors import Pending
 
 __all__ = ["Orphans", "Swapped", "after_their_appends", "swap"]
 

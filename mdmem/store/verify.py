@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 
-from mdmem.store.blocks import ParsedFile
-from mdmem.store.catalog import Catalog, Signature
-from mdmem.store.ids import ID_PATTERN
+from mdmem.files.blocks import ParsedFile
+from mdmem.files.catalog import Catalog, Signature
+from mdmem.files.ids import ID_PATTERN
 
 __all__ = ["ManifestCheck", "ids_in", "parse_matches"]
 

@@ -35,11 +35,13 @@ from mdmem.errors import (
     MemoryNotFoundError,
     VaultFileError,
 )
-from mdmem.index.health import DERIVED_ERRORS
+from mdmem.files import blocks as blk
+from mdmem.files.catalog import Catalog, signature_of
+from mdmem.files.health import DERIVED_ERRORS
+from mdmem.files.ids import IdIssuer, normalize_id
+from mdmem.files.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
-from mdmem.store import blocks as blk
-from mdmem.store.catalog import Catalog, signature_of
 from mdmem.store.editors import (
     Edit,
     Editor,
@@ -54,10 +56,8 @@ from mdmem.store.editors import (
     raw_replacer,
 )
 from mdmem.store.gitstore import GitStore, Identity, format_message
-from mdmem.store.ids import IdIssuer, normalize_id
 from mdmem.store.intent import Intent, recover
 from mdmem.store.swap import Orphans, Swapped, swap
-from mdmem.store.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
 from mdmem.store.vaultlock import VaultLock
 from mdmem.store.verify import ManifestCheck, parse_matches
 

@@ -20,7 +20,7 @@ from mdmem.agent.compaction import (
     is_summary_message,
 )
 from mdmem.errors import LLMError
-from mdmem.memory.llm import LLMClient, LLMConfig
+from mdmem.providers.llm import LLMClient, LLMConfig
 from mdmem.testing import ScriptedOpenAIServer
 
 Msg = dict[str, Any]

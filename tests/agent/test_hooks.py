@@ -10,7 +10,7 @@ import pytest
 from mdmem import Vault
 from mdmem.agent.compaction import SUMMARY_MARKER, is_summary_message
 from mdmem.agent.hooks import MemoryHooks, compact_with_vault, extract_facts
-from mdmem.memory.llm import LLMClient, LLMConfig
+from mdmem.providers.llm import LLMClient, LLMConfig
 from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
 from tests.agent.test_compaction import assert_tool_integrity, conversation_40
 
@@ -22,7 +22,7 @@ class FlushSpy:
 
     def __init__(self, vault: Vault) -> None:
         self.calls: list[list[Msg]] = []
-        self._real = vault.flush
+        self._real = vault.sessions.flush
 
     def __call__(self, messages: list[Msg], **kwargs: Any) -> Any:
         self.calls.append(messages)
@@ -107,7 +107,7 @@ def test_turn_facts_extracted_with_the_llm(vault: Vault, server: ScriptedOpenAIS
     prefs = vault.recall("short answers", kinds=["preference"], scope="user:alice").items
     assert prefs and prefs[0].path == "scopes/user/alice/USER.md"
     # The second turn answered NONE: nothing more was stored.
-    facts = [m for m in vault.memories() if m.kind != "chat_message"]
+    facts = [m for m in vault.library.list() if m.kind != "chat_message"]
     assert sorted(m.scope for m in facts) == ["user:alice", "user:alice"]
 
     prompt = server.chat_requests()[0]["body"]["messages"]
@@ -121,13 +121,13 @@ def test_llm_failure_does_not_break_the_turn(vault: Vault, server: ScriptedOpenA
     server.push(Reply(status=500, content="boom"))
     hooks = MemoryHooks(vault, llm=_llm(server), background=False)
     hooks.on_turn_complete("I moved to Berlin.", "Nice!")  # must not raise
-    assert not [m for m in vault.memories() if m.kind != "chat_message"]
+    assert not [m for m in vault.library.list() if m.kind != "chat_message"]
 
 
 def test_turns_are_recorded_in_the_session(vault: Vault) -> None:
     hooks = MemoryHooks(vault, session_id="s-1", contact="telegram:1", background=False)
     hooks.on_turn_complete("What is the capital of Peru?", "Lima.")
-    texts = [m.text for m in vault.memories() if m.kind == "chat_message"]
+    texts = [m.text for m in vault.library.list() if m.kind == "chat_message"]
     assert any("capital of Peru" in t for t in texts)
     assert any("Lima." in t for t in texts)
 
@@ -169,7 +169,7 @@ def test_disabled_hooks_do_nothing(
     vault.remember("Something recallable about llamas.")
     before = vault.git.last_commit()
     spy = FlushSpy(vault)
-    monkeypatch.setattr(vault, "flush", spy)
+    monkeypatch.setattr(vault.sessions, "flush", spy)
     hooks = MemoryHooks(vault, enabled=False, llm=_llm(server))
     assert hooks.prefetch("llamas") == ""
     hooks.queue_prefetch("llamas")
@@ -195,7 +195,7 @@ def test_prefetch_false_never_recalls(vault: Vault, monkeypatch: pytest.MonkeyPa
     # Only reading is off: the turn is still recorded.
     hooks = MemoryHooks(vault, prefetch=False, session_id="s-1", background=False)
     hooks.on_turn_complete("When is the deploy window?", "Thursday.")
-    assert any(m.kind == "chat_message" for m in vault.memories())
+    assert any(m.kind == "chat_message" for m in vault.library.list())
     assert counter.calls == 0
 
 
@@ -209,7 +209,7 @@ def test_sync_turns_false_skips_turns_but_not_the_other_hooks(
     hooks.drain()
     # The turn was neither recorded nor sent to the LLM for fact extraction.
     assert server.chat_requests() == []
-    assert not [m for m in vault.memories() if m.kind == "chat_message"]
+    assert not [m for m in vault.library.list() if m.kind == "chat_message"]
     assert vault.git.last_commit() == before
     assert "llamas" in hooks.prefetch("llamas")
     server.push(json.dumps({"facts": ["The user's dentist is Dr. Silva."], "preferences": []}))
@@ -222,7 +222,7 @@ def test_compaction_of_40_messages_keeps_tool_pairs_and_flushes(
     vault: Vault, server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spy = FlushSpy(vault)
-    monkeypatch.setattr(vault, "flush", spy)
+    monkeypatch.setattr(vault.sessions, "flush", spy)
     server.push(
         {"facts": [], "preferences": []},  # the memory flush asks first
         "The agent compared Q3 and Q2 revenue using search calls 1-6.",
@@ -250,7 +250,7 @@ def test_compaction_falls_back_to_safe_trim_when_the_llm_fails(
     vault: Vault, server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spy = FlushSpy(vault)
-    monkeypatch.setattr(vault, "flush", spy)
+    monkeypatch.setattr(vault.sessions, "flush", spy)
     server.push(Reply(status=500, content="down"), Reply(status=500, content="down"))
     out = compact_with_vault(vault, conversation_40(), llm=_llm(server))
     assert out.fell_back and out.compacted
@@ -263,7 +263,7 @@ def test_compact_with_vault_without_llm_trims(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spy = FlushSpy(vault)
-    monkeypatch.setattr(vault, "flush", spy)
+    monkeypatch.setattr(vault.sessions, "flush", spy)
     out = compact_with_vault(vault, conversation_40())
     assert out.fell_back and len(spy.calls) == 1
     assert_tool_integrity(conversation_40(), out.messages)

@@ -43,7 +43,7 @@ def commits(vault: Vault) -> int:
 
 
 def last_log(vault: Vault) -> dict[str, Any]:
-    return HookLog(vault.state_dir).entries(1)[0]
+    return HookLog(vault.admin.state_dir).entries(1)[0]
 
 
 @pytest.fixture
@@ -175,7 +175,7 @@ def test_pre_compact_flush_run_twice_writes_once(vault: Vault, repo: Path) -> No
     assert "integer cents" in text and "fly.io" in text
     assert "/compact" not in text  # meta lines are not turns
     assert "1 failed, 1 passed" not in text  # tool results come through post-tool-use
-    facts = [m for m in vault.memories() if m.kind in ("fact", "preference")]
+    facts = [m for m in vault.library.list() if m.kind in ("fact", "preference")]
     assert any("money module" in m.text for m in facts), [m.text for m in facts]
     run_event(vault, "claude-code", "pre-compact", data, policy)
     assert commits(vault) == after_first  # the second run writes nothing
@@ -187,11 +187,11 @@ def test_pre_compact_with_summaries_capture_keeps_no_raw_turns(vault: Vault, rep
         vault, "claude-code", "pre-compact", payload("claude-code", "pre-compact", repo), Policy()
     )
     assert not list((vault.root / "sessions").glob("*.md"))
-    assert any("money module" in m.text for m in vault.memories())
+    assert any("money module" in m.text for m in vault.library.list())
 
 
 def captured_blocks(vault: Vault) -> list[Any]:
-    blocks = [vault.block(m.id) for m in vault.memories(include_inactive=False)]
+    blocks = [vault.admin.store.block(m.id) for m in vault.library.list(statuses="active")]
     return [b for b in blocks if b.field("captured") == "agent"]
 
 
@@ -233,8 +233,8 @@ def test_a_summary_after_new_turns_retires_the_older_one(
     event = "session-end"
     run_event(vault, "cursor", event, payload("cursor", event, repo, short), Policy())
     run_event(vault, "cursor", event, payload("cursor", event, repo), Policy())
-    summaries = [m for m in vault.memories() if m.kind == "session_summary"]
-    assert sorted(vault.block(m.id).status for m in summaries) == ["active", "superseded"]
+    summaries = [m for m in vault.library.list() if m.kind == "session_summary"]
+    assert sorted(vault.get(m.id).status for m in summaries) == ["active", "superseded"]
 
 
 def test_cursor_prompt_submit_does_not_recall_for_nothing(vault: Vault, repo: Path) -> None:
@@ -294,7 +294,7 @@ def test_post_tool_use_records_the_call_with_secrets_redacted(vault: Vault, repo
     run_event(vault, "claude-code", "post-tool-use", data, policy)
     entry = last_log(vault)
     assert "error" not in entry, entry
-    block = vault.block(entry["ids"][0])
+    block = vault.admin.store.block(entry["ids"][0])
     assert block.kind == "tool_output" and block.field("tool") == "Bash"
     assert "pytest -q tests/test_checkout.py" in block.text and "AssertionError" in block.text
     stored = "".join(p.read_text(encoding="utf-8") for p in vault.root.rglob("*.md"))
@@ -306,10 +306,10 @@ def test_post_tool_use_stores_a_large_output_once_by_key(vault: Vault, repo: Pat
     data = payload("cursor", "post-tool-use", repo)
     data["tool_output"] = "\n".join(f"line {i}: checkout log entry" for i in range(5000))
     run_event(vault, "cursor", "post-tool-use", data, policy)
-    block = vault.block(last_log(vault)["ids"][0])
+    block = vault.admin.store.block(last_log(vault)["ids"][0])
     key = block.field("tout")
     assert key and len(block.text) < 3000
-    assert "line 4999" in vault.read_tool_output(key)
+    assert "line 4999" in vault.sessions.read_tool_output(key)
 
 
 def test_default_policy_records_no_tool_calls(vault: Vault, repo: Path) -> None:
@@ -366,8 +366,8 @@ def test_policy_scope_routes_captures(vault: Vault, repo: Path) -> None:
     (repo / ".mdmem.toml").write_text('scope = "project:shop"\n')
     p = resolve_policy(str(repo))
     run_event(vault, "claude-code", "stop", payload("claude-code", "stop", repo), p)
-    captured = [m for m in vault.memories() if vault.block(m.id).field("captured") == "agent"]
-    assert captured and {vault.block(m.id).scope for m in captured} == {"project:shop"}
+    captured = [m for m in vault.library.list() if vault.get(m.id).field("captured") == "agent"]
+    assert captured and {vault.get(m.id).scope for m in captured} == {"project:shop"}
 
 
 def test_a_project_file_only_chooses_the_users_vaults_and_only_narrows(
@@ -425,13 +425,13 @@ def test_a_failed_tool_call_is_a_gotcha_and_its_fix_a_linked_bug_fix(
     failed = payload("codex", "post-tool-use", repo)
     failed["tool_response"] = "Exit code: 101\nerror[E0308]: mismatched types in src/money.rs:14"
     run_event(vault, "codex", "post-tool-use", failed, Policy())
-    gotcha = vault.block(last_log(vault)["ids"][0])
+    gotcha = vault.admin.store.block(last_log(vault)["ids"][0])
     assert gotcha.kind == "gotcha" and "mismatched types" in gotcha.text
     fixed = payload("codex", "post-tool-use", repo)
     fixed["tool_use_id"] = "call_9Kx1"
     fixed["tool_response"] = "test result: ok. 4 passed; 0 failed"
     run_event(vault, "codex", "post-tool-use", fixed, Policy())
-    fix = vault.block(last_log(vault)["ids"][0])
+    fix = vault.admin.store.block(last_log(vault)["ids"][0])
     assert fix.kind == "bug_fix" and fix.field("fixes") == f"^{gotcha.id}"
     n = commits(vault)
     run_event(vault, "codex", "post-tool-use", fixed, Policy())  # redelivered: nothing new
@@ -441,7 +441,9 @@ def test_a_failed_tool_call_is_a_gotcha_and_its_fix_a_linked_bug_fix(
 def test_capture_everything_summarises_the_recorded_session(vault: Vault, repo: Path) -> None:
     policy = replace(Policy(), capture="everything")
     run_event(vault, "cursor", "session-end", payload("cursor", "session-end", repo), policy)
-    summaries = [vault.block(m.id) for m in vault.memories() if m.kind == "session_summary"]
+    summaries = [
+        vault.admin.store.block(m.id) for m in vault.library.list() if m.kind == "session_summary"
+    ]
     assert len(summaries) == 1
     assert summaries[0].field("session") == "cursor-c0ffee00-1111-4222-8333-444455556666"
     n = commits(vault)
@@ -571,7 +573,7 @@ def test_a_secret_typed_into_the_vault_by_hand_is_never_injected(vault: Vault, r
         encoding="utf-8",
     )
     git(vault.root, "commit", "-qam", "my notes", human=True)
-    vault.refresh()
+    vault.admin.refresh()
     outputs = [
         run_event(
             vault, "claude-code", "session-start", payload("claude-code", "session-start", repo)

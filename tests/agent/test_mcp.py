@@ -112,7 +112,7 @@ def test_resource_uris_are_confined(vault: Vault) -> None:
     uris = [r["uri"] for r in core_resources(vault, tools)]
     assert "mdmem://vault/scopes/user/alice/USER.md" in uris
     # "Today" is the vault's today (its configured zone), the day the entry was logged on.
-    today = vault.store.clock.today()
+    today = vault.admin.store.clock.today()
     assert f"mdmem://vault/{entry.path}" in uris
     assert entry.path == f"scopes/user/alice/daily/{today}.md"
     for uri in (

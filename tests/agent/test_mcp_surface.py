@@ -81,7 +81,7 @@ def test_note_ids_from_recall_open_with_get_and_forget_is_refused(vault: Vault) 
     note.parent.mkdir()
     body = "# Garden\n\n## Roses\n\nThe climbing roses want pruning in late February.\n"
     note.write_text(body, encoding="utf-8")
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     note_id = vault.recall("pruning climbing roses").items[0].id
     assert note_id == "notes/garden.md#Roses"
 

@@ -9,6 +9,7 @@ import pytest
 
 from mdmem import Vault
 from mdmem.agent.hooks import MemoryHooks
+from mdmem.agent.prompt import prompt_context
 from mdmem.errors import ConfigError, InvalidInputError
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, llm_vault
@@ -34,7 +35,7 @@ def test_reflect_prefetch_injects_a_synthesis_citing_its_memories(
     assert block.startswith("## Memory Synthesis")
     assert "Porto by train each month" in block and f"MEMORY.md#^{train.id}" in block
 
-    context = vault.prompt_context("how does the user travel to Porto")
+    context = prompt_context(vault, "how does the user travel to Porto")
     semantic = context["semantic"]
     assert semantic.title == "## Memory Synthesis" and semantic.ids == [train.id]
     assert "## Memory Synthesis" in context.render()
@@ -43,7 +44,7 @@ def test_reflect_prefetch_injects_a_synthesis_citing_its_memories(
     # Asked per call, "recall" wins over the vault's setting.
     plain = MemoryHooks(vault, background=False, prefetch_method="recall")
     assert plain.prefetch("how does the user travel to Porto").startswith("## Recalled Memory")
-    listed = vault.prompt_context("how does the user travel to Porto", prefetch_method="recall")
+    listed = prompt_context(vault, "how does the user travel to Porto", prefetch_method="recall")
     assert listed["semantic"].title == "## Recalled Memory"
     assert model.calls["reflect"] == 2
 
@@ -52,10 +53,10 @@ def test_reflect_without_an_llm_falls_back_to_recall(vault: Vault) -> None:
     vault.remember("The user travels by train to Porto every month.")
     hooks = MemoryHooks(vault, background=False, prefetch_method="reflect")
     assert hooks.prefetch("how does the user travel").startswith("## Recalled Memory")
-    context = vault.prompt_context("how does the user travel", prefetch_method="reflect")
+    context = prompt_context(vault, "how does the user travel", prefetch_method="reflect")
     assert context["semantic"].title == "## Recalled Memory" and context["semantic"].ids
     with pytest.raises(InvalidInputError):
-        vault.prompt_context("how does the user travel", prefetch_method="guess")
+        prompt_context(vault, "how does the user travel", prefetch_method="guess")
 
 
 def test_the_setting_is_checked(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def test_long_document_and_two_platforms_in_one_agent_run(tmp_path: Path) -> Non
         vault.contacts.link("whatsapp:+15550100", "user:alice")
         manual = long_manual(tmp_path / "manual.md")
         assert manual.stat().st_size > 8_000
-        ingested = vault.ingest(manual)
+        ingested = vault.library.ingest(manual)[0]
         assert len(ingested.chunks) == len(TOPICS) + 1
 
         tools = Toolset(

@@ -172,7 +172,7 @@ def test_two_sessions_two_platforms_failures_fix_document(tmp_path: Path) -> Non
         vault.contacts.link("whatsapp:+15550100", PERSON)
         manual = long_manual(tmp_path / "manual.md")
         assert manual.stat().st_size > 8_000
-        ingested = vault.ingest(manual)
+        ingested = vault.library.ingest(manual)[0]
         assert len(ingested.chunks) == len(TOPICS) + 1
         host = Host(vault, srv, cwd)
         before_s1 = git(vault.root, "rev-parse", "HEAD").strip()
@@ -205,13 +205,13 @@ def test_two_sessions_two_platforms_failures_fix_document(tmp_path: Path) -> Non
         changes_result = json.loads(model.agent_bodies[-1]["messages"][-1]["content"])
 
     # Every hook answered without an error: 2 starts, 4 tool calls, 4 session ends.
-    entries = HookLog(vault.state_dir).entries(100)
+    entries = HookLog(vault.admin.state_dir).entries(100)
     assert len(entries) == 10 and not [e for e in entries if "error" in e]
-    memories = vault.memories()
+    memories = vault.library.list()
     # One session summary per session, each linked to its session; the LLM wrote them.
     # (Every status counted: the second session-end must not have written and retired one.)
     summaries = [m for m in memories if m.kind == "session_summary"]
-    by_session = {vault.block(m.id).field("session"): m for m in summaries}
+    by_session = {vault.get(m.id).field("session"): m for m in summaries}
     assert len(summaries) == 2 and set(by_session) == {f"{HOST}-s1", f"{HOST}-s2"}
     assert all(m.status == "active" for m in summaries)
     assert all(m.text.startswith("Session summary (LLM): The agent worked") for m in summaries)
@@ -222,9 +222,9 @@ def test_two_sessions_two_platforms_failures_fix_document(tmp_path: Path) -> Non
     (gotcha,) = [m for m in memories if m.kind == "gotcha"]
     (fix,) = [m for m in memories if m.kind == "bug_fix"]
     assert "TypeError" in gotcha.text and "pytest" in gotcha.text
-    assert vault.block(fix.id).field("fixes") == f"^{gotcha.id}"
+    assert vault.get(fix.id).field("fixes") == f"^{gotcha.id}"
     assert "src/app.py" in fix.text
-    assert vault.block(gotcha.id).field("session") == f"{HOST}-s1"
+    assert vault.get(gotcha.id).field("session") == f"{HOST}-s1"
 
     # Document chunks are recallable by content: in the agent's tool call and by the API.
     assert recall_result["items"][0]["id"] in ingested.chunks

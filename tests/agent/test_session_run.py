@@ -19,6 +19,7 @@ from openai import OpenAI
 
 from mdmem import Vault
 from mdmem.agent.hooks import MemoryHooks
+from mdmem.agent.prompt import prompt_context
 from mdmem.memory.toolcalls import ToolCall
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.agent.scripted_agent import HOST_TOOLS, Repo, tool_call
@@ -48,7 +49,7 @@ class Model(FakeModel):
 def _session(vault: Vault, srv: ScriptedOpenAIServer, repo: Repo, sid: str, task: str) -> str:
     """One agent session, as a host runs it; returns the session-start context."""
     hooks = MemoryHooks(vault, session_id=sid, background=False)
-    start = vault.prompt_context(task, session_start=True, session=sid).render()
+    start = prompt_context(vault, task, session_start=True, session=sid).render()
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": f"{AGENT_SYSTEM}\n\n{start}"},
         {"role": "user", "content": task},
@@ -72,7 +73,7 @@ def _session(vault: Vault, srv: ScriptedOpenAIServer, repo: Repo, sid: str, task
             session.record_tool_output(tc.function.name, output)
             messages.append({"role": "tool", "tool_call_id": tc.id, "content": output})
             # The post-tool-use hook: one call at a time.
-            vault.capture_tool_results(
+            vault.sessions.capture_tool_results(
                 sid, [ToolCall(tc.function.name, args, output, exit_code=code, id=tc.id)]
             )
     hooks.on_session_end(messages)
@@ -100,15 +101,15 @@ def test_two_sessions_with_a_failure_and_a_fix(tmp_path: Path) -> None:
         model.script = [Reply(content="The suite is green; nothing to do.")]
         start = _session(vault, srv, repo, "s2", "Check the test suite again.")
 
-    memories = vault.memories()
+    memories = vault.library.list()
     summaries = [m for m in memories if m.kind == "session_summary"]
-    assert sorted(vault.block(m.id).field("session") or "" for m in summaries) == ["s1", "s2"]
+    assert sorted(vault.get(m.id).field("session") or "" for m in summaries) == ["s1", "s2"]
     (gotcha,) = [m for m in memories if m.kind == "gotcha"]
     (fix,) = [m for m in memories if m.kind == "bug_fix"]
     assert "TypeError" in gotcha.text and "pytest" in gotcha.text
-    assert vault.block(fix.id).field("fixes") == f"^{gotcha.id}"
+    assert vault.get(fix.id).field("fixes") == f"^{gotcha.id}"
     assert "src/app.py" in fix.text
-    s1_summary = next(m for m in summaries if vault.block(m.id).field("session") == "s1")
+    s1_summary = next(m for m in summaries if vault.get(m.id).field("session") == "s1")
     assert "worked through" in s1_summary.text  # the LLM's summary, not extractive
     # Session 2 started with what changed since session 1: its summary, the
     # gotcha and the fix, and the other agent's news, each by id and author.

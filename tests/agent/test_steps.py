@@ -56,16 +56,16 @@ def test_llm_summariser_gets_the_middle_as_data_and_failure_falls_back(tmp_path:
 
 
 def test_vault_compact_steps_uses_the_vault_llm_when_configured(vault: Vault) -> None:
-    result = vault.compact_steps(_steps(11))  # no LLM configured here
+    result = compact_steps(_steps(11), vault.llm)  # no LLM configured here
     assert result.compacted and result.extractive and len(result.steps) == 8
 
 
 def test_action_notes_live_until_the_action_completes(vault: Vault) -> None:
-    action = vault.action("task-42")
+    action = vault.sessions.action("task-42")
     a = action.add("Tool web_search returned 10 results about GPT.", step=1, skill="web_search")
     action.add("Opened the first result.", step=2, skill="browser")
-    vault.action("task-43").add("Unrelated step.")
-    block = vault.block(a.id)
+    vault.sessions.action("task-43").add("Unrelated step.")
+    block = vault.admin.store.block(a.id)
     assert block.kind == "log" and block.field("action") == "task-42"
     assert block.field("step") == "1" and block.field("skill") == "web_search"
     assert [m.text for m in action.memories()] == [
@@ -77,7 +77,7 @@ def test_action_notes_live_until_the_action_completes(vault: Vault) -> None:
     assert action.complete() == 2
     assert int(git(vault.root, "rev-list", "--count", "HEAD")) == before + 1
     assert action.memories() == [] and action.complete() == 0
-    assert len(vault.action("task-43").memories()) == 1
+    assert len(vault.sessions.action("task-43").memories()) == 1
     assert not any("GPT" in h.text for h in vault.recall("web_search results GPT").items)
     # Not session turns: consolidation leaves them alone.
     assert vault.consolidate().episodes == []

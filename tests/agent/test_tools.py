@@ -276,7 +276,7 @@ def test_reflect_with_a_scripted_llm(vault: Vault, monkeypatch: pytest.MonkeyPat
 def test_read_tool_output_respects_scopes(vault: Vault) -> None:
     big = "row,value\n" + "".join(f"{i},{i * i}\n" for i in range(3000))
     entry = vault.session("s-1", scope="user:alice").record_tool_output("sql", big)
-    key = vault.block(entry.id).field("tout")
+    key = vault.get(entry.id).field("tout")
     assert key is not None
     recalled = Toolset(vault).dispatch("recall", {"query": "sql", "source_kinds": ["tool_output"]})
     assert recalled["items"][0]["tool_output_key"] == key

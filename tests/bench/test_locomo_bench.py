@@ -168,7 +168,7 @@ def test_session_way_records_through_the_session_api_with_speaker_and_date(
     vault = Vault.init(tmp_path / "v", agent="t", embedder={"provider": "hash"})
     lines = locomo.turn_texts(conv, "said")
     ing = record.ingest(vault, conv, "session", lines)
-    block = vault.block(ing.turn_ids["D2:2"])
+    block = vault.admin.store.block(ing.turn_ids["D2:2"])
     assert block.path == "sessions/tiny-1-s2.md"
     assert block.text == 'Quorra said, "The judges gave my entry second prize at the county fair!"'
     assert block.field("speaker") == "Quorra" and block.field("event") == "D2:2"

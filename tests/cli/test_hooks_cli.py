@@ -215,7 +215,7 @@ def test_hooks_doctor_passes_then_fails_when_the_command_is_broken(
     assert "ok   claude-code session-start" in ok.stdout
     assert "ok   claude-code prompt-submit" in ok.stdout
     with Vault.open(vault_dir) as v:  # the canary is gone again
-        assert not [m for m in v.memories(include_inactive=False) if "canary" in m.text]
+        assert not [m for m in v.library.list(statuses="active") if "canary" in m.text]
     settings = repo / ".claude" / "settings.json"
     # A broken install: the program the hook names no longer exists.
     data = json.loads(settings.read_text())

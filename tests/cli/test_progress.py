@@ -109,12 +109,12 @@ def test_consolidate_doctor_and_purge_report_steps(vault: Vault) -> None:
     assert seen[0][0] == "consolidate" and seen[-1][1] == seen[-1][2] >= 1
 
     seen.clear()
-    vault.doctor(progress=lambda *a: seen.append(a))
+    vault.admin.doctor(progress=lambda *a: seen.append(a))
     assert [d for p, d, _ in seen if p == "doctor"] == [0, 1, 2, 3, 4, 5, 6]
 
     m = vault.remember("Temporary fact to purge.")
     seen.clear()
-    vault.purge(m.id, confirm=True, progress=lambda *a: seen.append(a))
+    vault.git.purge(m.id, confirm=True, progress=lambda *a: seen.append(a))
     assert [d for p, d, _ in seen if p == "purge"] == [0, 1, 2, 3]
     assert "keyword" in {p for p, _, _ in seen}  # the full re-index after the rewrite
 
@@ -127,5 +127,5 @@ def test_sync_reports_steps(vault: Vault, tmp_path: Path) -> None:
     )
     vault.remember("Synced fact.")
     seen: list[tuple[str, int, int]] = []
-    vault.sync(progress=lambda *a: seen.append(a))
+    vault.git.sync(progress=lambda *a: seen.append(a))
     assert [d for p, d, _ in seen if p == "sync"][-1] == 4

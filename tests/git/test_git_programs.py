@@ -102,7 +102,7 @@ def shared(tmp_path: Path, programs: Programs) -> Shared:
         )
     ]
     vault.log("Watered the monstera", when=WHEN)
-    assert vault.sync().ok
+    assert vault.git.sync().ok
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "clone"))
     clone = Vault.open(tmp_path / "clone", agent="agent-b")
     return Shared(vault, clone, remote, ids)
@@ -126,31 +126,31 @@ def exercise(shared: Shared, *, sync_refused: str | None = None) -> None:
     # The clone changes the last memory in place and logs to the same day.
     clone.resolve(shared.ids[3])
     clone.log("Agent B restocked the printer", when=WHEN)
-    assert clone.sync().ok
+    assert clone.git.sync().ok
     # The vault changes the first memory in place, logs to the same day, remembers.
     vault.resolve(shared.ids[0])
     vault.log("Agent A checked the printer", when=WHEN)
     vault.remember("The staging server is called blue-falcon", kind="world")
     assert [v.text for v in vault.history(shared.ids[0])][:1] == ["The office plant is a monstera"]
-    assert vault.diff(then).remembered
-    assert vault.provenance(shared.ids[1]).authors == ("agent-a",)
-    vault.blame("MEMORY.md", 1, 3)
+    assert vault.git.changes(then).remembered
+    assert vault.git.provenance(shared.ids[1]).authors == ("agent-a",)
+    vault.git.blame("MEMORY.md", 1, 3)
     hits = vault.recall("office plant monstera", as_of=then)
     assert shared.ids[0] in [h.id for h in hits.items]
     # The porcelain diffs no feature needs yet: the wrapper keeps them safe too.
-    assert "blue-falcon" in vault.git.run("diff", then, "HEAD")
-    assert "blue-falcon" in vault.git.run("show", "HEAD")
+    assert "blue-falcon" in vault.admin.store.git.run("diff", then, "HEAD")
+    assert "blue-falcon" in vault.admin.store.git.run("show", "HEAD")
     if sync_refused is None:
-        result = vault.sync()
+        result = vault.git.sync()
         assert result.ok, result.conflicts
         assert vault.get(shared.ids[3]).status == "resolved"  # the clone's change came in
     else:
         with pytest.raises(GitError, match=sync_refused):
-            vault.sync()
+            vault.git.sync()
     secret = vault.remember("The archive door code is 8812-lima for the basement")
     vault.forget(secret.id, purge=True, confirm=True)
     # Through mdmem's git: plain git here would run the planted programs itself.
-    assert "8812-lima" not in vault.git.run("log", "--all", "-p")
+    assert "8812-lima" not in vault.admin.store.git.run("log", "--all", "-p")
 
 
 def make_signed_head(root: Path) -> None:
@@ -269,7 +269,9 @@ def test_features_never_run_a_program_the_vault_config_names(
         case.setup(programs, shared)
     exercise(shared, sync_refused=case.sync_refused)
     assert programs.ran() == []
-    listed = " ".join(p.detail for p in shared.vault.doctor().problems if p.check == "git config")
+    listed = " ".join(
+        p.detail for p in shared.vault.admin.doctor().problems if p.check == "git config"
+    )
     for key in case.listed:
         assert key in listed.lower(), (key, listed)
 
@@ -292,7 +294,7 @@ def test_settings_from_included_files_are_neutralised_too(
     )
     exercise(shared)
     assert programs.ran() == []
-    listed = " ".join(p.detail for p in shared.vault.doctor().problems)
+    listed = " ".join(p.detail for p in shared.vault.admin.doctor().problems)
     assert "filter.evil.clean" in listed and str(included) in listed
     assert "diff.evil.textconv" in listed
 
@@ -348,10 +350,10 @@ def test_remote_transports_that_run_programs_are_refused(
     )
     for remote, transport in (("viaext", "ext"), ("helper", "ext"), ("gitproto", "git")):
         with pytest.raises(GitError, match=f"'{transport}' transport, which mdmem does not allow"):
-            vault.sync(remote=remote)
-    assert vault.sync().ok  # file remotes still work
+            vault.git.sync(remote=remote)
+    assert vault.git.sync().ok  # file remotes still work
     assert programs.ran() == []
-    listed = " ".join(p.detail for p in vault.doctor().problems)
+    listed = " ".join(p.detail for p in vault.admin.doctor().problems)
     for key in ("protocol.ext.allow", "remote.helper.vcs", "core.gitproxy"):
         assert key in listed
 
@@ -367,9 +369,9 @@ def test_ssh_remotes_use_ssh_not_the_vault_ssh_command(shared: Shared, programs:
         },
     )
     with pytest.raises(GitError):
-        vault.sync(remote="viassh")
+        vault.git.sync(remote="viassh")
     assert programs.ran() == []
-    assert "core.sshcommand" in " ".join(p.detail for p in vault.doctor().problems)
+    assert "core.sshcommand" in " ".join(p.detail for p in vault.admin.doctor().problems)
 
 
 def test_credential_helpers_and_askpass_of_the_vault_never_run(
@@ -383,12 +385,12 @@ def test_credential_helpers_and_askpass_of_the_vault_never_run(
             "core.askPass": programs("askpass"),
         },
     )
-    status, _out, _err = vault.git.execute_bytes(
+    status, _out, _err = vault.admin.store.git.execute_bytes(
         "credential", "fill", input=b"protocol=https\nhost=example.org\n\n"
     )
     assert status != 0  # no helper of the user's, no prompt: no credentials
     assert programs.ran() == []
-    listed = " ".join(p.detail for p in vault.doctor().problems)
+    listed = " ".join(p.detail for p in vault.admin.doctor().problems)
     assert "credential.helper" in listed and "core.askpass" in listed
 
 
@@ -402,7 +404,9 @@ def test_the_users_own_credential_helper_still_answers(
     own.write_text(f"[credential]\n\thelper = {answer}\n", encoding="utf-8")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(own))
     plant(vault, {"credential.helper": programs("helper")})
-    out = vault.git.run_bytes("credential", "fill", input=b"protocol=https\nhost=example.org\n\n")
+    out = vault.admin.store.git.run_bytes(
+        "credential", "fill", input=b"protocol=https\nhost=example.org\n\n"
+    )
     assert b"password=mine" in out
     assert programs.ran() == []
 
@@ -418,19 +422,21 @@ def test_editors_and_pagers_of_the_vault_never_run(vault: Vault, programs: Progr
             "pager.log": programs("log-pager", "exec cat"),
         },
     )
-    status, _out, _err = vault.git.execute("commit", "--allow-empty")  # no -m: wants an editor
+    status, _out, _err = vault.admin.store.git.execute(
+        "commit", "--allow-empty"
+    )  # no -m: wants an editor
     assert status != 0
-    vault.git.run("rebase", "-q", "-i", "HEAD~1")
+    vault.admin.store.git.run("rebase", "-q", "-i", "HEAD~1")
     # A pager starts only on a terminal: give git one.
     leader, follower = pty.openpty()
     try:
-        proc = vault.git.popen("log", "-1", stdout=follower, stderr=subprocess.DEVNULL)
+        proc = vault.admin.store.git.popen("log", "-1", stdout=follower, stderr=subprocess.DEVNULL)
         os.close(follower)
         assert proc.wait(timeout=30) == 0
     finally:
         os.close(leader)
     assert programs.ran() == []
-    listed = " ".join(p.detail for p in vault.doctor().problems)
+    listed = " ".join(p.detail for p in vault.admin.doctor().problems)
     for key in ("core.editor", "sequence.editor", "core.pager", "pager.log"):
         assert key in listed
 
@@ -443,8 +449,8 @@ def test_settings_equal_to_the_users_own_are_not_reported(
     own.write_text('[filter "lfs"]\n\tclean = git-lfs clean -- %f\n', encoding="utf-8")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(own))
     plant(vault, {"filter.lfs.clean": "git-lfs clean -- %f"})
-    assert vault.git.program_settings() == ()
-    assert vault.doctor().ok
+    assert vault.admin.store.git.program_settings() == ()
+    assert vault.admin.doctor().ok
 
 
 def test_a_folder_without_a_repository_reads_no_config(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ def test_purge_starts_git_only_through_the_wrapper(vault: Vault, launches: Launc
     vault.remember("The user likes green tea")
     secret = vault.remember("The locker code is 4471-kilo for the basement archive")
     with launches.recording() as found:
-        purge(vault.store, secret.id, confirm=True)
+        purge(vault.admin.store, secret.id, confirm=True)
     _check(launches, found, vault.root, "fast-export", "fast-import", "reflog", "gc")
     assert "4471-kilo" not in git(vault.root, "log", "--all", "-p")
 
@@ -113,15 +113,15 @@ def test_sync_starts_git_only_through_the_wrapper(tmp_path: Path, launches: Laun
     git(a.root, "remote", "add", "origin", str(remote))
     a.remember("A writes first")
     with launches.recording() as found:
-        assert a.sync().ok
+        assert a.git.sync().ok
     _check(launches, found, a.root, "fetch", "push")
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
     b = Vault.open(tmp_path / "b", agent="agent-b")
     b.log("B's entry")
     a.log("A's entry")  # both append to today's log: the rebase runs the merge driver
-    assert b.sync().ok
+    assert b.git.sync().ok
     with launches.recording() as found:
-        result = a.sync()
+        result = a.git.sync()
     assert result.ok and result.pulled == 1
     _check(launches, found, a.root, "fetch", "rebase", "push")
 
@@ -142,8 +142,8 @@ def test_time_travel_and_history_start_git_only_through_the_wrapper(
     assert [v.text for v in versions][:1] == ["Deploys happen on Tuesdays"]
     _check(launches, found, vault.root, "log", "show")
     with launches.recording() as found:
-        vault.diff(then)
-        vault.provenance(first.id)
+        vault.git.changes(then)
+        vault.git.provenance(first.id)
     _check(launches, found, vault.root, "log", "blame")
 
 

@@ -50,7 +50,7 @@ def test_changes_since_a_commit_lists_every_kind_of_event(vault: Vault) -> None:
     human_edit(vault, "MEMORY.md", "opens at 9", "opens at 8")
     human_commit(vault, "fix opening hour")
 
-    result = changes(vault.store, start)
+    result = changes(vault.admin.store, start)
     assert result.base == start and result.head == head(vault)
     assert result.commits == 9 and result.human_commits == 1 and result.agent_commits == 8
     remembered = {c.id: c for c in result.remembered}
@@ -76,8 +76,8 @@ def test_changes_finds_the_memory_a_human_edit_touched_off_the_id_line(vault: Va
     multi = vault.remember("First line of a long memory\nsecond line to fix")
     start = head(vault)
     human_edit(vault, "MEMORY.md", "second line to fix", "second line, fixed")
-    vault.commit_human_edits()
-    (edit,) = changes(vault.store, start).human_edits
+    vault.admin.commit_human_edits()
+    (edit,) = changes(vault.admin.store, start).human_edits
     assert edit.memory_ids == (multi.id,)
     assert not edit.email.endswith("@agents.mdmem")
 
@@ -87,7 +87,7 @@ def test_a_memory_deleted_by_hand_shows_as_forgotten_by_the_human(vault: Vault) 
     start = head(vault)
     human_edit(vault, "MEMORY.md", f"- Delete me by hand ^{doomed.id}\n", "")
     human_commit(vault)
-    result = changes(vault.store, start)
+    result = changes(vault.admin.store, start)
     assert [(f.id, f.text, f.is_agent) for f in result.forgotten] == [
         (doomed.id, "Delete me by hand", False)
     ]
@@ -97,18 +97,18 @@ def test_a_memory_deleted_by_hand_shows_as_forgotten_by_the_human(vault: Vault) 
 def test_changes_since_dates(vault: Vault) -> None:
     vault.remember("Something new")
     tomorrow = datetime.now(UTC) + timedelta(days=1)
-    assert changes(vault.store, tomorrow).empty
-    assert changes(vault.store, tomorrow.date().isoformat()).commits == 0
-    everything = changes(vault.store, "2000-01-01")
+    assert changes(vault.admin.store, tomorrow).empty
+    assert changes(vault.admin.store, tomorrow.date().isoformat()).commits == 0
+    everything = changes(vault.admin.store, "2000-01-01")
     assert everything.base is None and everything.commits == 2  # init + remember
-    assert changes(vault.store, "1 week ago").commits == 2
+    assert changes(vault.admin.store, "1 week ago").commits == 2
 
 
 def test_changes_rejects_garbage(vault: Vault) -> None:
     with pytest.raises(InvalidInputError):
-        changes(vault.store, "not-a-commit-or-date")
+        changes(vault.admin.store, "not-a-commit-or-date")
     with pytest.raises(InvalidInputError):
-        changes(vault.store, "")
+        changes(vault.admin.store, "")
 
 
 def test_changes_cli_text_and_json(vault: Vault) -> None:
@@ -146,51 +146,51 @@ def test_blame_reports_agent_and_human_lines_and_is_cached(vault: Vault) -> None
     human_edit(vault, "MEMORY.md", "Human will rewrite this", "A person rewrote this")
     human_commit(vault)
     blk1, blk2 = vault.get(first.id), vault.get(second.id)
-    lines = blame(vault.store, "MEMORY.md", blk1.line, blk2.line)
+    lines = blame(vault.admin.store, "MEMORY.md", blk1.line, blk2.line)
     assert [(la.line, la.is_agent) for la in lines] == [(blk1.line, True), (blk2.line, False)]
     assert lines[0].author == "test-agent" and lines[1].email == "ada@example.org"
     assert lines[0].summary.startswith("remember fact:")
 
     calls: list[tuple[str, ...]] = []
-    real = vault.git.execute
+    real = vault.admin.store.git.execute
 
     def counting(*args: str, **kwargs: object) -> tuple[int, str, str]:
         calls.append(args)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    vault.git.execute = counting  # type: ignore[method-assign]
-    again = blame(vault.store, "MEMORY.md", blk1.line, blk2.line)
+    vault.admin.store.git.execute = counting  # type: ignore[method-assign]
+    again = blame(vault.admin.store, "MEMORY.md", blk1.line, blk2.line)
     assert again == lines
     assert not [c for c in calls if c[0] == "blame"]  # served from the (path, blob) cache
 
 
 def test_blame_errors(vault: Vault) -> None:
     with pytest.raises(InvalidInputError):
-        blame(vault.store, "MEMORY.md", 5, 2)
+        blame(vault.admin.store, "MEMORY.md", 5, 2)
     with pytest.raises(InvalidInputError, match="does not exist"):
-        blame(vault.store, "nope.md", 1, 1)
+        blame(vault.admin.store, "nope.md", 1, 1)
     with pytest.raises(InvalidInputError, match="has only"):
-        blame(vault.store, "MEMORY.md", 500, 501)
+        blame(vault.admin.store, "MEMORY.md", 500, 501)
 
 
 def test_provenance_of_agent_human_and_uncommitted_memories(vault: Vault) -> None:
     agent_made = vault.remember("Written by the agent")
     created = head(vault)
-    prov = provenance(vault.store, agent_made.id)
+    prov = provenance(vault.admin.store, agent_made.id)
     assert prov.written_by_human is False and prov.authors == ("test-agent",)
     assert prov.created_commit == created and prov.created_by == "test-agent"
     vault.resolve(agent_made.id)  # changes the id line: creation commit is still the first
-    assert provenance(vault.store, agent_made.id).created_commit == created
+    assert provenance(vault.admin.store, agent_made.id).created_commit == created
 
     human_edit(vault, "MEMORY.md", "Written by the agent", "Reworded by a person")
     human_commit(vault)
-    prov = provenance(vault.store, agent_made.id)
+    prov = provenance(vault.admin.store, agent_made.id)
     assert prov.written_by_human and prov.last_author == "Ada Human"
     assert prov.created_commit == created
 
     with (vault.root / "MEMORY.md").open("a") as handle:
         handle.write("- Typed in an editor, not saved to git yet ^m-01abcdefghjk\n")
-    prov = provenance(vault.store, "m-01abcdefghjk")
+    prov = provenance(vault.admin.store, "m-01abcdefghjk")
     assert prov.authors == ("(uncommitted)",) and prov.written_by_human
     assert prov.created_commit is None
 
@@ -224,7 +224,7 @@ def _purge_and_check(vault: Vault, method: str) -> None:
     count = len(git(vault.root, "rev-list", "--all").split())
     assert "7391-alpha" in _history_text(vault)
 
-    result = purge(vault.store, secret.id, confirm=True, method=method)
+    result = purge(vault.admin.store, secret.id, confirm=True, method=method)
 
     assert result.method == method and result.forgotten_now
     history = _history_text(vault)
@@ -259,7 +259,7 @@ def test_purge_rewrites_history_with_git_plumbing(vault: Vault) -> None:
 def test_purge_needs_confirmation(vault: Vault) -> None:
     memory = vault.remember("Keep unless confirmed")
     with pytest.raises(InvalidInputError, match="clones"):
-        purge(vault.store, memory.id, confirm=False)
+        purge(vault.admin.store, memory.id, confirm=False)
     assert vault.get(memory.id).text == "Keep unless confirmed"
     result = CliRunner().invoke(main, ["--vault", str(vault.root), "purge", memory.id])
     assert result.exit_code == 1 and "--yes" in result.output
@@ -270,13 +270,13 @@ def test_purge_of_an_already_forgotten_multiline_memory(vault: Vault) -> None:
     memory = vault.remember("Line one of the secret plan\nline two mentions project zebra-99")
     other = vault.remember("Unrelated memory")
     vault.forget(memory.id)
-    result = purge(vault.store, memory.id, confirm=True, method="fast-export")
+    result = purge(vault.admin.store, memory.id, confirm=True, method="fast-export")
     assert not result.forgotten_now and result.strings >= 2
     history = _history_text(vault)
     assert "zebra-99" not in history and "secret plan" not in history
     assert vault.get(other.id).text == "Unrelated memory"
     with pytest.raises(MemoryNotFoundError):
-        purge(vault.store, "m-0000000000zz", confirm=True)
+        purge(vault.admin.store, "m-0000000000zz", confirm=True)
 
 
 def test_sync_after_purge_needs_force_push(tmp_path: Path) -> None:
@@ -285,15 +285,15 @@ def test_sync_after_purge_needs_force_push(tmp_path: Path) -> None:
     vault = Vault.init(tmp_path / "v", agent="a")
     git(vault.root, "remote", "add", "origin", str(remote))
     secret = vault.remember("Secret to scrub everywhere 42x")
-    sync(vault.store)
-    purge(vault.store, secret.id, confirm=True, method="fast-export")
+    sync(vault.admin.store)
+    purge(vault.admin.store, secret.id, confirm=True, method="fast-export")
     with pytest.raises(ConflictError, match="force-push"):
-        sync(vault.store)
-    result = sync(vault.store, force_push=True)
+        sync(vault.admin.store)
+    result = sync(vault.admin.store, force_push=True)
     assert result.forced and result.ok
     assert git(remote, "rev-parse", "main") == git(vault.root, "rev-parse", "HEAD")
     assert "42x" not in git(remote, "log", "-p", "main")
-    assert sync(vault.store).ok  # back to normal
+    assert sync(vault.admin.store).ok  # back to normal
 
 
 def test_purge_cli(vault: Vault) -> None:

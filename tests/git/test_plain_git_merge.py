@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
-from mdmem.store.blocks import parse
-from mdmem.store.textfile import decode
+from mdmem.files.blocks import parse
+from mdmem.files.textfile import decode
 
 from ..conftest import HUMAN_ENV, git
 
@@ -53,7 +53,7 @@ def two_clones(tmp_path: Path, attributes: str | None = None) -> tuple[Vault, Va
         git(a.root, "commit", "-qam", "old template", "--allow-empty", human=True)
     git(a.root, "remote", "add", "origin", str(remote))
     a.log("Watered the monstera", when=WHEN)
-    assert a.sync().ok
+    assert a.git.sync().ok
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
     return a, Vault.open(tmp_path / "b", agent="agent-b")
 
@@ -88,8 +88,8 @@ def test_mdmem_sync_merges_both_entries_block_by_block(
     a, b = two_clones(tmp_path, attributes)
     mine = a.log("Agent A checked the printer", when=WHEN)
     theirs = b.log("Agent B restocked the printer", when=WHEN)
-    assert b.sync().ok
-    result = a.sync()
+    assert b.git.sync().ok
+    result = a.git.sync()
     assert result.ok and result.pulled == 1
     assert {mine.id, theirs.id} <= set(memory_ids(a.root, DAILY))
     assert "<<<<<<<" not in (a.root / DAILY).read_text(encoding="utf-8")

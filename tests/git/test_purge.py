@@ -17,9 +17,9 @@ from click.testing import CliRunner
 import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import InvalidInputError, MemoryNotFoundError, Vault
 from mdmem.cli import main
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, decode
 from mdmem.git.purge import PURGED, purge, rewrite_file, scrub_message
-from mdmem.store import blocks as blk
-from mdmem.store.textfile import SkipFile, decode
 
 from ..conftest import git
 
@@ -90,7 +90,7 @@ def places_holding(vault: Vault, needle: bytes) -> list[str]:
         found.append("git objects")
     if needle.decode() in git(vault.root, "log", "-p", "--all", "--format=%H%n%B"):
         found.append("git log -p --all")
-    for base in (vault.root, vault.state_dir):
+    for base in (vault.root, vault.admin.state_dir):
         for path in base.rglob("*"):
             if path.is_file() and needle in path.read_bytes():
                 found.append(str(path))
@@ -118,7 +118,7 @@ def test_a_two_letter_memory_inside_other_words_is_left_in_them(vault: Vault) ->
     later = vault.remember("Okay, the booking is confirmed.")
     before = snapshot(vault.root, {short.id})
 
-    result = purge(vault.store, short.id, confirm=True)
+    result = purge(vault.admin.store, short.id, confirm=True)
 
     assert_only_purged_changed(before, snapshot(vault.root, {short.id}), {short.id})
     assert vault.get(other.id).text == "The token for the okapi exhibit was booked."
@@ -136,7 +136,7 @@ def test_a_name_inside_another_memory_stays_there(vault: Vault) -> None:
     invoice = vault.remember("We invoiced Ashcombe Ltd in March for the survey.", tags=["billing"])
     before = snapshot(vault.root, {client.id})
 
-    result = purge(vault.store, client.id, confirm=True)
+    result = purge(vault.admin.store, client.id, confirm=True)
 
     assert_only_purged_changed(before, snapshot(vault.root, {client.id}), {client.id})
     assert (
@@ -155,7 +155,7 @@ def test_purging_e_leaves_mdmem_toml_and_every_other_file_alone(vault: Vault) ->
     vault.log("e is also a letter in the daily log")
     before = snapshot(vault.root, {one_letter.id})
 
-    purge(vault.store, one_letter.id, confirm=True)
+    purge(vault.admin.store, one_letter.id, confirm=True)
 
     assert_only_purged_changed(before, snapshot(vault.root, {one_letter.id}), {one_letter.id})
     assert (vault.root / "mdmem.toml").read_bytes() == toml
@@ -172,7 +172,7 @@ def test_a_short_tagged_memory_leaves_no_trace(vault: Vault) -> None:
     short = vault.remember("qx7", tags=["tag"])
     before = snapshot(vault.root, {short.id})
 
-    purge(vault.store, short.id, confirm=True)
+    purge(vault.admin.store, short.id, confirm=True)
 
     assert places_holding(vault, b"qx7") == []
     assert_only_purged_changed(before, snapshot(vault.root, {short.id}), {short.id})
@@ -184,7 +184,7 @@ def test_a_multi_line_memory_goes_line_by_line_and_nothing_else(vault: Vault) ->
     vault.remember("ok")  # the same short line as a memory of its own stays
     before = snapshot(vault.root, {plan.id})
 
-    result = purge(vault.store, plan.id, confirm=True)
+    result = purge(vault.admin.store, plan.id, confirm=True)
 
     assert places_holding(vault, b"zebra-99") == []
     assert places_holding(vault, b"secret plan") == []
@@ -199,13 +199,13 @@ def test_every_version_of_an_edited_memory_is_gone(vault: Vault) -> None:
     for old, new in (("alpha-one", "bravo-two"), ("bravo-two", "charlie-three")):
         path = vault.root / "MEMORY.md"
         path.write_text(path.read_text().replace(old, new))
-        vault.commit_human_edits()  # committed as the human, a version of its own
+        vault.admin.commit_human_edits()  # committed as the human, a version of its own
     vault.resolve(edited.id)
-    vault.store.resolve(edited.id, status="active")
+    vault.admin.store.resolve(edited.id, status="active")
     assert len(vault.history(edited.id)) >= 4
     before = snapshot(vault.root, {edited.id})
 
-    purge(vault.store, edited.id, confirm=True)
+    purge(vault.admin.store, edited.id, confirm=True)
 
     for version in (b"alpha-one", b"bravo-two", b"charlie-three", b"The alarm code"):
         assert places_holding(vault, version) == [], version
@@ -219,7 +219,7 @@ def test_an_entry_of_the_daily_log_goes_with_its_heading(vault: Vault) -> None:
     last = vault.log("Watered the tomatoes.", category="Garden")
     before = snapshot(vault.root, {gone.id})
 
-    purge(vault.store, gone.id, confirm=True)
+    purge(vault.admin.store, gone.id, confirm=True)
 
     assert places_holding(vault, b"Vellacott") == []
     assert_only_purged_changed(before, snapshot(vault.root, {gone.id}), {gone.id})
@@ -253,7 +253,7 @@ def test_a_consolidated_entry_takes_its_episode_line_and_fact_along(vault: Vault
     copies.add(f"{episode.path}#frontmatter")
     before = snapshot(vault.root, copies)
 
-    purged = purge(vault.store, secret.id, confirm=True)
+    purged = purge(vault.admin.store, secret.id, confirm=True)
 
     assert purged.derived == (fact.id,) and purged.episodes == (episode.id,)
     assert places_holding(vault, b"Quillfeather") == []
@@ -279,12 +279,14 @@ def test_purging_an_episode_takes_its_daily_log_quote_and_leaves_its_sources(
     result = vault.consolidate()
     episode = result.episodes[0]
     daily = next(
-        b for b in vault.store.catalog.blocks(memories_only=True) if f"#^{episode.id}]]" in b.text
+        b
+        for b in vault.admin.store.catalog.blocks(memories_only=True)
+        if f"#^{episode.id}]]" in b.text
     )
     assert daily.text.endswith("The greenhouse thermostat is set to nineteen degrees.")
     before = snapshot(vault.root, {episode.id, daily.id})
 
-    purged = purge(vault.store, episode.id, confirm=True)
+    purged = purge(vault.admin.store, episode.id, confirm=True)
 
     assert purged.derived == ()  # its facts are the entries' copies, not the summary's
     assert_only_purged_changed(before, snapshot(vault.root, {episode.id, daily.id}), {episode.id})
@@ -302,7 +304,7 @@ def test_a_raw_tool_output_only_the_entry_pointed_at_leaves_history(vault: Vault
     keep = vault.remember("The sensor sits on the roof.")
     assert "Pemberton" in "".join(p.read_text() for p in (vault.root / "tool-outputs").glob("*.md"))
 
-    purge(vault.store, entry.id, confirm=True)
+    purge(vault.admin.store, entry.id, confirm=True)
 
     assert places_holding(vault, b"Pemberton") == []
     assert not list((vault.root / "tool-outputs").glob("*.md"))
@@ -327,7 +329,7 @@ def test_nothing_is_left_in_refs_reflogs_stashes_tags_or_the_state_dir(vault: Va
     vault.recall("safe combination", as_of=str(vault.git.head()))  # a time-travel snapshot
     assert places_holding(vault, b"Harrowgate-77")
 
-    vault.purge(secret.id, confirm=True)
+    vault.git.purge(secret.id, confirm=True)
 
     assert places_holding(vault, b"Harrowgate-77") == []
     assert places_holding(vault, b"safe combination is") == []
@@ -358,7 +360,7 @@ def test_cli_purge_reports_mentions_it_left_alone(vault: Vault) -> None:
 def test_filter_repo_is_refused_with_one_line(vault: Vault) -> None:
     memory = vault.remember("Purge me with filter-repo")
     with pytest.raises(InvalidInputError, match="filter-repo"):
-        purge(vault.store, memory.id, confirm=True, method="filter-repo")
+        purge(vault.admin.store, memory.id, confirm=True, method="filter-repo")
     assert vault.get(memory.id).text == "Purge me with filter-repo"
 
 

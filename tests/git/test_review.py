@@ -60,7 +60,7 @@ def person_edits(vault: Vault, rel: str, old: str, new: str) -> tuple[dict[str, 
     """A person changes ``old`` to ``new`` in a file and it is committed; (files, HEAD)."""
     path = vault.root / rel
     path.write_text(path.read_text().replace(old, new))
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     return snapshot(vault.root), rev(vault, "HEAD")
 
 
@@ -102,7 +102,7 @@ def test_review_run_commits_to_a_branch_and_leaves_the_vault_alone(vault: Vault)
     # Until the branch is merged: nothing is recalled, the entries are held, not pending.
     assert fact_texts(vault, "editor Helix") == []
     assert pending_ids(vault) == []
-    assert [r.branch for r in vault.reviews()] == [result.branch]
+    assert [r.branch for r in vault.git.reviews()] == [result.branch]
 
 
 def test_review_counts_added_superseded_and_dropped(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_review_counts_added_superseded_and_dropped(tmp_path: Path) -> None:
     assert result.superseded == [porto.id]
     assert result.dropped == ["The user's editor is Helix."]  # given, not carried
     assert "Dropped: The user's editor is Helix." in message(vault, result.branch or "")
-    found = vault.review()
+    found = vault.git.review()
     assert found.branch == result.branch and found.base == rev(vault, "HEAD")
     assert (found.added, found.superseded, found.dropped) == (3, 1, 1)
     assert (found.episodes, found.entries) == (1, 4)
@@ -138,7 +138,7 @@ def test_review_counts_added_superseded_and_dropped(tmp_path: Path) -> None:
     memory_md.write_text("".join(x for x in lines if "dog is Rex" not in x and "Porto" not in x))
     git(vault.root, "commit", "-qam", "no dogs, no Porto", human=True)
     git(vault.root, "checkout", "-q", "main")
-    amended = vault.review(found.branch)
+    amended = vault.git.review(found.branch)
     assert (amended.added, amended.superseded, amended.dropped) == (2, 0, 2)
     assert amended.dropped_facts == ["The user's editor is Helix.", "The user's city is Porto."]
 
@@ -160,12 +160,12 @@ def test_a_second_run_does_not_redraft_entries_under_review(vault: Vault) -> Non
 
     # Both merge, one after the other: MEMORY.md, the daily log and the session file
     # were appended to or edited on both branches, block by block.
-    vault.merge_review(first.branch)
-    vault.merge_review(second.branch)
-    assert pending_ids(vault) == [] and vault.reviews() == [] and review_branches(vault) == []
+    vault.git.merge_review(first.branch)
+    vault.git.merge_review(second.branch)
+    assert pending_ids(vault) == [] and vault.git.reviews() == [] and review_branches(vault) == []
     session_md = (vault.root / "sessions/c1.md").read_text()
     for entry in (*first_entries, *newer):
-        assert vault.block(entry.id).field("consolidated")
+        assert vault.get(entry.id).field("consolidated")
     assert session_md.count("[consolidated:: ^") == 3
     memory_md = (vault.root / "MEMORY.md").read_text()
     assert "The user's editor is Helix." in memory_md
@@ -190,7 +190,7 @@ def test_review_setting_and_auto_trigger_hold_entries(tmp_path: Path) -> None:
     more = chat(vault, "auto", *[f"Message {i} about the shed roof." for i in range(3)])
     # The next batch takes the entries no branch holds.
     assert len(review_branches(vault)) == 2
-    second = vault.reviews()[1]
+    second = vault.git.reviews()[1]
     assert f"Entries: {first[3].id} {more[0].id} {more[1].id}\n" in message(vault, second.branch)
     assert pending_ids(vault) == [more[2].id]
 
@@ -206,16 +206,20 @@ def test_review_needs_git(tmp_path: Path) -> None:
 
 def test_refs_under_reads_the_ref_files(vault: Vault) -> None:
     prefix = f"refs/heads/{BRANCH_PREFIX}"
-    assert vault.git.refs_under(prefix) == {}
+    assert vault.admin.store.git.refs_under(prefix) == {}
     chat(vault, "c1", "My editor is Helix.")
     result = vault.consolidate(review=True)
-    assert vault.git.refs_under(prefix) == {f"refs/heads/{result.branch}": result.commit}
+    assert vault.admin.store.git.refs_under(prefix) == {
+        f"refs/heads/{result.branch}": result.commit
+    }
     git(vault.root, "pack-refs", "--all")
     assert not (vault.root / ".git/refs/heads/mdmem").exists()
-    assert vault.git.refs_under(prefix) == {f"refs/heads/{result.branch}": result.commit}
+    assert vault.admin.store.git.refs_under(prefix) == {
+        f"refs/heads/{result.branch}": result.commit
+    }
     assert pending_ids(vault) == []
-    vault.reject_review(result.branch)
-    assert vault.git.refs_under(prefix) == {}
+    vault.git.reject_review(result.branch)
+    assert vault.admin.store.git.refs_under(prefix) == {}
     assert len(pending_ids(vault)) == 1
 
 
@@ -228,7 +232,11 @@ def test_a_branch_is_built_only_on_files_that_match_head(vault: Vault) -> None:
     memory_md.write_text(memory_md.read_text() + "\n- A human note. ^m-01jd3k5x7q0000\n")
     read = memory_md.read_bytes()
     branch, commit = create_branch(
-        vault.store, [("MEMORY.md", read, read + b"- Agent fact.\n")], "consolidate: test", [], []
+        vault.admin.store,
+        [("MEMORY.md", read, read + b"- Agent fact.\n")],
+        "consolidate: test",
+        [],
+        [],
     )
     assert "Op: edit" in message(vault, "HEAD") and rev(vault, f"{commit}^") == rev(vault, "HEAD")
     assert "A human note." in git(vault.root, "show", "HEAD:MEMORY.md")
@@ -236,7 +244,9 @@ def test_a_branch_is_built_only_on_files_that_match_head(vault: Vault) -> None:
     assert [x for x in diff if x.startswith("+") and not x.startswith("+++")] == ["+- Agent fact."]
     # Bytes that are neither on disk nor in HEAD: nothing is written.
     with pytest.raises(ConflictError, match="changed while the consolidation ran"):
-        create_branch(vault.store, [("MEMORY.md", b"stale", b"new")], "consolidate: test", [], [])
+        create_branch(
+            vault.admin.store, [("MEMORY.md", b"stale", b"new")], "consolidate: test", [], []
+        )
     assert review_branches(vault) == [branch]
 
 
@@ -254,7 +264,7 @@ def test_merge_while_main_moved_on_merges_cleanly_and_recall_finds_the_facts(
     vault.log("Deployed the new build.")
     before = rev(vault, "HEAD")
 
-    decision = vault.merge_review(result.branch)
+    decision = vault.git.merge_review(result.branch)
 
     assert decision.action == "merged" and decision.branch == result.branch
     assert decision.commit == rev(vault, "HEAD")
@@ -265,7 +275,7 @@ def test_merge_while_main_moved_on_merges_cleanly_and_recall_finds_the_facts(
     assert body.startswith(f"review-merge: {result.branch} into main")
     assert "Op: review-merge" in body and f"Review-Commit: {result.commit}" in body
     assert git(vault.root, "log", "-1", "--format=%an", "HEAD").strip() == "test-agent"
-    assert review_branches(vault) == [] and vault.reviews() == []
+    assert review_branches(vault) == [] and vault.git.reviews() == []
     assert git(vault.root, "status", "--porcelain") == ""
     # The facts are recalled; what main wrote meanwhile is all still there.
     assert "The user's editor is Helix." in fact_texts(vault, "which editor does the user use")
@@ -274,7 +284,7 @@ def test_merge_while_main_moved_on_merges_cleanly_and_recall_finds_the_facts(
     assert pending_ids(vault) == [later.id]
     daily = next((vault.root / "daily").glob("*.md")).read_text()
     assert "Deployed the new build." in daily and "Consolidated 2 session entries" in daily
-    assert vault.doctor().ok
+    assert vault.admin.doctor().ok
 
 
 def test_reject_deletes_the_branch_and_leaves_entries_pending(vault: Vault) -> None:
@@ -282,10 +292,10 @@ def test_reject_deletes_the_branch_and_leaves_entries_pending(vault: Vault) -> N
     result = vault.consolidate(review=True)
     assert pending_ids(vault) == []
 
-    decision = vault.reject_review()
+    decision = vault.git.reject_review()
 
     assert decision.action == "rejected" and decision.branch == result.branch
-    assert review_branches(vault) == [] and vault.reviews() == []
+    assert review_branches(vault) == [] and vault.git.reviews() == []
     assert pending_ids(vault) == [m.id for m in entries]
     assert fact_texts(vault, "editor Helix") == []
     assert "Op: log" in message(vault, "HEAD")
@@ -294,7 +304,7 @@ def test_reject_deletes_the_branch_and_leaves_entries_pending(vault: Vault) -> N
     # They can be consolidated again.
     assert vault.consolidate().consolidated == 2
     with pytest.raises(InvalidInputError, match="no consolidation is waiting"):
-        vault.reject_review()
+        vault.git.reject_review()
 
 
 def test_status_lists_open_reviews_until_merged(vault: Vault) -> None:
@@ -303,7 +313,7 @@ def test_status_lists_open_reviews_until_merged(vault: Vault) -> None:
     assert vault.status().reviews == [result.branch]
     out = CliRunner().invoke(main, ["--vault", str(vault.root), "status"])
     assert f"waiting for review: {result.branch}" in out.output
-    vault.merge_review()
+    vault.git.merge_review()
     assert vault.status().reviews == []
 
 
@@ -314,12 +324,12 @@ def test_merging_two_reviews_that_add_the_same_fact_keeps_one(vault: Vault) -> N
     chat(vault, "c2", "I prefer dark mode in every editor.", contact="bo")
     second = vault.consolidate(review=True)
     assert first.branch != second.branch
-    vault.merge_review(first.branch)
-    merged = vault.merge_review(second.branch)
+    vault.git.merge_review(first.branch)
+    merged = vault.git.merge_review(second.branch)
     active = fact_texts(vault, "dark mode editor")
     assert len(active) == 1  # the copy the second review added is retired
     copy_id = merged.review.facts[0]
-    copy = vault.catalog.block(copy_id)
+    copy = vault.admin.store.catalog.block(copy_id)
     assert copy is not None and copy.status == "superseded"
     assert copy.field("by") == f"^{first.facts[0].id}"
     assert "Op: dedupe" in message(vault, "HEAD")
@@ -332,27 +342,27 @@ def test_a_conflicting_merge_is_reported_and_changes_nothing(vault: Vault) -> No
     files, head = person_edits(vault, "sessions/c1.md", "editor is Helix.", "editor is Zed.")
 
     with pytest.raises(ConflictError) as info:
-        vault.merge_review(result.branch)
+        vault.git.merge_review(result.branch)
 
     assert "sessions/c1.md" in str(info.value) and "nothing was merged" in str(info.value)
     assert_untouched(vault, files, head)
     assert review_branches(vault) == [result.branch]  # kept, to reject or merge by hand
-    assert [r.branch for r in vault.reviews()] == [result.branch]
+    assert [r.branch for r in vault.git.reviews()] == [result.branch]
 
 
 def test_names_are_checked(vault: Vault) -> None:
     with pytest.raises(InvalidInputError, match="not a review branch"):
-        vault.review("main")
+        vault.git.review("main")
     with pytest.raises(InvalidInputError, match="no review branch"):
-        vault.merge_review("consolidate-2020-01-01")
+        vault.git.merge_review("consolidate-2020-01-01")
     chat(vault, "a", "My editor is Helix.")
     first = vault.consolidate(review=True)
     chat(vault, "b", "My team is Platform.")
     vault.consolidate(review=True)
     with pytest.raises(InvalidInputError, match="2 reviews are open"):
-        vault.review()
+        vault.git.review()
     short = (first.branch or "").removeprefix("mdmem/")
-    assert vault.review(short).branch == first.branch
+    assert vault.git.review(short).branch == first.branch
 
 
 # -- undo ------------------------------------------------------------------------------
@@ -364,7 +374,7 @@ def test_undo_a_consolidation_makes_its_entries_pending_again(vault: Vault) -> N
     assert result.commit and pending_ids(vault) == []
     later = vault.remember("The staging database resets every night at two.")  # MEMORY.md too
 
-    undone = vault.undo(result.commit)
+    undone = vault.git.undo(result.commit)
 
     assert undone.reverted == result.commit and not undone.merge
     assert undone.commit == rev(vault, "HEAD")
@@ -377,7 +387,7 @@ def test_undo_a_consolidation_makes_its_entries_pending_again(vault: Vault) -> N
     assert not (vault.root / result.episodes[0].path).exists()
     assert vault.get(later.id).text == later.text
     with pytest.raises(InvalidInputError, match="already undone"):
-        vault.undo(result.commit)
+        vault.git.undo(result.commit)
     assert git(vault.root, "status", "--porcelain") == ""
 
 
@@ -385,10 +395,10 @@ def test_undo_a_merged_review(vault: Vault) -> None:
     entries = chat(vault, "c1", "My editor is Helix.", "I prefer dark mode in every editor.")
     result = vault.consolidate(review=True)
     other = vault.remember("The staging database resets every night at two.")
-    decision = vault.merge_review(result.branch)
+    decision = vault.git.merge_review(result.branch)
     assert decision.commit is not None
 
-    undone = vault.undo(decision.commit)
+    undone = vault.git.undo(decision.commit)
 
     assert undone.merge and undone.reverted == decision.commit
     assert pending_ids(vault) == [m.id for m in entries]
@@ -405,12 +415,12 @@ def test_a_conflicting_undo_is_reported_and_changes_nothing(vault: Vault) -> Non
     files, head = person_edits(vault, "MEMORY.md", "editor is Helix", "editor is Helix 24")
 
     with pytest.raises(ConflictError) as info:
-        vault.undo(result.commit)
+        vault.git.undo(result.commit)
 
     assert "MEMORY.md" in str(info.value) and "nothing was changed" in str(info.value)
     assert_untouched(vault, files, head)
     with pytest.raises(InvalidInputError, match="no commit"):
-        vault.undo("not-a-commit")
+        vault.git.undo("not-a-commit")
 
 
 def test_a_plain_git_revert_by_a_person_leaves_a_working_vault(vault: Vault) -> None:
@@ -452,11 +462,11 @@ def test_llm_review_with_the_judge_superseding_a_preference(
 
     assert_untouched(vault, files, head)
     assert result.superseded == [old.id] and model.calls["consolidate"] == 1
-    found = vault.review()
+    found = vault.git.review()
     assert (found.added, found.superseded, found.dropped, found.entries) == (2, 1, 0, 2)
-    assert vault.block(old.id).status == "active"  # until the merge
-    vault.merge_review()
-    assert vault.block(old.id).status == "superseded"
+    assert vault.get(old.id).status == "active"  # until the merge
+    vault.git.merge_review()
+    assert vault.get(old.id).status == "superseded"
     units = vault.recall("which units does the user prefer", kinds=["preference"]).items
     assert [h.text for h in units] == ["The user prefers metric units."]
 

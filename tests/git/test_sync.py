@@ -13,10 +13,10 @@ from click.testing import CliRunner
 import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConfigError, GitError, Vault
 from mdmem.cli import main
+from mdmem.files.blocks import parse
+from mdmem.files.textfile import decode
 from mdmem.git.merge_driver import merge_texts
 from mdmem.git.sync import sync
-from mdmem.store.blocks import parse
-from mdmem.store.textfile import decode
 
 from ..conftest import git
 
@@ -36,7 +36,7 @@ def remote(tmp_path: Path) -> Path:
 def pair(tmp_path: Path, remote: Path) -> tuple[Vault, Vault]:
     a = Vault.init(tmp_path / "a", agent="agent-a")
     git(a.root, "remote", "add", "origin", str(remote))
-    first = sync(a.store)
+    first = sync(a.admin.store)
     assert first.ok and first.pushed == 1 and first.pulled == 0
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
     b = Vault.open(tmp_path / "b", agent="agent-b")
@@ -62,7 +62,7 @@ def assert_clean(vault: Vault) -> None:
 
 def test_no_remote_is_a_clear_error(vault: Vault) -> None:
     with pytest.raises(ConfigError, match="no git remote 'origin'"):
-        sync(vault.store)
+        sync(vault.admin.store)
 
 
 def test_unreachable_remote_leaves_the_vault_as_it_was(vault: Vault, tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_unreachable_remote_leaves_the_vault_as_it_was(vault: Vault, tmp_path: P
     vault.remember("Something local")
     before = head(vault)
     with pytest.raises(GitError, match="fetch"):
-        sync(vault.store)
+        sync(vault.admin.store)
     assert head(vault) == before
     assert_clean(vault)
 
@@ -78,9 +78,9 @@ def test_unreachable_remote_leaves_the_vault_as_it_was(vault: Vault, tmp_path: P
 def test_a_clone_pulls_what_the_other_pushed(pair: tuple[Vault, Vault]) -> None:
     a, b = pair
     fact = a.remember("The staging server is called blue-falcon", kind="world")
-    pushed = sync(a.store)
+    pushed = sync(a.admin.store)
     assert (pushed.pulled, pushed.pushed) == (0, 1)
-    pulled = sync(b.store)
+    pulled = sync(b.admin.store)
     assert pulled.ok and (pulled.pulled, pulled.pushed) == (1, 0)
     assert [(c.status, c.path) for c in pulled.changed_paths] == [("M", "WORLD.md")]
     assert b.get(fact.id).text == "The staging server is called blue-falcon"
@@ -93,7 +93,7 @@ def test_pull_only_does_not_push(pair: tuple[Vault, Vault], remote: Path) -> Non
     a, _b = pair
     before = git(remote, "rev-parse", "main")
     a.remember("Local only for now")
-    result = sync(a.store, push=False)
+    result = sync(a.admin.store, push=False)
     assert result.ok and result.pushed == 0
     assert git(remote, "rev-parse", "main") == before
 
@@ -102,8 +102,8 @@ def test_pending_human_edits_are_committed_and_pushed(pair: tuple[Vault, Vault])
     a, b = pair
     with (a.root / "notes.md").open("w") as handle:
         handle.write("# Notes\n\nA human wrote this.\n")
-    sync(a.store)
-    sync(b.store)
+    sync(a.admin.store)
+    sync(b.admin.store)
     assert (b.root / "notes.md").read_text() == "# Notes\n\nA human wrote this.\n"
     author = git(b.root, "log", "-1", "--format=%ae", "--", "notes.md").strip()
     assert not author.endswith("@agents.mdmem")
@@ -117,10 +117,10 @@ def test_both_clones_create_the_same_daily_log(pair: tuple[Vault, Vault]) -> Non
     # Same day, same minute, same category: the case git's union driver gets wrong.
     ma = a.log("Agent A looked at the logs", when=WHEN)
     mb = b.log("Agent B rotated the keys", when=WHEN)
-    sync(a.store)
-    result = sync(b.store)
+    sync(a.admin.store)
+    result = sync(b.admin.store)
     assert result.ok and result.pulled == 1 and result.pushed == 1
-    sync(a.store)
+    sync(a.admin.store)
     text = (b.root / DAILY).read_text()
     assert not any(marker in text for marker in MARKERS)
     assert text.count("# Daily log 2026-01-15") == 1
@@ -138,9 +138,9 @@ def test_two_clones_append_100_entries_each_and_all_survive(pair: tuple[Vault, V
         for n in range(10):
             written.add(a.log(f"A entry {round_}-{n}", when=WHEN).id)
             written.add(b.log(f"B entry {round_}-{n}", when=WHEN).id)
-        assert sync(a.store).ok
-        assert sync(b.store).ok
-    assert sync(a.store).ok
+        assert sync(a.admin.store).ok
+        assert sync(b.admin.store).ok
+    assert sync(a.admin.store).ok
     assert len(written) == 200
     for vault in (a, b):
         text = (vault.root / DAILY).read_text()
@@ -159,10 +159,10 @@ def test_two_agents_remembering_different_facts_merge(pair: tuple[Vault, Vault])
     a, b = pair
     fa = a.remember("The user lives in Lisbon")
     fb = b.remember("The user's cat is called Miso")
-    sync(a.store)
-    result = sync(b.store)
+    sync(a.admin.store)
+    result = sync(b.admin.store)
     assert result.ok
-    sync(a.store)
+    sync(a.admin.store)
     for vault in (a, b):
         text = (vault.root / "MEMORY.md").read_text()
         assert not any(marker in text for marker in MARKERS)
@@ -173,12 +173,12 @@ def test_two_agents_remembering_different_facts_merge(pair: tuple[Vault, Vault])
 def test_resolve_on_one_side_and_append_on_the_other(pair: tuple[Vault, Vault]) -> None:
     a, b = pair
     shared = a.log("Deploy is blocked on review", when=WHEN)
-    sync(a.store)
-    sync(b.store)
+    sync(a.admin.store)
+    sync(b.admin.store)
     a.resolve(shared.id)
     later = b.log("Another entry after it", when=WHEN)
-    sync(a.store)
-    assert sync(b.store).ok
+    sync(a.admin.store)
+    assert sync(b.admin.store).ok
     assert b.get(shared.id).status == "resolved"
     assert b.get(later.id).text == "Another entry after it"
 
@@ -194,12 +194,12 @@ def _edit_line(vault: Vault, old: str, new: str) -> None:
 def test_a_real_conflict_is_reported_with_both_versions(pair: tuple[Vault, Vault]) -> None:
     a, b = pair
     fact = a.remember("The office opens at 9")
-    sync(a.store)
-    sync(b.store)
+    sync(a.admin.store)
+    sync(b.admin.store)
     _edit_line(a, "opens at 9", "opens at 8")  # a person on machine A
-    assert sync(a.store).ok
+    assert sync(a.admin.store).ok
     _edit_line(b, "opens at 9", "opens at 10")  # another person on machine B
-    result = sync(b.store)
+    result = sync(b.admin.store)
     assert not result.ok
     assert [c.path for c in result.conflicts] == ["MEMORY.md"]
     conflict = result.conflicts[0]
@@ -220,10 +220,10 @@ def test_a_real_conflict_is_reported_with_both_versions(pair: tuple[Vault, Vault
 def test_the_cli_prints_conflicting_paths_and_exits_non_zero(pair: tuple[Vault, Vault]) -> None:
     a, b = pair
     a.remember("The office opens at 9")
-    sync(a.store)
-    sync(b.store)
+    sync(a.admin.store)
+    sync(b.admin.store)
     _edit_line(a, "opens at 9", "opens at 8")
-    sync(a.store)
+    sync(a.admin.store)
     _edit_line(b, "opens at 9", "opens at 10")
     runner = CliRunner()
     result = runner.invoke(main, ["--vault", str(b.root), "sync"])
@@ -298,7 +298,7 @@ def test_a_push_race_is_retried(
     a, b = pair
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "c"))
     c = Vault.open(tmp_path / "c", agent="agent-c")
-    real_execute = a.git.execute
+    real_execute = a.admin.store.git.execute
     calls = []
 
     def fetch_then_someone_pushes(*args: str, **kwargs: Any) -> tuple[int, str, str]:
@@ -308,16 +308,16 @@ def test_a_push_race_is_retried(
         calls.append(args)
         if len(calls) == 1:  # C pushes between A's fetch and A's push
             c.remember("C got there first")
-            assert sync(c.store).ok
+            assert sync(c.admin.store).ok
         return result
 
-    monkeypatch.setattr(a.git, "execute", fetch_then_someone_pushes)
+    monkeypatch.setattr(a.admin.store.git, "execute", fetch_then_someone_pushes)
     mine = a.remember("A pushes second")
-    result = sync(a.store)
+    result = sync(a.admin.store)
     assert result.ok and len(calls) == 2 and result.pulled == 1 and result.pushed == 1
     monkeypatch.undo()
-    sync(b.store)
-    texts = {m.text for m in b.memories()}
+    sync(b.admin.store)
+    texts = {m.text for m in b.library.list()}
     assert {"C got there first", "A pushes second"} <= texts
     assert b.get(mine.id).text == "A pushes second"
 
@@ -327,7 +327,7 @@ def test_a_failed_push_puts_the_pulled_commits_back(
 ) -> None:
     a, b = pair
     a.remember("From A")
-    sync(a.store)
+    sync(a.admin.store)
     b.remember("From B")
     before = head(b)
     before_text = (b.root / "MEMORY.md").read_text()
@@ -335,9 +335,9 @@ def test_a_failed_push_puts_the_pulled_commits_back(
     hook.write_text("#!/bin/sh\necho 'closed for maintenance' >&2\nexit 1\n")
     hook.chmod(0o755)
     with pytest.raises(GitError, match="push"):
-        sync(b.store)
+        sync(b.admin.store)
     assert head(b) == before
     assert (b.root / "MEMORY.md").read_text() == before_text
     assert_clean(b)
     hook.unlink()
-    assert sync(b.store).ok
+    assert sync(b.admin.store).ok

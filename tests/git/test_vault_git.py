@@ -15,11 +15,11 @@ from mdmem.cli import main
 def test_diff_blame_provenance(vault: Vault) -> None:
     start = vault.git.head()
     m = vault.remember("Pandas eat bamboo")
-    changes = vault.diff(str(start))
+    changes = vault.git.changes(str(start))
     assert [c.id for c in changes.remembered] == [m.id]
-    lines = vault.blame(m.path, m.line, m.line_end)
+    lines = vault.git.blame(m.path, m.line, m.line_end)
     assert lines and lines[0].is_agent
-    assert not vault.provenance(m.id).written_by_human
+    assert not vault.git.provenance(m.id).written_by_human
 
 
 def test_forget_purge_needs_confirmation_and_scrubs_everything(vault: Vault) -> None:
@@ -33,10 +33,10 @@ def test_forget_purge_needs_confirmation_and_scrubs_everything(vault: Vault) -> 
         ["git", "log", "--all", "-p"], cwd=vault.root, capture_output=True, text=True, check=True
     ).stdout
     assert "swordfish" not in log
-    assert not (vault.state_dir / "asof").exists()
+    assert not (vault.admin.state_dir / "asof").exists()
     assert vault.recall("vault door code swordfish").items == []
     assert vault.get(keep.id).text.startswith("Koalas")
-    for path in vault.state_dir.rglob("*"):
+    for path in vault.admin.state_dir.rglob("*"):
         if path.is_file() and path.suffix in (".sqlite", ".json"):
             assert b"swordfish" not in path.read_bytes(), path
 
@@ -53,18 +53,18 @@ def test_cli_forget_purge_routes_to_purge(vault: Vault) -> None:
 def test_sync_between_two_clones(tmp_path: Path, vault: Vault) -> None:
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    vault.git.run("remote", "add", "origin", str(remote))
-    vault.sync()
+    vault.admin.store.git.run("remote", "add", "origin", str(remote))
+    vault.git.sync()
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
     other = Vault.open(clone, agent="laptop")
     a = vault.remember("Written on the desktop")
     b = other.remember("Written on the laptop")
-    assert vault.sync().ok
-    assert other.sync().ok
-    assert vault.sync().ok
+    assert vault.git.sync().ok
+    assert other.git.sync().ok
+    assert vault.git.sync().ok
     for v in (vault, other):
-        assert {a.id, b.id} <= {m.id for m in v.memories()}
+        assert {a.id, b.id} <= {m.id for m in v.library.list()}
         assert v.recall("written on the laptop", mode="keyword").items
 
 
@@ -73,7 +73,7 @@ def test_human_weight_ranks_human_written_memories_higher(tmp_path: Path) -> Non
     agent = vault.remember("The printer on floor two jams on Mondays")
     with open(vault.root / "MEMORY.md", "a", encoding="utf-8") as fh:
         fh.write("- The printer on floor two jams on Mondays too often ^m-01jd3k5x7q0abc\n")
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     hits = vault.recall("printer floor two jams", k=2).items
     assert hits[0].id == "m-01jd3k5x7q0abc" and hits[0].scores.get("human") == 0.5
     assert hits[1].id == agent.id and "human" not in hits[1].scores

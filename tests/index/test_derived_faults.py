@@ -24,8 +24,8 @@ import pytest
 
 from mdmem import Vault
 from mdmem.errors import MemoryNotFoundError
+from mdmem.files.manifest import Manifest
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import Manifest
 from mdmem.index.vector import VectorIndex
 
 ID_AT_END = re.compile(r"\^(m-[0-9a-z]+)$", re.MULTILINE)
@@ -56,7 +56,7 @@ def test_full_disk_during_writes_loses_no_memory(
         # Written and committed although no derived write went through.
         assert all(w.was_new for w in written)
         assert set(w.id for w in written) <= set(ids_in_file(vault.root / "MEMORY.md"))
-        assert "narwhals" in vault.git.run("show", "HEAD:MEMORY.md")
+        assert "narwhals" in vault.admin.store.git.run("show", "HEAD:MEMORY.md")
         assert [vault.get(w.id).text for w in written] == [w.text for w in written]
         warnings = [
             r.getMessage() for r in caplog.records if "indexing MEMORY.md failed" in r.getMessage()
@@ -76,7 +76,7 @@ def test_full_disk_during_writes_loses_no_memory(
     found = {h.id for h in fresh.recall("narwhals", k=10, mode="keyword").items}
     assert {w.id for w in written} <= found
     assert fresh.status().index["fresh"]
-    assert fresh.doctor().ok
+    assert fresh.admin.doctor().ok
 
 
 def test_full_disk_in_a_real_process_keeps_every_memory(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_full_disk_in_a_real_process_keeps_every_memory(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     fresh = Vault.open(root)
-    walrus = [m for m in fresh.memories() if "walruses" in m.text]
+    walrus = [m for m in fresh.library.list() if "walruses" in m.text]
     assert len(walrus) == 4
     for m in walrus:
         assert fresh.get(m.id).text == m.text
@@ -124,27 +124,31 @@ def test_a_manifest_behind_its_file_never_hides_a_memory(vault: Vault) -> None:
     # its blocks (what a failed index write used to leave behind).
     kept = vault.remember("Owls can turn their heads a long way")
     hidden = vault.remember("Moles dig tunnels under the lawn")
-    rows = vault.indexer.manifest.files()
+    rows = vault.admin.store.indexer.manifest.files()
     row = rows["MEMORY.md"]
-    blocks = [b for b in vault.indexer.manifest.blocks("MEMORY.md") if b.id != hidden.id]
-    vault.indexer.manifest.replace_file("MEMORY.md", row, blocks)
+    blocks = [
+        b for b in vault.admin.store.indexer.manifest.blocks("MEMORY.md") if b.id != hidden.id
+    ]
+    vault.admin.store.indexer.manifest.replace_file("MEMORY.md", row, blocks)
     vault.close()
 
     fresh = Vault.open(vault.root)
     assert fresh.get(hidden.id).text == hidden.text
     assert fresh.get(kept.id).text == kept.text
-    assert hidden.id in {m.id for m in fresh.memories()}
+    assert hidden.id in {m.id for m in fresh.library.list()}
     assert [h.id for h in fresh.recall("moles tunnels lawn", mode="keyword").items] == [hidden.id]
     again = Vault.open(vault.root)  # healed in the manifest too, not only in memory
-    assert hidden.id in {m.id for m in again.memories()}
+    assert hidden.id in {m.id for m in again.library.list()}
 
 
 def test_status_counts_the_memories_a_stale_manifest_hid(vault: Vault) -> None:
     vault.remember("Foxes are most active at dusk")
     hidden = vault.remember("Badgers live in setts")
-    row = vault.indexer.manifest.files()["MEMORY.md"]
-    blocks = [b for b in vault.indexer.manifest.blocks("MEMORY.md") if b.id != hidden.id]
-    vault.indexer.manifest.replace_file("MEMORY.md", row, blocks)
+    row = vault.admin.store.indexer.manifest.files()["MEMORY.md"]
+    blocks = [
+        b for b in vault.admin.store.indexer.manifest.blocks("MEMORY.md") if b.id != hidden.id
+    ]
+    vault.admin.store.indexer.manifest.replace_file("MEMORY.md", row, blocks)
     vault.close()
     fresh = Vault.open(vault.root)
     status = fresh.status()
@@ -171,7 +175,7 @@ def test_a_human_edit_seen_by_get_is_indexed_before_the_next_write(vault: Vault)
 def test_a_corrupt_manifest_is_set_aside_and_rebuilt_at_open(vault: Vault) -> None:
     m = vault.remember("Seals sleep in the water")
     vault.close()
-    manifest = vault.state_dir / "manifest.sqlite"
+    manifest = vault.admin.state_dir / "manifest.sqlite"
     manifest.write_bytes(os.urandom(16384))
     for side in ("-wal", "-shm"):
         Path(f"{manifest}{side}").unlink(missing_ok=True)
@@ -182,11 +186,11 @@ def test_a_corrupt_manifest_is_set_aside_and_rebuilt_at_open(vault: Vault) -> No
     new = fresh.remember("Sea lions have ear flaps")
     assert fresh.get(new.id).text == new.text
     assert fresh.status().index["fresh"]
-    assert (vault.state_dir / "manifest.sqlite.corrupt").exists()
+    assert (vault.admin.state_dir / "manifest.sqlite.corrupt").exists()
     fresh.close()
     again = Vault.open(vault.root)  # the rebuilt manifest is a real file
-    assert again.indexer.manifest.files()["MEMORY.md"]
-    assert {m.id, new.id} <= {x.id for x in again.memories()}
+    assert again.admin.store.indexer.manifest.files()["MEMORY.md"]
+    assert {m.id, new.id} <= {x.id for x in again.library.list()}
 
 
 def test_an_unwritable_manifest_is_kept_in_memory(
@@ -194,7 +198,7 @@ def test_an_unwritable_manifest_is_kept_in_memory(
 ) -> None:
     m = vault.remember("Puffins nest in burrows")
     vault.close()
-    manifest = str(vault.state_dir / "manifest.sqlite")
+    manifest = str(vault.admin.state_dir / "manifest.sqlite")
     connect = sqlite3.connect
 
     def refuse(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
@@ -213,31 +217,31 @@ def test_an_unwritable_manifest_is_kept_in_memory(
         status = opened.status().index
         assert not status["fresh"]
         assert any("manifest kept in memory" in p for p in status["problems"])
-        report = opened.doctor()
+        report = opened.admin.doctor()
         assert not report.ok
         assert any("manifest kept in memory" in p.detail for p in report.problems)
     # The disk answers again: the manifest goes back to its file.
-    monkeypatch.setattr("mdmem.index.health.RETRY_SECONDS", 0.0)
-    assert opened.doctor(fix=True).ok
-    assert not opened.indexer.manifest.in_memory
+    monkeypatch.setattr("mdmem.files.health.RETRY_SECONDS", 0.0)
+    assert opened.admin.doctor(fix=True).ok
+    assert not opened.admin.store.indexer.manifest.in_memory
     assert opened.status().index["fresh"]
 
 
 def test_the_state_dir_deleted_under_an_open_vault_is_rebuilt(vault: Vault) -> None:
     before = vault.remember("Herons stand still in shallow water")
     vault.recall("herons")
-    shutil.rmtree(vault.state_dir)
+    shutil.rmtree(vault.admin.state_dir)
 
     assert [h.id for h in vault.recall("herons shallow water").items] == [before.id]
     after = vault.remember("Kingfishers dive for small fish")
     assert [h.id for h in vault.recall("kingfishers dive").items] == [after.id]
     assert vault.get(after.id).text == after.text
     assert vault.status().index["fresh"]
-    assert (vault.state_dir / "manifest.sqlite").exists()
-    assert (vault.state_dir / "vault-lock").is_dir()  # the lock's queue came back too
+    assert (vault.admin.state_dir / "manifest.sqlite").exists()
+    assert (vault.admin.state_dir / "vault-lock").is_dir()  # the lock's queue came back too
     vault.close()
     fresh = Vault.open(vault.root)
-    assert {before.id, after.id} <= {m.id for m in fresh.memories()}
+    assert {before.id, after.id} <= {m.id for m in fresh.library.list()}
     assert fresh.status().index["fresh"]
 
 
@@ -256,7 +260,7 @@ def test_a_vector_index_that_cannot_be_saved_does_not_fail_writes(
 
 
 def test_an_unusable_id_counter_does_not_fail_writes(vault: Vault) -> None:
-    counter = vault.state_dir / "last-id-ms"
+    counter = vault.admin.state_dir / "last-id-ms"
     counter.unlink(missing_ok=True)
     counter.mkdir()  # cannot be opened as a file
     first = vault.remember("Wrens are small and loud")

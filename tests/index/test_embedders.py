@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from mdmem.errors import ConfigError, DimensionMismatchError, EmbedderError, InvalidInputError
-from mdmem.index import minilm as minilm_module
-from mdmem.index.embedders import (
+from mdmem.providers import minilm as minilm_module
+from mdmem.providers.embedders import (
     PROVIDERS,
     HashEmbedder,
     MiniLMEmbedder,
@@ -406,7 +406,7 @@ def test_hash_embedder_stable_across_processes() -> None:
     assert np.array_equal(vec, HashEmbedder(16).embed_query("stable"))
     assert np.count_nonzero(vec) <= 7  # 1 word + 6 trigrams (collisions only remove)
     code = (
-        "from mdmem.index.embedders import HashEmbedder; "
+        "from mdmem.providers.embedders import HashEmbedder; "
         "print(HashEmbedder(16).embed_query('stable').tolist())"
     )
     other = subprocess.run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mdmem.index.manifest import Manifest
+from mdmem.files.manifest import Manifest
 from mdmem.models import Block
 
 

@@ -13,12 +13,12 @@ import pytest
 from mdmem import Vault
 from mdmem.config import load_settings
 from mdmem.errors import ConfigError
-from mdmem.index import registry
-from mdmem.index.embedders import make_embedder
+from mdmem.providers import registry
+from mdmem.providers.embedders import make_embedder
 from mdmem.testing import ScriptedOpenAIServer
 
 PROVIDER_MODULE = '''
-from mdmem.index.embedders import HashEmbedder
+from mdmem.providers.embedders import HashEmbedder
 
 
 class TinyEmbedder(HashEmbedder):
@@ -98,7 +98,10 @@ def test_an_installed_package_adds_an_embedder_without_editing_mdmem(
     monkeypatch.setenv("MDMEM_EMBEDDER_PROVIDER", "tiny")
     vault = Vault.init(tmp_path / "v")
     vault.remember("The staging database lives on port 5433")
-    assert vault.indexer.embedder is not None and vault.indexer.embedder.name == "tiny:v1"
+    assert (
+        vault.admin.store.embedding.embedder is not None
+        and vault.admin.store.embedding.embedder.name == "tiny:v1"
+    )
     hit = vault.recall("staging database port", mode="vector").items[0]
     assert "5433" in hit.text and hit.scores["vector"] > 0
 
@@ -130,7 +133,7 @@ def test_llm_and_reranker_providers_come_from_entry_points(
     monkeypatch.setenv("MDMEM_LLM_PROVIDER", "echo")
     monkeypatch.setenv("MDMEM_LLM_MODEL", "echo-1")
     vault = Vault.init(tmp_path / "v")
-    client = vault.llm_client()
+    client = vault.llm
     assert type(client).__name__ == "EchoLLM"
     assert client is not None and client.model == "echo-1"
     reranker = registry.load("reranker", "length")(settings=vault.settings)
@@ -173,8 +176,8 @@ def test_auto_embedder_follows_the_llm_endpoint(
         vault = Vault.init(tmp_path / "v")
         vault.remember("Invoices are sent on the third of each month")
         assert vault.recall("when are invoices sent").items
-        assert vault.indexer.embedder is not None
-        assert vault.indexer.embedder.name == "openai:text-embedding-3-small"
+        assert vault.admin.store.embedding.embedder is not None
+        assert vault.admin.store.embedding.embedder.name == "openai:text-embedding-3-small"
         calls = [r for r in server.requests if r["path"].endswith("/embeddings")]
         assert calls and calls[0]["body"]["model"] == "text-embedding-3-small"
 

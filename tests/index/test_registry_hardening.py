@@ -10,8 +10,8 @@ import pytest
 
 from mdmem import Vault
 from mdmem.errors import ConfigError, EmbedderError, MdmemError
-from mdmem.index import registry
-from mdmem.index.embedders import make_embedder
+from mdmem.providers import registry
+from mdmem.providers.embedders import make_embedder
 
 BROKEN = """
 import sys
@@ -111,7 +111,7 @@ def test_a_factory_returning_the_wrong_thing_is_refused(
     monkeypatch.setenv("MDMEM_LLM_MODEL", "m")
     vault = Vault.init(tmp_path / "v")
     with pytest.raises(ConfigError, match=r"notaclient.*chat_json"):
-        vault.llm_client()
+        _ = vault.llm
 
 
 def test_one_name_from_two_packages_is_not_settled_by_install_order(

@@ -410,7 +410,7 @@ def test_a_full_reindex_picks_the_index_kind_again(
     vault = Vault.init(tmp_path / "v")  # embedder.hnsw = auto
     for i in range(12):
         vault.remember(f"Fact number {i} about the harbour ferries")
-    vectors = vault.indexer.vectors
+    vectors = vault.admin.store.indexer.vectors
     assert vectors is not None and not vectors.is_hnsw
     monkeypatch.setattr(vector_index, "HNSW_THRESHOLD", 10)
     vault.reindex(full=True)
@@ -418,7 +418,10 @@ def test_a_full_reindex_picks_the_index_kind_again(
     assert vault.recall("harbour ferries number 7", mode="vector").items
     vault.close()
     reopened = Vault.open(tmp_path / "v")
-    assert reopened.indexer.vectors is not None and reopened.indexer.vectors.is_hnsw
+    assert (
+        reopened.admin.store.indexer.vectors is not None
+        and reopened.admin.store.indexer.vectors.is_hnsw
+    )
     reopened.close()
 
 

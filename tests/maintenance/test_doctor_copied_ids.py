@@ -34,7 +34,7 @@ def _last_commit(root: Path) -> tuple[str, str]:
 
 
 def _id_problems(vault: Vault) -> list[str]:
-    return [p.detail for p in vault.doctor().problems if p.check == "ids are unique"]
+    return [p.detail for p in vault.admin.doctor().problems if p.check == "ids are unique"]
 
 
 def test_doctor_reports_a_copy_across_files_and_fix_renames_the_copy(vault: Vault) -> None:
@@ -55,7 +55,7 @@ def test_doctor_reports_a_copy_across_files_and_fix_renames_the_copy(vault: Vaul
     assert m.id in detail and "MEMORY.md:" in detail and "USER.md:" in detail
     assert detail.index("MEMORY.md:") < detail.index("USER.md:")  # the original first
 
-    report = vault.doctor(fix=True)
+    report = vault.admin.doctor(fix=True)
     assert detail in report.fixed
     # The original is untouched, byte for byte; the copy's line differs in its id only.
     assert (vault.root / "MEMORY.md").read_bytes() == memory_before
@@ -69,7 +69,7 @@ def test_doctor_reports_a_copy_across_files_and_fix_renames_the_copy(vault: Vaul
     assert "Op: repair" in body and f"Memory-Id: {fresh.group(1)}" in body
     assert git(vault.root, "status", "--porcelain").strip() == ""
 
-    again = vault.doctor()
+    again = vault.admin.doctor()
     assert again.ok, again.problems
     assert vault.get(m.id).path == "MEMORY.md"
     assert vault.get(fresh.group(1)).text == "The user drinks oolong tea. in the morning"
@@ -89,7 +89,7 @@ def test_fix_renames_the_later_line_within_one_file(vault: Vault) -> None:
 
     problems = _id_problems(vault)
     assert len(problems) == 1 and "is on 3 lines" in problems[0]
-    vault.doctor(fix=True)
+    vault.admin.doctor(fix=True)
     ids = {
         x.split(" ^")[0]: _ID_AT_END.search(x).group(1)  # type: ignore[union-attr]
         for x in path.read_text(encoding="utf-8").splitlines()
@@ -98,14 +98,14 @@ def test_fix_renames_the_later_line_within_one_file(vault: Vault) -> None:
     assert ids["- The staging database is called pinecone."] == m.id
     assert ids["- The prod database is called sequoia."] == n.id
     assert len(set(ids.values())) == 4
-    assert vault.doctor().ok
+    assert vault.admin.doctor().ok
     assert len(vault.recall("pinecone", mode="keyword").items) == 3
 
 
 def test_fix_is_one_repair_commit_after_the_humans_edit(vault: Vault) -> None:
     m = vault.remember("Backups run at 02:00.")
     _append(vault.root, "notes.md", _lines_with(vault.root, "MEMORY.md", m.id)[0])
-    report = vault.doctor(fix=True)  # the copy is not committed yet
+    report = vault.admin.doctor(fix=True)  # the copy is not committed yet
     assert report.ok, report.problems
     log = git(vault.root, "log", "-2", "--format=%an|%s").splitlines()
     assert log[0].split("|")[1].startswith("repair: fresh id for a copied line")
@@ -148,7 +148,7 @@ def test_a_fresh_process_sees_both_lines_before_and_after_the_fix(vault: Vault) 
 
     assert paths_seen() == "['MEMORY.md', 'USER.md']"
     again = Vault.open(vault.root)
-    assert again.doctor(fix=True).ok
+    assert again.admin.doctor(fix=True).ok
     again.close()
     assert paths_seen() == "['MEMORY.md', 'USER.md']"
 
@@ -174,16 +174,16 @@ def test_fix_follows_git_even_when_recall_took_the_copy_for_the_original(vault: 
 
     detail = _id_problems(vault)[0]
     assert detail.index("MEMORY.md:") < detail.index("A.md:")  # git: MEMORY.md had it first
-    assert vault.doctor(fix=True).ok
+    assert vault.admin.doctor(fix=True).ok
     assert path.read_text(encoding="utf-8") == text  # the original keeps its id
     assert vault.get(m.id).path == "MEMORY.md"
     fresh = _ID_AT_END.search(_lines_with(vault.root, "A.md", "(moved)")[0])
     assert fresh is not None and fresh.group(1) != m.id
     hits = {(h.path, h.id) for h in vault.recall("spare key blue pot", mode="keyword").items}
     assert hits == {("MEMORY.md", m.id), ("A.md", fresh.group(1))}
-    keys = vault.indexer.keyword.ids()
+    keys = vault.admin.store.indexer.keyword.ids()
     assert {m.id, fresh.group(1)} <= keys and not [k for k in keys if "#^" in k]
-    assert vault.doctor().ok
+    assert vault.admin.doctor().ok
 
 
 def test_commits_of_the_same_second_still_order_by_history(vault: Vault) -> None:
@@ -197,6 +197,6 @@ def test_commits_of_the_same_second_still_order_by_history(vault: Vault) -> None
     subprocess.run(["git", "commit", "-qm", "copy"], cwd=vault.root, check=True, env=env)
     detail = _id_problems(vault)[0]
     assert detail.index("MEMORY.md:") < detail.index("A.md:"), detail
-    assert vault.doctor(fix=True).ok
+    assert vault.admin.doctor(fix=True).ok
     assert _lines_with(vault.root, "MEMORY.md", m.id)
     assert not _lines_with(vault.root, "A.md", m.id)

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from mdmem import Vault
 from mdmem.cli import main
+from mdmem.files.manifest import Manifest
 from mdmem.index.keyword import KeywordIndex
-from mdmem.index.manifest import Manifest
 
 
 def disk_full(*args: Any, **kwargs: Any) -> None:
@@ -46,15 +46,15 @@ def test_doctor_reports_a_full_disk_and_fix_heals_it(
         m.setattr(KeywordIndex, "add_new", no_space)
         m.setattr(KeywordIndex, "change", no_space)
         written = [vault.remember(f"Full disk fact {i} about lemurs") for i in range(4)]
-        report = vault.doctor()
+        report = vault.admin.doctor()
         assert not report.ok
         text = details(report)
         assert "not indexed yet" in text
         assert "missing from the keyword index" in text
         assert "MEMORY.md" in text  # the manifest check names the file
-    fixed = vault.doctor(fix=True)
+    fixed = vault.admin.doctor(fix=True)
     assert fixed.ok, details(fixed)
-    assert vault.doctor().ok
+    assert vault.admin.doctor().ok
     found = {h.id for h in vault.recall("lemurs", k=10, mode="keyword").items}
     assert {w.id for w in written} <= found
 
@@ -62,37 +62,39 @@ def test_doctor_reports_a_full_disk_and_fix_heals_it(
 def test_doctor_sees_a_manifest_that_hides_a_memory(vault: Vault) -> None:
     vault.remember("Owls can turn their heads a long way")
     hidden = vault.remember("Moles dig tunnels under the lawn")
-    row = vault.indexer.manifest.files()["MEMORY.md"]
-    blocks = [b for b in vault.indexer.manifest.blocks("MEMORY.md") if b.id != hidden.id]
-    vault.indexer.manifest.replace_file("MEMORY.md", row, blocks)
+    row = vault.admin.store.indexer.manifest.files()["MEMORY.md"]
+    blocks = [
+        b for b in vault.admin.store.indexer.manifest.blocks("MEMORY.md") if b.id != hidden.id
+    ]
+    vault.admin.store.indexer.manifest.replace_file("MEMORY.md", row, blocks)
     vault.close()
     fresh = Vault.open(vault.root)
-    report = fresh.doctor()
+    report = fresh.admin.doctor()
     assert not report.ok
     assert "MEMORY.md: manifest rows out of step with the file" in details(report)
-    assert fresh.doctor(fix=True).ok
-    assert fresh.doctor().ok
+    assert fresh.admin.doctor(fix=True).ok
+    assert fresh.admin.doctor().ok
     assert [h.id for h in fresh.recall("moles tunnels", mode="keyword").items] == [hidden.id]
 
 
 def test_doctor_reports_a_manifest_rebuilt_at_open(vault: Vault) -> None:
     vault.remember("Seals sleep in the water")
     vault.close()
-    garble(vault.state_dir / "manifest.sqlite")
+    garble(vault.admin.state_dir / "manifest.sqlite")
     fresh = Vault.open(vault.root)
-    report = fresh.doctor()
+    report = fresh.admin.doctor()
     assert not report.ok
     assert "manifest.sqlite was damaged and rebuilt" in details(report)
-    assert fresh.doctor(fix=True).ok
-    assert not (vault.state_dir / "manifest.sqlite.corrupt").exists()
-    assert fresh.doctor().ok
+    assert fresh.admin.doctor(fix=True).ok
+    assert not (vault.admin.state_dir / "manifest.sqlite.corrupt").exists()
+    assert fresh.admin.doctor().ok
 
 
 def test_every_command_works_with_a_corrupt_manifest(vault: Vault) -> None:
     m = vault.remember("Walruses use their tusks to climb")
     vault.close()
     runner = CliRunner()
-    manifest = vault.state_dir / "manifest.sqlite"
+    manifest = vault.admin.state_dir / "manifest.sqlite"
     base = ["--vault", str(vault.root)]
     commands = [
         ["get", m.id, "--json"],
@@ -121,19 +123,19 @@ def test_every_command_works_with_a_corrupt_manifest(vault: Vault) -> None:
 def test_doctor_checks_the_sqlite_files_it_does_not_have_open(vault: Vault) -> None:
     m = vault.remember("Sloths move slowly")
     vault.recall("sloths")
-    vault.feedback(m.id, helpful=True)
+    vault.usefulness.feedback(m.id, helpful=True)
     vault.close()
-    useful = vault.state_dir / "usefulness.sqlite"
+    useful = vault.admin.state_dir / "usefulness.sqlite"
     data = bytearray(useful.read_bytes())
     # Damage a page past the header: the file still opens, the b-tree does not add up.
     for i in range(4096 + 16, len(data), 7):
         data[i] = 0xFF
     useful.write_bytes(bytes(data))
     fresh = Vault.open(vault.root)
-    report = fresh.doctor()
+    report = fresh.admin.doctor()
     assert "usefulness.sqlite is damaged" in details(report)
-    assert fresh.doctor(fix=True).ok
-    assert fresh.doctor().ok
+    assert fresh.admin.doctor(fix=True).ok
+    assert fresh.admin.doctor().ok
     assert [h.id for h in fresh.recall("sloths slowly").items] == [m.id]
 
 
@@ -141,17 +143,17 @@ def test_doctor_reports_an_unreadable_id_counter_and_half_built_snapshots(
     vault: Vault,
 ) -> None:
     vault.remember("Geese fly in a V")
-    (vault.state_dir / "last-id-ms").write_bytes(b"\x00\xffgarbage")
-    half = vault.state_dir / "asof" / ("0" * 40)
+    (vault.admin.state_dir / "last-id-ms").write_bytes(b"\x00\xffgarbage")
+    half = vault.admin.state_dir / "asof" / ("0" * 40)
     (half / "keyword").mkdir(parents=True)
-    report = vault.doctor()
+    report = vault.admin.doctor()
     text = details(report)
     assert "id counter last-id-ms is unreadable" in text
     assert "was left half-built" in text
-    assert vault.doctor(fix=True).ok
+    assert vault.admin.doctor(fix=True).ok
     assert not half.exists()
     assert vault.remember("Swans mate for life").was_new
-    assert vault.doctor().ok
+    assert vault.admin.doctor().ok
 
 
 def test_doctor_fix_reports_what_it_could_not_fix(
@@ -162,7 +164,7 @@ def test_doctor_fix_reports_what_it_could_not_fix(
     monkeypatch.setattr(KeywordIndex, "change", no_space)
     monkeypatch.setattr(KeywordIndex, "add_many", no_space)
     vault.remember("A fact the keyword index never got")
-    report = vault.doctor(fix=True)  # the disk is still full
+    report = vault.admin.doctor(fix=True)  # the disk is still full
     assert not report.ok
     assert "could not rebuild the indexes" in details(report)
 
@@ -189,10 +191,10 @@ def test_doctor_is_clean_after_every_kind_of_write(vault: Vault) -> None:
     memory.write_text(memory.read_text() + "\n- A line a person added\n")
     vault.remember("Written after the person's edit")
     # A second item under an existing topic keeps its section's heading.
-    assert vault.block(second.id).heading == "Topic: Python"
+    assert vault.admin.store.block(second.id).heading == "Topic: Python"
     hits = vault.recall("f-strings fast", mode="keyword").items
     assert hits[0].id == second.id and hits[0].heading == "Topic: Python"
-    report = vault.doctor()
+    report = vault.admin.doctor()
     assert report.ok, details(report)
     vault.close()
     assert Vault.open(vault.root).doctor().ok

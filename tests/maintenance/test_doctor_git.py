@@ -35,7 +35,7 @@ def old_style(vault: Vault) -> None:
 
 
 def test_a_new_vault_has_no_git_problems(vault: Vault) -> None:
-    report = vault.doctor()
+    report = vault.admin.doctor()
     assert {"merge drivers", "git config"} <= set(report.checks)
     assert report.ok, report.problems
 
@@ -43,7 +43,7 @@ def test_a_new_vault_has_no_git_problems(vault: Vault) -> None:
 def test_doctor_reports_and_fixes_union_merge_lines(vault: Vault) -> None:
     m = vault.remember("Written before the repair")
     old_style(vault)
-    report = vault.doctor()
+    report = vault.admin.doctor()
     lossy = [p for p in report.problems if p.check == "merge drivers"]
     assert [p.detail.split(" gives ")[0] for p in lossy] == [
         ".gitattributes:3",
@@ -53,7 +53,7 @@ def test_doctor_reports_and_fixes_union_merge_lines(vault: Vault) -> None:
     ]
     assert all(p.fixable for p in lossy) and not report.ok
 
-    fixed = vault.doctor(fix=True)
+    fixed = vault.admin.doctor(fix=True)
     assert len(fixed.fixed) == 4
     text = (vault.root / ".gitattributes").read_bytes().decode("utf-8")
     assert text.splitlines(keepends=True)[-5:] == [
@@ -73,7 +73,7 @@ def test_doctor_reports_and_fixes_union_merge_lines(vault: Vault) -> None:
     changed = git(vault.root, "show", "--name-only", "--format=", "HEAD").split()
     assert sorted(changed) == [".gitattributes", "scopes/project-x/.gitattributes"]
     assert git(vault.root, "status", "--porcelain") == ""
-    again = vault.doctor()
+    again = vault.admin.doctor()
     assert again.ok, again.problems
     assert vault.get(m.id).text == "Written before the repair"
 

@@ -20,14 +20,14 @@ def test_doctor_fix_removes_every_stale_git_lock_however_young(vault: Vault) -> 
     vault.remember("a memory before the crash")
     for name in LOCKS:
         (vault.root / ".git" / name).write_text("")  # just now: no age to wait out
-    report = vault.doctor()
+    report = vault.admin.doctor()
     stale = sorted(p.detail.split()[0] for p in report.problems if p.check == "git")
     assert stale == sorted(f".git/{name}" for name in LOCKS)
     assert all(p.fixable for p in report.problems if p.check == "git")
     fixed = runner_fix(vault)
     assert fixed.exit_code == 0, fixed.output
     assert not [name for name in LOCKS if (vault.root / ".git" / name).exists()]
-    again = vault.doctor()
+    again = vault.admin.doctor()
     assert again.ok, again.problems
     assert vault.remember("a memory after the fix").was_new
 
@@ -42,14 +42,14 @@ def test_doctor_fix_leaves_the_lock_of_a_git_still_running(vault: Vault) -> None
     proc = start_git_commit_in_editor(vault.root)
     lock = vault.root / ".git" / "index.lock"
     try:
-        report = vault.doctor(fix=True)
+        report = vault.admin.doctor(fix=True)
         held = [p for p in report.problems if "index.lock" in p.detail]
         assert [p.fixable for p in held] == [False]
         assert f"running git (pid {proc.pid})" in held[0].detail
         assert lock.exists() and not report.ok
     finally:
         sigkill(proc)
-    report = vault.doctor(fix=True)
+    report = vault.admin.doctor(fix=True)
     assert [p.detail for p in report.problems if "index.lock" in p.detail]
     assert not lock.exists()
     assert git(vault.root, "status", "--porcelain") == ""  # the person's edit, committed
@@ -58,7 +58,7 @@ def test_doctor_fix_leaves_the_lock_of_a_git_still_running(vault: Vault) -> None
 @pytest.mark.parametrize("name", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
 def test_after_doctor_fix_git_itself_works_again(vault: Vault, name: str) -> None:
     (vault.root / ".git" / name).write_text("")
-    vault.doctor(fix=True)
+    vault.admin.doctor(fix=True)
     (vault.root / "USER.md").write_text("# User\n\n- edited by hand\n")
     done = subprocess.run(
         ["git", "commit", "-qam", "by hand"], cwd=vault.root, capture_output=True, text=True

@@ -14,22 +14,22 @@ from mdmem.cli import main
 
 def test_doctor_is_clean_on_a_healthy_vault(vault: Vault) -> None:
     vault.remember("Healthy fact")
-    report = vault.doctor()
+    report = vault.admin.doctor()
     assert report.ok, report.problems
     assert "keyword index" in report.checks and "git" in report.checks
 
 
 def test_doctor_finds_and_fixes_damage(vault: Vault) -> None:
     m = vault.remember("Otters hold hands while sleeping")
-    vault.indexer.keyword.delete([m.id])
+    vault.admin.store.indexer.keyword.delete([m.id])
     (vault.root / ".MEMORY.md.mdmem-123-abcd.tmp").write_text("half")
     (vault.root / "scratch.md").write_text("# Scratch\n")
-    report = vault.doctor()
+    report = vault.admin.doctor()
     checks = {p.check for p in report.problems}
     assert {"keyword index", "no interrupted writes", "git"} <= checks
-    fixed = vault.doctor(fix=True)
+    fixed = vault.admin.doctor(fix=True)
     assert fixed.fixed
-    again = vault.doctor()
+    again = vault.admin.doctor()
     assert again.ok, again.problems
     assert not (vault.root / ".MEMORY.md.mdmem-123-abcd.tmp").exists()
     assert [h.id for h in vault.recall("otters sleeping", mode="keyword").items] == [m.id]
@@ -54,7 +54,7 @@ def _wait_for(predicate: object, timeout: float = 10.0) -> bool:
 
 
 def test_watch_handles_rename_style_saves(vault: Vault) -> None:
-    watcher = vault.watch(debounce=0.1)
+    watcher = vault.admin.watch(debounce=0.1)
     try:
         before = watcher.refreshes
         notes = vault.root / "notes.md"
@@ -63,7 +63,7 @@ def test_watch_handles_rename_style_saves(vault: Vault) -> None:
         tmp.write_text("# Notes\n\nThe lighthouse keeper feeds seagulls at dawn.\n")
         os.replace(tmp, notes)
         assert _wait_for(lambda: watcher.refreshes > before)
-        state = vault.indexer.manifest.files()
+        state = vault.admin.store.indexer.manifest.files()
         assert "notes.md" in state  # indexed by the watcher, before any recall
         hits = vault.recall("lighthouse keeper seagulls", mode="keyword").items
         assert hits and hits[0].path == "notes.md"
@@ -72,7 +72,7 @@ def test_watch_handles_rename_style_saves(vault: Vault) -> None:
 
 
 def test_watch_debounces_bursts(vault: Vault) -> None:
-    watcher = vault.watch(debounce=0.3)
+    watcher = vault.admin.watch(debounce=0.3)
     try:
         path = vault.root / "burst.md"
         for i in range(20):
@@ -87,13 +87,13 @@ def test_watch_debounces_bursts(vault: Vault) -> None:
 
 def test_head_move_forces_reread(vault: Vault, tmp_path: Path) -> None:
     m = vault.remember("Branch fact one")
-    vault.git.run("checkout", "-q", "-b", "other")
+    vault.admin.store.git.run("checkout", "-q", "-b", "other")
     memory = vault.root / "MEMORY.md"
     memory.write_text(memory.read_text().replace("one", "two"))
-    vault.commit_human_edits()
-    vault.git.run("checkout", "-q", "main")
+    vault.admin.commit_human_edits()
+    vault.admin.store.git.run("checkout", "-q", "main")
     assert "one" in vault.get(m.id).text
-    vault.git.run("checkout", "-q", "other")
+    vault.admin.store.git.run("checkout", "-q", "other")
     assert "two" in vault.recall("branch fact", mode="keyword").items[0].text
 
 

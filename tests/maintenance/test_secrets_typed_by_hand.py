@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
+from mdmem.agent.prompt import prompt_context
 from mdmem.testing import ScriptedOpenAIServer
 from tests.conftest import git
 from tests.llm_fakes import FakeModel, llm_vault
@@ -91,7 +92,7 @@ def test_recall_context_and_prompts_never_carry_it(
     for item in recall.items:
         assert _carries_a_secret(item.text) == [], item.id
     assert _carries_a_secret(vault.context("staging cluster deploy notes")) == []
-    rendered = vault.prompt_context("staging cluster deploy notes").render()
+    rendered = prompt_context(vault, "staging cluster deploy notes").render()
     assert "Staging cache for the user" in rendered  # USER.md's tail is there...
     assert _carries_a_secret(rendered) == []  # ...without the secret typed into it
     reflection = vault.reflect("what do the staging deploy notes say?")
@@ -118,7 +119,7 @@ def test_the_indexes_do_not_hold_it(edited: tuple[Vault, str], tmp_path: Path) -
     vault, memory_id = edited
     vault.reindex(full=True)
     assert vault.recall(_TOKEN.fragments[0], mode="keyword").items == []
-    keyword_dir = vault.state_dir / "keyword"
+    keyword_dir = vault.admin.state_dir / "keyword"
     stored = b"".join(p.read_bytes() for p in keyword_dir.rglob("*") if p.is_file()).lower()
     assert [f for f in _fragments() if f.lower().encode() in stored] == []
     # An edit the live index picks up (no rebuild) is redacted as well.
@@ -135,7 +136,7 @@ def test_the_indexes_do_not_hold_it(edited: tuple[Vault, str], tmp_path: Path) -
 
 def test_doctor_flags_each_with_the_command_that_erases_it(edited: tuple[Vault, str]) -> None:
     vault, memory_id = edited
-    report = vault.doctor()
+    report = vault.admin.doctor()
     assert not report.ok
     found = [p for p in report.problems if p.check == "no secrets in files"]
     details = "\n".join(p.detail for p in found)
@@ -159,4 +160,4 @@ def test_with_the_guard_off_nothing_is_redacted_or_flagged(
     memory = vault.remember(f"The staging deploy token: {_TOKEN.text}")
     hit = next(h for h in vault.recall("staging deploy token").items if h.id == memory.id)
     assert _TOKEN.fragments[0] in hit.text
-    assert not [p for p in vault.doctor().problems if p.check == "no secrets in files"]
+    assert not [p for p in vault.admin.doctor().problems if p.check == "no secrets in files"]

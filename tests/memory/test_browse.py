@@ -1,4 +1,4 @@
-"""``list_memories`` filters and ``show`` (text, metadata, history, provenance)."""
+"""``vault.library.list`` filters and ``show`` (text, metadata, history, provenance)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_list_filters(vault: Vault) -> None:
     ids = _seed(vault)
 
     def listed(**filters: object) -> list[str]:
-        return [r["id"] for r in vault.list_memories(**filters)]
+        return [m.id for m in vault.library.list(**filters)]
 
     assert set(listed()) == set(ids.values())
     assert listed(kinds=["preference"]) == [ids["pref"]]
@@ -41,7 +41,7 @@ def test_list_filters(vault: Vault) -> None:
     ]
     assert len(listed(limit=2)) == 2
     with pytest.raises(InvalidInputError):
-        vault.list_memories(since="last tuesday")
+        vault.library.list(since="last tuesday")
 
 
 def test_list_by_author_tells_agent_and_person_apart(vault: Vault) -> None:
@@ -50,17 +50,17 @@ def test_list_by_author_tells_agent_and_person_apart(vault: Vault) -> None:
     user_md.write_text(user_md.read_text() + "- Likes tea. ^m-01hhuman0000000000000000000\n")
     git(vault.root, "add", "USER.md", human=True)
     git(vault.root, "commit", "-qm", "my note", human=True)
-    mine = vault.list_memories(author="Ada Human")
-    assert [r["text"] for r in mine] == ["Likes tea."]
-    assert "ada@example.org" in mine[0]["authors"]
-    agent = {r["id"] for r in vault.list_memories(author="test-agent")}
+    mine = vault.library.list(author="Ada Human")
+    assert [m.text for m in mine] == ["Likes tea."]
+    assert [m.id for m in vault.library.list(author="ADA@example.org")] == [mine[0].id]
+    agent = {m.id for m in vault.library.list(author="test-agent")}
     assert agent == set(ids.values())
 
 
 def test_show_has_text_metadata_history_and_authors(vault: Vault) -> None:
     m = vault.remember("Deploys go out on Tuesdays.", tags=["ops"], fields=[("owner", "ana")])
     vault.resolve(m.id)
-    shown = vault.show(m.id)
+    shown = vault.library.show(m.id)
     assert shown.memory["text"].startswith("Deploys go out on Tuesdays.")
     assert shown.memory["status"] == "resolved"
     assert ["owner", "ana"] in shown.memory["fields"]
@@ -68,4 +68,4 @@ def test_show_has_text_metadata_history_and_authors(vault: Vault) -> None:
     assert shown.provenance is not None and shown.provenance.authors == ("test-agent",)
     assert shown.problems == []
     with pytest.raises(MemoryNotFoundError):
-        vault.show("m-01nonexistent00000000000000")
+        vault.library.show("m-01nonexistent00000000000000")

@@ -99,7 +99,7 @@ def test_merges_retirements_and_contradictions_are_one_commit_with_reasons(
         ]
     }
     head = vault.git.head()
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert result.memories == 7 and result.batches == 1 and not result.rejected
     assert len(result.actions) == 3 and len(result.created) == 1
     assert sorted(result.retired) == sorted([ids[0], ids[1], ids[2], ids[4]])
@@ -114,12 +114,12 @@ def test_merges_retirements_and_contradictions_are_one_commit_with_reasons(
 
     merged = vault.get(result.created[0])
     assert merged.text == "Deploys happen on Tuesday mornings (the deploy window)"
-    assert vault.block(ids[0]).field("by") == f"^{merged.id}"
-    assert vault.block(ids[1]).field("by") == f"^{merged.id}"
-    assert vault.block(ids[2]).status == "superseded"
-    assert vault.block(ids[2]).field("by") == f"^{ids[3]}"
-    assert vault.block(ids[4]).field("by") == f"^{ids[5]}"
-    assert vault.block(ids[6]).status == "active"
+    assert vault.get(ids[0]).field("by") == f"^{merged.id}"
+    assert vault.get(ids[1]).field("by") == f"^{merged.id}"
+    assert vault.get(ids[2]).status == "superseded"
+    assert vault.get(ids[2]).field("by") == f"^{ids[3]}"
+    assert vault.get(ids[4]).field("by") == f"^{ids[5]}"
+    assert vault.get(ids[6]).status == "active"
     shown = {h.id for h in vault.recall("wifi network office", k=10).items}
     assert ids[3] in shown and ids[2] not in shown
 
@@ -151,7 +151,7 @@ def test_hostile_model_output_is_checked_action_by_action(
     head = vault.git.head()
     # "not an object" fails the reply check, twice (one repair round trip): no plan at all.
     with pytest.raises(LLMResponseError):
-        vault.cleanup()
+        vault.admin.cleanup()
     assert vault.git.head() == head
 
     model.plan = lambda by_text: {
@@ -171,15 +171,15 @@ def test_hostile_model_output_is_checked_action_by_action(
             {"op": "retire", "id": ids[4], "reason": "named twice"},
         ]
     }
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert len(result.actions) == 1 and len(result.rejected) == 7
-    merged = vault.block(result.created[0])
+    merged = vault.admin.store.block(result.created[0])
     assert merged.text == "Tea [status:: resolved] [scope:: user:eve] ^m-01aaaaaaaaaaaa"
     assert (merged.status, merged.scope, merged.kind) == ("active", "", "preference")
-    assert vault.block(elsewhere).status == "active"
-    assert vault.block(ids[0]).status == "active" and vault.block(ids[2]).status == "active"
+    assert vault.get(elsewhere).status == "active"
+    assert vault.get(ids[0]).status == "active" and vault.get(ids[2]).status == "active"
     everything = "".join(p.read_text() for p in vault.root.rglob("*.md"))
-    log = vault.git.run("log", "--format=%B")
+    log = vault.admin.store.git.run("log", "--format=%B")
     for fragment in secret.fragments:
         assert fragment not in everything and fragment not in log
 
@@ -192,10 +192,10 @@ def test_a_plan_that_would_retire_most_of_a_batch_is_rejected(
         "actions": [{"op": "retire", "id": i, "reason": "clean slate"} for i in ids[:5]]
     }
     head = vault.git.head()
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert not result.actions and "max_retire_ratio" in result.rejected[-1]["why"]
     assert vault.git.head() == head
-    assert all(vault.block(i).status == "active" for i in ids)
+    assert all(vault.get(i).status == "active" for i in ids)
 
 
 def test_batches_fit_the_budget_and_ids_must_come_from_their_batch(
@@ -217,11 +217,11 @@ def test_batches_fit_the_budget_and_ids_must_come_from_their_batch(
         return {"actions": [{"op": "retire", "id": ids[0], "by": next(iter(by_text.values()))}]}
 
     model.plan = plan
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert result.batches == len(model.listings) > 1
     assert all(len(listing) <= 1000 for listing in model.listings)
     assert not result.actions and result.rejected
-    assert vault.block(ids[0]).status == "active"
+    assert vault.get(ids[0]).status == "active"
 
 
 def test_review_puts_the_commit_on_a_branch_for_a_person(
@@ -233,13 +233,13 @@ def test_review_puts_the_commit_on_a_branch_for_a_person(
     }
     head = vault.git.head()
     before = (vault.root / "MEMORY.md").read_bytes()
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert result.branch and result.branch.startswith("mdmem/cleanup-")
     assert vault.git.head() == head and (vault.root / "MEMORY.md").read_bytes() == before
     assert f"+- {FACTS[2][0]} [status:: superseded]" in result.diff
-    assert [r.branch for r in vault.reviews()] == [result.branch]
-    vault.merge_review(result.branch)
-    assert vault.block(ids[2]).status == "superseded"
+    assert [r.branch for r in vault.git.reviews()] == [result.branch]
+    vault.git.merge_review(result.branch)
+    assert vault.get(ids[2]).status == "superseded"
 
 
 def test_dry_run_schedule_and_no_llm(
@@ -248,13 +248,13 @@ def test_dry_run_schedule_and_no_llm(
     vault, ids = seeded(tmp_path, server)
     model.plan = lambda by_text: {"actions": [{"op": "retire", "id": ids[2], "by": ids[3]}]}
     head = vault.git.head()
-    dry = vault.cleanup(dry_run=True)
-    assert dry.diff and vault.git.head() == head and vault.block(ids[2]).status == "active"
-    assert vault.cleanup_due()  # a dry run is not a run
+    dry = vault.admin.cleanup(dry_run=True)
+    assert dry.diff and vault.git.head() == head and vault.get(ids[2]).status == "active"
+    assert vault.admin.cleanup_due()  # a dry run is not a run
 
-    assert vault.cleanup(if_due=True).commit is not None
-    assert not vault.cleanup_due()
-    skipped = vault.cleanup(if_due=True)
+    assert vault.admin.cleanup(if_due=True).commit is not None
+    assert not vault.admin.cleanup_due()
+    skipped = vault.admin.cleanup(if_due=True)
     assert skipped.skipped and skipped.skipped.startswith("not due")
 
     offline = Vault.init(tmp_path / "offline")
@@ -270,7 +270,7 @@ def test_a_model_that_never_answers_json_changes_nothing(
     model.plan = lambda by_text: "I cleaned everything up for you!"
     head = vault.git.head()
     with pytest.raises(LLMResponseError):
-        vault.cleanup()
+        vault.admin.cleanup()
     assert vault.git.head() == head
 
 
@@ -308,7 +308,7 @@ def test_near_duplicates_far_apart_in_the_files_share_a_batch(
             "The quarterly report is due by the fifth business day of the month"
         ).id
     model.plan = lambda by_text: {"actions": []}
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert result.batches > 1 and first != last
     together = [listing for listing in model.listings if first in listing]
     assert len(together) == 1 and last in together[0]
@@ -321,11 +321,11 @@ def test_review_branches_of_cleanup_are_named_for_it_and_reviewable(
     model.plan = lambda by_text: {
         "actions": [{"op": "retire", "id": ids[2], "by": ids[3], "reason": "renamed"}]
     }
-    result = vault.cleanup(review=True)
+    result = vault.admin.cleanup(review=True)
     assert re.fullmatch(r"mdmem/cleanup-\d{4}-\d\d-\d\d", result.branch or "")
-    assert [r.branch for r in vault.reviews()] == [result.branch]
-    vault.reject_review(result.branch)
-    assert vault.reviews() == [] and vault.block(ids[2]).status == "active"
+    assert [r.branch for r in vault.git.reviews()] == [result.branch]
+    vault.git.reject_review(result.branch)
+    assert vault.git.reviews() == [] and vault.get(ids[2]).status == "active"
 
 
 def test_injected_text_cannot_talk_the_model_into_emptying_a_small_scope(
@@ -345,10 +345,10 @@ def test_injected_text_cannot_talk_the_model_into_emptying_a_small_scope(
         "actions": [{"op": "retire", "id": i, "reason": "obsolete"} for i in keep]
     }
     head = vault.git.head()
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert not result.actions and "max_retire_ratio" in result.rejected[-1]["why"]
     assert vault.git.head() == head
-    assert all(vault.block(i).status == "active" for i in keep)
+    assert all(vault.get(i).status == "active" for i in keep)
 
 
 def test_an_enormous_reply_is_dropped_whole(
@@ -361,7 +361,7 @@ def test_an_enormous_reply_is_dropped_whole(
         ]
     }
     head = vault.git.head()
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert not result.actions and len(result.rejected) == 1
     assert "5000 actions for 7 memories" in result.rejected[0]["why"]
     assert vault.git.head() == head
@@ -391,12 +391,12 @@ def test_a_memory_changed_while_the_model_thought_is_left_as_it_is(
         }
 
     model.plan = plan
-    result = vault.cleanup()
+    result = vault.admin.cleanup()
     assert [a["op"] for a in result.actions] == ["retire"]
     assert "changed since the model saw it" in result.rejected[0]["why"]
-    assert vault.block(ids[0]).text == "The deploy window is Thursday evening"
-    assert vault.block(ids[0]).status == "active" and vault.block(ids[1]).status == "active"
-    assert vault.block(ids[2]).status == "superseded"
+    assert vault.get(ids[0]).text == "The deploy window is Thursday evening"
+    assert vault.get(ids[0]).status == "active" and vault.get(ids[1]).status == "active"
+    assert vault.get(ids[2]).status == "superseded"
 
 
 def test_a_cleanup_killed_between_its_files_is_one_commit_after_recovery(
@@ -416,15 +416,15 @@ def test_a_cleanup_killed_between_its_files_is_one_commit_after_recovery(
     }
     head = run_git(root, "rev-parse", "HEAD").strip()
     llm = {"OPENAI_BASE_URL": server.base_url, "MDMEM_LLM_MODEL": "local-test"}
-    run_killed(root, "vault.cleanup()", kill_after=1, extra_env=llm)
+    run_killed(root, "vault.admin.cleanup()", kill_after=1, extra_env=llm)
     again = Vault.open(root, agent="test-agent")
-    again.commit_human_edits()  # whoever takes the lock next finishes the write
-    assert again.block(ids[2]).status == "superseded"
-    assert again.block(ids[4]).status == "superseded"
+    again.admin.commit_human_edits()  # whoever takes the lock next finishes the write
+    assert again.admin.store.block(ids[2]).status == "superseded"
+    assert again.admin.store.block(ids[4]).status == "superseded"
     assert run_git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
     message = run_git(root, "log", "-1", "--format=%an%n%B")
     assert message.startswith("crashy\ncleanup root: 2 retired") and "Op: cleanup" in message
-    assert not again.git.dirty_paths()
+    assert not again.admin.store.git.dirty_paths()
 
 
 def test_two_cleanups_at_once_apply_each_change_once(
@@ -450,7 +450,8 @@ def test_two_cleanups_at_once_apply_each_change_once(
     other = Vault.open(vault.root, agent="test-agent")  # a second process's view
     results: list[Any] = []
     runs = [
-        threading.Thread(target=lambda v=v: results.append(v.cleanup())) for v in (vault, other)
+        threading.Thread(target=lambda v=v: results.append(v.admin.cleanup()))
+        for v in (vault, other)
     ]
     for run in runs:
         run.start()
@@ -459,6 +460,6 @@ def test_two_cleanups_at_once_apply_each_change_once(
     assert len(results) == 2
     applied = sorted(len(r.actions) for r in results)
     assert applied == [0, 2]  # the second saw its memories changed and wrote nothing
-    merged = [m for m in vault.memories() if m.text == "Deploys: Tuesday mornings"]
+    merged = [m for m in vault.library.list() if m.text == "Deploys: Tuesday mornings"]
     assert len(merged) == 1
-    assert vault.block(ids[2]).field("by") == f"^{ids[3]}"
+    assert vault.get(ids[2]).field("by") == f"^{ids[3]}"

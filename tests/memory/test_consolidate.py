@@ -80,7 +80,7 @@ def test_offline_consolidation_writes_an_extractive_episode(vault: Vault) -> Non
     # The summary is sentences of the conversation, verbatim, as the episode memory.
     summary = vault.get(episode.id)
     assert summary.kind == "episode" and "staging database" in summary.text
-    assert summary.scope == "" and vault.block(episode.id).scope == ""
+    assert summary.scope == "" and vault.get(episode.id).scope == ""
     # Explicit statements became facts, through remember (USER for preferences).
     user_md = (vault.root / "USER.md").read_text()
     memory_md = (vault.root / "MEMORY.md").read_text()
@@ -413,7 +413,7 @@ def test_the_api_key_never_reaches_git_files_or_logs(
     assert all(r["headers"]["authorization"] == f"Bearer {canary}" for r in server.requests)
     log_p = git(vault.root, "log", "-p", "--all", "--format=%H%n%an %ae%n%B")
     assert canary not in log_p and canary not in caplog.text
-    for place in (vault.root, vault.state_dir):
+    for place in (vault.root, vault.admin.state_dir):
         for path in place.rglob("*"):
             if path.is_file():
                 assert canary.encode() not in path.read_bytes(), path

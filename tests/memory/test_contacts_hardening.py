@@ -60,13 +60,13 @@ def test_a_platform_id_on_two_profiles_resolves_to_nobody_and_doctor_says_so(
     vault.contacts.link("telegram:8", "user:bob")
     bob = vault.root / "contacts/user/bob.md"
     bob.write_text(bob.read_text().replace("- telegram:8", "- telegram:8\n- telegram:7"))
-    vault.refresh()
+    vault.admin.refresh()
     # Which of the two did the person mean? Guessing would file the turns of
     # one person in another's scope.
     assert vault.contacts.person_of("telegram:7") is None
     session = vault.session("tg-7", contact="telegram:7")
     assert session.scope == ""
-    report = vault.doctor()
+    report = vault.admin.doctor()
     problems = [p.detail for p in report.problems if p.check == "contact profiles"]
     assert any("telegram:7" in d and "user:alice" in d and "user:bob" in d for d in problems)
 
@@ -75,15 +75,15 @@ def test_doctor_reports_profiles_broken_by_hand(vault: Vault) -> None:
     vault.contacts.link("telegram:1", "user:alice")
     vault.contacts.link("telegram:2", "user:bob")
     vault.contacts.link("telegram:3", "user:carol")
-    assert "contact profiles" in vault.doctor().checks
-    assert not [p for p in vault.doctor().problems if p.check == "contact profiles"]
+    assert "contact profiles" in vault.admin.doctor().checks
+    assert not [p for p in vault.admin.doctor().problems if p.check == "contact profiles"]
     (vault.root / "contacts/user/alice.md").write_text("---\nperson: [unclosed\n---\n# A\n")
     bob = vault.root / "contacts/user/bob.md"
     bob.write_text(bob.read_text().replace("person: user:bob", "person: user:mallory"))
     carol = vault.root / "contacts/user/carol.md"
     carol.write_text(carol.read_text().replace("- telegram:3", "- tele gram [3]"))
     (vault.root / "contacts/Notes.md").write_text("# my own note\n")
-    details = [p.detail for p in vault.doctor().problems if p.check == "contact profiles"]
+    details = [p.detail for p in vault.admin.doctor().problems if p.check == "contact profiles"]
     joined = "\n".join(details)
     assert "contacts/user/alice.md" in joined and "frontmatter" in joined
     assert "contacts/user/bob.md" in joined and "user:mallory" in joined
@@ -121,4 +121,4 @@ def test_renames_racing_recorded_turns_lose_nothing(vault: Vault, run_git) -> No
     profile = vault.contacts.profile("telegram:5")
     assert profile.display_name == "Dana 5" and profile.platform_ids == ["telegram:5"]
     assert profile.last_seen == "2026-03-12T00:00+00:00"
-    assert not vault.git.dirty_paths()
+    assert not vault.admin.store.git.dirty_paths()

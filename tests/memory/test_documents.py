@@ -63,7 +63,7 @@ def make_pdf(pages: list[str]) -> bytes:
 
 
 def chunk_ids(vault: Vault, rel: str) -> dict[str, str]:
-    return {m.text: m.id for m in vault.memories() if m.path == rel}
+    return {m.text: m.id for m in vault.library.list() if m.path == rel}
 
 
 def test_markdown_is_chunked_by_headings_and_recallable_by_content(
@@ -71,10 +71,10 @@ def test_markdown_is_chunked_by_headings_and_recallable_by_content(
 ) -> None:
     doc = tmp_path / "Zebra Handbook.md"
     doc.write_text(GUIDE)
-    result = vault.ingest(doc)
+    result = vault.library.ingest(doc)[0]
     assert result.written and result.path == "documents/zebra-handbook.md"
     assert len(result.chunks) == 4 and result.added == result.chunks
-    blocks = [vault.block(i) for i in result.chunks]
+    blocks = [vault.admin.store.block(i) for i in result.chunks]
     assert [b.heading for b in blocks] == [
         "Zebra Handbook",
         "Install",
@@ -101,14 +101,14 @@ def test_unchanged_reingest_writes_nothing_and_a_change_rewrites_only_its_chunk(
 ) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text(GUIDE)
-    first = vault.ingest(doc)
+    first = vault.library.ingest(doc)[0]
     head = vault.git.head()
-    again = vault.ingest(doc)
+    again = vault.library.ingest(doc)[0]
     assert not again.written and again.chunks == first.chunks
-    assert vault.git.head() == head and not vault.git.dirty_paths()
+    assert vault.git.head() == head and not vault.admin.store.git.dirty_paths()
 
     doc.write_text(GUIDE.replace("every morning", "every evening") + "\n# FAQ\n\nAsk Ana.\n")
-    third = vault.ingest(doc)
+    third = vault.library.ingest(doc)[0]
     assert third.written
     assert third.chunks[:4] == first.chunks  # every old chunk keeps its id
     assert third.changed == [first.chunks[3]] and len(third.added) == 1
@@ -127,7 +127,7 @@ def test_unchanged_reingest_writes_nothing_and_a_change_rewrites_only_its_chunk(
     ]
     # A removed section takes its chunk with it.
     doc.write_text(GUIDE.split("# Usage")[0])
-    fourth = vault.ingest(doc)
+    fourth = vault.library.ingest(doc)[0]
     assert set(fourth.removed) == {first.chunks[3], third.added[0]}
     assert fourth.chunks == first.chunks[:3]
 
@@ -140,10 +140,10 @@ def test_document_text_is_data_not_metadata_and_reads_back(vault: Vault, tmp_pat
     )
     doc = tmp_path / "hostile.md"
     doc.write_text(hostile)
-    result = vault.ingest(doc)
+    result = vault.library.ingest(doc)[0]
     vault.close()
     fresh = Vault.open(vault.root)
-    blocks = [fresh.block(i) for i in result.chunks]
+    blocks = [fresh.admin.store.block(i) for i in result.chunks]
     assert {(b.kind, b.scope, b.status) for b in blocks} == {("document_chunk", "", "active")}
     assert all("pwned" not in b.tags for b in blocks)
     assert (
@@ -176,7 +176,7 @@ def test_a_secret_in_a_document_is_refused_and_nothing_is_written(
     doc.write_text(f"# Setup\n\n{sample.text}\n")
     head = vault.git.head()
     with pytest.raises(SecretRefusedError):
-        vault.ingest(doc)
+        vault.library.ingest(doc)[0]
     assert vault.git.head() == head and not (vault.root / "documents").exists()
 
 
@@ -187,16 +187,16 @@ def test_html_and_pdf_are_converted(vault: Vault, tmp_path: Path) -> None:
         "<h1>Release notes</h1><p>The <b>quokka</b> build ships on Friday.</p>"
         "<h2>Known issues</h2><ul><li>Printing is slow</li></ul></body></html>"
     )
-    html = vault.ingest(page)
-    blocks = [vault.block(i) for i in html.chunks]
+    html = vault.library.ingest(page)[0]
+    blocks = [vault.admin.store.block(i) for i in html.chunks]
     assert [b.heading for b in blocks] == ["Release notes", "Release notes › Known issues"]
     assert blocks[0].text == "The **quokka** build ships on Friday."
     assert "alert" not in (vault.root / html.path).read_text()
 
     pdf = tmp_path / "manual.pdf"
     pdf.write_bytes(make_pdf(["The wombat valve opens clockwise.", "Service every 90 days."]))
-    result = vault.ingest(pdf)
-    blocks = [vault.block(i) for i in result.chunks]
+    result = vault.library.ingest(pdf)[0]
+    blocks = [vault.admin.store.block(i) for i in result.chunks]
     assert [b.heading for b in blocks] == ["Page 1", "Page 2"]
     assert blocks[0].text == "The wombat valve opens clockwise."
     assert vault.recall("wombat valve", kinds="document_chunk").items[0].id == blocks[0].id
@@ -204,23 +204,23 @@ def test_html_and_pdf_are_converted(vault: Vault, tmp_path: Path) -> None:
     bad = tmp_path / "broken.pdf"
     bad.write_bytes(b"%PDF-1.4 not really")
     with pytest.raises(InvalidInputError):
-        vault.ingest(bad)
+        vault.library.ingest(bad)[0]
     with pytest.raises(InvalidInputError, match="already in the vault"):
-        vault.ingest(vault.root / "MEMORY.md")
+        vault.library.ingest(vault.root / "MEMORY.md")[0]
     with pytest.raises(InvalidInputError, match="supported files"):
         (tmp_path / "x.docx").write_bytes(b"PK")
-        vault.ingest(tmp_path / "x.docx")
+        vault.library.ingest(tmp_path / "x.docx")[0]
 
 
 def test_chunks_are_bounded_and_plain_text_works(vault: Vault, tmp_path: Path) -> None:
     paragraphs = [f"Paragraph {n} " + "lorem ipsum dolor " * 30 for n in range(20)]
     doc = tmp_path / "long.txt"
     doc.write_text("\n\n".join(paragraphs))
-    result = vault.ingest(doc)
-    texts = [vault.block(i).text for i in result.chunks]
+    result = vault.library.ingest(doc)[0]
+    texts = [vault.get(i).text for i in result.chunks]
     assert len(texts) > 3 and all(len(t) <= MAX_CHUNK_CHARS for t in texts)
     assert "\n\n".join(texts) == "\n\n".join(p.strip() for p in paragraphs)
-    assert vault.block(result.chunks[1]).heading == f"long (2/{len(texts)})"
+    assert vault.admin.store.block(result.chunks[1]).heading == f"long (2/{len(texts)})"
 
 
 def test_scoped_ingest_and_cli(tmp_path: Path) -> None:

@@ -26,16 +26,16 @@ def test_the_source_path_does_not_carry_the_users_directory_layout(
     home.mkdir(parents=True)
     doc = home / "contract.md"
     doc.write_text("# Terms\n\nNet 30.\n")
-    result = vault.ingest(doc)
+    result = vault.library.ingest(doc)[0]
     text = (vault.root / result.path).read_text()
     assert "acme-secret" not in text and str(tmp_path) not in text
     assert "source: contract.md" in text
     # The commit message does not carry it either.
-    assert "acme-secret" not in vault.git.run("log", "-1", "--format=%B")
+    assert "acme-secret" not in vault.admin.store.git.run("log", "-1", "--format=%B")
     assert result.source == "contract.md"
     # Re-ingest still finds the document (by a hash of the path, not the path).
     doc.write_text("# Terms\n\nNet 45.\n")
-    again = vault.ingest(doc)
+    again = vault.library.ingest(doc)[0]
     assert again.path == result.path and again.changed == result.chunks
 
 
@@ -44,13 +44,13 @@ def test_two_files_with_one_name_stay_two_documents(vault: Vault, tmp_path: Path
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "guide.md").write_text("# A\n\nalpha\n")
     (tmp_path / "b" / "guide.md").write_text("# B\n\nbeta\n")
-    first = vault.ingest(tmp_path / "a" / "guide.md")
-    second = vault.ingest(tmp_path / "b" / "guide.md")
+    first = vault.library.ingest(tmp_path / "a" / "guide.md")[0]
+    second = vault.library.ingest(tmp_path / "b" / "guide.md")[0]
     assert first.path != second.path
     (tmp_path / "b" / "guide.md").write_text("# B\n\nbeta two\n")
-    third = vault.ingest(tmp_path / "b" / "guide.md")
+    third = vault.library.ingest(tmp_path / "b" / "guide.md")[0]
     assert third.path == second.path
-    assert vault.block(first.chunks[0]).text == "alpha"
+    assert vault.get(first.chunks[0]).text == "alpha"
 
 
 def test_a_legacy_absolute_source_is_found_again_and_rewritten(
@@ -58,7 +58,7 @@ def test_a_legacy_absolute_source_is_found_again_and_rewritten(
 ) -> None:
     doc = tmp_path / "old.md"
     doc.write_text("# A\n\nalpha\n")
-    first = vault.ingest(doc)
+    first = vault.library.ingest(doc)[0]
     full = vault.root / first.path
     # What the first release wrote: the absolute path as source, no origin.
     lines = [
@@ -67,9 +67,9 @@ def test_a_legacy_absolute_source_is_found_again_and_rewritten(
         if not line.startswith("origin:")
     ]
     full.write_text("\n".join(lines) + "\n")
-    vault.refresh()
+    vault.admin.refresh()
     doc.write_text("# A\n\nalpha two\n")
-    again = vault.ingest(doc)
+    again = vault.library.ingest(doc)[0]
     assert again.path == first.path and again.changed == first.chunks
     assert str(doc.resolve()) not in full.read_text()
 
@@ -83,7 +83,7 @@ def test_files_that_are_not_documents_are_refused_without_reading_them(
 
     def run() -> None:
         try:
-            vault.ingest(fifo)
+            vault.library.ingest(fifo)
             done.append(None)
         except BaseException as exc:
             done.append(exc)
@@ -97,13 +97,14 @@ def test_files_that_are_not_documents_are_refused_without_reading_them(
         worker.join(5)
         pytest.fail("ingest blocked reading a FIFO")
     assert isinstance(done[0], InvalidInputError) and "not a regular file" in str(done[0])
-    with pytest.raises(InvalidInputError, match="folder"):
-        vault.ingest(tmp_path)
+    # A folder is ingested file by file (library.ingest takes folders): an empty one is nothing.
+    (tmp_path / "empty").mkdir()
+    assert vault.library.ingest(tmp_path / "empty") == []
     big = tmp_path / "big.txt"
     with open(big, "wb") as fh:
         fh.truncate(21 * 1024 * 1024)  # sparse: the size is checked before reading
     with pytest.raises(InvalidInputError, match="larger than"):
-        vault.ingest(big)
+        vault.library.ingest(big)
 
 
 def test_html_keeps_text_and_drops_active_content(vault: Vault, tmp_path: Path) -> None:
@@ -116,7 +117,7 @@ def test_html_keeps_text_and_drops_active_content(vault: Vault, tmp_path: Path) 
         '<object data="x.swf"><p>plugin fallback</p></object>'
         "<svg><text>vector text</text></svg>"
     )
-    result = vault.ingest(page)
+    result = vault.library.ingest(page)[0]
     text = (vault.root / result.path).read_text()
     assert "data:" not in text and "javascript:" not in text and "AAAA" not in text
     assert "chart" in text and "this link" in text and "https://example.com/doc" in text
@@ -135,7 +136,7 @@ def test_a_folder_ingest_skips_symlinks_and_the_vault(tmp_path: Path) -> None:
     (docs / "linked").symlink_to(outside, target_is_directory=True)
     (docs / "sub" / "loop").symlink_to(docs, target_is_directory=True)
     (docs / "memory.md").symlink_to(vault.root / "MEMORY.md")
-    results = vault.ingest_many([docs])
+    results = vault.library.ingest([docs])
     assert [r.source for r in results] == ["docs/a.md"]
     assert "private thoughts" not in "".join(
         p.read_text() for p in (vault.root / "documents").glob("*.md")
@@ -143,7 +144,7 @@ def test_a_folder_ingest_skips_symlinks_and_the_vault(tmp_path: Path) -> None:
     # A vault folder inside the folder ingested is left out, not a failure.
     inner = Vault.init(docs / "inner-vault")
     inner.close()
-    assert [r.source for r in vault.ingest_many([docs])] == ["docs/a.md"]
+    assert [r.source for r in vault.library.ingest([docs])] == ["docs/a.md"]
     out = CliRunner().invoke(main, ["--vault", str(vault.root), "ingest", str(docs), "--json"])
     assert out.exit_code == 0, out.output
     assert [r["source"] for r in json.loads(out.stdout)] == ["docs/a.md"]
@@ -152,7 +153,7 @@ def test_a_folder_ingest_skips_symlinks_and_the_vault(tmp_path: Path) -> None:
 def _edit_chunk(vault: Vault, rel: str, old: str, new: str) -> None:
     full = vault.root / rel
     full.write_text(full.read_text().replace(old, new))
-    vault.refresh()
+    vault.admin.refresh()
 
 
 def test_a_hand_edited_chunk_survives_a_reingest_that_does_not_touch_it(
@@ -160,13 +161,13 @@ def test_a_hand_edited_chunk_survives_a_reingest_that_does_not_touch_it(
 ) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text(GUIDE)
-    first = vault.ingest(doc)
+    first = vault.library.ingest(doc)[0]
     _edit_chunk(vault, first.path, "Run the installer.", "Run the installer (as admin!).")
     doc.write_text(GUIDE.replace("Ask Ana.", "Ask Ben."))
-    again = vault.ingest(doc)
+    again = vault.library.ingest(doc)[0]
     assert again.changed == [first.chunks[2]]
-    assert vault.block(first.chunks[0]).text == "Run the installer (as admin!)."
-    assert vault.block(first.chunks[2]).text == "Ask Ben."
+    assert vault.get(first.chunks[0]).text == "Run the installer (as admin!)."
+    assert vault.get(first.chunks[2]).text == "Ask Ben."
     assert first.chunks[0] in again.kept_edits
 
 
@@ -175,17 +176,17 @@ def test_a_reingest_that_would_overwrite_a_hand_edit_is_refused_unless_forced(
 ) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text(GUIDE)
-    first = vault.ingest(doc)
+    first = vault.library.ingest(doc)[0]
     _edit_chunk(vault, first.path, "Call frobnicate() daily.", "Call frobnicate() hourly.")
     head = vault.git.head()
     doc.write_text(GUIDE.replace("daily", "weekly"))
     with pytest.raises(InvalidInputError, match=rf"{first.chunks[1]}.*force"):
-        vault.ingest(doc)
+        vault.library.ingest(doc)[0]
     assert vault.git.head() == head
-    assert vault.block(first.chunks[1]).text == "Call frobnicate() hourly."
-    forced = vault.ingest(doc, force=True)
+    assert vault.get(first.chunks[1]).text == "Call frobnicate() hourly."
+    forced = vault.library.ingest(doc, force=True)[0]
     assert forced.changed == [first.chunks[1]]
-    assert vault.block(first.chunks[1]).text == "Call frobnicate() weekly."
+    assert vault.get(first.chunks[1]).text == "Call frobnicate() weekly."
     out = CliRunner().invoke(main, ["--vault", str(vault.root), "ingest", "--help"])
     assert "--force" in out.output
 
@@ -193,19 +194,19 @@ def test_a_reingest_that_would_overwrite_a_hand_edit_is_refused_unless_forced(
 def test_an_uncommitted_hand_edit_counts_too(vault: Vault, tmp_path: Path) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text(GUIDE)
-    first = vault.ingest(doc)
+    first = vault.library.ingest(doc)[0]
     full = vault.root / first.path
     full.write_text(full.read_text().replace("Ask Ana.", "Ask Ana or Ben."))
     doc.write_text(GUIDE.replace("Ask Ana.", "Ask Carol."))
     with pytest.raises(InvalidInputError, match="by hand"):
-        vault.ingest(doc)
+        vault.library.ingest(doc)[0]
     assert "Ask Ana or Ben." in full.read_text()
 
 
 def test_the_title_is_unicode_normalised(vault: Vault, tmp_path: Path) -> None:
     doc = tmp_path / "Cafe\u0301 notes.md"
     doc.write_text("# Menu\n\nEspresso.\n")
-    result = vault.ingest(doc)
+    result = vault.library.ingest(doc)[0]
     text = (vault.root / result.path).read_text()
     assert "title: Caf\u00e9 notes" in text
 
@@ -217,7 +218,7 @@ def test_a_hand_edit_saved_while_a_reingest_writes_is_not_overwritten(
 
     doc = tmp_path / "guide.md"
     doc.write_text(GUIDE)
-    first = vault.ingest(doc)
+    first = vault.library.ingest(doc)[0]
     full = vault.root / first.path
     real = writer_module.swap
     saved: list[str] = []
@@ -232,10 +233,10 @@ def test_a_hand_edit_saved_while_a_reingest_writes_is_not_overwritten(
     monkeypatch.setattr(writer_module, "swap", person_saves_first)
     doc.write_text(GUIDE.replace("Run the installer.", "Run the new installer."))
     with pytest.raises(MdmemError, match="changed while"):
-        vault.ingest(doc)
+        vault.library.ingest(doc)[0]
     assert "Ask Ana (she is back)." in full.read_text()
     monkeypatch.setattr(writer_module, "swap", real)
-    again = vault.ingest(doc)  # the re-run keeps the person's edit, takes the new source
+    again = vault.library.ingest(doc)[0]  # the re-run keeps the person's edit, takes the new source
     text = full.read_text()
     assert "Ask Ana (she is back)." in text and "Run the new installer." in text
     assert again.kept_edits == [first.chunks[2]]
@@ -265,7 +266,7 @@ def test_damaged_pdfs_and_deep_html_are_one_line_refusals(vault: Vault, tmp_path
     deep = tmp_path / "deep.html"
     deep.write_text("<div>" * 3000 + "deep" + "</div>" * 3000)
     with pytest.raises(InvalidInputError, match="too deeply"):
-        vault.ingest(deep)
+        vault.library.ingest(deep)[0]
 
     writer = PdfWriter()
     writer.append(PdfReader(io.BytesIO(good)))
@@ -274,7 +275,9 @@ def test_damaged_pdfs_and_deep_html_are_one_line_refusals(vault: Vault, tmp_path
     buf = io.BytesIO()
     writer.write(buf)
     open_pdf.write_bytes(buf.getvalue())
-    assert vault.block(vault.ingest(open_pdf).chunks[0]).text.startswith("The wombat valve")
+    assert vault.get(vault.library.ingest(open_pdf)[0].chunks[0]).text.startswith(
+        "The wombat valve"
+    )
     locked = PdfWriter()
     locked.append(PdfReader(io.BytesIO(good)))
     locked.encrypt(user_password="secret")
@@ -282,4 +285,4 @@ def test_damaged_pdfs_and_deep_html_are_one_line_refusals(vault: Vault, tmp_path
     locked.write(buf)
     (tmp_path / "locked.pdf").write_bytes(buf.getvalue())
     with pytest.raises(InvalidInputError, match="password-protected"):
-        vault.ingest(tmp_path / "locked.pdf")
+        vault.library.ingest(tmp_path / "locked.pdf")[0]

@@ -53,7 +53,7 @@ def _fill(vault: Vault) -> None:
 
 def _export(vault: Vault) -> list[dict]:
     out = io.StringIO()
-    count = vault.export_jsonl(out)
+    count = vault.library.export(out)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(rows) == count
     return rows
@@ -122,7 +122,7 @@ def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
     dump = tmp_path / "export.jsonl"
     dump.write_text("".join(json.dumps(r) + "\n" for r in rows))
     fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
-    report = fresh.import_(dump)
+    report = fresh.library.import_(dump)
     assert report.refused == 0, report.refusals
     assert report.added == len(rows)
     again = _export(fresh)
@@ -136,14 +136,14 @@ def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
         got = _matches(fresh.recall(query, k=3).items)
         assert want and got == want, query
     # Importing the export again adds nothing.
-    assert fresh.import_(dump).added == 0
+    assert fresh.library.import_(dump).added == 0
     assert len(_export(fresh)) == len(rows)
 
 
 def test_export_reports_progress(vault: Vault) -> None:
     _fill(vault)
     seen: list[tuple[str, int, int]] = []
-    count = vault.export_jsonl(io.StringIO(), progress=lambda *a: seen.append(a))
+    count = vault.library.export(io.StringIO(), progress=lambda *a: seen.append(a))
     assert seen[0] == ("export", 0, count) and seen[-1] == ("export", count, count)
 
 
@@ -154,7 +154,7 @@ def test_import_of_an_export_keeps_its_statuses(vault: Vault, tmp_path: Path) ->
     memory_md = vault.root / "MEMORY.md"
     hand = "- The launch is on May 19. ^m-01hhand00000000000000000000\n"
     memory_md.write_text(memory_md.read_text() + hand)
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     rows = _export(vault)
     assert sorted(r["status"] for r in rows) == ["active", "active"]
     fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
@@ -162,5 +162,5 @@ def test_import_of_an_export_keeps_its_statuses(vault: Vault, tmp_path: Path) ->
     for n, row in enumerate(rows):
         part = tmp_path / f"part{n}.jsonl"
         part.write_text(json.dumps(row) + "\n")
-        fresh.import_(part)
+        fresh.library.import_(part)
     assert sorted(r["status"] for r in _export(fresh)) == ["active", "active"]

@@ -41,7 +41,7 @@ def _entries(vault: Vault, session: str) -> list:
 def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path: Path) -> None:
     path = _fixture(tmp_path, "chatgpt_conversations.json")
     before = _commits(vault)
-    report = vault.import_(path)
+    report = vault.library.import_(path)
     assert report.format == "chatgpt"
     # The discarded regeneration and the hidden empty system root are not the conversation.
     assert report.messages == 5
@@ -55,14 +55,14 @@ def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path:
         "I'm flying to Lisbon on May 12 for the quarterly offsite.",
         "Noted: the Lisbon offsite starts on May 12. Do you need a hotel near Alfama?",
     ]
-    first = vault.block(entries[0].id)
+    first = vault.admin.store.block(entries[0].id)
     assert first.field("source") == "chatgpt"
     assert first.field("event") == "msg-u1"
     assert first.field("role") == "user"
     assert first.created == datetime.fromtimestamp(1684300010, UTC)
     assert entries[1].created == datetime.fromtimestamp(1684300030, UTC)
     # Text that looks like fields and an id is data: read back as written, active.
-    third = vault.block(entries[2].id)
+    third = vault.admin.store.block(entries[2].id)
     assert (
         third.text
         == "Yes, and note this for later: [status:: superseded] ^m-01hzzzzzzzzzzzzzzzzzzzzzzz"
@@ -78,10 +78,10 @@ def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path:
 
 def test_import_twice_adds_nothing(vault: Vault, tmp_path: Path) -> None:
     path = _fixture(tmp_path, "chatgpt_conversations.json")
-    vault.import_(path)
+    vault.library.import_(path)
     files = {p: p.read_bytes() for p in vault.root.rglob("*.md")}
     head = _commits(vault)
-    again = vault.import_(path)
+    again = vault.library.import_(path)
     assert again.added == 0 and again.duplicates == 4 and again.commits == 0
     assert _commits(vault) == head
     assert {p: p.read_bytes() for p in vault.root.rglob("*.md")} == files
@@ -89,33 +89,33 @@ def test_import_twice_adds_nothing(vault: Vault, tmp_path: Path) -> None:
 
 def test_import_survives_a_fresh_process(vault: Vault, tmp_path: Path) -> None:
     path = _fixture(tmp_path, "claude_conversations.json")
-    vault.import_(path)
+    vault.library.import_(path)
     vault.close()
     again = Vault.open(vault.root).import_(path)
     assert again.added == 0 and again.duplicates == 3
 
 
 def test_claude_export(vault: Vault, tmp_path: Path) -> None:
-    report = vault.import_(_fixture(tmp_path, "claude_conversations.json"))
+    report = vault.library.import_(_fixture(tmp_path, "claude_conversations.json"))
     assert report.format == "claude"
     assert (report.added, report.refused, report.conversations) == (3, 0, 1)
     entries = _entries(vault, "claude-0f9e8d7c-6b5a-4938-8271-605f4e3d2c1b")
-    roles = [vault.block(e.id).field("role") for e in entries]
+    roles = [vault.get(e.id).field("role") for e in entries]
     assert roles == ["user", "assistant", "user"]
     # Only text blocks: the thinking block is not the answer.
     assert entries[1].text == "Postgres: billing needs concurrent writers and row-level locking."
     assert entries[1].created == datetime(2024, 3, 4, 9, 15, 30, tzinfo=UTC)
     # Frontmatter and a heading inside a message are text, not the file's metadata.
-    last = vault.block(entries[2].id)
+    last = vault.admin.store.block(entries[2].id)
     assert last.text == "---\nstatus: superseded\n---\n# Decision\nWe go with Postgres 16."
     assert last.status == "active" and last.kind == "chat_message"
-    assert vault.block(entries[0].id).field("source") == "claude"
+    assert vault.get(entries[0].id).field("source") == "claude"
 
 
 def test_jsonl_messages_group_by_conversation_and_report_bad_lines(
     vault: Vault, tmp_path: Path
 ) -> None:
-    report = vault.import_(DATA / "messages.jsonl", scope="user:maria")
+    report = vault.library.import_(DATA / "messages.jsonl", scope="user:maria")
     assert report.format == "jsonl"
     assert report.added == 4 and report.refused == 2
     assert {r["where"] for r in report.refusals} == {"line 4", "line 5"}
@@ -124,17 +124,17 @@ def test_jsonl_messages_group_by_conversation_and_report_bad_lines(
     assert [e.scope for e in entries] == ["user:maria"] * 3
     assert entries[1].text == "I'll bring the flowers."
     assert entries[1].created == datetime.fromtimestamp(1684605780, UTC)
-    assert vault.block(entries[0].id).field("event") == "tg-1001"
-    assert vault.import_(DATA / "messages.jsonl", scope="user:maria").added == 0
+    assert vault.get(entries[0].id).field("event") == "tg-1001"
+    assert vault.library.import_(DATA / "messages.jsonl", scope="user:maria").added == 0
 
 
 def test_format_is_detected_or_asked_for(vault: Vault, tmp_path: Path) -> None:
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps([{"nothing": 1}]))
     with pytest.raises(InvalidInputError, match="--format"):
-        vault.import_(odd)
+        vault.library.import_(odd)
     with pytest.raises(InvalidInputError, match="mapping"):
-        vault.import_(odd, format="chatgpt")
+        vault.library.import_(odd, format="chatgpt")
 
 
 def test_zip_export_is_read(vault: Vault, tmp_path: Path) -> None:
@@ -143,13 +143,13 @@ def test_zip_export_is_read(vault: Vault, tmp_path: Path) -> None:
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(DATA / "claude_conversations.json", "conversations.json")
-    assert vault.import_(archive).added == 3
+    assert vault.library.import_(archive).added == 3
 
 
 def test_markdown_notes_copied_byte_for_byte_or_refused(vault: Vault, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     shutil.copytree(DATA / "notes", notes)
-    report = vault.import_(notes)
+    report = vault.library.import_(notes)
     assert report.format == "markdown"
     assert sorted(report.files) == ["imported/Recipes.md", "imported/projects/Roadmap.md"]
     refused = {r["where"]: r["reason"] for r in report.refusals}
@@ -162,7 +162,7 @@ def test_markdown_notes_copied_byte_for_byte_or_refused(vault: Vault, tmp_path: 
     assert report.commits == 1
     hits = vault.recall("pastel de nata bake", k=3)
     assert hits.items[0].path == "imported/Recipes.md"
-    again = vault.import_(notes)
+    again = vault.library.import_(notes)
     assert (again.added, again.duplicates) == (0, 2)
 
 
@@ -171,24 +171,24 @@ def test_markdown_note_with_a_secret_is_refused(vault: Vault, tmp_path: Path) ->
     notes.mkdir()
     (notes / "leak.md").write_text(f"# Creds\n\n{SECRET.text}\n")
     (notes / "fine.md").write_text("# Fine\n\nNothing to hide.\n")
-    report = vault.import_(notes, format="markdown")
+    report = vault.library.import_(notes, format="markdown")
     assert report.added == 1 and report.refused == 1
     assert not (vault.root / "imported" / "leak.md").exists()
-    redacted = vault.import_(notes, format="markdown", secrets="redact")
+    redacted = vault.library.import_(notes, format="markdown", secrets="redact")
     assert redacted.added == 1
     assert SECRET.fragments[0] not in (vault.root / "imported" / "leak.md").read_text()
 
 
 def test_progress_reports_every_message(vault: Vault, tmp_path: Path) -> None:
     seen: list[tuple[str, int, int]] = []
-    vault.import_(DATA / "messages.jsonl", progress=lambda *a: seen.append(a))
+    vault.library.import_(DATA / "messages.jsonl", progress=lambda *a: seen.append(a))
     assert seen[0] == ("import", 0, 4) and seen[-1] == ("import", 4, 4)
 
 
 def test_jsonl_speaker_is_kept(vault: Vault) -> None:
-    vault.import_(DATA / "messages.jsonl")
+    vault.library.import_(DATA / "messages.jsonl")
     entries = vault.session("telegram-family-chat").entries()
-    assert [vault.block(e.id).field("speaker") for e in entries] == ["Maria", "Joao", None]
+    assert [vault.get(e.id).field("speaker") for e in entries] == ["Maria", "Joao", None]
 
 
 def test_a_message_repeated_inside_one_import_is_recorded_once(
@@ -201,7 +201,7 @@ def test_a_message_repeated_inside_one_import_is_recorded_once(
     ]
     path = tmp_path / "dup.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    report = vault.import_(path)
+    report = vault.library.import_(path)
     assert (report.added, report.duplicates, report.commits) == (2, 1, 1)
     assert [e.text for e in vault.session("jsonl-c").entries()] == ["First words.", "Second words."]
 
@@ -214,7 +214,7 @@ def test_many_turns_one_commit_each_batch(vault: Vault, tmp_path: Path) -> None:
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     before = _commits(vault)
-    report = vault.import_(path)
+    report = vault.library.import_(path)
     assert report.added == 120 and report.commits == 1 and _commits(vault) == before + 1
     vault.close()
     # Durable: a fresh process sees every turn, in order, and recall finds one.
@@ -232,8 +232,8 @@ def test_jsonl_without_ids_is_still_idempotent_and_reads_milliseconds(
     ]
     path = tmp_path / "noid.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert vault.import_(path).added == 2
-    again = vault.import_(path)
+    assert vault.library.import_(path).added == 2
+    again = vault.library.import_(path)
     assert (again.added, again.duplicates) == (0, 2)
     first = vault.session("jsonl-s").entries()[0]
     assert first.created == datetime.fromtimestamp(1684605780, UTC)
@@ -243,7 +243,7 @@ def test_claude_export_wrapped_with_its_account(vault: Vault, tmp_path: Path) ->
     conversations = json.loads((DATA / "claude_conversations.json").read_text())
     wrapped = tmp_path / "wrapped.json"
     wrapped.write_text(json.dumps({"account": {"uuid": "a"}, "conversations": conversations}))
-    report = vault.import_(wrapped)
+    report = vault.library.import_(wrapped)
     assert (report.format, report.added) == ("claude", 3)
 
 
@@ -267,7 +267,7 @@ def test_an_imported_contact_is_a_contact_as_in_a_live_session(
     ]
     path = tmp_path / "contact.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert vault.import_(path).added == 2
+    assert vault.library.import_(path).added == 2
     hit = vault.recall("lunch on Friday", k=1).items[0]
     assert hit.scope == "user:ana"
     profile = vault.contacts.profile("user:ana")
@@ -275,5 +275,5 @@ def test_an_imported_contact_is_a_contact_as_in_a_live_session(
     # An unlinked contact gets a profile of its own, as a live session gives it.
     rows[0] |= {"event": "u1", "contact": "telegram:8", "session": "d"}
     path.write_text(json.dumps(rows[0]) + "\n")
-    vault.import_(path)
+    vault.library.import_(path)
     assert "telegram:8" in vault.contacts.profile("telegram:8").platform_ids

@@ -44,7 +44,7 @@ def test_a_batch_auto_resolves_its_memories_at_its_end_embedded_together(
     minilm: None, vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old = vault.remember(TUESDAY, kind="decision")
-    model = vault.indexer.embedder
+    model = vault.admin.store.embedding.embedder
     assert model is not None
     calls: list[int] = []
     real_embed = model.embed
@@ -53,14 +53,14 @@ def test_a_batch_auto_resolves_its_memories_at_its_end_embedded_together(
         new = vault.remember(THURSDAY, kind="decision")
         others = [vault.remember(f"The office plant number {i} needs water.") for i in range(6)]
         assert new.superseded == ()  # decided at the end of the batch
-        assert vault.block(old.id).status == "active"
+        assert vault.get(old.id).status == "active"
     assert calls[0] == 7  # the batch's memories in one call, not one call each
-    block = vault.block(old.id)
+    block = vault.admin.store.block(old.id)
     assert block.status == "superseded" and block.field("by") == f"^{new.id}"
     message = git(vault.root, "log", "-1", "--format=%B")
     assert f"Supersedes: {old.id}" in message and "import" in message
     assert len(git(vault.root, "log", "--format=%h").split()) == 3  # init, old, the batch
-    assert all(vault.block(m.id).status == "active" for m in others)
+    assert all(vault.get(m.id).status == "active" for m in others)
 
 
 def test_offline_near_duplicate_of_same_kind_supersedes_the_old_one(
@@ -69,7 +69,7 @@ def test_offline_near_duplicate_of_same_kind_supersedes_the_old_one(
     old = vault.remember(TUESDAY, kind="decision")
     new = vault.remember(THURSDAY, kind="decision")
     assert new.superseded == (old.id,)
-    block = vault.block(old.id)
+    block = vault.admin.store.block(old.id)
     assert block.status == "superseded" and block.field("by") == f"^{new.id}"
     message = git(vault.root, "log", "-1", "--format=%B")
     assert message.startswith("auto-supersede decision: Production deploys happen on Thursdays")
@@ -99,15 +99,15 @@ def test_other_kinds_scopes_and_sessions_are_left_alone(minilm: None, vault: Vau
     old = vault.remember(TUESDAY, kind="decision")
     assert vault.remember(THURSDAY, kind="gotcha").superseded == ()  # another kind
     assert vault.remember(THURSDAY, kind="decision", scope="project:x").superseded == ()
-    assert vault.block(old.id).status == "active"
+    assert vault.get(old.id).status == "active"
     # Same session: never auto-resolved.
     a = vault.remember(TUESDAY, kind="discovery", fields=[("session", "s9")])
     b = vault.remember(THURSDAY, kind="discovery", fields=[("session", "s9")])
-    assert b.superseded == () and vault.block(a.id).status == "active"
+    assert b.superseded == () and vault.get(a.id).status == "active"
     # Session summaries never are.
     c = vault.remember(TUESDAY, kind="session_summary")
     d = vault.remember(THURSDAY, kind="session_summary")
-    assert d.superseded == () and vault.block(c.id).status == "active"
+    assert d.superseded == () and vault.get(c.id).status == "active"
 
 
 def test_shared_context_uses_the_lower_threshold(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_shared_context_uses_the_lower_threshold(tmp_path: Path) -> None:
     assert b.superseded == (a.id,)
     c = v.remember("utils.py is 800 lines long and should be split into modules", kind="gotcha")
     d = v.remember("helpers.py is 800 lines long and was split into modules", kind="gotcha")
-    assert d.superseded == () and v.block(c.id).status == "active"
+    assert d.superseded == () and v.get(c.id).status == "active"
     e = v.remember("the cache layer is too slow", kind="gotcha", fields=[("context", "api")])
     f = v.remember("the cache layer got fast", kind="gotcha", fields=[("context", "API")])
     assert f.superseded == (e.id,)
@@ -132,13 +132,13 @@ def test_shared_context_uses_the_lower_threshold(tmp_path: Path) -> None:
 def test_contexts_of_files_fields_and_topics(vault: Vault) -> None:
     m1 = vault.remember("Edit `src/app/main.py` before ./README.md", kind="note")
     m2 = vault.learn("Docker", "Multi-stage builds keep images small.")
-    assert contexts_of(vault.block(m1.id)) >= {
+    assert contexts_of(vault.admin.store.block(m1.id)) >= {
         ("file", "src/app/main.py"),
         ("file", "readme.md"),
     }
-    assert ("topic", "topic: docker") in contexts_of(vault.block(m2.id))
+    assert ("topic", "topic: docker") in contexts_of(vault.admin.store.block(m2.id))
     m3 = vault.remember("main.py has a bug", kind="note")
-    assert share_context(vault.block(m1.id), vault.block(m3.id))
+    assert share_context(vault.admin.store.block(m1.id), vault.admin.store.block(m3.id))
 
 
 # -- similarity alone never retires: the same subject with a new value does -------------
@@ -188,7 +188,7 @@ def retired_pairs(root: Path, pairs: list[tuple[str, str]]) -> list[tuple[str, s
     for n, (old, new) in enumerate(pairs):
         first = v.remember(old, scope=f"project:p{n}")
         second = v.remember(new, scope=f"project:p{n}")
-        if v.block(first.id).status == "superseded":
+        if v.get(first.id).status == "superseded":
             assert second.superseded == (first.id,)
             out.append((old, new))
     return out
@@ -210,7 +210,7 @@ def test_a_batch_applies_the_same_rule_at_its_end(tmp_path: Path) -> None:
     with v.batch("import"):
         for n, (_, new) in enumerate(pairs):
             v.remember(new, scope=f"project:p{n}")
-    assert [v.block(m.id).status for m in olds] == ["active"] * 4 + ["superseded"]
+    assert [v.get(m.id).status for m in olds] == ["active"] * 4 + ["superseded"]
 
 
 @pytest.mark.slow  # fifty MiniLM embeddings and commits, one by one: ~10-20 s
@@ -227,7 +227,7 @@ def test_fifty_distinct_notes_written_one_by_one_retire_none(minilm: None, vault
         words = " ".join(rng.choice(options) for options in slots)
         notes.append(vault.remember(f"Note {token} says {words} bridge"))
     assert all(m.was_new and m.superseded == () for m in notes)
-    assert {vault.block(m.id).status for m in notes} == {"active"}
+    assert {vault.get(m.id).status for m in notes} == {"active"}
     assert "auto-supersede" not in git(vault.root, "log", "--format=%s")
 
 
@@ -235,7 +235,7 @@ def test_the_office_cleaned_weekly_retires_the_monthly_one(minilm: None, vault: 
     old = vault.remember("the office is cleaned monthly")
     new = vault.remember("the office is cleaned weekly")
     assert new.superseded == (old.id,)
-    block = vault.block(old.id)
+    block = vault.admin.store.block(old.id)
     assert block.status == "superseded" and block.field("by") == f"^{new.id}"
     message = git(vault.root, "log", "-1", "--format=%B")
     # 0.90 with MiniLM: under the 0.92 for unrelated contexts, but the wording
@@ -308,7 +308,7 @@ def test_judge_failure_still_stores_the_memory(
     server.push(Reply(status=500, content="boom"))
     with caplog.at_level(logging.WARNING, logger="mdmem"):
         new = vault.remember("The office printer is on floor two.")
-    assert new.was_new and vault.block(old.id).status == "active"
+    assert new.was_new and vault.get(old.id).status == "active"
     assert "judge unavailable" in caplog.text
 
 
@@ -333,11 +333,11 @@ def test_judge_gets_at_most_judge_candidates_of_those_in_range(
     old = [vault.remember(f"The team offsite this spring is in {c}.") for c in cities]
     new = vault.remember("The team offsite this spring is in Rome.")
 
-    block = vault.block(new.id)
+    block = vault.admin.store.block(new.id)
     # The vector remember() judged with: its cached embedding, normalised.
-    embedder = vault.indexer.embedder
+    embedder = vault.admin.store.embedding.embedder
     assert embedder is not None
-    cached = vault.indexer.cache.get_many(embedder.name, [block.content_hash])
+    cached = vault.admin.store.embedding.cache.get_many(embedder.name, [block.content_hash])
     vec = np.asarray(cached[block.content_hash], dtype=np.float32)
     vec = vec / float(np.linalg.norm(vec))
     cutoff = 1.0 - vault.settings.consolidation.judge_distance
@@ -364,13 +364,13 @@ def test_resolve_session_resolves_entries_and_facts_in_one_commit(vault: Vault) 
     )
     other = vault.session("work-2").record("user", "Unrelated.")
     before = int(git(vault.root, "rev-list", "--count", "HEAD"))
-    resolved = vault.resolve_session("work-1")
+    resolved = vault.sessions.resolve("work-1")
     assert sorted(m.id for m in resolved) == sorted([e1.id, e2.id, tied.id])
     assert all(m.status == "resolved" for m in resolved)
     assert int(git(vault.root, "rev-list", "--count", "HEAD")) == before + 1
     assert vault.get(fact.id).status == "active" and vault.get(other.id).status == "active"
     assert "Session: work-1" in git(vault.root, "log", "-1", "--format=%B")
-    assert vault.resolve_session("work-1") == []
+    assert vault.sessions.resolve("work-1") == []
     runner = CliRunner()
     out = runner.invoke(main, ["--vault", str(vault.root), "resolve-session", "work-2", "--json"])
     assert out.exit_code == 0, out.output
@@ -387,25 +387,25 @@ def test_retention_redacts_old_retired_memories_keeping_blocks_and_links(vault: 
     vault.resolve(gone.id)
     keep = vault.remember("Still true: the wiki lives at /wiki.")
 
-    dry = vault.anonymize_retired(days=30)
+    dry = vault.admin.retention(days=30)
     assert dry.memories == [] and not dry.applied  # retired today: not old enough
 
     files = (vault.root / "MEMORY.md").read_bytes()
-    listed = vault.anonymize_retired(days=0)
+    listed = vault.admin.retention(days=0)
     assert sorted(m.id for m in listed.memories) == sorted([old.id, gone.id])
     assert not listed.applied and (vault.root / "MEMORY.md").read_bytes() == files
 
-    done = vault.anonymize_retired(days=0, apply=True)
+    done = vault.admin.retention(days=0, apply=True)
     assert done.applied and done.commit is not None
-    redacted = vault.block(old.id)
+    redacted = vault.admin.store.block(old.id)
     assert redacted.text == REDACTED and redacted.status == "superseded"
     assert redacted.field("by") == f"^{new.id}" and redacted.field("redacted")
     assert "cat's name" not in (vault.root / "MEMORY.md").read_text()
-    assert vault.block(gone.id).text == REDACTED and vault.block(keep.id).text.startswith("Still")
+    assert vault.get(gone.id).text == REDACTED and vault.get(keep.id).text.startswith("Still")
     assert vault.get(new.id).text == "The VPN uses SSO now. #vpn"
     # History keeps the audit trail; a second run finds nothing left to redact.
     assert vault.history(old.id)[0].text == "The VPN password hint is the cat's name. #vpn"
-    assert vault.anonymize_retired(days=0).memories == []
+    assert vault.admin.retention(days=0).memories == []
     runner = CliRunner()
     out = runner.invoke(main, ["--vault", str(vault.root), "retention", "--days", "0"])
     assert out.exit_code == 0 and "no retired memories older than 0 days" in out.output
@@ -414,9 +414,9 @@ def test_retention_redacts_old_retired_memories_keeping_blocks_and_links(vault: 
 def test_retention_redacts_session_entries_too(vault: Vault) -> None:
     s = vault.session("old-chat")
     m = s.record("user", "My phone number is 555 0100.")
-    vault.resolve_session("old-chat")
-    vault.anonymize_retired(days=0, apply=True)
-    block = vault.block(m.id)
+    vault.sessions.resolve("old-chat")
+    vault.admin.retention(days=0, apply=True)
+    block = vault.admin.store.block(m.id)
     assert block.text == REDACTED and block.kind == "chat_message"
     assert "555" not in (vault.root / m.path).read_text()
 
@@ -452,7 +452,9 @@ def test_retention_redacts_the_copies_consolidation_made(vault: Vault) -> None:
     result = vault.consolidate()
     episode = result.episodes[0]
     daily = next(
-        b for b in vault.store.catalog.blocks(memories_only=True) if f"#^{episode.id}]]" in b.text
+        b
+        for b in vault.admin.store.catalog.blocks(memories_only=True)
+        if f"#^{episode.id}]]" in b.text
     )
     assert daily.text.endswith(HERON)  # the daily-log line quotes its first sentence
     vault.resolve(heron)  # only this entry is retired: the episode stays active
@@ -463,11 +465,11 @@ def test_retention_redacts_the_copies_consolidation_made(vault: Vault) -> None:
     assert episode.id in _reachable(vault)
     note_before = (vault.root / episode.path).read_text()
 
-    dry = vault.anonymize_retired(days=0)
+    dry = vault.admin.retention(days=0)
     assert (vault.root / episode.path).read_text() == note_before and not dry.applied
-    done = vault.anonymize_retired(days=0, apply=True)
+    done = vault.admin.retention(days=0, apply=True)
 
-    assert vault.block(heron).text == REDACTED
+    assert vault.get(heron).text == REDACTED
     summary = vault.get(episode.id)
     assert summary.status == "active" and summary.text.startswith(f"{REDACTED} Lovely, herons")
     assert "I prefer tea over coffee in the morning." in summary.text
@@ -498,7 +500,7 @@ def test_retention_redacts_a_retired_facts_line_in_its_episode(vault: Vault) -> 
     assert f"- {fact.text} ([[USER.md#^{fact.id}]])" in (vault.root / episode.path).read_text()
     vault.resolve(fact.id)
 
-    done = vault.anonymize_retired(days=0, apply=True)
+    done = vault.admin.retention(days=0, apply=True)
 
     note = (vault.root / episode.path).read_text()
     assert f"- {REDACTED} ([[USER.md#^{fact.id}]])" in note
@@ -511,14 +513,14 @@ def test_resolve_session_retires_its_episode_and_daily_log_line(vault: Vault) ->
     episode = vault.consolidate().episodes[0]
     daily = next(
         b.id
-        for b in vault.store.catalog.blocks(memories_only=True)
+        for b in vault.admin.store.catalog.blocks(memories_only=True)
         if f"#^{episode.id}]]" in b.text
     )
     # One hit per fact: the turn, with the episode that copies it reachable from it.
     (turn,) = _copy_hits(vault)
     assert turn.startswith("chat_message:") and episode.id in _reachable(vault)
 
-    resolved = vault.resolve_session("old-chat")
+    resolved = vault.sessions.resolve("old-chat")
 
     assert {episode.id, daily, *ids} <= {m.id for m in resolved}
     assert all(m.status == "resolved" for m in resolved)
@@ -529,7 +531,7 @@ def test_resolve_session_retires_its_episode_and_daily_log_line(vault: Vault) ->
     # Asked for retired ones too: the turn (its episode and log line behind it) and the summary.
     assert len(_copy_hits(vault, include_inactive=True)) == 2
     assert {episode.id, daily} <= _reachable(vault, include_inactive=True)
-    assert vault.resolve_session("old-chat") == []
+    assert vault.sessions.resolve("old-chat") == []
 
 
 def test_an_episode_of_two_sessions_retires_with_the_last_of_them(vault: Vault) -> None:
@@ -540,9 +542,9 @@ def test_an_episode_of_two_sessions_retires_with_the_last_of_them(vault: Vault) 
     episode = vault.consolidate().episodes[0]  # same contact, same day: one episode
     assert HERON in vault.get(episode.id).text
 
-    first = {m.id for m in vault.resolve_session("morning")}
+    first = {m.id for m in vault.sessions.resolve("morning")}
     assert episode.id not in first and vault.get(episode.id).status == "active"
-    second = {m.id for m in vault.resolve_session("evening")}
+    second = {m.id for m in vault.sessions.resolve("evening")}
     assert episode.id in second and vault.get(episode.id).status == "resolved"
 
 
@@ -551,17 +553,17 @@ def test_an_episode_of_two_sessions_retires_with_the_last_of_them(vault: Vault) 
 
 def test_recall_hits_nudge_trust_and_feedback_moves_it(vault: Vault) -> None:
     m = vault.remember("The deploy key lives in the team vault.")
-    assert vault.usefulness_of(m.id).hits == 0
+    assert vault.usefulness.get(m.id).hits == 0
     vault.recall("where is the deploy key?")
     vault.recall("deploy key location")
-    score = vault.usefulness_of(m.id)
+    score = vault.usefulness.get(m.id)
     assert score.hits == 2 and score.trust == pytest.approx(DEFAULT_TRUST + 2 * HIT_NUDGE)
-    assert vault.feedback(m.id, helpful=False).trust == pytest.approx(
+    assert vault.usefulness.feedback(m.id, helpful=False).trust == pytest.approx(
         DEFAULT_TRUST + 2 * HIT_NUDGE - FEEDBACK_STEP
     )
     for _ in range(10):
-        vault.feedback(m.id, helpful=True)
-    assert vault.usefulness_of(m.id).trust == 1.0  # capped
+        vault.usefulness.feedback(m.id, helpful=True)
+    assert vault.usefulness.get(m.id).trust == 1.0  # capped
     # Not in the markdown.
     assert "trust" not in (vault.root / "MEMORY.md").read_text()
     runner = CliRunner()
@@ -580,8 +582,8 @@ def test_trust_weight_lets_feedback_reorder_recall(tmp_path: Path) -> None:
     first = v.recall("when does the staging server restart?").items[0].id
     loser = b.id if first == a.id else a.id
     for _ in range(3):
-        v.feedback(loser, helpful=True)
-        v.feedback(first, helpful=False)
+        v.usefulness.feedback(loser, helpful=True)
+        v.usefulness.feedback(first, helpful=False)
     ranked = v.recall("when does the staging server restart?")
     assert ranked.items[0].id == loser and "trust" in ranked.items[0].scores
 

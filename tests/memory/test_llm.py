@@ -13,7 +13,7 @@ import pytest
 
 from mdmem import Vault
 from mdmem.errors import LLMError, LLMNotConfiguredError, LLMResponseError
-from mdmem.memory.llm import (
+from mdmem.providers.llm import (
     DATA_INSTRUCTIONS,
     LLMClient,
     LLMConfig,
@@ -407,8 +407,8 @@ def test_incomplete_llm_settings_warn_once_naming_the_missing_one(
         monkeypatch.setenv(key, value)
     vault = Vault.init(tmp_path / "v", agent="a", llm=llm)
     with caplog.at_level(logging.WARNING, logger="mdmem"):
-        assert vault.llm_client() is None
-        assert vault.llm_client() is None
+        assert vault.llm is None
+        assert vault.llm is None
         vault.remember("The staging database resets every night.")
     warnings = [r.getMessage() for r in caplog.records if "no LLM configured" in r.getMessage()]
     assert len(warnings) == 1 and missing in warnings[0] and "offline" in warnings[0]
@@ -427,5 +427,5 @@ def test_no_llm_settings_or_an_embedder_key_stay_quiet(
         monkeypatch.setenv("OPENAI_API_KEY", "sk-embedder-only")
         embedder = {"provider": "openai", "base_url": server.base_url, "model": "e", "dim": 8}
         vault = Vault.init(tmp_path / "b", agent="a", embedder=embedder)
-        assert vault.llm_client() is None
+        assert vault.llm is None
     assert "no LLM configured" not in caplog.text

@@ -88,8 +88,8 @@ def test_episode_properties_are_flat_and_old_episodes_still_read(vault: Vault) -
         "pending:\n- call the plumber\n---\n# Old\n\nAn old summary. ^m-01aaaaaaaa0000\n",
         encoding="utf-8",
     )
-    vault.commit_human_edits()
-    assert open_items(vault.store, "", "carol") == ["call the plumber"]
+    vault.admin.commit_human_edits()
+    assert open_items(vault.admin.store, "", "carol") == ["call the plumber"]
 
 
 def test_extractive_titles_are_a_phrase_of_the_conversation(vault: Vault) -> None:

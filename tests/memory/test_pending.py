@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from mdmem import Vault
+from mdmem.agent.prompt import prompt_context
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError, SecretRefusedError
 
@@ -18,7 +19,7 @@ TOKEN = "ghp_" + "Zq8vLm3Rt6Yp1Wx4Nc7Bd0Fg2Hj5Kk9Ls1Qa"
 
 
 def test_fifo_once_per_channel_with_event_dedupe(vault: Vault) -> None:
-    buf = vault.pending
+    buf = vault.sessions.pending
     a = buf.push("Can someone review PR 12?", sender="alice", source="slack", event_id="e1")
     buf.push("Build is red on main.", sender="bob", source="slack", event_id="e2")
     again = buf.push("Can someone review PR 12?", sender="alice", source="slack", event_id="e1")
@@ -32,7 +33,7 @@ def test_fifo_once_per_channel_with_event_dedupe(vault: Vault) -> None:
 
 
 def test_ttl_expires_and_bad_input_is_refused(vault: Vault) -> None:
-    buf = vault.pending
+    buf = vault.sessions.pending
     buf.push("Gone soon.", ttl_days=1e-6)  # ~0.09 s
     buf.push("Stays.")
     time.sleep(0.2)
@@ -47,12 +48,12 @@ def test_ttl_expires_and_bad_input_is_refused(vault: Vault) -> None:
 
 def test_survives_a_restart_and_two_hosts_never_take_the_same_message(vault: Vault) -> None:
     for n in range(40):
-        vault.pending.push(f"message {n}")
+        vault.sessions.pending.push(f"message {n}")
     vault.close()
     code = (
         "import json,sys; from mdmem import Vault; v=Vault.open(sys.argv[1]); out=[]\n"
         "while True:\n"
-        "    got=v.pending.take(limit=1)\n"
+        "    got=v.sessions.pending.take(limit=1)\n"
         "    if not got: break\n"
         "    out.append(got[0].text)\n"
         "print(json.dumps(out))"
@@ -73,16 +74,16 @@ def test_survives_a_restart_and_two_hosts_never_take_the_same_message(vault: Vau
 
 def test_prompt_section_hands_messages_to_the_next_task_once(vault: Vault) -> None:
     vault.remember("The team uses Slack for standups.")
-    vault.pending.push("Standup moved to 10:30 today.", sender="carol", source="slack")
-    ctx = vault.prompt_context("plan the day", pending_channel="default")
+    vault.sessions.pending.push("Standup moved to 10:30 today.", sender="carol", source="slack")
+    ctx = prompt_context(vault, "plan the day", pending_channel="default")
     assert ctx["pending"].title == "## Messages While You Were Busy"
     assert "carol (slack) Standup moved to 10:30 today." in ctx.render()
     # The next task does not get it again.
-    assert "Standup moved" not in vault.prompt_context("plan", pending_channel="default").render()
+    assert "Standup moved" not in prompt_context(vault, "plan", pending_channel="default").render()
     # Without a channel nothing is taken from the buffer.
-    vault.pending.push("Lunch at noon.")
-    assert "Lunch at noon" not in vault.prompt_context("plan the day").render()
-    assert [m.text for m in vault.pending.peek()] == ["Lunch at noon."]
+    vault.sessions.pending.push("Lunch at noon.")
+    assert "Lunch at noon" not in prompt_context(vault, "plan the day").render()
+    assert [m.text for m in vault.sessions.pending.peek()] == ["Lunch at noon."]
 
 
 def test_pending_cli(vault: Vault) -> None:

@@ -97,7 +97,7 @@ MESSAGES = [
 
 def test_flush_offline_keeps_only_explicit_user_statements(vault: Vault) -> None:
     before = commits(vault.root)
-    result = vault.flush(MESSAGES)
+    result = vault.sessions.flush(MESSAGES)
     assert not result.used_llm and result.new == 3
     assert sorted(m.text for m in result.memories) == [
         "Friday is a holiday.",
@@ -105,8 +105,8 @@ def test_flush_offline_keeps_only_explicit_user_statements(vault: Vault) -> None
         "The user's timezone is CET.",
     ]
     assert commits(vault.root) == before + 1
-    assert vault.block(result.memories[0].id).field("origin") == "flush"
-    again = vault.flush(MESSAGES)
+    assert vault.get(result.memories[0].id).field("origin") == "flush"
+    again = vault.sessions.flush(MESSAGES)
     assert again.new == 0 and commits(vault.root) == before + 1
 
 
@@ -118,14 +118,14 @@ def test_flush_with_a_model_stores_its_facts(
         "facts": ["The user's timezone is CET."] if "CET" in transcript else [],
         "preferences": ["The user prefers dark mode."],
     }
-    result = vault.flush(MESSAGES, session="chat-9")
+    result = vault.sessions.flush(MESSAGES, session="chat-9")
     assert result.used_llm and result.new == 2
     kinds = {m.text: m.kind for m in result.memories}
     assert kinds == {
         "The user's timezone is CET.": "fact",
         "The user prefers dark mode.": "preference",
     }
-    assert vault.block(result.memories[0].id).field("session") == "chat-9"
+    assert vault.get(result.memories[0].id).field("session") == "chat-9"
     request = next(
         q["body"] for q in server.chat_requests() if "memory flush" in system_of(q["body"])
     )
@@ -136,9 +136,9 @@ def test_flush_with_a_model_stores_its_facts(
 def test_flush_plugs_into_compaction(vault: Vault) -> None:
     history = [{"role": "user", "content": f"My project is Apollo{i}."} for i in range(3)]
     history += [{"role": "assistant", "content": f"ok {i}"} for i in range(12)]
-    result = compact(history, threshold=10, keep_recent=4, flush=vault.flush)
+    result = compact(history, threshold=10, keep_recent=4, flush=vault.sessions.flush)
     assert result.compacted
-    texts = {m.text for m in vault.memories()}
+    texts = {m.text for m in vault.library.list()}
     assert "The user's project is Apollo0." in texts
 
 
@@ -146,7 +146,7 @@ def test_explicit_llm_argument_overrides_settings(
     vault: Vault, server: ScriptedOpenAIServer, model: FakeModel
 ) -> None:
     model.flush = lambda t: {"facts": ["The user is on call this week."], "preferences": []}
-    result = vault.flush([{"role": "user", "content": "hello"}], llm=client(server))
+    result = vault.sessions.flush([{"role": "user", "content": "hello"}], llm=client(server))
     assert result.used_llm and [m.text for m in result.memories] == [
         "The user is on call this week."
     ]

@@ -18,7 +18,7 @@ def _age(vault: Vault, session: str, minutes: float) -> None:
     path = vault.root / "sessions" / f"{session}.md"
     then = time.time() - minutes * 60
     os.utime(path, (then, then))
-    vault.refresh()
+    vault.admin.refresh()
 
 
 def _auto_vault(tmp_path: Path, **consolidation: object) -> Vault:
@@ -36,13 +36,13 @@ def test_an_idle_conversation_is_consolidated_after_stale_minutes(tmp_path: Path
     _age(vault, "chat-old", 11)
     # A write elsewhere triggers the check; the idle chat is folded into an episode.
     vault.session("chat-new").record("user", "Hello there.")
-    episodes = [m for m in vault.memories() if m.kind == "episode"]
+    episodes = [m for m in vault.library.list() if m.kind == "episode"]
     assert len(episodes) == 1
     old_entries = vault.session("chat-old").entries()
-    assert all(vault.block(m.id).field("consolidated") for m in old_entries)
+    assert all(vault.get(m.id).field("consolidated") for m in old_entries)
     # The fresh conversation is left alone.
     (new_entry,) = vault.session("chat-new").entries()
-    assert vault.block(new_entry.id).field("consolidated") is None
+    assert vault.get(new_entry.id).field("consolidated") is None
 
 
 def test_a_recent_conversation_waits_and_stale_minutes_zero_turns_it_off(tmp_path: Path) -> None:
@@ -51,14 +51,14 @@ def test_a_recent_conversation_waits_and_stale_minutes_zero_turns_it_off(tmp_pat
     s.record("user", "The office wifi is called Heron.")
     s.record("assistant", "Got it.")
     _age(vault, "a", 60)
-    assert vault.consolidate_stale() is None
+    assert vault.sessions.consolidate_stale() is None
     vault.close()
     vault = _auto_vault(tmp_path / "2")
     s = vault.session("b")
     s.record("user", "The office wifi is called Heron.")
     s.record("assistant", "Got it.")
     _age(vault, "b", 5)
-    assert vault.consolidate_stale() is None  # 5 < 10 minutes
+    assert vault.sessions.consolidate_stale() is None  # 5 < 10 minutes
     _age(vault, "b", 15)
     result = CliRunner().invoke(main, ["--vault", str(vault.root), "consolidate-stale", "--json"])
     assert result.exit_code == 0, result.output
@@ -71,12 +71,12 @@ def test_flush_reminder_at_the_soft_threshold_with_a_cooldown(vault: Vault) -> N
     s = vault.session("long")
     for n in range(24):
         s.record("user" if n % 2 else "assistant", f"Turn number {n} about the migration plan.")
-    assert vault.flush_reminder(session="long") is None  # 24 < 25
+    assert vault.sessions.flush_reminder(session="long") is None  # 24 < 25
     s.record("user", "One more turn about the migration plan.")
-    text = vault.flush_reminder(session="long")
+    text = vault.sessions.flush_reminder(session="long")
     assert text is not None and "25 entries" in text and "remember" in text
-    assert vault.flush_reminder(session="long") is None  # cooling down
-    assert vault.flush_reminder(session="other") is None  # counts only its own turns
+    assert vault.sessions.flush_reminder(session="long") is None  # cooling down
+    assert vault.sessions.flush_reminder(session="other") is None  # counts only its own turns
     out = CliRunner().invoke(main, ["--vault", str(vault.root), "flush-reminder", "--json"])
     assert out.exit_code == 0, out.output
     assert "approaching consolidation" in json.loads(out.output)["reminder"]  # vault-wide key
@@ -89,9 +89,9 @@ def test_flush_reminder_cooldown_expires(vault: Vault) -> None:
     for n in range(25):
         s.record("user", f"Note {n} on the quarterly budget.")
     now = time.time()
-    assert flush_reminder(vault.store, vault.agent, session="c", now=now)
-    assert flush_reminder(vault.store, vault.agent, session="c", now=now + 29 * 60) is None
-    assert flush_reminder(vault.store, vault.agent, session="c", now=now + 31 * 60)
+    assert flush_reminder(vault.admin.store, vault.agent, session="c", now=now)
+    assert flush_reminder(vault.admin.store, vault.agent, session="c", now=now + 29 * 60) is None
+    assert flush_reminder(vault.admin.store, vault.agent, session="c", now=now + 31 * 60)
 
 
 def test_runtime_hooks_surface_the_reminder_for_their_session(vault: Vault) -> None:

@@ -21,7 +21,7 @@ def _read_back(vault: Vault, memory_id: str) -> dict[str, object]:
         "from pathlib import Path\n"
         "from mdmem import Vault\n"
         "v = Vault.open(Path(sys.argv[1]))\n"
-        "b = v.block(sys.argv[2])\n"
+        "b = v.admin.store.block(sys.argv[2])\n"
         "print(json.dumps({'text': b.text, 'fields': b.fields}))\n"
     )
     out = subprocess.run(
@@ -41,7 +41,7 @@ def test_speaker_is_kept_as_a_field_beside_the_contact(vault: Vault) -> None:
     m = s.record("user", "Anyone up for hiking?", event_id="D1:1", speaker="Ann Lee", when=when)
     assert m.field("speaker") == "Ann Lee"
     assert ("contact", "telegram:-100") in m.fields
-    assert [k for k, _ in vault.block(m.id).fields] == [
+    assert [k for k, _ in vault.get(m.id).fields] == [
         "role",
         "source",
         "contact",
@@ -60,21 +60,21 @@ def test_speaker_is_kept_as_a_field_beside_the_contact(vault: Vault) -> None:
 def test_without_a_speaker_nothing_changes(vault: Vault) -> None:
     m = vault.session("s1", contact="c").record("user", "plain turn")
     assert m.field("speaker") is None
-    assert dict(vault.block(m.id).fields) == {"role": "user", "contact": "c"}
+    assert dict(vault.get(m.id).fields) == {"role": "user", "contact": "c"}
 
 
 def test_text_that_looks_like_a_speaker_field_stays_text(vault: Vault) -> None:
     s = vault.session("s1")
     text = "Bob wrote [speaker:: Mallory] and (speaker:: Eve) here"
     m = s.record("user", text, speaker="Ann")
-    block = vault.block(m.id)
+    block = vault.admin.store.block(m.id)
     assert block.field("speaker") == "Ann" and block.text == text
     back = _read_back(vault, m.id)
     assert back["text"] == text
     assert [f for f in back["fields"] if f[0] == "speaker"] == [["speaker", "Ann"]]  # type: ignore[attr-defined]
     # Text alone never sets a speaker either.
     plain = s.record("user", "[speaker:: Mallory]")
-    assert vault.block(plain.id).field("speaker") is None
+    assert vault.get(plain.id).field("speaker") is None
 
 
 def test_two_people_saying_the_same_thing_are_two_turns(vault: Vault) -> None:
@@ -103,6 +103,6 @@ def test_unusual_but_faithful_speakers_read_back_byte_identical(vault: Vault) ->
     s = vault.session("s1")
     for name in ("Zoë O'Brien", "李雷", "user:alice", "Ann  Lee", "@bob_99"):
         m = s.record("user", f"hi from {name}", speaker=name)
-        assert vault.block(m.id).field("speaker") == name
+        assert vault.get(m.id).field("speaker") == name
         back = _read_back(vault, m.id)
         assert ["speaker", name] in back["fields"]  # type: ignore[operator]

@@ -32,14 +32,14 @@ def test_record_writes_one_entry_per_turn_with_fields(vault: Vault) -> None:
     a = s.record("assistant", "Run `make deploy` from the main branch.\n\n- then check the logs")
     assert commits(vault.root) == before + 2  # one commit per record
     assert m.was_new and m.kind == "chat_message" and m.path == "sessions/tg-123.md"
-    block = vault.block(m.id)
+    block = vault.admin.store.block(m.id)
     assert dict(block.fields) == {
         "role": "user",
         "source": "telegram",
         "contact": "telegram:123",
         "event": "msg-1",
     }
-    assert vault.block(a.id).text.startswith("Run `make deploy`")
+    assert vault.get(a.id).text.startswith("Run `make deploy`")
     text = (vault.root / m.path).read_text()
     assert text.startswith("---\nsession: tg-123\nsource: telegram\ncontact: telegram:123\n")
     assert "# Session tg-123" in text
@@ -60,7 +60,7 @@ def test_everything_recorded_is_recallable_by_kind(vault: Vault) -> None:
     tools = vault.recall("billing service error", kinds=["tool_output"])
     assert [h.kind for h in msgs.items] == ["chat_message"]
     assert [h.kind for h in tools.items] == ["tool_output"]
-    assert vault.block(tools.items[0].id).field("tool") == "http_get"
+    assert vault.get(tools.items[0].id).field("tool") == "http_get"
 
 
 def test_same_event_id_is_dropped(vault: Vault) -> None:
@@ -86,7 +86,7 @@ def test_an_old_event_id_in_another_session_file_is_dropped(vault: Vault) -> Non
     path = vault.root / first.path
     stamp = day_ago.timestamp()
     os.utime(path, (stamp, stamp))
-    vault.refresh()
+    vault.admin.refresh()
     before = commits(vault.root)
     again = vault.session("s-new", source="telegram").record(
         "user", "hello from yesterday", event_id="upd-12"
@@ -124,12 +124,12 @@ def test_small_tool_output_is_fenced_in_the_session(vault: Vault) -> None:
     out = "## not a heading\n```\ncode\n```\nend"
     m = s.record_tool_output("shell", out)
     assert m.kind == "tool_output"
-    block = vault.block(m.id)
+    block = vault.admin.store.block(m.id)
     assert block.field("tool") == "shell" and block.field("tout") is None
     assert "## not a heading" in block.text and "````" in block.text  # longer fence
     # The entry did not swallow or split anything: one more record parses cleanly.
     nxt = s.record("user", "thanks")
-    assert vault.block(nxt.id).text == "thanks"
+    assert vault.get(nxt.id).text == "thanks"
 
 
 def test_large_tool_output_keeps_a_preview_and_a_key(vault: Vault) -> None:
@@ -138,38 +138,38 @@ def test_large_tool_output_keeps_a_preview_and_a_key(vault: Vault) -> None:
     before = commits(vault.root)
     m = s.record_tool_output("sql", payload)
     assert commits(vault.root) == before + 1  # entry and full output in one commit
-    block = vault.block(m.id)
+    block = vault.admin.store.block(m.id)
     key = block.field("tout")
     assert key is not None and re.fullmatch(r"tout_[0-9a-f]{20}", key)
     assert block.field("chars") == str(len(payload))
     assert len(block.text) < 1_500 and key in block.text and "TAILMARKER" not in block.text
-    assert vault.read_tool_output(key) == payload  # byte for byte, CRLF and all
+    assert vault.sessions.read_tool_output(key) == payload  # byte for byte, CRLF and all
     changed = git(vault.root, "show", "--name-only", "--format=", "HEAD").split()
     assert sorted(changed) == ["sessions/s1.md", f"{TOOL_OUTPUT_DIR}/{key}.md"]
     # The full text is not indexed (the preview is): nothing finds the tail.
     assert vault.recall("TAILMARKER", mode="keyword").items == []
-    assert not any(p.startswith(TOOL_OUTPUT_DIR) for p in vault.catalog.files)
+    assert not any(p.startswith(TOOL_OUTPUT_DIR) for p in vault.admin.store.catalog.files)
     vault.reindex(full=True)
-    assert not any(p.startswith(TOOL_OUTPUT_DIR) for p in vault.catalog.files)
+    assert not any(p.startswith(TOOL_OUTPUT_DIR) for p in vault.admin.store.catalog.files)
     assert vault.recall("row value", kinds=["tool_output"]).items[0].id == m.id
     # The same output again reuses the stored file.
     m2 = s.record_tool_output("sql", payload)
-    assert vault.block(m2.id).field("tout") == key
+    assert vault.get(m2.id).field("tout") == key
 
 
 def test_read_tool_output_errors_and_scope(tmp_path: Path, vault: Vault) -> None:
     with pytest.raises(InvalidInputError):
-        vault.read_tool_output("../../etc/passwd")
+        vault.sessions.read_tool_output("../../etc/passwd")
     with pytest.raises(MemoryNotFoundError):
-        vault.read_tool_output("tout_" + "0" * 20)
+        vault.sessions.read_tool_output("tout_" + "0" * 20)
     s = vault.session("p1", scope="project:alpha")
     assert s.path == "scopes/project/alpha/sessions/p1.md"
     m = s.record_tool_output("ls", "x" * 5000)
-    key = vault.block(m.id).field("tout")
+    key = vault.get(m.id).field("tout")
     assert key is not None and m.scope == "project:alpha"
-    assert vault.read_tool_output(key, scope="project:alpha") == "x" * 5000
+    assert vault.sessions.read_tool_output(key, scope="project:alpha") == "x" * 5000
     with pytest.raises(ScopeDeniedError):
-        vault.read_tool_output(key, scope="project:beta")
+        vault.sessions.read_tool_output(key, scope="project:beta")
 
 
 @pytest.mark.parametrize("bad", ["", "../x", "a/b", "a b", ".hidden", "x" * 200, "ok.md", "a..b"])
@@ -201,6 +201,6 @@ def test_bad_roles_tools_and_secrets_are_refused(vault: Vault) -> None:
 def test_odd_event_ids_become_a_stable_digest(vault: Vault) -> None:
     s = vault.session("s1")
     m = s.record("user", "one", event_id="weird [id]\n(with) stuff")
-    event = vault.block(m.id).field("event")
+    event = vault.get(m.id).field("event")
     assert event is not None and event.startswith("sha1-")
     assert not s.record("user", "two", event_id="weird [id]\n(with) stuff").was_new

@@ -93,7 +93,7 @@ def test_large_tool_output_inside_a_batch_lands_in_the_same_commit(vault: Vault)
         out = session.record_tool_output("bash", big)
     assert commit_count(vault.root) == before + 1
     key = out.text.split("`")[-2]
-    assert vault.read_tool_output(key) == big
+    assert vault.sessions.read_tool_output(key) == big
     changed = git(vault.root, "show", "--name-only", "--format=", "HEAD").split()
     assert f"tool-outputs/{key}.md" in changed and "sessions/tools-1.md" in changed
 

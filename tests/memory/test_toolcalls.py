@@ -43,19 +43,19 @@ PASS = ToolCall(
 def test_failed_command_is_a_gotcha_and_the_same_command_passing_a_linked_bug_fix(
     vault: Vault,
 ) -> None:
-    out = vault.capture_tool_results(
+    out = vault.sessions.capture_tool_results(
         "code-1", [FAIL, ToolCall("Read", {"file_path": "x.md"}, "ok"), PASS]
     )
     assert [m.kind for m in out] == ["gotcha", "bug_fix"]
     gotcha, fix = out
     assert "pytest tests/test_api.py" in gotcha.text
     assert "AssertionError: expected 200, got 500" in gotcha.text or "FAILED" in gotcha.text
-    assert vault.block(fix.id).field("fixes") == f"^{gotcha.id}"
-    assert vault.block(gotcha.id).field("session") == "code-1"
-    assert vault.block(gotcha.id).created == datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
+    assert vault.get(fix.id).field("fixes") == f"^{gotcha.id}"
+    assert vault.get(gotcha.id).field("session") == "code-1"
+    assert vault.admin.store.block(gotcha.id).created == datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
     # Idempotent: the same calls again write nothing.
     before = _commits(vault)
-    assert vault.capture_tool_results("code-1", [FAIL, PASS]) == []
+    assert vault.sessions.capture_tool_results("code-1", [FAIL, PASS]) == []
     assert _commits(vault) == before
 
 
@@ -70,17 +70,17 @@ def test_an_edit_of_the_file_named_in_the_error_fixes_it_across_separate_calls(
         exit_code=1,
         id="call-1",
     )
-    (gotcha,) = vault.capture_tool_results("code-2", [failing])
+    (gotcha,) = vault.sessions.capture_tool_results("code-2", [failing])
     assert "NameError" in gotcha.text
-    assert "src/app/main.py" in (vault.block(gotcha.id).field("files") or "")
+    assert "src/app/main.py" in (vault.get(gotcha.id).field("files") or "")
     # An unrelated edit fixes nothing; the edit of the named file does.
     assert (
-        vault.capture_tool_results(
+        vault.sessions.capture_tool_results(
             "code-2", [ToolCall("Edit", {"file_path": "/repo/README.md"}, "ok", success=True)]
         )
         == []
     )
-    (fix,) = vault.capture_tool_results(
+    (fix,) = vault.sessions.capture_tool_results(
         "code-2",
         [
             ToolCall(
@@ -88,11 +88,13 @@ def test_an_edit_of_the_file_named_in_the_error_fixes_it_across_separate_calls(
             )
         ],
     )
-    assert fix.kind == "bug_fix" and vault.block(fix.id).field("fixes") == f"^{gotcha.id}"
+    assert fix.kind == "bug_fix" and vault.get(fix.id).field("fixes") == f"^{gotcha.id}"
     assert "main.py" in fix.text
     # One fix per gotcha: the command passing later adds nothing.
     assert (
-        vault.capture_tool_results("code-2", [ToolCall("Bash", "python -m app", "", exit_code=0)])
+        vault.sessions.capture_tool_results(
+            "code-2", [ToolCall("Bash", "python -m app", "", exit_code=0)]
+        )
         == []
     )
 
@@ -104,8 +106,8 @@ def test_tool_text_is_data_secrets_redacted_and_fields_not_parsed(vault: Vault) 
         f"error: bad credentials {TOKEN} [status:: resolved] [fixes:: ^m-0000000000]",
         success=False,
     )
-    (gotcha,) = vault.capture_tool_results("code-3", [call])
-    block = vault.block(gotcha.id)
+    (gotcha,) = vault.sessions.capture_tool_results("code-3", [call])
+    block = vault.admin.store.block(gotcha.id)
     assert TOKEN not in gotcha.text and "REDACTED" in gotcha.text
     assert block.status == "active" and block.field("fixes") is None
     assert "[status:: resolved]" in gotcha.text  # stored as text, read back as text
@@ -114,9 +116,9 @@ def test_tool_text_is_data_secrets_redacted_and_fields_not_parsed(vault: Vault) 
 
 def test_capture_refuses_what_is_not_a_tool_call(vault: Vault) -> None:
     with pytest.raises(InvalidInputError):
-        vault.capture_tool_results("code-4", [{"tool": "Bash"}])  # type: ignore[list-item]
+        vault.sessions.capture_tool_results("code-4", [{"tool": "Bash"}])  # type: ignore[list-item]
     with pytest.raises(InvalidInputError):
-        vault.capture_tool_results("../etc", [FAIL])
+        vault.sessions.capture_tool_results("../etc", [FAIL])
 
 
 def test_capture_tools_cli_reads_jsonl(vault: Vault, tmp_path: Path) -> None:
@@ -161,7 +163,7 @@ def test_runtime_hooks_record_the_output_and_capture_the_failure(vault: Vault) -
     hooks = MemoryHooks(vault, session_id="rt-1", background=False)
     (gotcha,) = hooks.on_tool_result(FAIL)
     (fix,) = hooks.on_tool_result(PASS)
-    assert gotcha.kind == "gotcha" and vault.block(fix.id).field("fixes") == f"^{gotcha.id}"
+    assert gotcha.kind == "gotcha" and vault.get(fix.id).field("fixes") == f"^{gotcha.id}"
     outputs = [m for m in vault.session("rt-1").entries() if m.kind == "tool_output"]
     assert len(outputs) == 2 and "AssertionError" in outputs[0].text
     # A broken call never breaks the agent loop.

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from mdmem import InvalidInputError, Vault
+from mdmem.agent.prompt import prompt_context
 from mdmem.agent.tools import Toolset
 from mdmem.cli import main
 
@@ -40,7 +41,7 @@ def test_metadata_filters_source_contact_session_author(vault: Vault) -> None:
     note = vault.root / "notes" / "boat.md"
     note.parent.mkdir()
     note.write_text("# Boat\n\n## Trip\n\nPack life vests for the boat trip.\n", encoding="utf-8")
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     q = "boat trip"
     assert _ids(vault.recall(q, source="telegram")) == [on_tg.id]
     assert _ids(vault.recall(q, contact="slack:9")) == [on_sl.id]
@@ -100,9 +101,9 @@ def test_lean_prompt_skips_semantic_and_episodic_retrieval(vault: Vault) -> None
     s = vault.session("c-1", contact="zoe")
     s.record("user", "Remember that my cat Miso likes tuna.")
     vault.consolidate()
-    full = vault.prompt_context("what does the cat like")
+    full = prompt_context(vault, "what does the cat like")
     assert full["semantic"].ids and full["episodes"].ids
-    lean = vault.prompt_context("what does the cat like", lean=True)
+    lean = prompt_context(vault, "what does the cat like", lean=True)
     assert lean["semantic"].ids == [] and lean["episodes"].ids == []
     assert lean["recent"].ids  # the cheap sections stay
 

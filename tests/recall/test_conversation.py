@@ -181,12 +181,12 @@ def test_session_reply_is_recalled_through_its_question(vault: Vault) -> None:
 def test_people_are_labels_for_the_tag_boost_and_follow_edits(vault: Vault) -> None:
     said = vault.remember("Went hiking in the hills.", fields=[("speaker", "Caroline")])
     vault.remember("Went hiking in the dunes.", fields=[("speaker", "Melanie")])
-    assert {"caroline", "melanie"} <= vault.catalog.people()
+    assert {"caroline", "melanie"} <= vault.admin.store.catalog.people()
     top = vault.recall("where did Caroline go hiking", k=2).items[0]
     assert top.id == said.id and top.scores["tag_boost"] > 0
     vault.forget(said.id)
-    vault.refresh()
-    assert "caroline" not in vault.catalog.people()
+    vault.admin.refresh()
+    assert "caroline" not in vault.admin.store.catalog.people()
 
 
 def test_time_travel_recall_sees_threads_too(vault: Vault) -> None:

@@ -22,9 +22,9 @@ import pytest
 from mdmem import Vault
 from mdmem.config import load_settings
 from mdmem.errors import ConfigError
-from mdmem.index import registry
 from mdmem.models import Hit, Recall
-from mdmem.recall import crossencoder, model_rerank
+from mdmem.providers import crossencoder, registry
+from mdmem.recall import model_rerank
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "deploy", "runs", "on", "tuesday", "cat"]
 WORDS += ["is", "named", "moon", "when", "does", "my", "which", "day", "staging", "database"]

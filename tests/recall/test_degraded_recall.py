@@ -76,11 +76,11 @@ def test_vectors_are_filled_in_once_the_embedder_answers_again(
     assert vault.recall("lighthouse gulls").degraded
 
     embed_server.start()  # same port
-    monkeypatch.setattr("mdmem.index.health.RETRY_SECONDS", 0.0)  # no waiting out the rest period
+    monkeypatch.setattr("mdmem.files.health.RETRY_SECONDS", 0.0)  # no waiting out the rest period
     result = vault.recall("lighthouse gulls")
     assert not result.degraded and result.degraded_reason is None
     assert written.id in ids(result)
-    stats = vault.indexer.stats()
+    stats = vault.admin.store.indexer.stats()
     assert stats.vectors == stats.blocks and stats.missing_vectors == 0
     assert written.id in ids(vault.recall("lighthouse gulls", mode="vector"))
     assert vault.status().index["fresh"]
@@ -132,32 +132,32 @@ def test_a_corrupt_usefulness_file_does_not_fail_recall(vault: Vault) -> None:
     m = vault.remember("Sloths move slowly to save energy")
     vault.recall("sloths")
     vault.close()
-    useful = vault.state_dir / "usefulness.sqlite"
+    useful = vault.admin.state_dir / "usefulness.sqlite"
     useful.write_bytes(os.urandom(8192))
     for side in ("-wal", "-shm"):
         Path(f"{useful}{side}").unlink(missing_ok=True)
 
     fresh = Vault.open(vault.root, recall={"trust_weight": 0.2})
     assert ids(fresh.recall("sloths slowly")) == [m.id]
-    assert fresh.feedback(m.id, helpful=True).helpful == 1
-    assert fresh.usefulness_of(m.id).helpful == 1
+    assert fresh.usefulness.feedback(m.id, helpful=True).helpful == 1
+    assert fresh.usefulness.get(m.id).helpful == 1
 
 
 def test_a_usefulness_file_deleted_under_an_open_vault(vault: Vault) -> None:
     m = vault.remember("Sloths move slowly to save energy")
     vault.recall("sloths")
-    vault.feedback(m.id, helpful=True)
-    for path in vault.state_dir.glob("usefulness.sqlite*"):
+    vault.usefulness.feedback(m.id, helpful=True)
+    for path in vault.admin.state_dir.glob("usefulness.sqlite*"):
         path.unlink()
     assert ids(vault.recall("sloths slowly")) == [m.id]
-    assert vault.feedback(m.id, helpful=True).helpful == 1  # a new file, counted again
-    assert (vault.state_dir / "usefulness.sqlite").exists()
+    assert vault.usefulness.feedback(m.id, helpful=True).helpful == 1  # a new file, counted again
+    assert (vault.admin.state_dir / "usefulness.sqlite").exists()
 
 
 def test_recall_and_remember_after_the_state_dir_is_deleted(vault: Vault) -> None:
     m = vault.remember("Penguins huddle to keep warm")
     vault.recall("penguins")
-    shutil.rmtree(vault.state_dir)
+    shutil.rmtree(vault.admin.state_dir)
     result = vault.recall("penguins huddle warm")
     assert ids(result) == [m.id] and not result.degraded
     new = vault.remember("Emperor penguins breed in winter")
@@ -174,7 +174,7 @@ def test_time_travel_on_a_full_disk_scans_the_old_files(
     result = vault.recall("office Leeds", as_of=sha)
     assert ids(result) == [old.id] and result.degraded
     assert "snapshot not built" in (result.degraded_reason or "")
-    assert not any((vault.state_dir / "asof").glob("*/keyword"))
+    assert not any((vault.admin.state_dir / "asof").glob("*/keyword"))
 
 
 def test_time_travel_with_the_embedder_down_is_keyword_only(

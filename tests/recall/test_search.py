@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from mdmem import InvalidInputError, Vault
 from mdmem.cli import main
 from mdmem.errors import EmbedderError
-from mdmem.index.embedders import HashEmbedder
+from mdmem.providers.embedders import HashEmbedder
 
 
 @pytest.fixture
@@ -199,13 +199,13 @@ def test_a_refused_shared_call_still_embeds_the_edit(
     result = vault.recall("nocturnal birds", mode="vector")
     assert [h.id for h in result.items] == [m.id]
     assert not result.degraded
-    assert vault.indexer.missing_vectors == set()
+    assert vault.admin.store.indexer.missing_vectors == set()
 
 
 def test_embed_query_without_an_embedder_says_why(tmp_path: Path) -> None:
     vault = Vault.init(tmp_path / "v", embedder={"provider": "none"})
     with pytest.raises(EmbedderError, match="switched off"):
-        vault.indexer.embed_query("anything")
+        vault.admin.store.embedding.embed_query("anything")
 
 
 def test_context_block_is_cited_and_within_budget(seeded: Vault) -> None:
@@ -253,9 +253,9 @@ def test_missing_minilm_weights_degrade_with_the_install_command(
 def test_corrupted_indexes_are_rebuilt(vault: Vault, caplog: pytest.LogCaptureFixture) -> None:
     m = vault.remember("Hedgehogs hibernate in winter")
     vault.close()
-    for path in (vault.state_dir / "keyword").iterdir():
+    for path in (vault.admin.state_dir / "keyword").iterdir():
         path.write_bytes(b"garbage")
-    for path in (vault.state_dir / "vectors").iterdir():
+    for path in (vault.admin.state_dir / "vectors").iterdir():
         path.write_bytes(b"garbage")
     reopened = Vault.open(vault.root)
     assert ids(reopened.recall("hedgehogs hibernate")) == [m.id]
@@ -265,7 +265,7 @@ def test_corrupted_indexes_are_rebuilt(vault: Vault, caplog: pytest.LogCaptureFi
 def test_deleted_state_dir_loses_nothing(vault: Vault) -> None:
     m = vault.remember("Penguins live in the southern hemisphere")
     vault.close()
-    shutil.rmtree(vault.state_dir)
+    shutil.rmtree(vault.admin.state_dir)
     assert ids(Vault.open(vault.root).recall("penguins southern hemisphere")) == [m.id]
 
 
@@ -348,7 +348,7 @@ def test_a_large_batch_is_keyword_indexed_while_it_is_built(streamed: Vault) -> 
         vault.log("Walked the dunes.", category="Field")  # another file in the same batch
     found = vault.recall("plover estuary", k=20, mode="keyword")
     assert len(found.items) == 20
-    assert vault.doctor().ok, vault.doctor().problems
+    assert vault.admin.doctor().ok, vault.admin.doctor().problems
     assert ids(vault.recall("plover count 399", k=1, mode="keyword")) == [made[-1].id]
     assert ids(vault.recall("dunes", k=1, mode="keyword"))
 
@@ -365,7 +365,7 @@ def test_a_streamed_batch_that_edits_its_own_memories_is_indexed_correctly(
     assert _no_sub_writers_left()
     assert made[10].id not in ids(vault.recall("avocet count 10", k=50, mode="keyword"))
     assert made[30].id == ids(vault.recall("avocet count 30", k=1, mode="keyword"))[0]
-    assert vault.doctor().ok, vault.doctor().problems
+    assert vault.admin.doctor().ok, vault.admin.doctor().problems
 
 
 def test_an_error_inside_a_streamed_batch_leaves_no_sub_writer(streamed: Vault) -> None:
@@ -383,8 +383,8 @@ def test_recall_answers_while_another_writer_holds_the_keyword_index(vault: Vaul
     from whoosh import index as windex
 
     gannets = vault.remember("Gannets dive for mackerel off the cliffs.")
-    vault.indexer.keyword.lock_timeout = 0.2
-    other = windex.open_dir(str(vault.indexer.keyword.directory), indexname="MAIN")
+    vault.admin.store.indexer.keyword.lock_timeout = 0.2
+    other = windex.open_dir(str(vault.admin.store.indexer.keyword.directory), indexname="MAIN")
     held = other.writer()  # as a large import in another process would
     try:
         (vault.root / "notes.md").write_text("# Notes\n\nPuffins nest in burrows.\n")
@@ -399,7 +399,9 @@ def test_recall_answers_while_another_writer_holds_the_keyword_index(vault: Vaul
         other.close()
     # The file that could not be indexed then is indexed by the next recall.
     assert vault.recall("puffins burrows", mode="keyword").items
-    assert [p for p in vault.doctor().problems if p.check != "git"] == []  # notes.md: uncommitted
+    assert [
+        p for p in vault.admin.doctor().problems if p.check != "git"
+    ] == []  # notes.md: uncommitted
 
 
 def test_since_is_exact_to_the_second_when_whoosh_filters_by_the_minute(vault: Vault) -> None:

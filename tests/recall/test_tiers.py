@@ -63,14 +63,14 @@ def test_tool_outputs_keep_an_abstract_their_preview_and_the_full_text(vault: Va
         f"  at step {i}: retrying migration on shard {i % 5}" for i in range(700)
     )
     entry = vault.session("ops-1").record_tool_output("migrate", log)
-    line = vault.block(entry.id).field("abstract")
+    line = vault.get(entry.id).field("abstract")
     assert line == "ERROR: database migration 42 failed on table invoices"
     hits = {t: vault.recall("migration failed invoices", tier=t).items[0] for t in (0, 1, 2)}
     assert all(h.id == entry.id for h in hits.values())
     assert hits[0].text == line
     assert hits[1].text == hits[2].text == vault.get(entry.id).text  # the preview
-    key = vault.block(entry.id).field("tout")
-    assert key and vault.read_tool_output(key) == log  # L2: everything
+    key = vault.get(entry.id).field("tout")
+    assert key and vault.sessions.read_tool_output(key) == log  # L2: everything
 
 
 def test_a_long_memory_without_stored_tiers_is_cut_at_read_time(vault: Vault) -> None:
@@ -127,7 +127,7 @@ def test_purge_takes_a_source_out_of_the_title_abstract_and_overview(vault: Vaul
     note = (vault.root / episode.path).read_text(encoding="utf-8")
     meta = yaml.safe_load(note.split("---\n")[1])
     assert "Zephyrine" in meta["title"] and "Zephyrine" in meta["abstract"]
-    purge(vault.store, secret.id, confirm=True)
+    purge(vault.admin.store, secret.id, confirm=True)
     note = (vault.root / episode.path).read_text(encoding="utf-8")
     assert "Zephyrine" not in note
     meta = yaml.safe_load(note.split("---\n")[1])

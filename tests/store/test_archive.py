@@ -26,8 +26,8 @@ def test_archive_hides_from_recall_and_lists_and_unarchive_brings_it_back(vault:
     line = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
     assert "[status:: archived]" in line and "rotates on Mondays" in line  # not removed
     assert old.id not in {h.id for h in vault.recall("staging database Mondays")}
-    assert old.id not in {m.id for m in vault.memories(include_inactive=False)}
-    assert kept.id in {m.id for m in vault.memories(include_inactive=False)}
+    assert old.id not in {m.id for m in vault.library.list(statuses="active")}
+    assert kept.id in {m.id for m in vault.library.list(statuses="active")}
     # Still there for whoever asks for inactive memories.
     found = vault.recall("staging database Mondays", include_inactive=True)
     assert old.id in {h.id for h in found}
@@ -50,13 +50,13 @@ def test_archive_is_not_retirement_and_refuses_what_it_cannot_undo(vault: Vault)
         vault.unarchive(other.id)
     vault.archive(other.id)
     # Retention redacts retired memories; an archived one is not retired.
-    report = vault.anonymize_retired(days=0, apply=True)
+    report = vault.admin.retention(days=0, apply=True)
     assert other.id not in {m.id for m in report.memories}
     assert "Lunch is at noon" in (vault.root / "MEMORY.md").read_text(encoding="utf-8")
     note = vault.root / "notes" / "n.md"
     note.parent.mkdir()
     note.write_text("# N\n\n## Plans\n\nPaint the fence in May.\n", encoding="utf-8")
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     with pytest.raises(HumanNoteError):
         vault.archive("notes/n.md#Plans")
 

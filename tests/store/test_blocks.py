@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdmem.errors import InvalidInputError
-from mdmem.store import blocks as blk
-from mdmem.store.textfile import SkipFile, TextFile, decode
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import SkipFile, TextFile, decode
 
 GOLDEN = Path(__file__).parent / "golden" / "blocks"
 CASES = sorted(p for p in GOLDEN.rglob("*.md"))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mdmem.store import changefeed
-from mdmem.store.catalog import Catalog
+from mdmem.files import changefeed
+from mdmem.files.catalog import Catalog
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux")
 
@@ -125,7 +125,7 @@ def test_a_vault_recalls_through_the_change_feed(tmp_path: Path) -> None:
 
     vault = Vault.init(tmp_path / "vault")
     vault.remember("The ferry to the island leaves at noon")
-    assert vault.catalog.watching
+    assert vault.admin.store.catalog.watching
     note = tmp_path / "vault" / "notes" / "trip.md"
     note.parent.mkdir()
     note.write_text("# Trip\n\nThe zanzibar ferry is late.\n", encoding="utf-8")
@@ -133,4 +133,4 @@ def test_a_vault_recalls_through_the_change_feed(tmp_path: Path) -> None:
     note.write_text("# Trip\n\nThe zanzibar ferry was cancelled.\n", encoding="utf-8")
     assert "cancelled" in vault.recall("zanzibar ferry").items[0].text
     vault.close()
-    assert not vault.catalog.watching
+    assert not vault.admin.store.catalog.watching

@@ -14,7 +14,7 @@ import pytest
 
 from mdmem import Vault
 from mdmem.errors import DuplicateIdError
-from mdmem.store.ids import copy_key, written_id
+from mdmem.files.ids import copy_key, written_id
 
 
 def _commits(root: Path) -> int:
@@ -53,8 +53,8 @@ def test_a_line_copied_into_another_file_keeps_both_recallable(vault: Vault) -> 
     want = [("MEMORY.md", m.id), ("USER.md", m.id)]
     assert _places(vault, "oolong tea") == want
     # Each line is its own document in the keyword and the vector index...
-    assert {"USER.md#^" + m.id, m.id} <= vault.indexer.keyword.ids()
-    vectors = vault.indexer.vectors
+    assert {"USER.md#^" + m.id, m.id} <= vault.admin.store.indexer.keyword.ids()
+    vectors = vault.admin.store.indexer.vectors
     assert vectors is not None and {"USER.md#^" + m.id, m.id} <= vectors.ids()
     assert ("USER.md", m.id) in _vector_places(vault, "oolong tea in the morning")
     # ...and each hit cites its own line, with the id as it is written there.
@@ -62,13 +62,15 @@ def test_a_line_copied_into_another_file_keeps_both_recallable(vault: Vault) -> 
     assert hits["USER.md"].citation == f"USER.md#^{m.id}"
     assert "in the morning" in hits["USER.md"].text
     assert "in the morning" not in hits["MEMORY.md"].text
-    assert vault.indexer.manifest.count_blocks() == sum(1 for _ in vault.catalog.blocks())
+    assert vault.admin.store.indexer.manifest.count_blocks() == sum(
+        1 for _ in vault.admin.store.catalog.blocks()
+    )
 
     vault.close()
     # A fresh open loads the catalog from the manifest: the copy keeps its own key.
     again = Vault.open(vault.root)
     assert _places(again, "oolong tea") == want
-    assert again.doctor().checks  # runs; the duplicate itself is doctor's business
+    assert again.admin.doctor().checks  # runs; the duplicate itself is doctor's business
     again.reindex(full=True)
     assert _places(again, "oolong tea") == want
     again.close()
@@ -81,7 +83,7 @@ def test_a_copy_that_sorts_first_does_not_push_the_original_out(vault: Vault) ->
     assert _places(vault, "deploys thursdays") == [("A.md", m.id), ("MEMORY.md", m.id)]
     vault.reindex(full=True)
     assert _places(vault, "deploys thursdays") == [("A.md", m.id), ("MEMORY.md", m.id)]
-    report = vault.doctor()
+    report = vault.admin.doctor()
     assert {p.check for p in report.problems} == {"ids are unique", "git"}
 
 
@@ -103,7 +105,7 @@ def test_a_line_duplicated_in_the_same_file_keeps_both_recallable(vault: Vault) 
         "The staging database is called pinecone-2.",
         "The staging database is called pinecone.",
     ]
-    assert f"MEMORY.md#^{m.id} (2)" in vault.indexer.keyword.ids()
+    assert f"MEMORY.md#^{m.id} (2)" in vault.admin.store.indexer.keyword.ids()
     # The neighbour below the copy is untouched and addressable as before.
     assert vault.get(other.id).text == "The prod database is called sequoia."
     vault.close()
@@ -120,7 +122,7 @@ def test_calls_naming_a_duplicated_id_refuse_and_name_both_places(
     dst = "MEMORY.md" if same_file else "USER.md"
     _copy_line(vault, m.id, "MEMORY.md", dst)
     vault.recall("otterden")  # the copy is noticed (and committed as the human's edit)
-    vault.store.commit_human_edits()
+    vault.admin.store.commit_human_edits()
     before = {p: (vault.root / p).read_bytes() for p in ("MEMORY.md", "USER.md")}
     commits = _commits(vault.root)
 
@@ -131,7 +133,7 @@ def test_calls_naming_a_duplicated_id_refuse_and_name_both_places(
         "supersede": lambda: vault.supersede(m.id, "The office wifi is called beaverlodge."),
         "citation": lambda: vault.get(f"{dst}#^{m.id}"),
         # A purge would leave the copy's text behind while claiming it gone.
-        "purge": lambda: vault.purge(m.id, confirm=True),
+        "purge": lambda: vault.git.purge(m.id, confirm=True),
         "forget-purge": lambda: vault.forget(m.id, purge=True, confirm=True),
     }
     for name, call in calls.items():
@@ -160,10 +162,10 @@ def test_removing_the_original_leaves_the_copy_as_the_one_memory(vault: Vault) -
     assert _places(vault, "cat Miso") == [("USER.md", m.id)]
     assert vault.get(m.id).path == "USER.md"
     assert vault.get(m.id).text == "The cat is called Miso. (a tabby)"
-    assert m.id in vault.indexer.keyword.ids()
-    assert f"USER.md#^{m.id}" not in vault.indexer.keyword.ids()
-    report = vault.doctor(fix=True)  # commits the human's edits
-    assert vault.doctor().ok, report.problems
+    assert m.id in vault.admin.store.indexer.keyword.ids()
+    assert f"USER.md#^{m.id}" not in vault.admin.store.indexer.keyword.ids()
+    report = vault.admin.doctor(fix=True)  # commits the human's edits
+    assert vault.admin.doctor().ok, report.problems
     vault.close()
     again = Vault.open(vault.root)
     assert again.get(m.id).path == "USER.md"
@@ -181,7 +183,9 @@ def test_moving_a_line_between_files_keeps_it_under_its_id(vault: Vault) -> None
     path.write_text(text.replace(line, ""), encoding="utf-8")
     assert _places(vault, "boiler serviced") == [("A.md", m.id)]
     assert vault.get(m.id).path == "A.md"
-    assert vault.doctor().problems == [p for p in vault.doctor().problems if p.check == "git"]
+    assert vault.admin.doctor().problems == [
+        p for p in vault.admin.doctor().problems if p.check == "git"
+    ]
 
 
 def test_copy_keys_round_trip() -> None:
@@ -194,8 +198,8 @@ def test_copy_keys_round_trip() -> None:
 
 
 def test_the_parser_keeps_a_copied_line_as_a_block_of_its_own() -> None:
-    from mdmem.store import blocks as blk
-    from mdmem.store.textfile import decode
+    from mdmem.files import blocks as blk
+    from mdmem.files.textfile import decode
 
     raw = b"# Memory\n\n- Tea at four. ^m-0123456789ab\n- Tea at five. ^m-0123456789ab\n"
     parsed = blk.parse("MEMORY.md", decode(raw))
@@ -210,7 +214,7 @@ def test_the_parser_keeps_a_copied_line_as_a_block_of_its_own() -> None:
 def test_recall_as_of_a_commit_keeps_both_lines(vault: Vault) -> None:
     m = vault.remember("The gym opens at six.")
     _copy_line(vault, m.id, "MEMORY.md", "MEMORY.md", edit=" on weekdays")
-    vault.store.commit_human_edits()
+    vault.admin.store.commit_human_edits()
     sha = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=vault.root, capture_output=True, text=True
     ).stdout.strip()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mdmem.store import blocks as blk
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import decode
 from mdmem.store.derived import COPY_SHARE, CopyPlan, Links, words
-from mdmem.store.textfile import decode
 
 E = "m-01aaaaaaaa00e1"
 S1 = "m-01aaaaaaaa0001"  # the source being purged or redacted

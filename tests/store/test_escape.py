@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdmem.errors import InvalidInputError
-from mdmem.store import blocks as blk
-from mdmem.store import escape as esc
-from mdmem.store.textfile import TextFile, decode
+from mdmem.files import blocks as blk
+from mdmem.files import escape as esc
+from mdmem.files.textfile import TextFile, decode
 
 _PIECES = [
     "\\",

@@ -236,7 +236,7 @@ def test_writers_killed_during_their_commit_never_wedge_the_vault(vault: Vault) 
     # litter, not a wedge: doctor --fix clears it.
     left = {p.name for p in git_lock_files(vault.root)}
     assert not left & {"index.lock", "HEAD.lock", "main.lock"}
-    vault.doctor(fix=True)
+    vault.admin.doctor(fix=True)
     assert git_lock_files(vault.root) == []
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mdmem.errors import InvalidInputError
-from mdmem.store.ids import IdIssuer, id_time, is_memory_id, new_id_text, normalize_id
+from mdmem.files.ids import IdIssuer, id_time, is_memory_id, new_id_text, normalize_id
 
 
 def _issue_many(state: str, n: int, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
@@ -49,7 +49,7 @@ def test_issuers_sharing_a_counter_never_collide(
     """Two issuers (as two processes would) in the same milliseconds: each
     reserves spare sequence numbers, and neither hands out the other's."""
     clock = [1_800_000_000_000]  # ms; read half-way through the millisecond
-    monkeypatch.setattr("mdmem.store.ids.time.time", lambda: (clock[0] + 0.5) / 1000)
+    monkeypatch.setattr("mdmem.files.ids.time.time", lambda: (clock[0] + 0.5) / 1000)
     a, b = IdIssuer(tmp_path), IdIssuer(tmp_path)
     issued: dict[str, list[str]] = {"a": [], "b": []}
     for step in range(600):
@@ -69,7 +69,7 @@ def test_spare_numbers_are_not_used_once_the_clock_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = [1_800_000_000_000]
-    monkeypatch.setattr("mdmem.store.ids.time.time", lambda: (clock[0] + 0.5) / 1000)
+    monkeypatch.setattr("mdmem.files.ids.time.time", lambda: (clock[0] + 0.5) / 1000)
     issuer = IdIssuer(tmp_path)
     first = issuer.issue()
     clock[0] += 5000

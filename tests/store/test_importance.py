@@ -19,7 +19,7 @@ from ..conftest import git
 
 
 def _line_of(vault: Vault, memory_id: str) -> str:
-    block = vault.block(memory_id)
+    block = vault.admin.store.block(memory_id)
     return (vault.root / block.path).read_text(encoding="utf-8").splitlines()[block.line_start - 1]
 
 
@@ -54,7 +54,7 @@ def test_importance_moves_ranking_a_little_and_only_where_it_is_set(vault: Vault
     def order() -> list[str]:
         return [h.id for h in vault.recall("alpha team meets monday room")][:2]
 
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     for low, high in ((a, b), (b, a)):
         for memory, level in ((low, 1), (high, 10)):
             path = vault.root / memory.path
@@ -78,7 +78,7 @@ def test_a_hand_edit_of_importance_is_the_persons_and_recall_reads_it(vault: Vau
         path.read_text(encoding="utf-8").replace("[importance:: 3]", "[importance:: 9]"),
         encoding="utf-8",
     )
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     assert git(vault.root, "log", "-1", "--format=%an") != vault.agent  # committed as the human
     assert vault.recall("backups midnight").items[0].scores["importance"] == 9.0
     assert vault.get(fact.id).text == "Backups run at midnight."
@@ -114,10 +114,10 @@ def test_retention_keeps_an_important_retired_memory_twice_as_long(vault: Vault)
     vault.resolve(minor.id)
     # `updated` is a date (midnight): days of 3 leave a day of room either side.
     later = datetime.now(UTC) + timedelta(days=4)
-    report = anonymize_retired(vault.store, 3, apply=True, now=later)
+    report = anonymize_retired(vault.admin.store, 3, apply=True, now=later)
     assert {m.id for m in report.memories} == {minor.id}
     assert "two officers" in (vault.root / "MEMORY.md").read_text(encoding="utf-8")
-    report = anonymize_retired(vault.store, 3, apply=True, now=later + timedelta(days=3))
+    report = anonymize_retired(vault.admin.store, 3, apply=True, now=later + timedelta(days=3))
     assert {m.id for m in report.memories} == {vital.id}
 
 

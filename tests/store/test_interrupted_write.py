@@ -82,8 +82,8 @@ def test_a_two_file_write_killed_halfway_is_finished_as_the_agents(tmp_path: Pat
     history = log(root)
     assert history[1].startswith("crashy|"), history[:3]  # the agent's, not "edit: ..."
     assert not any(line.split("|", 1)[1].startswith("edit:") for line in history)
-    assert not vault.git.dirty_paths()
-    body = vault.git.run("log", "-1", "--skip=1", "--format=%B")
+    assert not vault.admin.store.git.dirty_paths()
+    body = vault.admin.store.git.run("log", "-1", "--skip=1", "--format=%B")
     assert "Recovered: interrupted write" in body
     assert vault.recall("deploy window").items
 
@@ -96,13 +96,13 @@ def test_an_ingest_killed_before_its_commit_is_one_ingest_commit(
     Vault.init(root, agent="setup").close()
     doc = tmp_path / "guide.md"
     doc.write_text("# Install\n\nRun it.\n\n# Usage\n\nDaily.\n")
-    run_killed(root, f"vault.ingest({str(doc)!r})", kill_after=kill_after)
+    run_killed(root, f"vault.library.ingest({str(doc)!r})[0]", kill_after=kill_after)
     vault = Vault.open(root, agent="crashy")
-    again = vault.ingest(doc)  # the re-run: finds the document whole, writes nothing
+    again = vault.library.ingest(doc)[0]  # the re-run: finds the document whole, writes nothing
     assert not again.written and len(again.chunks) == 2
     history = log(root)
     assert history[0].startswith("crashy|ingest document: guide"), history[:3]
     # The next version of the source is not mistaken for hand edits.
     doc.write_text("# Install\n\nRun it twice.\n\n# Usage\n\nDaily.\n")
-    third = vault.ingest(doc)
+    third = vault.library.ingest(doc)[0]
     assert third.written and len(third.changed) == 1 and not third.kept_edits

@@ -48,7 +48,7 @@ def human_append(path: Path, line: str) -> None:
 
 
 def assert_blamed(vault: Vault, rel: str, human: list[str], agent_ids: list[str]) -> None:
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     assert git(vault.root, "status", "--porcelain") == ""
     authors = blame(vault.root, rel)
     for line in human:
@@ -66,8 +66,8 @@ def many_files(vault: Vault, n: int) -> None:
     folder.mkdir()
     for i in range(n):
         (folder / f"note-{i:04d}.md").write_text(f"# Note {i}\n\nabout topic {i}\n")
-    vault.commit_human_edits()
-    vault.refresh()
+    vault.admin.commit_human_edits()
+    vault.admin.refresh()
 
 
 @pytest.mark.parametrize("files", [0, 520], ids=["stat-scan", "git-status"])
@@ -211,7 +211,7 @@ def test_the_agent_commit_has_only_the_agents_change_in_a_shared_file(vault: Vau
     finally:
         stop.set()
         thread.join()
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     shas = git(vault.root, "log", f"--author={AGENT_MAIL}", "--format=%H", f"{start}..").split()
     assert len(shas) == 12
     for sha in shas:
@@ -228,7 +228,7 @@ def test_exact_commit_leaves_the_working_tree_and_other_paths_alone(vault: Vault
     memory_md.write_bytes(on_disk)
     (vault.root / "USER.md").write_bytes(b"# User\n\n- staged elsewhere\n")
     wanted = on_disk.replace(b"- unsaved-to-git human line\n", b"- exact line\n")
-    sha = vault.git.commit_contents(
+    sha = vault.admin.store.git.commit_contents(
         "exact\n", Identity("Ada Human", "ada@example.org"), {"MEMORY.md": wanted}
     )
     assert sha is not None
@@ -237,7 +237,10 @@ def test_exact_commit_leaves_the_working_tree_and_other_paths_alone(vault: Vault
     status = git(vault.root, "status", "--porcelain").splitlines()
     assert sorted(status) == [" M MEMORY.md", " M USER.md"]
     assert git(vault.root, "show", "--name-only", "--format=", "HEAD").split() == ["MEMORY.md"]
-    assert vault.git.commit_contents("again\n", Identity.agent("a"), {"MEMORY.md": wanted}) is None
+    assert (
+        vault.admin.store.git.commit_contents("again\n", Identity.agent("a"), {"MEMORY.md": wanted})
+        is None
+    )
     assert os.environ.get("GIT_INDEX_FILE") is None
 
 
@@ -274,7 +277,7 @@ def test_agents_in_two_processes_and_a_person_typing_every_line_blamed_right(
     finally:
         stop.set()
         thread.join()
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     authors = blame(vault.root, "MEMORY.md")
     wrong = [line for line in typed if authors.get(line, "").endswith(AGENT_MAIL)]
     missing = [line for line in typed if line not in authors]

@@ -72,7 +72,7 @@ def test_redacted_secrets_are_nowhere_and_the_rest_is_kept(vault: Vault, tmp_pat
     assert _leaks(_everything_stored(vault, tmp_path / "_state"), fragments) == []
     reopened = Vault.open(vault.root)
     try:
-        texts = "\n".join(m.text for m in reopened.memories())
+        texts = "\n".join(m.text for m in reopened.library.list())
     finally:
         reopened.close()
     assert texts.count("[REDACTED:") >= len(FORMATS)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from mdmem.errors import PathOutsideVaultError
-from mdmem.store.textfile import atomic_write, decode, safe_path
+from mdmem.files.textfile import atomic_write, decode, safe_path
 
 
 @pytest.mark.parametrize("rel", ["../x.md", "/etc/passwd", ".git/config", "a/../../b.md"])

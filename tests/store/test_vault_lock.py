@@ -27,7 +27,7 @@ HOLDER = textwrap.dedent(
     import sys, time
     from mdmem import Vault
     vault = Vault.open(sys.argv[1], agent="holder")
-    with vault.store.writer.writing():
+    with vault.admin.store.writer.writing():
         print("held", flush=True)
         sys.stdin.readline()  # hold until told (or killed)
     print("released", flush=True)
@@ -88,7 +88,7 @@ def test_deleting_the_lock_files_while_held_does_not_let_a_second_writer_in(
 ) -> None:
     holder = hold_in_another_process(vault)
     try:
-        assert remove_lock_files(vault.state_dir)
+        assert remove_lock_files(vault.admin.state_dir)
         monkeypatch.setenv("MDMEM_GIT_LOCK_TIMEOUT", "1.5")
         second = Vault.open(vault.root, agent="second")
         with pytest.raises(LockTimeoutError):
@@ -119,7 +119,7 @@ def test_a_killed_holder_hands_the_lock_on_at_once(vault: Vault) -> None:
 
 
 def test_tickets_are_served_in_the_order_they_were_taken(vault: Vault) -> None:
-    state = vault.state_dir
+    state = vault.admin.state_dir
     first = VaultLock(vault.root, state)
     first.acquire(5)
     order: list[int] = []
@@ -147,7 +147,7 @@ def test_tickets_are_served_in_the_order_they_were_taken(vault: Vault) -> None:
 
 
 def test_a_dead_processes_ticket_is_skipped(vault: Vault) -> None:
-    lock = VaultLock(vault.root, vault.state_dir)
+    lock = VaultLock(vault.root, vault.admin.state_dir)
     lock.queue_dir.mkdir(parents=True, exist_ok=True)
     # A ticket its process left when it was killed while waiting: nobody flocks it.
     dead = lock.queue_dir / f"{1:016d}.999999.deadbeef"
@@ -162,10 +162,10 @@ def test_a_dead_processes_ticket_is_skipped(vault: Vault) -> None:
 
 
 def test_the_lock_is_reentrant_and_times_out_with_the_process_ahead(vault: Vault) -> None:
-    holder = VaultLock(vault.root, vault.state_dir)
+    holder = VaultLock(vault.root, vault.admin.state_dir)
     with holder.hold(5), holder.hold(5):
         assert holder.held
-        other = VaultLock(vault.root, vault.state_dir)
+        other = VaultLock(vault.root, vault.admin.state_dir)
         started = time.monotonic()
         with pytest.raises(LockTimeoutError, match=f"process {os.getpid()} is ahead"):
             other.acquire(0.3)

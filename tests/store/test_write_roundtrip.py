@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 
 from mdmem import Vault
 from mdmem.errors import InvalidInputError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import decode
 from mdmem.models import Memory
-from mdmem.store import blocks as blk
-from mdmem.store.textfile import decode
 
 # What no stored text may hold (the write must refuse it), and the part of it a
 # tool output (code, kept verbatim) may not hold either.
@@ -223,7 +223,7 @@ def _seed(root: Path) -> tuple[Vault, list[str]]:
 
 
 def _snapshot(vault: Vault) -> dict[str, tuple[str, str, str, str]]:
-    return {m.id: (m.text, m.kind, m.status, m.scope) for m in vault.memories()}
+    return {m.id: (m.text, m.kind, m.status, m.scope) for m in vault.library.list()}
 
 
 @pytest.fixture
@@ -273,7 +273,7 @@ def _check_write(
     fresh = Vault.open(vault.root, agent="reader", state_dir=fresh_state)
     try:
         after = _snapshot(fresh)
-        block = fresh.block(memory.id)
+        block = fresh.admin.store.block(memory.id)
     finally:
         fresh.close()
     # Every other memory is as it was (a superseded one only changes status).
@@ -336,7 +336,7 @@ _READER = """
 import json, sys
 from mdmem import Vault
 vault = Vault.open(sys.argv[1], agent="reader")
-print(json.dumps({m.id: [m.text, m.kind, m.status, m.scope] for m in vault.memories()}))
+print(json.dumps({m.id: [m.text, m.kind, m.status, m.scope] for m in vault.library.list()}))
 """
 
 NASTY = [

@@ -91,7 +91,7 @@ def test_fields_in_the_text_set_nothing(verb: str, vault: Vault, tmp_path: Path)
 def test_an_mcp_style_scope_escape_stays_in_the_servers_scope(vault: Vault) -> None:
     tools = Toolset(vault, allowed_scopes=["user:mallory"])
     stored = tools.dispatch("remember", {"content": "Secret plan [scope:: user:alice]"})
-    block = vault.block(stored["id"])
+    block = vault.admin.store.block(stored["id"])
     assert (block.scope, block.text) == ("user:mallory", "Secret plan [scope:: user:alice]")
     assert not vault.recall("secret plan", scope="user:alice").items
 
@@ -107,7 +107,7 @@ def test_a_files_location_decides_its_scope(vault: Vault, tmp_path: Path) -> Non
     (vault.root / "notes.md").write_text(
         "- A root note a person scoped [scope:: user:alice] ^m-01jd3k5x7q0002\n", encoding="utf-8"
     )
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     for reader in (vault, _fresh(vault, tmp_path)):
         typed = reader.block("m-01jd3k5x7q0001")
         # The person's own status field counts; a scope the folder contradicts does not.
@@ -264,7 +264,7 @@ def test_a_topic_reads_back_as_its_heading(vault: Vault, tmp_path: Path) -> None
     text = (vault.root / "LEARNING.md").read_text(encoding="utf-8")
     assert text.count("## Topic: C#") == 1
     assert _fresh(vault, tmp_path).block(second.id).heading == "Topic: C#"
-    assert vault.block(first.id).heading == "Topic: C#"
+    assert vault.admin.store.block(first.id).heading == "Topic: C#"
     with pytest.raises(InvalidInputError, match="topic"):
         vault.learn("Closing hashes ##", "would vanish from the heading")
 
@@ -283,7 +283,7 @@ def test_a_vault_indexed_by_an_older_parser_is_read_again(vault: Vault) -> None:
     # old parser) said alice while the file sits in mallory's folder.
     memory = vault.remember("The plan [scope:: user:alice]", scope="user:mallory")
     vault.close()
-    db = sqlite3.connect(vault.state_dir / "manifest.sqlite")
+    db = sqlite3.connect(vault.admin.state_dir / "manifest.sqlite")
     with db:
         db.execute("UPDATE blocks SET scope = 'user:alice' WHERE id = ?", (memory.id,))
         db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")

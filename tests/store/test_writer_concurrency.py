@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
-from mdmem.store.blocks import parse
-from mdmem.store.textfile import decode
+from mdmem.files.blocks import parse
+from mdmem.files.textfile import decode
 
 from ..conftest import git
 
@@ -144,14 +144,14 @@ def _assert_leftovers_are_inert(vault: Vault) -> list[str]:
         assert re.fullmatch(r"(.*/)?\.[^/]+\.md\.mdmem-\d+-[0-9a-f]{8}\.tmp", rel), rel
         ignored = subprocess.run(["git", "check-ignore", "-q", rel], cwd=vault.root)
         assert ignored.returncode == 0, f"{rel} is not ignored by git"
-    vault.refresh()
-    assert not [path for path in vault.catalog.files if not path.endswith(".md")]
-    report = vault.doctor()
+    vault.admin.refresh()
+    assert not [path for path in vault.admin.store.catalog.files if not path.endswith(".md")]
+    report = vault.admin.doctor()
     flagged = sorted(
         p.detail.split()[0] for p in report.problems if p.check == "no interrupted writes"
     )
     assert flagged == leftovers
-    vault.doctor(fix=True)
+    vault.admin.doctor(fix=True)
     assert not [
         p for p in vault.root.rglob(".*.tmp") if ".git" not in p.relative_to(vault.root).parts
     ]
@@ -181,7 +181,7 @@ def test_human_appending_to_user_md_while_agent_remembers(vault: Vault) -> None:
     finally:
         stop.set()
         thread.join()
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     text = (vault.root / "USER.md").read_text(encoding="utf-8")
     for line in typed:
         assert line in text
@@ -230,7 +230,7 @@ def test_append_during_the_write_is_merged_without_a_replay(
     assert all(line in text for line in typed) and len(typed) == 2
     assert text.index(typed[-1]) < text.index(f"^{memory.id}")  # ours goes after theirs
     assert vault.get(memory.id).text == "prefers dark mode"
-    vault.commit_human_edits()
+    vault.admin.commit_human_edits()
     assert git(vault.root, "status", "--porcelain") == ""
     for line in typed:
         author = git(vault.root, "log", "-1", "--format=%an", "-S", line, "--", "USER.md")

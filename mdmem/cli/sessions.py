@@ -1,14 +1,15 @@
-"""CLI commands for the seeds' session capabilities (registered on ``mdmem``).
+"""``mdmem session …``: conversations and agent runs (``vault.sessions``).
 
-``summarize-session``, ``capture-tools``, ``pending add|take|list``,
-``flush-reminder``, ``consolidate-stale`` and ``action add|list|complete``:
-thin views of the Vault methods of the same names. Library modules are
-imported inside the commands, so ``mdmem --help`` stays cheap.
+``record``, ``summarize``, ``resolve``, ``capture-tools``, ``flush-reminder``,
+``consolidate-stale``, ``pending add|take|list`` and ``action add|list|complete``:
+thin views of the desk's verbs. Library modules are imported inside the
+commands, so ``mdmem --help`` stays cheap.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -23,18 +24,87 @@ __all__ = [
     "consolidate_stale_cmd",
     "flush_reminder_cmd",
     "pending_group",
+    "resolve_session_cmd",
+    "session_group",
+    "session_record",
     "summarize_session_cmd",
 ]
 
 
-@main.command("summarize-session")
+@main.group("session")
+def session_group() -> None:
+    """Conversations and agent runs: record turns, summarise, capture tool calls."""
+
+
+@session_group.command("record")
+@click.argument("session_id")
+@click.argument("text")
+@click.option(
+    "--role",
+    type=click.Choice(["user", "assistant", "system", "tool"]),
+    required=True,
+    help="Who sent the message.",
+)
+@click.option("--speaker", default=None, help="The person who spoke (a group chat's member).")
+@click.option("--when", default=None, help="When it was said (ISO date/time; default now).")
+@click.option("--event-id", default=None, help="The message id at its source (dedupes).")
+@click.option("--source", default=None, help="Where the conversation happens (telegram, cli...).")
+@click.option("--contact", default=None, help="The conversation's contact (telegram:123).")
+@scope_option
+@click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
+@json_option
+@click.pass_obj
+def session_record(
+    obj: Context,
+    session_id: str,
+    text: str,
+    role: str,
+    speaker: str | None,
+    when: str | None,
+    event_id: str | None,
+    source: str | None,
+    contact: str | None,
+    scope: str | None,
+    redact: bool,
+    as_json: bool,
+) -> None:
+    """Record one chat turn (TEXT, or - to read it from stdin)."""
+    body = sys.stdin.read() if text == "-" else text
+    moment = _when(when)
+    session = obj.vault().session(session_id, source=source, contact=contact, scope=scope)
+    memory = session.record(
+        role,
+        body,
+        event_id,
+        speaker=speaker,
+        when=moment,
+        secrets="redact" if redact else None,
+    )
+
+    def human() -> None:
+        note = "" if memory.was_new else " (already recorded)"
+        click.echo(f"recorded {memory.id} → {memory.path}:{memory.line}{note}")
+
+    emit(memory, as_json, human)
+
+
+def _when(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(f"--when: not an ISO date/time: {value!r}") from None
+
+
+@session_group.command("summarize")
 @click.argument("session_id")
 @scope_option
 @json_option
 @click.pass_obj
 def summarize_session_cmd(obj: Context, session_id: str, scope: str | None, as_json: bool) -> None:
     """Write a session_summary of the turns no summary covers yet (LLM, else extractive)."""
-    memory = obj.vault().summarize_session(session_id, scope=scope)
+    memory = obj.vault().sessions.summarize(session_id, scope=scope)
 
     def human() -> None:
         if memory is None:
@@ -98,7 +168,7 @@ def _calls(raw: str) -> list[Any]:
     return calls
 
 
-@main.command("capture-tools")
+@session_group.command("capture-tools")
 @click.argument("session_id")
 @click.argument("calls_file", default="-")
 @scope_option
@@ -116,7 +186,7 @@ def capture_tools_cmd(
                 raw = fh.read()
         except OSError as exc:
             raise InvalidInputError(f"cannot read {calls_file}: {exc.strerror}") from None
-    memories = obj.vault().capture_tool_results(session_id, _calls(raw), scope=scope)
+    memories = obj.vault().sessions.capture_tool_results(session_id, _calls(raw), scope=scope)
 
     def human() -> None:
         if not memories:
@@ -127,7 +197,7 @@ def capture_tools_cmd(
     emit(memories, as_json, human)
 
 
-@main.group("pending")
+@session_group.group("pending")
 def pending_group() -> None:
     """Messages that arrived while the agent was busy (FIFO, 30-day TTL)."""
 
@@ -152,7 +222,7 @@ def pending_add_cmd(
     as_json: bool,
 ) -> None:
     """Queue a message for the agent's next task (TEXT - reads stdin)."""
-    message = obj.vault().pending.push(
+    message = obj.vault().sessions.pending.push(
         read_text(text),
         channel=channel,
         sender=sender,
@@ -181,7 +251,7 @@ def _show(messages: list[Any], as_json: bool) -> None:
 @click.pass_obj
 def pending_take_cmd(obj: Context, channel: str, limit: int | None, as_json: bool) -> None:
     """Hand the waiting messages to a task (each is returned once), oldest first."""
-    _show(obj.vault().pending.take(channel=channel, limit=limit), as_json)
+    _show(obj.vault().sessions.pending.take(channel=channel, limit=limit), as_json)
 
 
 @pending_group.command("list")
@@ -190,26 +260,26 @@ def pending_take_cmd(obj: Context, channel: str, limit: int | None, as_json: boo
 @click.pass_obj
 def pending_list_cmd(obj: Context, channel: str, as_json: bool) -> None:
     """Show the waiting messages without taking them."""
-    _show(obj.vault().pending.peek(channel=channel), as_json)
+    _show(obj.vault().sessions.pending.peek(channel=channel), as_json)
 
 
-@main.command("flush-reminder")
+@session_group.command("flush-reminder")
 @click.option("--session", default=None, help="Count only this session's pending turns.")
 @scope_option
 @json_option
 @click.pass_obj
 def flush_reminder_cmd(obj: Context, session: str | None, scope: str | None, as_json: bool) -> None:
     """Print the memory-flush reminder when it is due (25 pending turns, 30-minute cooldown)."""
-    text = obj.vault().flush_reminder(session=session, scope=scope)
+    text = obj.vault().sessions.flush_reminder(session=session, scope=scope)
     emit({"reminder": text}, as_json, lambda: click.echo(text) if text else None)
 
 
-@main.command("consolidate-stale")
+@session_group.command("consolidate-stale")
 @json_option
 @click.pass_obj
 def consolidate_stale_cmd(obj: Context, as_json: bool) -> None:
     """Consolidate conversations idle for consolidation.stale_minutes (default 10)."""
-    result = obj.vault().consolidate_stale()
+    result = obj.vault().sessions.consolidate_stale()
 
     def human() -> None:
         if result is None:
@@ -221,7 +291,7 @@ def consolidate_stale_cmd(obj: Context, as_json: bool) -> None:
     emit(result, as_json, human)
 
 
-@main.group("action")
+@session_group.group("action")
 def action_group() -> None:
     """Short-term step notes of one action, cleaned up when it completes (OrcBot)."""
 
@@ -244,7 +314,11 @@ def action_add_cmd(
     as_json: bool,
 ) -> None:
     """Record a step observation of ACTION_ID (TEXT - reads stdin)."""
-    memory = obj.vault().action(action_id, scope=scope).add(read_text(text), step=step, skill=skill)
+    memory = (
+        obj.vault()
+        .sessions.action(action_id, scope=scope)
+        .add(read_text(text), step=step, skill=skill)
+    )
     emit(memory, as_json, lambda: memory_line("noted", memory))
 
 
@@ -255,7 +329,7 @@ def action_add_cmd(
 @click.pass_obj
 def action_list_cmd(obj: Context, action_id: str, scope: str | None, as_json: bool) -> None:
     """The step notes an action still holds."""
-    notes = obj.vault().action(action_id, scope=scope).memories()
+    notes = obj.vault().sessions.action(action_id, scope=scope).memories()
 
     def human() -> None:
         for m in notes:
@@ -273,5 +347,23 @@ def action_list_cmd(obj: Context, action_id: str, scope: str | None, as_json: bo
 @click.pass_obj
 def action_complete_cmd(obj: Context, action_id: str, scope: str | None, as_json: bool) -> None:
     """The action is done: remove its step notes in one commit."""
-    removed = obj.vault().action(action_id, scope=scope).complete()
+    removed = obj.vault().sessions.action(action_id, scope=scope).complete()
     emit({"removed": removed}, as_json, lambda: click.echo(f"removed {removed} step notes"))
+
+
+@session_group.command("resolve")
+@click.argument("session_id")
+@click.option("--scope", default=None, help="Only memories in this scope.")
+@json_option
+@click.pass_obj
+def resolve_session_cmd(obj: Context, session_id: str, scope: str | None, as_json: bool) -> None:
+    """Resolve every active memory recorded in or extracted from a session."""
+    memories = obj.vault().sessions.resolve(session_id, scope=scope)
+
+    def human() -> None:
+        if not memories:
+            click.echo(f"no active memories from session {session_id}")
+        for m in memories:
+            click.echo(f"resolved {m.id} ({m.kind}, {m.path}:{m.line})")
+
+    emit(memories, as_json, human)

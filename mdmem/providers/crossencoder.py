@@ -23,7 +23,7 @@ The folder is read as it is; nothing is ever downloaded:
   and weights; the ``st`` extra), loaded with ``local_files_only``.
 
 It is registered as the built-in ``cross-encoder`` provider of the
-``mdmem.rerankers`` entry point group (:mod:`mdmem.index.registry`): like
+``mdmem.rerankers`` entry point group (:mod:`mdmem.providers.registry`): like
 any reranker it is an object with ``rerank(query, texts) -> scores``, and
 :mod:`mdmem.recall.model_rerank` puts recall's top hits in its order.
 """

@@ -1,23 +1,37 @@
-"""Import, export, browse and record: ``mdmem import``, ``export``, ``list``, ``show``,
-``session record``."""
+"""``mdmem library …``: bulk in, bulk out, and browsing (``vault.library``).
+
+``import`` (chat exports, JSONL, markdown folders), ``export``, ``list`` and
+``show``; ``ingest`` (documents) is in :mod:`mdmem.cli.documents`.
+"""
 
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import click
 
 from mdmem.cli.context import Context, emit, json_option, main, progress_bars, scope_option
-from mdmem.errors import InvalidInputError
 from mdmem.models import KINDS, one_line
+
+__all__ = [
+    "export_cmd",
+    "import_cmd",
+    "library_group",
+    "list_cmd",
+    "show_cmd",
+]
 
 _FORMATS = ("chatgpt", "claude", "jsonl", "markdown")
 _STATUSES = ("active", "resolved", "superseded")
 
 
-@main.command("import")
+@main.group("library")
+def library_group() -> None:
+    """Documents, chat exports and JSONL in; JSONL out; list and show memories."""
+
+
+@library_group.command("import")
 @click.argument("path", type=click.Path(exists=True))
 @click.option(
     "--format",
@@ -40,7 +54,7 @@ def import_cmd(
     """
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
-        report = vault.import_(
+        report = vault.library.import_(
             path,
             format=fmt,
             scope=scope,
@@ -65,7 +79,7 @@ def import_cmd(
     emit(report, as_json, human)
 
 
-@main.command("export")
+@library_group.command("export")
 @click.option("--jsonl", "jsonl", is_flag=True, required=True, help="One JSON object a line.")
 @click.option(
     "-o",
@@ -80,18 +94,18 @@ def export_cmd(obj: Context, jsonl: bool, output: str) -> None:
     vault = obj.vault()
     with progress_bars(enabled=not obj.quiet) as progress:  # stderr: stdout may be the data
         if output == "-":
-            vault.export_jsonl(sys.stdout, progress=progress)
+            vault.library.export(sys.stdout, progress=progress)
             return
         target = Path(output)
         tmp = target.with_name(f".{target.name}.tmp")
         with tmp.open("w", encoding="utf-8", newline="\n") as out:
-            count = vault.export_jsonl(out, progress=progress)
+            count = vault.library.export(out, progress=progress)
         tmp.replace(target)
     if not obj.quiet:
         click.echo(f"exported {count} memories to {target}", err=True)
 
 
-@main.command("list")
+@library_group.command("list")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Repeatable.")
 @click.option("--scope", "scopes", multiple=True, help='Repeatable; "" is the vault root.')
 @click.option("--status", "statuses", multiple=True, type=click.Choice(_STATUSES))
@@ -117,7 +131,7 @@ def list_cmd(
     as_json: bool,
 ) -> None:
     """List memories (every status unless --status), newest first."""
-    rows = obj.vault().list_memories(
+    memories = obj.vault().library.list(
         kinds=kinds or None,
         scopes=scopes or None,
         statuses=statuses or None,
@@ -130,26 +144,24 @@ def list_cmd(
     )
 
     def human() -> None:
-        for row in rows:
-            status = "" if row["status"] == "active" else f" [{row['status']}]"
-            scope = f" {row['scope']}" if row["scope"] else ""
-            click.echo(
-                f"{row['created'][:16]}  {row['id']}  {row['kind']}{scope}{status}  "
-                f"{one_line(row['text'])[:100]}"
-            )
-        if not rows:
+        for m in memories:
+            status = "" if m.status == "active" else f" [{m.status}]"
+            scope = f" {m.scope}" if m.scope else ""
+            when = m.created.isoformat(timespec="minutes")[:16]
+            click.echo(f"{when}  {m.id}  {m.kind}{scope}{status}  {one_line(m.text)[:100]}")
+        if not memories:
             click.echo("no memories match", err=True)
 
-    emit(rows, as_json, human)
+    emit(memories, as_json, human)
 
 
-@main.command("show")
+@library_group.command("show")
 @click.argument("memory_id")
 @json_option
 @click.pass_obj
 def show_cmd(obj: Context, memory_id: str, as_json: bool) -> None:
     """One memory: text, metadata, history and who wrote it."""
-    shown = obj.vault().show(memory_id)
+    shown = obj.vault().library.show(memory_id)
 
     def human() -> None:
         row = shown.memory
@@ -181,69 +193,3 @@ def show_cmd(obj: Context, memory_id: str, as_json: bool) -> None:
             click.echo(f"note: {problem}", err=True)
 
     emit(shown, as_json, human)
-
-
-@main.group("session")
-def session_group() -> None:
-    """Short-term memory of a conversation (chat turns)."""
-
-
-@session_group.command("record")
-@click.argument("session_id")
-@click.argument("text")
-@click.option(
-    "--role",
-    type=click.Choice(["user", "assistant", "system", "tool"]),
-    required=True,
-    help="Who sent the message.",
-)
-@click.option("--speaker", default=None, help="The person who spoke (a group chat's member).")
-@click.option("--when", default=None, help="When it was said (ISO date/time; default now).")
-@click.option("--event-id", default=None, help="The message id at its source (dedupes).")
-@click.option("--source", default=None, help="Where the conversation happens (telegram, cli...).")
-@click.option("--contact", default=None, help="The conversation's contact (telegram:123).")
-@scope_option
-@click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
-@json_option
-@click.pass_obj
-def session_record(
-    obj: Context,
-    session_id: str,
-    text: str,
-    role: str,
-    speaker: str | None,
-    when: str | None,
-    event_id: str | None,
-    source: str | None,
-    contact: str | None,
-    scope: str | None,
-    redact: bool,
-    as_json: bool,
-) -> None:
-    """Record one chat turn (TEXT, or - to read it from stdin)."""
-    body = sys.stdin.read() if text == "-" else text
-    moment = _when(when)
-    session = obj.vault().session(session_id, source=source, contact=contact, scope=scope)
-    memory = session.record(
-        role,
-        body,
-        event_id,
-        speaker=speaker,
-        when=moment,
-        secrets="redact" if redact else None,
-    )
-
-    def human() -> None:
-        note = "" if memory.was_new else " (already recorded)"
-        click.echo(f"recorded {memory.id} → {memory.path}:{memory.line}{note}")
-
-    emit(memory, as_json, human)
-
-
-def _when(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInputError(f"--when: not an ISO date/time: {value!r}") from None

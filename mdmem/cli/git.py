@@ -1,6 +1,7 @@
-"""CLI commands for the git-native features: changes, provenance, sync, purge.
+"""``mdmem git …``: what git knows about the vault (``vault.git``).
 
-Imported by :mod:`mdmem.cli`, which so registers them on ``main``.
+``changes`` (since the last session, a commit or a date), ``provenance``,
+``sync``, ``review`` (consolidations waiting on branches), ``undo`` and ``purge``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,19 @@ import click
 
 from mdmem.cli.context import Context, emit, json_option, main, progress_bars
 
+__all__ = [
+    "changes_cmd",
+    "git_group",
+    "provenance_cmd",
+    "purge_cmd",
+    "review_cmd",
+    "sync_cmd",
+    "undo_cmd",
+]
+
 if TYPE_CHECKING:  # annotations only: the heavy modules load when a command runs
     from mdmem.git.history import Change, Changes
+    from mdmem.git.review import Review
 
 EXIT_CONFLICT = 3
 
@@ -66,7 +78,12 @@ def _print_changes(result: Changes) -> None:
                 click.echo(f"      memories: {', '.join(h.memory_ids)}")
 
 
-@main.command("changes")
+@main.group("git")
+def git_group() -> None:
+    """What git knows: changes since last session, authors, sync, reviews, undo, purge."""
+
+
+@git_group.command("changes")
 @click.option(
     "--since",
     default="last-session",
@@ -80,19 +97,19 @@ def _print_changes(result: Changes) -> None:
 def changes_cmd(obj: Context, since: str, session: str | None, mark: bool, as_json: bool) -> None:
     """What changed in the vault since the last session, a date or a commit."""
     vault = obj.vault()
-    result = vault.changes(since, session=session)
+    result = vault.git.changes(since, session=session)
     if mark:
-        vault.mark_seen(session=session)
+        vault.git.mark_seen(session=session)
     emit(result, as_json, lambda: _print_changes(result))
 
 
-@main.command("provenance")
+@git_group.command("provenance")
 @click.argument("memory_id")
 @json_option
 @click.pass_obj
 def provenance_cmd(obj: Context, memory_id: str, as_json: bool) -> None:
     """Who wrote each line of a memory (git blame) and which commit created it."""
-    prov = obj.vault().provenance(memory_id)
+    prov = obj.vault().git.provenance(memory_id)
 
     def human() -> None:
         origin = "human" if prov.written_by_human else "agent"
@@ -108,7 +125,7 @@ def provenance_cmd(obj: Context, memory_id: str, as_json: bool) -> None:
     emit(prov, as_json, human)
 
 
-@main.command("sync")
+@git_group.command("sync")
 @click.option("--remote", default="origin", show_default=True, help="The git remote.")
 @click.option("--no-push", is_flag=True, help="Only pull (fetch and rebase).")
 @click.option(
@@ -122,7 +139,7 @@ def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json
     """Pull from and push to a git remote; conflicts leave the vault unchanged."""
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
-        result = vault.sync(remote, push=not no_push, force_push=force_push, progress=progress)
+        result = vault.git.sync(remote, push=not no_push, force_push=force_push, progress=progress)
 
     def human() -> None:
         if not result.ok:
@@ -148,7 +165,7 @@ def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json
         raise click.exceptions.Exit(EXIT_CONFLICT)
 
 
-@main.command("purge")
+@git_group.command("purge")
 @click.argument("memory_id")
 @click.option("--yes", is_flag=True, help="Confirm: rewrite the whole git history.")
 @json_option
@@ -157,7 +174,7 @@ def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
     """Forget a memory and erase its text from every commit (rewrites history)."""
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
-        result = vault.purge(memory_id, confirm=yes, progress=progress)
+        result = vault.git.purge(memory_id, confirm=yes, progress=progress)
 
     def human() -> None:
         click.echo(
@@ -175,3 +192,87 @@ def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
         )
 
     emit(result, as_json, human)
+
+
+def _counts(r: Review) -> str:
+    return (
+        f"{r.added} facts added, {r.superseded} superseded, {r.dropped} dropped; "
+        f"{r.episodes} episodes from {r.entries} entries"
+    )
+
+
+@git_group.command("review")
+@click.argument("branch", required=False)
+@click.option("--merge", "merge", is_flag=True, help="Merge the review into the current branch.")
+@click.option("--reject", "reject", is_flag=True, help="Delete the review branch.")
+@json_option
+@click.pass_obj
+def review_cmd(obj: Context, branch: str | None, merge: bool, reject: bool, as_json: bool) -> None:
+    """Consolidations waiting for review: list them, show one (counts and diff), merge or reject.
+
+    Without BRANCH: the open reviews (the only one in full); --merge and
+    --reject take the only one.
+    """
+    if merge and reject:
+        raise click.UsageError("say --merge or --reject, not both")
+    vault = obj.vault()
+    if merge or reject:
+        decision = vault.git.merge_review(branch) if merge else vault.git.reject_review(branch)
+
+        def decided() -> None:
+            r = decision.review
+            if decision.action == "merged":
+                click.echo(f"merged {r.branch} ({(decision.commit or '')[:10]}): {_counts(r)}")
+            else:
+                click.echo(f"rejected {r.branch}: its {r.entries} entries are pending again")
+
+        emit(decision, as_json, decided)
+        return
+    if branch is None:
+        open_reviews = vault.git.reviews()
+        # --json always lists (a stable shape); people see the only review in full.
+        if as_json or len(open_reviews) != 1:
+
+            def listed() -> None:
+                if not open_reviews:
+                    click.echo("no consolidation is waiting for review")
+                for r in open_reviews:
+                    click.echo(f"{r.branch}  {r.commit[:10]}  {_counts(r)}")
+
+            emit(open_reviews, as_json, listed)
+            return
+        branch = open_reviews[0].branch
+    found = vault.git.review(branch)
+
+    def shown() -> None:
+        click.echo(f"{found.branch}  {found.commit[:10]}  {found.date}")
+        click.echo(found.title)
+        click.echo(_counts(found))
+        for fact in found.dropped_facts:
+            click.echo(f"  dropped: {fact}")
+        click.echo()
+        click.echo(found.diff, nl=False)
+        click.echo(
+            f"merge it with `mdmem review --merge {found.branch}`, "
+            f"or reject it with `mdmem review --reject {found.branch}`",
+            err=True,
+        )
+
+    emit(found, as_json, shown)
+
+
+@git_group.command("undo")
+@click.argument("commit")
+@json_option
+@click.pass_obj
+def undo_cmd(obj: Context, commit: str, as_json: bool) -> None:
+    """Revert one commit (a consolidation, a review merge...) with a new commit."""
+    result = obj.vault().git.undo(commit)
+    emit(
+        result,
+        as_json,
+        lambda: click.echo(
+            f"undid {result.reverted[:10]} ({result.subject}) in {result.commit[:10]}: "
+            + ", ".join(result.paths)
+        ),
+    )

@@ -1,0 +1,138 @@
+"""Names of the 0.0.x :class:`~mdmem.vault.Vault` that moved to desks in 0.1.0.
+
+Each old name still answers for one release: ``Vault.__getattr__`` looks it
+up in :data:`MOVED`, warns (``DeprecationWarning``, naming the new place) and
+hands back the new verb, adapted where its shape changed. One table, so the
+list of what moved is written down once and a test can walk it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from mdmem.memory import documents
+from mdmem.memory.export import row_of
+from mdmem.models import Memory
+
+__all__ = ["MOVED", "moved"]
+
+
+def moved(old: str, where: str) -> None:
+    warnings.warn(
+        f"Vault.{old} is deprecated and goes in 0.2: use {where}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def _path(dotted: str) -> Callable[[Any], Any]:
+    def follow(vault: Any) -> Any:
+        value: Any = vault
+        for part in dotted.split("."):
+            value = getattr(value, part)
+        return value
+
+    return follow
+
+
+def _helper(module: str, name: str) -> Callable[[Any], Any]:
+    # Helpers over a vault sit above it (mdmem.agent); imported when an old
+    # script asks, never by the vault itself.
+    return lambda vault: functools.partial(getattr(importlib.import_module(module), name), vault)
+
+
+def _memories(vault: Any) -> Callable[..., list[Memory]]:
+    def memories(*, include_inactive: bool = True) -> list[Memory]:
+        return vault.library.list(statuses=None if include_inactive else "active")
+
+    return memories
+
+
+def _list_rows(vault: Any) -> Callable[..., list[dict[str, Any]]]:
+    def list_memories(**filters: Any) -> list[dict[str, Any]]:
+        filters.setdefault("limit", 50)
+        block_of = vault.admin.store.block
+        return [
+            row_of(block_of(m.id), vault.settings.secrets) for m in vault.library.list(**filters)
+        ]
+
+    return list_memories
+
+
+def _steps(vault: Any) -> Callable[..., Any]:
+    steps = importlib.import_module("mdmem.agent.steps")
+
+    def compact_steps(history: Any, llm: Any = None) -> Any:
+        return steps.compact_steps(history, llm if llm is not None else vault.llm)
+
+    return compact_steps
+
+
+def _ingest_one(vault: Any) -> Callable[..., Any]:
+    # One file as before (a folder was an error then): not library.ingest's expansion.
+    return functools.partial(documents.ingest, vault.admin.store)
+
+
+# Every public name of the 0.0.x Vault that moved: where it went, and how to
+# reach it from a vault. Each answers for one release with a DeprecationWarning.
+MOVED: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    **{
+        old: (f"vault.{new}", _path(new))
+        for old, new in {
+            "store": "admin.store",
+            "catalog": "admin.store.catalog",
+            "indexer": "admin.store.indexer",
+            "state_dir": "admin.state_dir",
+            "refresh": "admin.refresh",
+            "commit_human_edits": "admin.commit_human_edits",
+            "doctor": "admin.doctor",
+            "watch": "admin.watch",
+            "cleanup": "admin.cleanup",
+            "cleanup_due": "admin.cleanup_due",
+            "anonymize_retired": "admin.retention",
+            "diff": "git.changes",
+            "changes": "git.changes",
+            "mark_seen": "git.mark_seen",
+            "blame": "git.blame",
+            "provenance": "git.provenance",
+            "sync": "git.sync",
+            "reviews": "git.reviews",
+            "review": "git.review",
+            "merge_review": "git.merge_review",
+            "reject_review": "git.reject_review",
+            "undo": "git.undo",
+            "purge": "git.purge",
+            "read_tool_output": "sessions.read_tool_output",
+            "summarize_session": "sessions.summarize",
+            "resolve_session": "sessions.resolve",
+            "capture_tool_results": "sessions.capture_tool_results",
+            "flush": "sessions.flush",
+            "flush_reminder": "sessions.flush_reminder",
+            "consolidate_stale": "sessions.consolidate_stale",
+            "pending": "sessions.pending",
+            "action": "sessions.action",
+            "ingest_many": "library.ingest",
+            "import_": "library.import_",
+            "export_jsonl": "library.export",
+            "show": "library.show",
+            "feedback": "usefulness.feedback",
+            "usefulness_of": "usefulness.get",
+            "resolver": "_parts.resolver",
+            "recaller": "_recaller",
+        }.items()
+    },
+    "ingest": ("vault.library.ingest (a list of results)", _ingest_one),
+    "block": ("vault.get", _path("_store.block")),
+    "memories": ("vault.library.list", _memories),
+    "list_memories": ("vault.library.list", _list_rows),
+    "llm_client": ("vault.llm", lambda vault: lambda: vault.llm),
+    "prompt_context": (
+        "mdmem.prompt_context(vault, ...)",
+        _helper("mdmem.agent.prompt", "prompt_context"),
+    ),
+    "compact_steps": ("mdmem.agent.steps.compact_steps(steps, vault.llm)", _steps),
+}

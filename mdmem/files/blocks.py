@@ -1,0 +1,902 @@
+"""Parse vault files into blocks with exact line ranges, and render new blocks.
+
+A *memory* is a list item or paragraph whose last line ends in an Obsidian
+block id (``- text #tag [status:: active] ^m-01jd3k5x7qabc``). In entry files
+(daily logs, JOURNAL.md, sessions) a heading section holding exactly one id is
+one memory, heading included, so an entry can hold any markdown. Everything
+else a human wrote becomes a *section* block keyed by ``path#heading``; the
+YAML frontmatter is a block of its own.
+
+Pure functions: nothing here touches the disk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from functools import lru_cache
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+
+from mdmem.errors import InvalidInputError
+from mdmem.files import escape as esc
+from mdmem.files.ids import ID_PATTERN, id_time
+from mdmem.files.textfile import SkipFile, TextFile
+from mdmem.models import KINDS, STATUSES, Block, one_line
+
+__all__ = [
+    "FRONTMATTER_MAX_BYTES",
+    "ROOT_SCOPE",
+    "ParsedFile",
+    "content_hash",
+    "default_kind_for",
+    "is_entry_file",
+    "normalize_text",
+    "parse",
+    "parse_datetime",
+    "render_entry",
+    "render_list_item",
+    "render_paragraph",
+    "scope_dir",
+    "scope_of_path",
+    "validate_scope",
+]
+
+FRONTMATTER_MAX_BYTES = 64 * 1024
+_MAX_YAML_ALIASES = 64
+
+_TRAILING_ID = re.compile(rf"(?:^|\s)\^({ID_PATTERN})\s*$")
+_TRAILING_ID_SUB = re.compile(rf"(^|\s)\^{ID_PATTERN}\s*$")
+_ID_REF = re.compile(rf"\^{ID_PATTERN}")
+_TAG = re.compile(r"(?<![\w&/#\]\)`])#([A-Za-z_][\w/-]*)")
+_LIST_MARKER = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])(\s+\[[ xX]\])?(\s+|$)")
+_ATX_TEXT = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
+_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
+# Used with fullmatch: "$" would also match before a final newline ("user:alice\n").
+_SCOPE = re.compile(r"([a-z][a-z0-9_-]{0,31}):([a-z0-9][a-z0-9._-]{0,63})")
+# The vault root scope is "" in the API; where a reader needs a word for it
+# (frontmatter, commit trailers, tool arguments) it is "root".
+ROOT_SCOPE = "root"
+
+_FILE_KINDS = {
+    "MEMORY.md": "fact",
+    "USER.md": "preference",
+    "LEARNING.md": "learning",
+    "WORLD.md": "world",
+    "JOURNAL.md": "journal",
+}
+_ENTRY_KINDS = frozenset({"log", "journal", "chat_message", "document_chunk"})
+
+# Inline parsing is a third of the cost and nothing here needs inline tokens.
+_md = MarkdownIt("commonmark").enable("table").disable("inline")
+
+
+# ----------------------------------------------------------------- scopes ----
+
+
+def validate_scope(scope: str | None) -> str:
+    """``None``/``""`` is the vault root; otherwise ``kind:name`` in lower case."""
+    if scope is None or scope == "":
+        return ""
+    if not isinstance(scope, str) or not _SCOPE.fullmatch(scope):
+        raise InvalidInputError(
+            f"invalid scope {scope!r}: use kind:name in lower case, e.g. project:marketing"
+        )
+    return scope
+
+
+def scope_dir(scope: str) -> PurePosixPath:
+    """Where a scope's files live: the root, or ``scopes/<kind>/<name>``."""
+    if not scope:
+        return PurePosixPath()
+    kind, name = scope.split(":", 1)
+    return PurePosixPath("scopes", kind, name)
+
+
+# Called a few times per block on the write path with a handful of distinct paths.
+@lru_cache(maxsize=4096)
+def scope_of_path(path: str) -> tuple[str, str]:
+    """(scope, path relative to the scope folder) for a vault-relative path."""
+    parts = PurePosixPath(path).parts
+    if len(parts) >= 4 and parts[0] == "scopes":
+        scope = f"{parts[1]}:{parts[2]}"
+        if _SCOPE.fullmatch(scope):
+            return scope, "/".join(parts[3:])
+    return "", path
+
+
+@lru_cache(maxsize=4096)
+def default_kind_for(path: str) -> str:
+    _, inner = scope_of_path(path)
+    parts = PurePosixPath(inner).parts
+    if len(parts) == 1 and parts[0] in _FILE_KINDS:
+        return _FILE_KINDS[parts[0]]
+    if parts and parts[0] == "daily":
+        return "log"
+    if parts and parts[0] == "episodes":
+        return "episode"
+    if parts and parts[0] == "sessions":
+        return "chat_message"
+    if len(parts) == 2 and parts[0] == "documents":
+        return "document_chunk"  # mdmem.memory.documents writes these files
+    return "note"
+
+
+def is_entry_file(path: str) -> bool:
+    return default_kind_for(path) in _ENTRY_KINDS
+
+
+# --------------------------------------------------------------- helpers ----
+
+
+def normalize_text(text: str) -> str:
+    """The text idempotency compares: NFKC, no tags/ids, folded case and space.
+
+    Field syntax in a memory's text is part of the text (the parser takes the
+    block's own fields off before this sees it), so it counts.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    text = _TAG.sub(" ", text)
+    text = _ID_REF.sub(" ", text)
+    text = " ".join(text.casefold().split())
+    return text.strip(" .!;,")
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()[:32]
+
+
+def parse_datetime(value: Any) -> datetime | None:
+    """ISO date or datetime (or a YAML date) to an aware UTC datetime."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    text = str(value).strip().replace(" ", "T", 1) if "T" not in str(value) else str(value).strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _strip_eol(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+def _tags_in(text: str) -> list[str]:
+    return [t.lower() for t in _TAG.findall(text)] if "#" in text else []
+
+
+def frontmatter_tags(meta: dict[str, Any]) -> list[str]:
+    raw = meta.get("tags", meta.get("tag"))
+    if raw is None:
+        return []
+    items: Iterable[Any]
+    if isinstance(raw, str):
+        items = re.split(r"[,\s]+", raw)
+    elif isinstance(raw, list | tuple):
+        items = raw
+    else:
+        items = [raw]
+    return [str(t).lstrip("#").lower() for t in items if str(t).strip().lstrip("#")]
+
+
+def _load_frontmatter(text: str) -> dict[str, Any]:
+    if len(text.encode("utf-8")) > FRONTMATTER_MAX_BYTES:
+        raise SkipFile(f"frontmatter larger than {FRONTMATTER_MAX_BYTES // 1024} KiB")
+    try:
+        aliases = sum(
+            1 for ev in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(ev, yaml.AliasEvent)
+        )
+    except yaml.YAMLError as exc:
+        raise SkipFile(f"malformed frontmatter: {one_line(str(exc), 200)}") from None
+    if aliases > _MAX_YAML_ALIASES:
+        raise SkipFile(f"frontmatter uses {aliases} YAML aliases (alias bomb?)")
+    import frontmatter  # python-frontmatter: its YAML handler is the reference loader
+
+    try:
+        meta = frontmatter.YAMLHandler().load(text)
+    except yaml.YAMLError as exc:
+        raise SkipFile(f"malformed frontmatter: {one_line(str(exc), 200)}") from None
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise SkipFile("malformed frontmatter: not a mapping")
+    return meta
+
+
+# ---------------------------------------------------------------- parsing ----
+
+
+@dataclass
+class ParsedFile:
+    path: str
+    file: TextFile | None  # None when loaded from the manifest: read on demand
+    frontmatter: dict[str, Any]
+    frontmatter_lines: int  # lines taken by the frontmatter, fences included
+    blocks: list[Block] = field(default_factory=list)
+
+    def memories(self) -> list[Block]:
+        return [b for b in self.blocks if b.is_memory]
+
+    def by_id(self, block_id: str) -> Block | None:
+        for block in self.blocks:
+            if block.id == block_id:
+                return block
+        return None
+
+    def copy(self) -> ParsedFile:
+        """A copy whose block list can change without touching this one."""
+        return ParsedFile(
+            path=self.path,
+            file=self.file,
+            frontmatter=self.frontmatter,
+            frontmatter_lines=self.frontmatter_lines,
+            blocks=list(self.blocks),
+        )
+
+
+@dataclass
+class _Heading:
+    level: int
+    line: int  # 0-based file line
+    text: str
+
+
+@dataclass
+class _Span:
+    start: int  # 0-based file line, inclusive
+    end: int  # exclusive
+    block_id: str
+    style: str  # "item" | "para" | "entry"
+    heading: str
+
+
+def _split_frontmatter(tf: TextFile) -> tuple[dict[str, Any], int]:
+    lines = tf.lines
+    if not lines or _strip_eol(lines[0]).rstrip() != "---":
+        return {}, 0
+    for idx in range(1, len(lines)):
+        stripped = _strip_eol(lines[idx]).rstrip()
+        if stripped in ("---", "..."):
+            meta = _load_frontmatter("".join(lines[1:idx]))
+            return meta, idx + 1
+    raise SkipFile("malformed frontmatter: no closing ---")
+
+
+def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> ParsedFile:
+    """Split a decoded vault file into blocks; raises SkipFile for unusable files."""
+    meta, fm_lines = _split_frontmatter(tf)
+    body = "".join(_strip_eol(line) + "\n" for line in tf.lines[fm_lines:])
+    tokens = _md.parse(body)
+    total = len(tf.lines)
+
+    headings: list[_Heading] = []
+    items: list[tuple[int, int, int | None]] = []  # (start, end, first paragraph last line)
+    paragraphs: list[tuple[int, int]] = []
+    depth = 0
+    pending_item: list[list[Any]] = []
+    for idx, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.map:
+            text = tokens[idx + 1].content if idx + 1 < len(tokens) else ""
+            headings.append(_Heading(int(tok.tag[1:]), tok.map[0] + fm_lines, text.strip()))
+        elif tok.type == "list_item_open" and tok.map:
+            depth += 1
+            pending_item.append([tok.map[0] + fm_lines, tok.map[1] + fm_lines, None])
+            items.append((0, 0, None))  # placeholder, filled at close
+            pending_item[-1].append(len(items) - 1)
+        elif tok.type == "list_item_close":
+            start, end, para_last, slot = pending_item.pop()
+            items[slot] = (start, end, para_last)
+            depth -= 1
+        elif tok.type == "paragraph_open" and tok.map:
+            if depth and pending_item and pending_item[-1][2] is None:
+                pending_item[-1][2] = tok.map[1] + fm_lines - 1
+            elif depth == 0:
+                paragraphs.append((tok.map[0] + fm_lines, tok.map[1] + fm_lines))
+
+    def heading_at(line: int) -> str:
+        text = ""
+        for h in headings:
+            if h.line <= line:
+                text = h.text
+            else:
+                break
+        return text
+
+    def id_on(line: int) -> str | None:
+        if line < 0 or line >= total:
+            return None
+        match = _TRAILING_ID.search(_strip_eol(tf.lines[line]))
+        return match.group(1) if match else None
+
+    spans: list[_Span] = []
+    for start, end, para_last in items:
+        found = id_on(para_last) if para_last is not None else None
+        if found:
+            spans.append(_Span(start, end, found, "item", heading_at(start)))
+    for start, end in paragraphs:
+        found = id_on(end - 1)
+        if found:
+            spans.append(_Span(start, end, found, "para", heading_at(start)))
+
+    kind_default = default_kind_for(path)
+    if kind_default in _ENTRY_KINDS:
+        spans = _entry_spans(tf, headings, spans, fm_lines, id_on)
+
+    spans.sort(key=lambda s: (s.start, -s.end))
+    # A memory item must not swallow a nested memory item: stop at the child.
+    for i, span in enumerate(spans):
+        for other in spans[i + 1 :]:
+            if other.start >= span.end:
+                break
+            if other.start > span.start:
+                span.end = other.start
+                break
+        while span.end - 1 > span.start and not tf.lines[span.end - 1].strip():
+            span.end -= 1
+
+    scope, file_kind, file_tags = _file_context(path, meta)
+    file_created = parse_datetime(meta.get("created") or meta.get("date")) or fallback_time
+    now = fallback_time or datetime.now(UTC)
+
+    parsed = ParsedFile(path=path, file=tf, frontmatter=meta, frontmatter_lines=fm_lines)
+    covered = [False] * total
+    for span in spans:
+        # A duplicated id (a copied line) stays a block of its own: the catalog
+        # keys the copy by its place, so neither line drops out of recall.
+        raw = [_strip_eol(line) for line in tf.lines[span.start : span.end]]
+        for line_no in range(span.start, span.end):
+            covered[line_no] = True
+        parsed.blocks.append(
+            _memory_block(path, span, raw, scope, file_kind, file_tags, file_created or now)
+        )
+
+    parsed.blocks.extend(
+        _sections(path, tf, headings, covered, fm_lines, scope, file_tags, file_created or now)
+    )
+    if meta:
+        fm_text = "".join(tf.lines[1 : fm_lines - 1])
+        parsed.blocks.append(
+            Block(
+                id=f"{path}#frontmatter",
+                path=path,
+                line_start=1,
+                line_end=fm_lines,
+                heading="",
+                text=fm_text.strip(),
+                kind="note",
+                tags=tuple(file_tags),
+                scope=scope,
+                status="active",
+                created=file_created or now,
+                updated=None,
+                content_hash=content_hash(fm_text),
+                is_memory=False,
+            )
+        )
+    parsed.blocks.sort(key=lambda b: b.line_start)
+    return parsed
+
+
+def _memory_block(
+    path: str,
+    span: _Span,
+    raw: list[str],
+    scope: str,
+    file_kind: str,
+    file_tags: list[str],
+    fallback: datetime,
+    hashed: tuple[str, str] | None = None,
+) -> Block:
+    body_lines = raw[1:] if span.style == "entry" else raw
+    text, fields = _clean(body_lines, span.style, span.block_id)
+    field_map = dict(fields)
+    kind = field_map.get("kind") if field_map.get("kind") in KINDS else file_kind
+    status = field_map.get("status", "active")
+    if status not in STATUSES:
+        status = "active"
+    created = parse_datetime(field_map.get("created")) or id_time(span.block_id) or fallback
+    tags = tuple(dict.fromkeys([*_tags_in(" ".join(body_lines)), *file_tags]))
+    # A file's location decides its scope: a block under scopes/<kind>/<name>/
+    # can't claim another one. Outside scopes/, a field a person typed may.
+    own_scope = None if scope_of_path(path)[0] else field_map.get("scope")
+    return Block(
+        id=span.block_id,
+        path=path,
+        line_start=span.start + 1,
+        line_end=span.end,
+        heading=span.heading,
+        text=text,
+        kind=str(kind),
+        tags=tags,
+        scope=own_scope if own_scope and _valid_scope(own_scope) else scope,
+        status=status,
+        created=created,
+        updated=parse_datetime(field_map.get("updated")),
+        content_hash=hashed[1] if hashed is not None and hashed[0] == text else content_hash(text),
+        fields=tuple(fields),
+        is_memory=True,
+    )
+
+
+def _file_context(path: str, meta: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """(scope, default kind, file tags) a file gives the blocks in it."""
+    scope, _ = scope_of_path(path)
+    declared = meta.get("scope")
+    if not scope and isinstance(declared, str) and declared != ROOT_SCOPE:
+        try:
+            scope = validate_scope(declared)
+        except InvalidInputError:
+            scope = ""
+    kind = meta.get("kind") if meta.get("kind") in KINDS else default_kind_for(path)
+    return scope, str(kind), frontmatter_tags(meta)
+
+
+def item_block(
+    parsed: ParsedFile, lines: list[str], first: int, *, hashed: tuple[str, str] | None = None
+) -> Block:
+    """The Block of a list item just appended at 0-based line ``first``.
+
+    Equivalent to reparsing the file (the appended lines are exactly one item
+    after the file's other blocks), without the cost of a markdown parse.
+    ``hashed``: a (text, content hash) pair already computed, used if the
+    item's text is that text.
+    """
+    raw = [_strip_eol(line) for line in lines]
+    while raw and not raw[-1].strip():
+        raw.pop()
+    match = _TRAILING_ID.search(raw[-1])
+    if match is None:
+        raise InvalidInputError("appended item carries no block id")
+    heading, scan_from = "", 0
+    for block in reversed(parsed.blocks):
+        if block.line_start - 1 < first:
+            heading, scan_from = block.heading, block.line_end
+            break
+    # A heading between the previous block and the new item takes over; only
+    # those few lines are looked at, not the whole file.
+    if parsed.file is not None:
+        for line in parsed.file.lines[scan_from:first]:
+            found = _ATX_TEXT.match(_strip_eol(line))
+            if found:
+                heading = found.group(1).strip()
+    scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
+    span = _Span(first, first + len(raw), match.group(1), "item", heading)
+    return _memory_block(parsed.path, span, raw, scope, kind, tags, datetime.now(UTC), hashed)
+
+
+def position_of(blocks: list[Block], block: Block) -> int | None:
+    """Index of the block with ``block``'s id, found by its line (blocks are
+    in file order, so a bisect instead of a scan of a 10k-block file)."""
+    i = bisect.bisect_left(blocks, block.line_start, key=lambda b: b.line_start)
+    while i < len(blocks) and blocks[i].line_start == block.line_start:
+        if blocks[i].id == block.id:
+            return i
+        i += 1
+    return next((j for j, b in enumerate(blocks) if b.id == block.id), None)
+
+
+def rewritten_block(
+    parsed: ParsedFile, old: Block, old_lines: list[str], new_lines: list[str]
+) -> Block | None:
+    """``old`` after its lines were rewritten in place, line for line.
+
+    For a field change (``with_fields``) this replaces a parse of the whole
+    file (seconds for a 10k-memory file) with the block's own lines. It
+    first rebuilds ``old`` from ``old_lines`` the same way: only if that
+    reproduces ``old`` exactly is the rebuild trusted for the new lines.
+    None means "parse the file" (other block styles, changed shape).
+    """
+    if not old.is_memory or len(old_lines) != len(new_lines):
+        return None
+    if len(old_lines) != old.line_end - old.line_start + 1:
+        return None
+    first = _strip_eol(old_lines[0])
+    if _ATX_TEXT.match(first):
+        style = "entry"
+    elif _LIST_MARKER.match(first):
+        style = "item"
+    else:
+        return None
+    scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
+    span = _Span(old.line_start - 1, old.line_end, old.id, style, old.heading)
+
+    def rebuild(lines: list[str]) -> Block | None:
+        raw = [_strip_eol(line) for line in lines]
+        match = _TRAILING_ID.search(raw[-1]) if raw else None
+        if match is None or match.group(1) != old.id:
+            return None
+        return _memory_block(parsed.path, span, raw, scope, kind, tags, old.created)
+
+    if rebuild(old_lines) != old:
+        return None
+    return rebuild(new_lines)
+
+
+def _valid_scope(value: str | None) -> bool:
+    return bool(value) and bool(_SCOPE.fullmatch(str(value)))
+
+
+def _entry_spans(
+    tf: TextFile,
+    headings: list[_Heading],
+    spans: list[_Span],
+    fm_lines: int,
+    id_on: Any,
+) -> list[_Span]:
+    """In entry files a heading section with one id, on its last line, is one memory."""
+    total = len(tf.lines)
+    result: list[_Span] = []
+    claimed: set[int] = set()
+    for i, heading in enumerate(headings):
+        end = headings[i + 1].line if i + 1 < len(headings) else total
+        last = end - 1
+        while last > heading.line and not tf.lines[last].strip():
+            last -= 1
+        inside = [s for s in spans if heading.line <= s.start < end]
+        found = id_on(last) if last > heading.line else None
+        ids_inside = {s.block_id for s in inside}
+        if found and (not ids_inside or ids_inside == {found}):
+            result.append(_Span(heading.line, last + 1, found, "entry", heading.text))
+            claimed.update(id(s) for s in inside)
+    result.extend(s for s in spans if id(s) not in claimed)
+    return result
+
+
+def _clean(lines: list[str], style: str, block_id: str) -> tuple[str, list[tuple[str, str]]]:
+    """Block lines to (text, inline fields): no marker, id or live fields, escapes decoded.
+
+    Lines inside a fenced code block are code: kept as they are (trailing
+    spaces too), with no fields read from them, except that the block's own
+    id is taken off the line that carries it.
+    """
+    fields: list[tuple[str, str]] = []
+    out: list[str] = []
+    indent = 0
+    fence: str | None = None
+    for n, line in enumerate(lines):
+        if style == "item" and n == 0:
+            match = _LIST_MARKER.match(line)
+            if match:
+                indent = len(match.group(0))
+                line = line[indent:]
+        elif style == "item" and line[:indent].strip() == "":
+            line = line[indent:]
+        if fence is not None:
+            if esc.closes_fence(line, fence):
+                fence = None
+                line = line.rstrip()
+            elif "^" in line and _own_id(line, block_id):
+                # An unclosed fence ran to the id line: its id and fields are still the block's.
+                line, found = esc.take_fields(_TRAILING_ID_SUB.sub("", line))
+                fields.extend(found)
+                line = line.rstrip()
+            else:
+                line = esc.unescape_code_line(line)
+            out.append(line)
+            continue
+        fence = esc.fence_opener(line)
+        if fence is not None:
+            if "^" in line and _own_id(line, block_id):
+                line, found = esc.take_fields(_TRAILING_ID_SUB.sub("", line))
+                fields.extend(found)
+            out.append(line.rstrip())
+            continue
+        if "^" in line:
+            line = _TRAILING_ID_SUB.sub("", line)
+        if "::" in line:  # every inline field has one
+            line, found = esc.take_fields(line)
+            fields.extend(found)
+        out.append(esc.unescape_line(line.rstrip()))
+    while out and not out[-1].strip():
+        out.pop()
+    while out and not out[0].strip():
+        out.pop(0)
+    return "\n".join(out).strip(), fields
+
+
+def _own_id(line: str, block_id: str) -> bool:
+    match = _TRAILING_ID.search(line)
+    return match is not None and match.group(1) == block_id
+
+
+def _sections(
+    path: str,
+    tf: TextFile,
+    headings: list[_Heading],
+    covered: list[bool],
+    fm_lines: int,
+    scope: str,
+    file_tags: list[str],
+    created: datetime,
+) -> list[Block]:
+    """Uncovered text between headings, as ``path#heading`` blocks."""
+    total = len(tf.lines)
+    bounds: list[tuple[int, int, str]] = []
+    first = headings[0].line if headings else total
+    if first > fm_lines:
+        bounds.append((fm_lines, first, ""))
+    for i, heading in enumerate(headings):
+        end = headings[i + 1].line if i + 1 < len(headings) else total
+        bounds.append((heading.line, end, heading.text))
+    blocks: list[Block] = []
+    used: dict[str, int] = {}
+    for start, end, title in bounds:
+        content_lines = [
+            n
+            for n in range(start, end)
+            if not covered[n]
+            and tf.lines[n].strip()
+            and not (title and n == start)
+            and not _COMMENT.match(tf.lines[n])
+        ]
+        if not content_lines:
+            continue
+        text = "\n".join(_strip_eol(tf.lines[n]).rstrip() for n in content_lines).strip()
+        key = title or "top"
+        used[key] = used.get(key, 0) + 1
+        if used[key] > 1:
+            key = f"{key} ({used[key]})"
+        tags = tuple(dict.fromkeys([*_tags_in(text), *file_tags]))
+        blocks.append(
+            Block(
+                id=f"{path}#{key}",
+                path=path,
+                line_start=start + 1,
+                line_end=content_lines[-1] + 1,
+                heading=title,
+                text=text,
+                kind="note",
+                tags=tags,
+                scope=scope,
+                status="active",
+                created=created,
+                updated=None,
+                content_hash=content_hash(text),
+                is_memory=False,
+            )
+        )
+    return blocks
+
+
+# -------------------------------------------------------------- rendering ----
+
+
+def _suffix(
+    block_id: str, tags: Iterable[str], fields: Iterable[tuple[str, str]], text: str
+) -> str:
+    present = set(_tags_in(text))
+    parts = [f"#{t}" for t in tags if t.lower() not in present]
+    parts += [f"[{k}:: {v}]" for k, v in fields]
+    parts.append(f"^{block_id}")
+    return " ".join(parts)
+
+
+def _split_lines(text: str) -> list[str]:
+    """Text as lines; CRLF and CR are line endings (a file can hold no bare CR in a line)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _paragraph_lines(text: str) -> list[str]:
+    """Text as the lines of one paragraph: no trailing space, no blank lines."""
+    lines = [line.rstrip() for line in _split_lines(text)]
+    lines = [line for line in lines if line.strip()]
+    if lines:
+        lines[0] = lines[0].lstrip()
+    return lines
+
+
+def _trim_blank(lines: list[str]) -> list[str]:
+    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), -1)
+    return lines[first : last + 1]
+
+
+# Ids the read-back checks render with (any well-formed id parses the same).
+_PROBE_ID = "m-00000000probe"
+_NEXT_ID = "m-00000000probf"
+
+
+def _paragraph(text: str, what: str) -> tuple[list[str], str, bool]:
+    """(escaped lines, the text they read back as, whether they need the read-back
+    check) for a one-paragraph memory."""
+    plain = _paragraph_lines(text)
+    if not plain:
+        raise InvalidInputError(f"{what} is empty")
+    expected = "\n".join(plain)
+    escaped = esc.escape_lines(plain, full=True)[0]
+    # Nothing escaped and no backslash, field or caret: the lines are the text.
+    trivial = escaped == plain and not any(c in expected for c in ("\\", "::", "^"))
+    return escaped, expected, not trivial
+
+
+def _check_paragraph(
+    lines: list[str], style: str, expected: str, fields: list[tuple[str, str]]
+) -> None:
+    """Refuse a block that would not read back as ``expected`` with exactly ``fields``.
+
+    The escaping makes every text line a line of one paragraph, so reading the
+    block's own lines back is the whole check (no markdown parse: this runs
+    for remembered memories, bulk imports included).
+    """
+    probe = [*lines[:-1], f"{lines[-1]} {_suffix(_PROBE_ID, (), fields, '')}"]
+    if _clean(probe, style, _PROBE_ID) != (expected, fields):
+        raise InvalidInputError(_UNFAITHFUL)
+
+
+_UNFAITHFUL = "this text or its fields can't be stored so that they read back unchanged"
+
+
+def render_list_item(
+    text: str, block_id: str, *, tags: Iterable[str] = (), fields: Iterable[tuple[str, str]] = ()
+) -> list[str]:
+    """``- text #tag [k:: v] ^id``; continuation lines indented under the marker.
+
+    The memory stays one paragraph, whose last line carries the id: blank
+    lines inside the text are dropped, trailing spaces too, and what would
+    read as structure or metadata (headings, list markers, fences, inline
+    fields, block ids) is escaped (:mod:`mdmem.files.escape`), so the item
+    reads back as the text.
+    """
+    escaped, expected, check = _paragraph(text, "memory text")
+    fields = list(fields)
+    rendered = [f"- {escaped[0]}"] + [f"  {line}" for line in escaped[1:]]
+    if check or fields:
+        _check_paragraph(rendered, "item", expected, fields)
+    rendered[-1] = f"{rendered[-1]} {_suffix(block_id, tags, fields, text)}"
+    return rendered
+
+
+def render_paragraph(
+    text: str, block_id: str, *, tags: Iterable[str] = (), fields: Iterable[tuple[str, str]] = ()
+) -> list[str]:
+    """``text #tag [k:: v] ^id`` as one paragraph (an episode's summary), escaped
+    like :func:`render_list_item`; the caller keeps a blank line around it."""
+    escaped, expected, check = _paragraph(text, "memory text")
+    fields = list(fields)
+    if check or fields:
+        _check_paragraph(escaped, "para", expected, fields)
+    return [*escaped[:-1], f"{escaped[-1]} {_suffix(block_id, tags, fields, text)}"]
+
+
+def _place_suffix(body: list[str], suffix: str) -> list[str]:
+    last = body[-1]
+    if (
+        esc.fence_opener(last)
+        or last.startswith(("|", ">", "    ", "\t"))
+        or _LIST_MARKER.match(last)
+    ):
+        return [*body, "", suffix]
+    return [*body[:-1], f"{last} {suffix}"]
+
+
+def _entry_reads_back(
+    heading: str, body: list[str], expected: str, fields: list[tuple[str, str]]
+) -> bool:
+    """Whether the entry, between a title and a next entry, parses as one memory
+    holding ``expected`` and ``fields``, and leaves the next entry whole."""
+    placed = _place_suffix(body, _suffix(_PROBE_ID, (), fields, ""))
+    if all(esc.is_plain_line(line) for line in body):
+        # Plain paragraphs only (the usual chat turn or log line): no line can
+        # open a block, so reading the lines back is the whole check; a
+        # markdown parse is kept for bodies with lists, quotes, tables, code.
+        title = _ATX_TEXT.match(f"## {heading}")
+        return (
+            title is not None
+            and title.group(1).strip() == heading
+            and _clean(placed, "entry", _PROBE_ID) == (expected, fields)
+        )
+    lines = ["# Probe", "", f"## {heading}", *placed, "", "## Next", f"next ^{_NEXT_ID}"]
+    parsed = parse("daily/2000-01-01.md", TextFile(lines=[line + "\n" for line in lines]))
+    found = parsed.memories()
+    return (
+        len(found) == 2
+        and found[0].id == _PROBE_ID
+        and (found[0].line_start, found[0].line_end) == (3, len(lines) - 3)
+        and found[0].heading == heading
+        and found[0].text == expected
+        and list(found[0].fields) == fields
+        and (found[1].id, found[1].text) == (_NEXT_ID, "next")
+    )
+
+
+def render_entry(
+    heading: str,
+    text: str,
+    block_id: str,
+    *,
+    level: int = 2,
+    tags: Iterable[str] = (),
+    fields: Iterable[tuple[str, str]] = (),
+) -> list[str]:
+    """``## heading`` + body + id: one memory section of an entry file.
+
+    The body may be any markdown (lists, quotes, tables, closed code fences
+    stay as they are), but it must read back as the text and must not end the
+    section early or swallow the next one: headings, setext underlines, HTML
+    blocks and a fence that is never closed are escaped, as are inline fields
+    and block ids (:mod:`mdmem.files.escape`). Outside code fences, trailing
+    spaces are dropped. The result is read back before it is written (with a
+    markdown parse when it holds block markdown); markdown that still reads
+    differently is escaped line by line, and what even that can't store
+    faithfully is refused.
+    """
+    heading = heading.strip()
+    if not heading or "\n" in heading or "\r" in heading:
+        raise InvalidInputError(f"invalid entry heading {heading!r}")
+    fields = list(fields)
+    lines = _split_lines(text)
+    for full in (False, True):
+        escaped, plain = esc.escape_lines(lines, full=full)
+        body = _trim_blank(escaped)
+        if not body:
+            raise InvalidInputError("entry text is empty")
+        expected = "\n".join(_trim_blank(plain)).strip()
+        if _entry_reads_back(heading, body, expected, fields):
+            suffix = _suffix(block_id, tags, fields, text)
+            return ["#" * level + " " + heading, *_place_suffix(body, suffix)]
+    raise InvalidInputError(_UNFAITHFUL)
+
+
+def with_fields(block: Block, tf: TextFile, updates: dict[str, str | None]) -> list[str]:
+    """The block's lines with inline fields set (value) or removed (None).
+
+    Only the line that carries the block id changes, and only its field/id
+    tail, so the human's wording and spacing stay as they were.
+    """
+    start, end = block.line_start - 1, block.line_end
+    lines = [_strip_eol(line) for line in tf.lines[start:end]]
+    target = max(i for i, line in enumerate(lines) if _TRAILING_ID.search(line))
+    line = lines[target]
+    match = _TRAILING_ID.search(line)
+    assert match is not None
+    # Only live fields go: the same syntax escaped is part of the text.
+    head, _ = esc.take_fields(line[: match.start()], frozenset(k.lower() for k in updates))
+    head = head.rstrip()
+    additions = [f"[{k}:: {v}]" for k, v in updates.items() if v is not None]
+    pieces = [head, *additions, f"^{block.id}"] if head else [*additions, f"^{block.id}"]
+    lines[target] = " ".join(p for p in pieces if p)
+    return lines
+
+
+def replace_text(block: Block, tf: TextFile, new_text: str) -> list[str]:
+    """Lines for the block with its text replaced; tags/fields/id kept."""
+    if block.line_start - 1 >= len(tf.lines):
+        raise InvalidInputError("block out of range")
+    fields = list(block.fields)
+    style_entry = (
+        is_entry_file(block.path)
+        and block.heading
+        and _strip_eol(tf.lines[block.line_start - 1]).lstrip().startswith("#")
+    )
+    if style_entry:
+        heading_line = _strip_eol(tf.lines[block.line_start - 1])
+        level = len(heading_line) - len(heading_line.lstrip("#"))
+        return render_entry(
+            block.heading, new_text, block.id, level=level, tags=block.tags, fields=fields
+        )
+    first = _strip_eol(tf.lines[block.line_start - 1])
+    marker = _LIST_MARKER.match(first)
+    if marker:
+        rendered = render_list_item(new_text, block.id, tags=block.tags, fields=fields)
+        prefix = marker.group(0)
+        return [prefix + rendered[0][2:]] + [" " * len(prefix) + line[2:] for line in rendered[1:]]
+    return render_paragraph(new_text, block.id, tags=block.tags, fields=fields)
+
+
+def retag(block: Block, **changes: Any) -> Block:
+    return replace(block, **changes)

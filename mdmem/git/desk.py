@@ -1,0 +1,150 @@
+"""``vault.git``: what git knows about a vault — changes, authors, sync, reviews, purge.
+
+The audit trail as verbs: what changed since the agent last looked (or since
+a commit or a date), who wrote a memory's lines, syncing with a remote,
+consolidation reviews waiting on branches, undoing a commit, and purging a
+memory from every commit. ``vault.history(id)`` (one memory's versions) stays
+on the facade as a contract verb.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
+
+from mdmem.files.ids import normalize_id
+from mdmem.git import provenance as git_provenance
+from mdmem.git import purge as git_purge
+from mdmem.git import review as git_review
+from mdmem.git import seen, timetravel
+from mdmem.git.sync import SyncResult, sync
+from mdmem.index.progress import Progress
+from mdmem.store.gitstore import CommitInfo
+
+if TYPE_CHECKING:
+    from mdmem.git.history import Changes
+    from mdmem.git.provenance import LineAuthor, Provenance
+    from mdmem.git.purge import PurgeResult
+    from mdmem.git.review import Review, ReviewDecision, UndoResult
+    from mdmem.git.seen import Seen
+    from mdmem.store.memories import MemoryStore
+
+__all__ = ["GitDesk"]
+
+
+class GitDesk:
+    """The git side of one vault (see the module docstring)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def head(self) -> str | None:
+        """The current commit's sha (None in a repository without commits)."""
+        return self._store.git.head()
+
+    def last_commit(self) -> CommitInfo | None:
+        return self._store.git.last_commit()
+
+    # -------------------------------------------------------------- changes --
+
+    def changes(
+        self,
+        since: str | date | datetime = "last-session",
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> Changes:
+        """What was remembered, superseded, resolved, forgotten and edited by people
+        since ``since``: "last-session" (this agent's, or ``session``'s, last
+        :meth:`mark_seen`), a commit, or a date/time."""
+        return seen.changes_since(
+            self._store, since, agent=agent or self._store.agent, session=session
+        )
+
+    def mark_seen(self, *, session: str | None = None, agent: str | None = None) -> Seen:
+        """Record the current commit as seen by this agent (and session)."""
+        return seen.mark_seen(self._store, agent or self._store.agent, session=session)
+
+    def blame(
+        self, path: str, line_start: int, line_end: int, rev: str = "HEAD"
+    ) -> list[LineAuthor]:
+        """Who wrote each line (agent or human), from ``git blame``, cached per file version."""
+        return git_provenance.blame(self._store, path, line_start, line_end, rev)
+
+    def provenance(self, memory_id: str) -> Provenance:
+        """Authors of one memory's current lines and whether a human wrote any."""
+        return git_provenance.provenance(self._store, memory_id)
+
+    # ---------------------------------------------------------------- remote --
+
+    def sync(
+        self,
+        remote: str = "origin",
+        *,
+        push: bool = True,
+        force_push: bool = False,
+        progress: Progress | None = None,
+    ) -> SyncResult:
+        """Commit human edits, pull --rebase (block-aware merge), push, re-index what changed."""
+        return sync(self._store, remote, push=push, force_push=force_push, progress=progress)
+
+    # --------------------------------------------------------------- reviews --
+
+    def reviews(self) -> list[Review]:
+        """Consolidations waiting on review branches, oldest first, with counts."""
+        return git_review.reviews(self._store)
+
+    def review(self, branch: str | None = None) -> Review:
+        """One review (default: the only open one): counts and ``git diff base...branch``."""
+        return git_review.review(self._store, branch)
+
+    def merge_review(self, branch: str | None = None) -> ReviewDecision:
+        """Merge a review into the current branch (block-aware); ConflictError changes nothing."""
+        return git_review.merge(self._store, branch)
+
+    def reject_review(self, branch: str | None = None) -> ReviewDecision:
+        """Delete a review branch; its session entries are pending again."""
+        return git_review.reject(self._store, branch)
+
+    def undo(self, commit: str) -> UndoResult:
+        """Revert one commit (a consolidation, a review merge...) as a new ``Op: revert`` commit."""
+        return git_review.undo(self._store, commit)
+
+    # ----------------------------------------------------------------- purge --
+
+    def purge(
+        self, memory_id: str, *, confirm: bool, progress: Progress | None = None
+    ) -> PurgeResult:
+        """Forget a memory and its derived copies, and rewrite every commit without them.
+
+        Only that block (matched by its id in each version of each file) and
+        what was derived from it change; see :mod:`mdmem.git.purge`. Derived
+        state (indexes, manifest, time-travel snapshots) is scrubbed too;
+        clones elsewhere still hold the text.
+        """
+        # A copied line would keep the text that the purge claims is gone.
+        self._store.writer.sole_block(memory_id)
+        result = git_purge.purge(
+            self._store, normalize_id(memory_id), confirm=confirm, progress=progress
+        )
+        # Time-travel snapshots hold old trees (purge itself rebuilt the keyword
+        # index and vacuumed the manifest).
+        shutil.rmtree(self._store.state_dir / "asof", ignore_errors=True)
+        timetravel.forget_snapshots(self._store)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        # `vault.git` was the git wrapper itself before 0.1.0: its methods
+        # (`run`, `dirty_paths`, ...) still answer for one release.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        target = getattr(self._store.git, name)
+        warnings.warn(
+            f"vault.git.{name} is the git wrapper's, not the git desk's: use "
+            f"vault.admin.store.git.{name} (diagnostics) or a desk verb",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return target
