@@ -46,12 +46,9 @@ def test_no_cut_keeps_every_hit_in_order() -> None:
     assert relevant([], RelevanceCut(gate=0.9)) == []
 
 
-def test_the_gate_asks_for_one_hit_close_in_meaning() -> None:
-    assert relevant(HITS, RelevanceCut(gate=0.61)) == []
-    assert ids(relevant(HITS, RelevanceCut(gate=0.6))) == ["m-a", "m-b", "m-c", "m-d"]
-    # Keyword-only hits (no cosine anywhere: a degraded recall) are not gated.
-    keyword_only = [hit("m-k", 0.5, None)]
-    assert ids(relevant(keyword_only, RelevanceCut(gate=0.9))) == ["m-k"]
+def test_the_gate_asks_for_one_hit_that_matches_well() -> None:
+    assert relevant(HITS, RelevanceCut(gate=0.91)) == []
+    assert ids(relevant(HITS, RelevanceCut(gate=0.9))) == ["m-a", "m-b", "m-c", "m-d"]
 
 
 def test_floor_ratio_and_count() -> None:
@@ -60,7 +57,7 @@ def test_floor_ratio_and_count() -> None:
     assert ids(relevant(HITS, RelevanceCut(max_items=1))) == ["m-a"]
 
 
-def test_the_hook_injects_nothing_when_no_memory_is_close(
+def test_the_hook_injects_nothing_when_no_memory_matches_well(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = Vault.init(tmp_path / "v", embedder={"provider": "hash"})
@@ -79,8 +76,8 @@ def test_the_hook_injects_nothing_when_no_memory_is_close(
         out = json.loads(run_event(vault, "claude-code", "prompt-submit", data, Policy()))
         return str((out.get("hookSpecificOutput") or {}).get("additionalContext", ""))
 
-    monkeypatch.setattr(relevance, "DEFAULT", RelevanceCut(gate=0.2))
+    monkeypatch.setattr(relevance, "DEFAULT", RelevanceCut(gate=0.0))
     assert "fly.io" in ask("where do we deploy the shop service")
-    monkeypatch.setattr(relevance, "DEFAULT", replace(relevance.DEFAULT, gate=1.01))
+    monkeypatch.setattr(relevance, "DEFAULT", replace(relevance.DEFAULT, gate=5.0))
     assert ask("where do we deploy the shop service") == ""
     vault.close()

@@ -90,7 +90,7 @@ def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
         # Own questions: the evidence is the best hit, the rest is weak noise.
         inject.Kept("set", "a", True, ["m-1"], hits(("m-1", 0.9, 0.7), ("m-2", 0.3, 0.2))),
         inject.Kept("set", "a", True, ["m-3"], hits(("m-3", 0.8, 0.6), ("m-4", 0.2, 0.1))),
-        # A question about other people: nothing is close in meaning.
+        # A question about other people: only weak matches.
         inject.Kept("set", "b", False, [], hits(("m-5", 0.5, 0.15), ("m-6", 0.4, 0.1))),
     ]
     assert inject.evaluate(kept, RelevanceCut())["set"] == {
@@ -98,17 +98,17 @@ def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
         "items_median": 2.0,
         "others_nothing": 0.0,
     }
-    cut = RelevanceCut(gate=0.3, ratio=0.5)
+    cut = RelevanceCut(gate=0.6, ratio=0.5)
     assert inject.evaluate(kept, cut)["set"] == {
         "evidence": 1.0,
         "items_median": 1.0,
         "others_nothing": 1.0,
     }
-    monkeypatch.setattr(inject, "GRID", {"gate": (0.0, 0.3), "floor": (0.0,), "ratio": (0.0, 0.5),
+    monkeypatch.setattr(inject, "GRID", {"gate": (0.0, 0.6), "floor": (0.0,), "ratio": (0.0, 0.5),
                                          "max_items": (8,)})  # fmt: skip
     result = inject.calibrate(kept)
     best = result["best"][0]
-    assert best["meets"] and best["cut"]["gate"] == 0.3 and best["evidence"] == 1.0
+    assert best["meets"] and best["cut"]["gate"] == 0.6 and best["evidence"] == 1.0
     assert [r["meets"] for r in result["best"]] == [True, True, False, False]
 
 
