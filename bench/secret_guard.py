@@ -133,6 +133,21 @@ def main() -> None:
             guard,
             sentences(rng, args.calls // 10, lambda r: f"https://example.com/p/{r.randrange(999)}"),
         ),
+        "holds numbers (a date, an amount, a 16-digit id)": (
+            guard,
+            sentences(
+                rng,
+                args.calls // 10,
+                lambda r: (
+                    f"2024-06-{r.randrange(10, 29)} {r.randrange(99)}.50 EUR ref "
+                    + "".join(r.choice("0123456789") for _ in range(16))
+                ),
+            ),
+        ),
+        "holds a card number (refused)": (
+            refused,
+            sentences(rng, args.calls // 10, lambda r: "card 4111 1111 1111 1111 exp 12/29"),
+        ),
         "holds a secret (refused)": (
             refused,
             sentences(
@@ -146,28 +161,21 @@ def main() -> None:
     rows = []
     results = {}
     if args.baseline:
-        ordinary = cases["ordinary 20-word sentence"][1]
-        old, best_old, best_new = guard_of(args.baseline), float("inf"), float("inf")
-        for _ in range(5):
-            best_old = min(best_old, best_us(old, ordinary, rounds=1))
-            best_new = min(best_new, best_us(guard, ordinary, rounds=1))
-        results[f"ordinary, {args.baseline}"] = best_old
-        rows.append(
-            (
-                f"ordinary 20-word sentence ({args.baseline})",
-                len(ordinary),
-                best_old,
-                best_old * len(ordinary) / 1000,
+        old = guard_of(args.baseline)
+        for name in (
+            "ordinary 20-word sentence",
+            "holds numbers (a date, an amount, a 16-digit id)",
+        ):
+            texts = cases[name][1]
+            best_old, best_new = float("inf"), float("inf")
+            for _ in range(5):  # interleaved: both see the same load
+                best_old = min(best_old, best_us(old, texts, rounds=1))
+                best_new = min(best_new, best_us(guard, texts, rounds=1))
+            results[f"{name}, {args.baseline}"] = best_old
+            rows.append(
+                (f"{name} ({args.baseline})", len(texts), best_old, best_old * len(texts) / 1000)
             )
-        )
-        rows.append(
-            (
-                "ordinary 20-word sentence (this tree)",
-                len(ordinary),
-                best_new,
-                best_new * len(ordinary) / 1000,
-            )
-        )
+            rows.append((f"{name} (this tree)", len(texts), best_new, best_new * len(texts) / 1000))
     for name, (fn, texts) in cases.items():
         us = best_us(fn, texts)
         results[name] = us

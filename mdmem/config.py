@@ -128,7 +128,7 @@ class RecallSettings:
     thread_continuation_weight: float = 0.1
     # An LLM re-rank of the top ``rerank_top`` hits when a model is configured
     # ([llm]); a model slower than ``rerank_budget_ms`` leaves the order as it
-    # was (mdmem.memory.llm_rerank). The fitted feature re-ranker always runs.
+    # was (mdmem.recall.llm_rerank). The fitted feature re-ranker always runs.
     rerank: bool = False
     # A hit's score times 1 + w * (importance - 5) / 5 (mdmem.store.importance).
     importance_weight: float = 0.1

@@ -16,7 +16,7 @@ from typing import Any
 
 from mdmem.memory import documents
 from mdmem.memory.export import row_of
-from mdmem.models import Memory
+from mdmem.models import STATUSES, Memory
 
 __all__ = ["MOVED", "moved"]
 
@@ -47,7 +47,7 @@ def _helper(module: str, name: str) -> Callable[[Any], Any]:
 
 def _memories(vault: Any) -> Callable[..., list[Memory]]:
     def memories(*, include_inactive: bool = True) -> list[Memory]:
-        return vault.library.list(statuses=None if include_inactive else "active")
+        return vault.library.list(statuses=STATUSES if include_inactive else "active")
 
     return memories
 

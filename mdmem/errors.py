@@ -30,6 +30,8 @@ class::
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Self
 
 __all__ = [
     "ConfigError",
@@ -50,6 +52,7 @@ __all__ = [
     "PathOutsideVaultError",
     "ScopeDeniedError",
     "SecretRefusedError",
+    "Spelled",
     "VaultExistsError",
     "VaultFileError",
     "VaultNotFoundError",
@@ -75,6 +78,14 @@ def _filtered(message: str) -> str:
     return message
 
 
+@dataclass(frozen=True)
+class Spelled:
+    """An argument an error message names, as the Python API and the command line spell it."""
+
+    python: str  # secrets='redact'
+    cli: str  # --redact
+
+
 class MdmemError(Exception):
     """Base of every error mdmem raises on purpose.
 
@@ -82,8 +93,19 @@ class MdmemError(Exception):
     secret quoted from the input is redacted in ``str(exc)`` and ``exc.args``.
     """
 
+    # The message as the command line says it (flags, not parameters); None: str(exc).
+    cli_message: str | None = None
+
     def __init__(self, *args: object) -> None:
         super().__init__(*(_filtered(a) if isinstance(a, str) else a for a in args))
+
+    @classmethod
+    def naming(cls, *parts: str | Spelled) -> Self:
+        """An error whose message names arguments: ``str(exc)`` spells them
+        as the Python API does, :attr:`cli_message` as the command line does."""
+        error = cls("".join(p if isinstance(p, str) else p.python for p in parts))
+        error.cli_message = _filtered("".join(p if isinstance(p, str) else p.cli for p in parts))
+        return error
 
 
 class ConfigError(MdmemError):

@@ -26,6 +26,7 @@ Names from before 0.1.0 answer for one release through :data:`MOVED`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -42,7 +43,7 @@ from mdmem.git import timetravel
 from mdmem.git.desk import GitDesk
 from mdmem.git.versions import Version, versions
 from mdmem.index.progress import Progress
-from mdmem.memory import llm_rerank
+from mdmem.maintenance import adopt
 from mdmem.memory import reflect as reflection
 from mdmem.memory.admin import Admin, VaultStatus
 from mdmem.memory.contacts import Contacts
@@ -52,14 +53,14 @@ from mdmem.memory.session_desk import Sessions
 from mdmem.models import Block, Memory, Recall
 from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice, LLMClient
 from mdmem.recall.controls import RecallControls
-from mdmem.recall.model_rerank import Reranking
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.search import RecallQuery, render_context
 from mdmem.recall.usefulness import UsefulnessDesk
-from mdmem.store.gitstore import Identity, format_message
+from mdmem.store.gitstore import Identity
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.memories import MemoryStore
-from mdmem.store.vaultdir import create_vault_files, find_vault_root, locate
+from mdmem.store.vaultdir import find_vault_root, locate
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.index.indexer import IndexStats
@@ -89,8 +90,12 @@ class Vault:
         self._store = store
         self._closed = False
         self._parts = MemoryParts(store)
-        self._recaller = Recaller(store, human_of=self._written_by_human)
-        self._reranking = Reranking(store.settings)  # [recall] reranker, built on first use
+        self._recaller = Recaller(
+            store,
+            human_of=self._written_by_human,
+            llm=self._parts.configured_llm,
+            past=functools.partial(timetravel.source_at, store),
+        )
         self.contacts = Contacts(store)
         self.sessions = Sessions(self._parts, self.contacts)
         self.git = GitDesk(store)
@@ -125,18 +130,24 @@ class Vault:
         *,
         agent: str | None = None,
         exist_ok: bool = False,
+        author: str | None = None,
         **overrides: Any,
     ) -> Vault:
-        """Copy ``vault_template``, ``git init`` and make the first commit."""
+        """Copy ``vault_template``, ``git init`` and make the first commit.
+
+        A folder that already holds files is adopted: the person's files are
+        committed first as theirs (``author`` "Name <email>", default their git
+        identity), settings files are merged, never replaced; ``.admin.adoption``
+        says what was done.
+        """
         root = Path(path).expanduser()
         if exist_ok and (root / "mdmem.toml").exists():
             return cls.open(root, agent=agent, **overrides)
-        create_vault_files(root, agent)
+        # A folder with files (an Obsidian vault) is adopted: see mdmem.maintenance.adopt.
+        adoption = adopt.adopt(root, agent=agent, author=author)
         vault = cls.open(root, agent=agent, **overrides)
-        vault._store.git.commit(
-            format_message("init: mdmem vault", trailers=[("Op", "init")]),
-            Identity.agent(vault.agent),
-        )
+        adopt.commit_mdmem(vault._store.git, Identity.agent(vault.agent), adoption)
+        vault.admin.adoption = adoption
         return vault
 
     @classmethod
@@ -236,9 +247,13 @@ class Vault:
         """Add an insight under ``## Topic: <topic>`` in LEARNING.md (section made if missing)."""
         return self._store.learn(topic, text, scope=scope, tags=tags, secrets=secrets)
 
-    def get(self, memory_id: str) -> Memory:
-        """One memory by id (``m-…``, with or without the caret, or a note's ``path#heading``)."""
-        return self._store.get(memory_id)
+    def get(self, memory_id: str, *, reader: Reader = EVERYONE) -> Memory:
+        """One memory by id (``m-…``, with or without the caret, or a note's
+        ``path#heading``); ScopeDeniedError when ``reader`` may not see it."""
+        memory = self._store.get(memory_id)
+        if not reader.unrestricted:
+            self._store.visibility.require(reader, self._store.block(memory.id))
+        return memory
 
     def forget(
         self,
@@ -322,6 +337,7 @@ class Vault:
         *,
         mode: str = "hybrid",
         as_of: str | date | datetime | None = None,
+        reader: Reader = EVERYONE,
         **controls: Any,
     ) -> Recall:
         """The memories most relevant to ``query``, best first, with citations.
@@ -330,7 +346,9 @@ class Vault:
         vault root). ``mode``: hybrid (default), keyword or vector only.
         ``as_of``: a commit-ish or a date/time: search the vault as it was
         then (hits carry ``commit``). Edits made on disk since the last call
-        are indexed first. ``controls`` (:mod:`mdmem.recall.controls`):
+        are indexed first. ``reader``: who is asking (:class:`Reader`: scopes
+        and contact); blocks, and copies of blocks, it may not see are left
+        out. ``controls`` (:mod:`mdmem.recall.controls`):
         ``exclude_ids``, ``source``, ``contact``, ``session``, ``author``,
         ``status``, ``scope_weights``, ``fallback``, and ``tier`` (0 abstracts,
         1 overviews, 2 full text).
@@ -347,20 +365,7 @@ class Vault:
             mode,
             RecallControls.build(**controls) if controls else None,
         )
-        if as_of is None:
-            return self._llm_rerank(self._recaller.recall(q))
-        result = timetravel.recall_as_of(self._store, q, as_of)
-        return result
-
-    def _llm_rerank(self, result: Recall) -> Recall:
-        """The re-ranker model's order of the top hits, when ``[recall] reranker`` names
-        one, then the LLM re-rank, when ``[recall] rerank`` is on and a model is set."""
-        result = self._reranking.apply(result)
-        s = self.settings.recall
-        client = self.llm if s.rerank and result.items else None
-        if client is None:
-            return result
-        return llm_rerank.rerank(client, result, top=s.rerank_top, budget_ms=s.rerank_budget_ms)
+        return self._recaller.recall(q, as_of=as_of, reader=reader)
 
     def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
         """A "## Recalled Memory" block for a prompt, citing each memory as path#^id."""

@@ -4,10 +4,12 @@
 # usage: install-on-path.sh /absolute/path/to/venv/bin/mdmem
 #
 # The link goes into $BINDIR when set; else into the first of these that is on
-# PATH: ~/.local/bin (created if missing), another writable folder in $HOME,
-# /usr/local/bin when writable (root); else ~/.local/bin, with the line that
-# adds it to PATH. Linking into the checkout's venv is what `pipx install
-# --editable .` does, without needing pipx (a fresh machine has only Python).
+# PATH: ~/.local/bin (created if missing), another writable folder in $HOME;
+# else ~/.local/bin, with the line that adds it to PATH. It stays in the
+# user's home even as root: a system folder (BINDIR=/usr/local/bin) is
+# something to ask for, not a fallback. Linking into the checkout's venv is
+# what `pipx install --editable .` does, without needing pipx (a fresh
+# machine has only Python).
 set -eu
 target="$1"
 if [ ! -x "$target" ]; then
@@ -30,9 +32,6 @@ if [ -z "$bindir" ]; then
         esac
     done
     IFS=$old_ifs
-fi
-if [ -z "$bindir" ] && on_path /usr/local/bin && [ -w /usr/local/bin ]; then
-    bindir=/usr/local/bin
 fi
 bindir="${bindir:-$HOME/.local/bin}"
 mkdir -p "$bindir"

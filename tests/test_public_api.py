@@ -88,6 +88,7 @@ OLD_PATHS = {
     "mdmem.index.embedders": "mdmem.providers.embedders",
     "mdmem.index.minilm": "mdmem.providers.minilm",
     "mdmem.index.registry": "mdmem.providers.registry",
+    "mdmem.memory.llm_rerank": "mdmem.recall.llm_rerank",
 }
 
 

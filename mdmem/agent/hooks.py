@@ -36,6 +36,7 @@ from mdmem.errors import InvalidInputError
 from mdmem.models import KINDS, Memory, one_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.recall.search import render_context
+from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:
     from mdmem.memory.sessions import Session
@@ -235,6 +236,8 @@ class MemoryHooks:
         self.session_id = session_id
         self.source = source
         self.contact = contact
+        # What the prefetch may show: these scopes, and nothing of another contact's.
+        self.reader = Reader.of(None, contact)
         self.background = background
         self._session: Session | None = None
         # The summary on_session_end wrote (or found), for the host to show.
@@ -280,12 +283,17 @@ class MemoryHooks:
     def _recall_block(self, query: str) -> str:
         if self.prefetch_method == "reflect":
             made = synthesis_block(
-                self.vault, query, k=self.k, scope=self.read_scope, max_chars=self.max_prompt_chars
+                self.vault,
+                query,
+                k=self.k,
+                scope=self.read_scope,
+                reader=self.reader,
+                max_chars=self.max_prompt_chars,
             )
             if made is not None:
                 return made[0]
         try:
-            result = self.vault.recall(query, k=self.k, scope=self.read_scope)
+            result = self.vault.recall(query, k=self.k, scope=self.read_scope, reader=self.reader)
         except Exception as exc:
             log.warning("prefetch recall failed: %s: %s", type(exc).__name__, exc)
             return ""

@@ -72,12 +72,13 @@ from mdmem.agent.hostformats import (
 from mdmem.agent.projectpolicy import Policy, policy_from_json, resolve_policy
 from mdmem.agent.transcript import Turn, read_transcript
 from mdmem.errors import MdmemError
-from mdmem.files.blocks import scope_of_path, validate_scope
+from mdmem.files.blocks import validate_scope
 from mdmem.memory import extractive
 from mdmem.memory.toolcalls import ToolCall
 from mdmem.models import Hit, one_line
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -132,7 +133,7 @@ def run_event(
         inp = parse_input(host, event, payload)
         policy = _policy(policy, inp.cwd)
         if warm is None:  # a long-lived server has loaded the embedder; a fresh process hasn't
-            warm = vault.admin.store.embedding.loaded
+            warm = vault.admin.embedder_loaded
         entry.update(session=inp.session_id, cwd=inp.cwd, policy=policy.source)
         if policy.notes:
             entry["policy_notes"] = list(policy.notes)
@@ -186,6 +187,8 @@ class _Run:
         self.inp = inp
         self.policy = policy
         self.scope = scope
+        # The vault root's profile and the project's own scope (mdmem.store.visibility).
+        self.reader = Reader.of(dict.fromkeys(["", scope or ""]))
         self.warm = warm
         self.entry = entry
         self.started = started
@@ -217,18 +220,14 @@ class _Run:
         typed into the vault by hand (the writer never stores one) redacted."""
         return _clip(scrub(text, self.vault.settings.secrets))
 
-    def _in_scope(self, scope: str) -> bool:
-        return scope in ("", self.scope or "")
-
     def session_start(self) -> str:
         budget = self.policy.session_tokens
         self.vault.admin.refresh()  # a person's edits since the last index count as profile too
-        candidates = []
-        for block in self.vault.admin.store.catalog.blocks(memories_only=True):
-            if block.status != "active" or not self._in_scope(block.scope):
-                continue
-            if block.path.endswith("USER.md") or "pinned" in block.tags:
-                candidates.append(block)
+        candidates = [
+            m
+            for m in self.vault.library.list(statuses="active", reader=self.reader)
+            if m.path.endswith("USER.md") or "pinned" in m.tags
+        ]
         # What the budget keeps first: explicitly pinned, then the newest profile entries.
         candidates.sort(key=lambda b: ("pinned" not in b.tags, -b.created.timestamp()))
         pinned = [(b.id, f"- {self._show(b.text)} ({b.path}#^{b.id})") for b in candidates]
@@ -246,7 +245,7 @@ class _Run:
         """What changed since this host's last session start (``vault.git.changes``); marked."""
         agent = f"{self.inp.host}-hooks"  # one mark per host: each has its own sessions
         try:
-            diff = self.vault.git.changes("last-session", agent=agent)
+            diff = self.vault.git.changes("last-session", agent=agent, reader=self.reader)
         except MdmemError as exc:
             self.entry["changes_error"] = one_line(str(exc))
             return []
@@ -257,25 +256,16 @@ class _Run:
             return []  # the host's first session here: everything is "new", nothing is news
         lines: list[tuple[str, str]] = []
         for change in reversed(diff.remembered):
-            if (
-                change.status == "active"
-                and change.text
-                and change.kind not in _TURN_KINDS
-                and self._path_in_scope(change.path)
-            ):
+            if change.status == "active" and change.text and change.kind not in _TURN_KINDS:
                 lines.append((change.id, f"- new: {self._show(change.text)} (^{change.id})"))
         for sup in diff.superseded:
             if sup.new_text:
                 lines.append((sup.new_id or sup.old_id, f"- replaced: {self._show(sup.new_text)}"))
         for change in diff.forgotten:
-            if self._path_in_scope(change.path):
-                lines.append((change.id, f"- forgotten: {self._show(change.text or change.id)}"))
+            lines.append((change.id, f"- forgotten: {self._show(change.text or change.id)}"))
         if diff.human_edits:
             lines.append(("", f"- {len(diff.human_edits)} edit(s) by a person since then"))
         return lines
-
-    def _path_in_scope(self, path: str | None) -> bool:
-        return path is not None and self._in_scope(scope_of_path(path)[0])
 
     def prompt_submit(self) -> str:
         prompt = (self.inp.prompt or "").strip()
@@ -295,7 +285,7 @@ class _Run:
         degraded = not self.warm
         k = max(1, min(20, self.policy.prompt_tokens // 60 or 1))
         hits, timed_out = _bounded(
-            lambda: self.vault.recall(prompt[:2000], k=k, scope=self.scope, mode=mode),
+            lambda: self.vault.recall(prompt[:2000], k=k, mode=mode, reader=self.reader),
             budget_s - (time.perf_counter() - self.started),
         )
         if timed_out or hits is None:
@@ -308,7 +298,10 @@ class _Run:
         elapsed_ms = (time.perf_counter() - self.started) * 1000
         if elapsed_ms > self.policy.prompt_latency_ms:
             self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
-        items = relevance.relevant([h for h in hits.items if h.kind not in ("tool_output",)])
+        items = relevance.relevant(
+            [h for h in hits.items if h.kind not in ("tool_output",)],
+            recency_weight=self.vault.settings.recall.recency_weight,
+        )
         lines = [(h.id, f"- {self._show(h.text)} ({h.citation})") for h in items]
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
         text, ids = _fit(title, [("", lines)], self.policy.prompt_tokens)

@@ -32,7 +32,6 @@ from mdmem.agent.mcp_stdio import stdio_transport
 from mdmem.agent.tools import Toolset, scope_label
 from mdmem.errors import InvalidInputError, MdmemError, ScopeDeniedError
 from mdmem.files.blocks import scope_dir
-from mdmem.files.textfile import safe_path
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -93,7 +92,7 @@ def _resource_scopes(toolset: Toolset) -> list[str]:
 
 def core_resources(vault: Vault, toolset: Toolset) -> list[dict[str, str]]:
     """The resources a client may read: name, uri, relative path, description."""
-    today = vault.admin.store.clock.today()
+    today = vault.admin.clock.today()
     out: list[dict[str, str]] = []
     for scope in _resource_scopes(toolset):
         base = scope_dir(scope)
@@ -124,7 +123,7 @@ def _resolve_uri(vault: Vault, toolset: Toolset, uri: str) -> str:
         scope = f"{parts[1]}:{parts[2]}"
         inner = "/".join(parts[3:])
     if inner in ("daily/today", "daily/today.md"):
-        inner = f"daily/{vault.admin.store.clock.today()}.md"
+        inner = f"daily/{vault.admin.clock.today()}.md"
     if inner not in _CORE_FILES and not _DAILY.fullmatch(inner):
         raise InvalidInputError(f"{uri!r} is not a core memory file")
     if scope not in _resource_scopes(toolset):
@@ -138,12 +137,7 @@ def read_resource_text(vault: Vault, toolset: Toolset, uri: str) -> str:
     InvalidInputError for anything but a core file or daily log under
     :data:`URI_PREFIX`; ScopeDeniedError for a scope ``toolset`` does not allow.
     """
-    rel = _resolve_uri(vault, toolset, uri)
-    path = safe_path(vault.root, rel)
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
+    return vault.library.file_text(_resolve_uri(vault, toolset, uri), reader=toolset.reader)
 
 
 def build_server(

@@ -1,38 +1,39 @@
 """Prompt assembly: everything an agent should see before a step (after OrcBot and Otto).
 
-:func:`prompt_context` gathers, for one task, the sections of OrcBot's
-``assemblePromptContext`` with Otto's top-k injection::
+:func:`prompt_context` is a list of section builders over one budget object,
+each reading the vault through the reader it was asked for (the scopes, the
+contact: :mod:`mdmem.store.visibility`), so no section can show what another
+would hide::
 
-    user        tail of USER.md                      (user_chars)
-    learning    tail of LEARNING.md                  (learning_chars)
-    journal     tail of JOURNAL.md                   (journal_chars)
+    user        the profile: USER.md memories of the scopes read   (user_chars)
+    learning    LEARNING.md memories                                (learning_chars)
+    journal     JOURNAL.md memories                                 (journal_chars)
     episodes    episodes relevant to the task, else the latest ones (episodes_k)
-    semantic    the top-k memories for the task      (semantic_k)
-    recent      the newest memories                  (recent_n)
-    thread      recent + relevant entries from the same contact, deduplicated,
-                each line cut at 420 characters      (thread_recent_n, thread_relevant_n)
+    semantic    the top-k memories for the task                    (semantic_k)
+    recent      the newest memories                                 (recent_n)
+    thread      recent + relevant entries of the same contact, in time order,
+                each line cut at 420 characters     (thread_recent_n, thread_relevant_n)
     changes     with ``session_start=True``: what changed since this agent's
-                last session (mdmem.git.seen), then marked seen   (changes_chars)
+                last session (mdmem.git.seen), then marked seen    (changes_chars)
     pending     with ``pending_channel``: the messages that waited for this
                 task (mdmem.memory.pending), taken from the buffer once  (pending_n)
 
-Every section has its own character budget, so one noisy source cannot crowd
-out the others; the retrieval sections run in parallel threads. A memory
-shown in one section is not repeated in another (thread, episodes, semantic,
-recent take precedence in that order). When a ``contact`` is given, conversation
-entries (chat messages, tool outputs, logs) tagged with another contact stay
-out of every section. ``PromptContext.render()`` joins the
-non-empty sections into one prompt string.
+Sections show memories — text, date and citation — never a file's raw text,
+and only active ones (superseded, resolved and archived memories stay out).
+Each section has its own character budget, so one noisy source cannot crowd
+out the others, and ``total_chars`` caps them together; packing skips an item
+that does not fit and tries the next. The retrieval runs in parallel threads;
+a memory shown in one section is not repeated in another (thread, episodes,
+semantic, recent take precedence in that order). ``PromptContext.render()``
+joins the non-empty sections into one prompt string.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.agent.synthesis import SYNTHESIS_TITLE, check_method, synthesis_block
@@ -40,8 +41,9 @@ from mdmem.errors import InvalidInputError
 from mdmem.files.blocks import scope_dir, validate_scope
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.memory.pending import render_pending
-from mdmem.models import Block, Hit, one_line
+from mdmem.models import KINDS, Hit, Memory, one_line
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -50,6 +52,8 @@ __all__ = ["PromptBudgets", "PromptContext", "PromptSection", "prompt_context"]
 
 _EPISODE_KINDS = ("episode", "session_summary")
 _THREAD_KINDS = ("chat_message", "tool_output", "log")
+_NOT_EPISODES = tuple(k for k in KINDS if k not in _EPISODE_KINDS)
+_PROFILES = {"user": "USER.md", "learning": "LEARNING.md", "journal": "JOURNAL.md"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class PromptBudgets:
     changes_chars: int = 2000  # "what changed since the last session", at session start
     pending_n: int = 20  # waiting messages handed to a task at most (as recent_n)
     pending_chars: int = 3000
+    total_chars: int = 0  # all sections together at most (0: only each section's own)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -150,22 +155,22 @@ class PromptContext:
         return self.render()
 
 
-# ---------------------------------------------------------------- helpers ----
+# ---------------------------------------------------------------- packing ----
 
 
-def _fill(section: PromptSection, lines: Iterable[tuple[str, str]]) -> PromptSection:
-    """Add (id, line) pairs while they fit the budget; shorten the first if it alone is too big."""
+def _fill(section: PromptSection, lines: Iterable[tuple[str, str]], room: int) -> PromptSection:
+    """Add (id, line) pairs while they fit ``room``; one that does not fit is skipped
+    (shortened, if it is the first and alone too big) and the next is tried."""
     out: list[str] = []
     used = 0
     for memory_id, line in lines:
         cost = len(line) + 1
-        if used + cost > section.budget:
-            room = section.budget - used - 1
-            if not out and room >= 40:
-                out.append(one_line(line, room))
-                section.ids.append(memory_id)
+        if used + cost > room:
             section.truncated = True
-            break
+            left = room - used - 1
+            if out or left < 40:
+                continue
+            line, cost = one_line(line, left), left + 1
         out.append(line)
         section.ids.append(memory_id)
         used += cost
@@ -173,51 +178,221 @@ def _fill(section: PromptSection, lines: Iterable[tuple[str, str]]) -> PromptSec
     return section
 
 
-def _memory_line(block: Block | Hit, limit: int, safe: Callable[[str], str]) -> str:
-    anchor = f"^{block.id}" if block.id.startswith("m-") else safe(block.heading)
-    cite = f"{block.path}#{anchor}" if anchor else block.path
-    text = one_line(safe(block.text), limit)
-    return f"- {text} ({cite}; {block.kind}; {block.created:%Y-%m-%d})"
+def _cite(item: Memory | Hit) -> str:
+    if isinstance(item, Hit):
+        return item.citation
+    return f"{item.path}#^{item.id}" if item.id.startswith("m-") else item.id
 
 
-def _tail(path: Path, budget: int, safe: Callable[[str], str]) -> tuple[str, bool]:
-    """The last ``budget`` characters of a markdown file, cut at a line start,
-    without its frontmatter; secrets typed into it redacted before the cut,
-    so that no part of one is left at the edge."""
-    try:
-        text = safe(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return "", False
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            text = text[text.find("\n", end + 1) + 1 :] if "\n" in text[end + 1 :] else ""
-    text = text.strip()
-    if len(text) <= budget:
-        return text, False
-    tail = text[-budget:]
-    cut = tail.find("\n")
-    if 0 <= cut < len(tail) - 1:
-        tail = tail[cut + 1 :]
-    return tail.strip(), True
-
-
-def _contact_of(block: Block, frontmatter: Callable[[str], dict[str, Any]]) -> str | None:
-    value = block.field("contact")
-    if value:
-        return value.strip()
-    contact = frontmatter(block.path).get("contact")
-    return str(contact).strip() if contact else None
-
-
-def _role_of(block: Block) -> str:
-    role = block.field("role")
+def _role_of(item: Memory | Hit) -> str:
+    role = item.field("role")
     if role:
         return role
+    heading = getattr(item, "heading", "")
     # Session entries are headed "HH:MM · role" (the daily-log convention).
-    if "·" in block.heading:
-        return block.heading.rsplit("·", 1)[1].strip() or block.kind
-    return block.kind
+    if "·" in heading:
+        return heading.rsplit("·", 1)[1].strip() or item.kind
+    return item.kind
+
+
+# -------------------------------------------------------------- assembly ----
+
+
+class _Assembly:
+    """One prompt being assembled: what every section builder reads."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        task: str,
+        contact: str | None,
+        scopes: list[str] | None,
+        budgets: PromptBudgets,
+        method: str,
+    ) -> None:
+        self.vault = vault
+        self.task = task
+        self.contact = contact
+        self.scopes = scopes
+        self.b = budgets
+        self.method = method
+        self.reader = Reader.of(scopes, contact)
+        self.shown: set[str] = set()
+        self.left = budgets.total_chars or None  # what the sections may still use together
+
+    def safe(self, text: str) -> str:
+        """Text as a prompt may carry it: a secret a person typed into the vault
+        (the writer never stores one) is redacted."""
+        return scrub(text, self.vault.settings.secrets)
+
+    def line(self, item: Memory | Hit) -> str:
+        text = one_line(self.safe(item.text), self.b.entry_chars)
+        return f"- {text} ({_cite(item)}; {item.kind}; {item.created:%Y-%m-%d})"
+
+    def recall(self, query: str, k: int, kinds: Sequence[str] | None, **controls: Any) -> list[Hit]:
+        if k <= 0:
+            return []
+        found = self.vault.recall(
+            query, k=min(k, 200), kinds=kinds, scope=self.scopes, reader=self.reader, **controls
+        )
+        return list(found.items)
+
+    def newest(self, n: int, **filters: Any) -> list[Memory]:
+        if n <= 0:
+            return []
+        return self.vault.library.list(statuses="active", limit=n, reader=self.reader, **filters)
+
+    def section(self, name: str, items: Iterable[tuple[str, str]], **kw: Any) -> PromptSection:
+        """A section of ``items`` packed into its budget (and what is left of the total)."""
+        budget = getattr(self.b, f"{name}_chars")
+        room = budget if self.left is None else min(budget, self.left)
+        built = _fill(PromptSection(name, _TITLES[name], budget=budget, **kw), items, room)
+        self.spend(built)
+        return built
+
+    def spend(self, section: PromptSection) -> None:
+        self.shown.update(section.ids)
+        if self.left is not None:
+            self.left = max(0, self.left - len(section.text))
+
+
+# ------------------------------------------------------ what is fetched ----
+# Each fetch runs in its own thread; the sections are filled from them after.
+
+
+def _profile(a: _Assembly, name: str) -> list[Memory]:
+    roots = [""] if a.scopes is None else a.scopes
+    paths = [(scope_dir(s) / _PROFILES[name]).as_posix() for s in roots]
+    return a.newest(10_000, paths=paths, notes=True)
+
+
+def _semantic(a: _Assembly) -> list[Hit] | tuple[str, list[str]]:
+    b = a.b
+    if a.method == "reflect" and b.semantic_k > 0:
+        synthesis = synthesis_block(
+            a.vault, a.task, k=b.semantic_k, reader=a.reader, max_chars=b.semantic_chars
+        )
+        if synthesis:
+            return synthesis
+    # Over-fetch: items shown in a higher section are dropped from this one.
+    return a.recall(
+        a.task, b.semantic_k and b.semantic_k + b.episodes_k + b.thread_relevant_n, None
+    )
+
+
+def _episodes(a: _Assembly) -> list[Hit] | list[Memory]:
+    k = a.b.episodes_k
+    return a.recall(a.task, k, _EPISODE_KINDS) or a.newest(k, kinds=_EPISODE_KINDS)
+
+
+def _recent(a: _Assembly) -> list[Memory]:
+    b = a.b
+    n = b.recent_n + b.semantic_k + b.episodes_k + b.thread_recent_n + b.thread_relevant_n
+    return a.newest(n, kinds=_NOT_EPISODES)
+
+
+def _thread(a: _Assembly) -> list[Memory | Hit]:
+    """The contact's newest entries and those relevant to the task, in time order."""
+    if not a.contact:
+        return []
+    b = a.b
+    recent: list[Memory | Hit] = list(a.newest(b.thread_recent_n, contact=a.contact))
+    relevant = a.recall(a.task, b.thread_relevant_n, _THREAD_KINDS, contact=a.contact)
+    merged: dict[str, Memory | Hit] = {}
+    for item in [*recent, *relevant]:
+        merged.setdefault(item.id, item)
+    return sorted(merged.values(), key=lambda x: (x.created, x.id))
+
+
+_FETCH: dict[str, Callable[[_Assembly], Any]] = {
+    "user": lambda a: _profile(a, "user"),
+    "learning": lambda a: _profile(a, "learning"),
+    "journal": lambda a: _profile(a, "journal"),
+    "semantic": _semantic,
+    "episodes": _episodes,
+    "recent": _recent,
+    "thread": _thread,
+}
+
+
+# --------------------------------------------------------------- builders ----
+
+
+def _build_profile(a: _Assembly, name: str, found: list[Memory]) -> PromptSection:
+    return a.section(name, ((m.id, a.line(m)) for m in found))
+
+
+def _build_thread(a: _Assembly, found: list[Memory | Hit]) -> PromptSection:
+    b = a.b
+    return a.section(
+        "thread",
+        (
+            (
+                x.id,
+                one_line(
+                    f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) {a.safe(x.text)}",
+                    b.thread_line_chars,
+                ),
+            )
+            for x in found
+        ),
+    )
+
+
+def _build_ranked(a: _Assembly, name: str, found: Sequence[Memory | Hit]) -> PromptSection:
+    limit = getattr(a.b, {"episodes": "episodes_k", "semantic": "semantic_k"}.get(name, "recent_n"))
+    fresh = [x for x in found if x.id not in a.shown][:limit]
+    return a.section(name, ((x.id, a.line(x)) for x in fresh))
+
+
+def _build_synthesis(a: _Assembly, text: str, cited: list[str]) -> PromptSection:
+    built = PromptSection(
+        "semantic",
+        SYNTHESIS_TITLE,
+        text=text.split("\n", 2)[-1].strip(),
+        ids=cited,
+        budget=a.b.semantic_chars,
+    )
+    a.spend(built)
+    return built
+
+
+def _build_changes(a: _Assembly, session: str | None) -> PromptSection:
+    result = a.vault.git.changes(LAST_SESSION, session=session, reader=a.reader)
+    text, ids, cut = render_changes(result, max_chars=a.b.changes_chars)
+    # Shown: from now on this agent has seen everything up to HEAD.
+    a.vault.git.mark_seen(session=session)
+    built = PromptSection(
+        "changes",
+        _TITLES["changes"],
+        text=a.safe(text),
+        ids=ids,
+        budget=a.b.changes_chars,
+        truncated=cut,
+    )
+    a.spend(built)
+    return built
+
+
+def _build_pending(a: _Assembly, channel: str) -> PromptSection:
+    b = a.b
+    taken = a.vault.sessions.pending.take(channel=channel, limit=b.pending_n)
+    # Every taken message is shown (they leave the buffer): lines are cut to
+    # the thread line length instead of dropping whole messages.
+    built = PromptSection(
+        "pending",
+        _TITLES["pending"],
+        text=a.safe(
+            render_pending(
+                taken,
+                max(b.pending_chars, len(taken) * (b.thread_line_chars + 1)),
+                b.thread_line_chars,
+            )
+        ),
+        budget=b.pending_chars,
+    )
+    a.spend(built)
+    return built
 
 
 # ------------------------------------------------------------------ public ----
@@ -239,21 +414,21 @@ def prompt_context(
 ) -> PromptContext:
     """Assemble the memory context for ``task`` (see the module docstring).
 
-    ``contact`` (e.g. ``telegram:123``) selects the thread context: entries
-    whose ``[contact:: …]`` field or file frontmatter ``contact`` matches.
-    ``scope``: the scope(s) to read, None for every scope; the file tails come
-    from those scopes' USER/LEARNING/JOURNAL (the vault root's when None).
-    ``session_start``: add the "changed since your last session" section
-    (for ``session``, if given) and record the current commit as seen, so
-    the next session start lists only what comes after. ``pending_channel``:
-    take the messages waiting in that channel of ``vault.sessions.pending`` (each is
-    handed to one task only) into their own section.
-    Keyword ``budgets`` override :class:`PromptBudgets` fields.
-    ``lean`` (OrcBot's isLeanMode, for simple tasks): no semantic and no
-    episodic retrieval; the sections are there, empty.
-    ``prefetch_method``: "recall" (the top memories in the semantic section)
-    or "reflect" (an LLM synthesis of them there, titled "## Memory
-    Synthesis"; recall when none can run); default ``[recall] prefetch_method``.
+    ``contact`` (e.g. ``telegram:123``): whose conversation this is. Its
+    entries make the thread section, and what belongs to another contact —
+    their turns, and the episodes, facts and log lines made from them — stays
+    out of every section. ``scope``: the scope(s) to read, None for every
+    scope; the profile sections read those scopes' USER/LEARNING/JOURNAL (the
+    vault root's when None). ``session_start``: add the "changed since your
+    last session" section (for ``session``, if given) and record the current
+    commit as seen. ``pending_channel``: take the messages waiting in that
+    channel of ``vault.sessions.pending`` (each is handed to one task only).
+    Keyword ``budgets`` override :class:`PromptBudgets` fields. ``lean``
+    (OrcBot's isLeanMode, for simple tasks): no semantic and no episodic
+    retrieval; the sections are there, empty. ``prefetch_method``: "recall"
+    (the top memories in the semantic section) or "reflect" (an LLM synthesis
+    of them there, titled "## Memory Synthesis"; recall when none can run);
+    default ``[recall] prefetch_method``.
     """
     method = check_method(prefetch_method, vault)
     if not isinstance(lean, bool):
@@ -266,7 +441,6 @@ def prompt_context(
     unknown = sorted(set(budgets) - known)
     if unknown:
         raise InvalidInputError(f"unknown budget(s): {', '.join(unknown)}")
-    b = replace(PromptBudgets(), **budgets)
     scopes: list[str] | None
     if scope is None:
         scopes = None
@@ -276,213 +450,35 @@ def prompt_context(
         scopes = [validate_scope(s) for s in scope]
     started = time.perf_counter()
     vault.admin.refresh()  # once, so the parallel readers below see the same files
+    a = _Assembly(vault, task, contact, scopes, replace(PromptBudgets(), **budgets), method)
 
-    def safe(text: str) -> str:
-        """Text as a prompt may carry it: a secret a person typed into the
-        vault (the writer never stores one) is redacted."""
-        return scrub(text, vault.settings.secrets)
-
-    catalog = vault.admin.store.catalog
-
-    def frontmatter(path: str) -> dict[str, Any]:
-        state = catalog.files.get(path)
-        return state.parsed.frontmatter if state is not None else {}
-
-    def admitted(block: Block) -> bool:
-        return block.status == "active" and (scopes is None or block.scope in scopes)
-
-    def recall(query: str, k: int, kinds: Sequence[str] | None) -> list[Hit]:
-        if k <= 0:
-            return []
-        return list(vault.recall(query, k=min(k, 200), kinds=kinds, scope=scopes).items)
-
-    def newest(n: int, keep: Callable[[Block], bool]) -> list[Block]:
-        if n <= 0:
-            return []
-        pool = (x for x in catalog.blocks(memories_only=True) if admitted(x) and keep(x))
-        return heapq.nlargest(n, pool, key=lambda x: (x.created, x.id))
-
-    def tails() -> dict[str, tuple[str, bool]]:
-        roots = [""] if scopes is None else scopes
-        out: dict[str, tuple[str, bool]] = {}
-        for name, filename, budget in (
-            ("user", "USER.md", b.user_chars),
-            ("learning", "LEARNING.md", b.learning_chars),
-            ("journal", "JOURNAL.md", b.journal_chars),
-        ):
-            parts: list[str] = []
-            cut = False
-            share = budget // max(len(roots), 1)
-            for s in roots:
-                text, was_cut = _tail(vault.root / scope_dir(s) / filename, share, safe)
-                cut = cut or was_cut
-                if text:
-                    parts.append(f"[{s}]\n{text}" if len(roots) > 1 else text)
-            out[name] = ("\n\n".join(parts), cut)
-        return out
-
-    def thread_blocks() -> tuple[list[Block], list[Block]]:
-        if not contact:
-            return [], []
-        mine: Callable[[Block], bool] = lambda x: _contact_of(x, frontmatter) == contact  # noqa: E731
-        recent = newest(b.thread_recent_n, mine)
-        relevant: list[Block] = []
-        if b.thread_relevant_n > 0:
-            hits = recall(task, min(200, b.thread_relevant_n * 6), list(_THREAD_KINDS))
-            for hit in hits:
-                block = catalog.block(hit.id)
-                if block is not None and mine(block):
-                    relevant.append(block)
-                if len(relevant) >= b.thread_relevant_n:
-                    break
-        return recent, relevant
-
-    jobs: dict[str, Callable[[], Any]] = {
-        "tails": tails,
-        # Over-fetch: items shown in a higher section are dropped from this one.
-        "semantic": lambda: (
-            (
-                method == "reflect"
-                and b.semantic_k > 0
-                and synthesis_block(
-                    vault, task, k=b.semantic_k, scope=scopes, max_chars=b.semantic_chars
-                )
-            )
-            or recall(
-                task, b.semantic_k and b.semantic_k + b.episodes_k + b.thread_relevant_n, None
-            )
-        ),
-        "episodes": lambda: (
-            recall(task, b.episodes_k, list(_EPISODE_KINDS))
-            or newest(b.episodes_k, lambda x: x.kind in _EPISODE_KINDS)
-        ),
-        "recent": lambda: newest(
-            b.recent_n + b.semantic_k + b.episodes_k + b.thread_recent_n + b.thread_relevant_n,
-            lambda x: x.kind not in _EPISODE_KINDS,
-        ),
-        "thread": thread_blocks,
-    }
-    results: dict[str, Any] = {}
+    found: dict[str, Any]
     if parallel:
-        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="mdmem-prompt") as pool:
-            futures: dict[str, Future[Any]] = {k: pool.submit(f) for k, f in jobs.items()}
-            results = {k: f.result() for k, f in futures.items()}
+        with ThreadPoolExecutor(max_workers=len(_FETCH), thread_name_prefix="mdmem-prompt") as pool:
+            futures: dict[str, Future[Any]] = {n: pool.submit(f, a) for n, f in _FETCH.items()}
+            found = {n: f.result() for n, f in futures.items()}
     else:
-        results = {k: f() for k, f in jobs.items()}
+        found = {n: f(a) for n, f in _FETCH.items()}
 
+    # Filled in precedence order: what a higher section shows, a lower one skips.
     sections: dict[str, PromptSection] = {}
-    for name, (text, cut) in results["tails"].items():
-        sections[name] = PromptSection(
-            name, _TITLES[name], text=text, budget=getattr(b, f"{name}_chars"), truncated=cut
-        )
-
-    shown: set[str] = set()
-
-    # Thread: recent and relevant from the same contact, merged in time order.
-    recent_t, relevant_t = results["thread"]
-    merged: dict[str, Block] = {}
-    for item in [*recent_t, *relevant_t]:
-        merged.setdefault(item.id, item)
-    thread_items = sorted(merged.values(), key=lambda x: (x.created, x.id))
-    sections["thread"] = _fill(
-        PromptSection("thread", _TITLES["thread"], budget=b.thread_chars),
-        (
-            (
-                x.id,
-                one_line(
-                    f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) {safe(x.text)}",
-                    b.thread_line_chars,
-                ),
-            )
-            for x in thread_items
-        ),
-    )
-    shown.update(sections["thread"].ids)
-
-    def elsewhere(x: Block | Hit) -> bool:
-        """A conversation entry with another contact (kept out when a contact is given)."""
-        if not contact or x.kind not in _THREAD_KINDS:
-            return False
-        block = x if isinstance(x, Block) else catalog.block(x.id)
-        other = _contact_of(block, frontmatter) if block is not None else None
-        return other is not None and other != contact
-
-    synthesis = results["semantic"] if isinstance(results["semantic"], tuple) else None
-    if synthesis is not None:
-        text, cited = synthesis
-        sections["semantic"] = PromptSection(
-            "semantic",
-            SYNTHESIS_TITLE,
-            text=text.split("\n", 2)[-1].strip(),
-            ids=cited,
-            budget=b.semantic_chars,
-        )
-    for name, items, limit in (
-        ("episodes", results["episodes"], b.episodes_k),
-        ("semantic", [] if synthesis is not None else results["semantic"], b.semantic_k),
-        ("recent", results["recent"], b.recent_n),
-    ):
-        if name == "semantic" and synthesis is not None:
-            shown.update(sections["semantic"].ids)
-            continue
-        fresh = [x for x in items if x.id not in shown and not elsewhere(x)][:limit]
-        section = _fill(
-            PromptSection(name, _TITLES[name], budget=getattr(b, f"{name}_chars")),
-            ((x.id, _memory_line(x, b.entry_chars, safe)) for x in fresh),
-        )
-        shown.update(section.ids)
-        sections[name] = section
-
     if session_start:
-        sections["changes"] = _changes_section(vault, b, scopes, session, safe)
-    if pending_channel is not None and b.pending_n > 0:
-        taken = vault.sessions.pending.take(channel=pending_channel, limit=b.pending_n)
-        # Every taken message is shown (they leave the buffer): lines are cut
-        # to the thread line length instead of dropping whole messages.
-        sections["pending"] = PromptSection(
-            "pending",
-            _TITLES["pending"],
-            text=safe(
-                render_pending(
-                    taken,
-                    max(b.pending_chars, len(taken) * (b.thread_line_chars + 1)),
-                    b.thread_line_chars,
-                )
-            ),
-            budget=b.pending_chars,
-        )
-
+        sections["changes"] = _build_changes(a, session)
+    if pending_channel is not None and a.b.pending_n > 0:
+        sections["pending"] = _build_pending(a, pending_channel)
+    for name in _PROFILES:
+        sections[name] = _build_profile(a, name, found[name])
+    sections["thread"] = _build_thread(a, found["thread"])
+    sections["episodes"] = _build_ranked(a, "episodes", found["episodes"])
+    semantic = found["semantic"]
+    if isinstance(semantic, tuple):
+        sections["semantic"] = _build_synthesis(a, *semantic)
+    else:
+        sections["semantic"] = _build_ranked(a, "semantic", semantic)
+    sections["recent"] = _build_ranked(a, "recent", found["recent"])
     return PromptContext(
         task=task.strip(),
         contact=contact,
         sections=sections,
         took_ms=(time.perf_counter() - started) * 1000,
-    )
-
-
-def _changes_section(
-    vault: Vault,
-    b: PromptBudgets,
-    scopes: list[str] | None,
-    session: str | None,
-    safe: Callable[[str], str],
-) -> PromptSection:
-    result = vault.git.changes(LAST_SESSION, session=session)
-
-    def scope_of(memory_id: str) -> str | None:
-        block = vault.admin.store.catalog.block(memory_id)
-        return block.scope if block is not None else None
-
-    text, ids, cut = render_changes(
-        result, scopes=scopes, scope_of=scope_of, max_chars=b.changes_chars
-    )
-    # Shown: from now on this agent has seen everything up to HEAD.
-    vault.git.mark_seen(session=session)
-    return PromptSection(
-        "changes",
-        _TITLES["changes"],
-        text=safe(text),
-        ids=ids,
-        budget=b.changes_chars,
-        truncated=cut,
     )

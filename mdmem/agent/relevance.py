@@ -15,11 +15,12 @@ recall returned, best first:
   least :attr:`RelevanceCut.ratio` of the best hit's score,
 * at most :attr:`RelevanceCut.max_items` of them.
 
-Scores are recall's final scores (the fitted re-ranker's): refit the cut
-when the weights are refitted. The constants of :data:`DEFAULT` are fitted
-by ``python bench/inject.py --calibrate`` on LoCoMo dev and the REALTALK dev
-chats (evidence that reaches the context, items injected, and questions
-about other people that inject nothing; see that script).
+Scores are recall's final scores (the fitted re-ranker's) without their
+recency part: refit the cut when the weights are refitted. :data:`FITTED` is
+fitted by ``python bench/inject.py --calibrate`` on LoCoMo dev and the
+REALTALK dev chats (evidence that reaches the context, items injected, and
+questions about other people that inject nothing; see that script);
+:data:`DEFAULT`, what the hook applies, is no cut yet (see why below).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from mdmem.models import Hit
 
-__all__ = ["DEFAULT", "RelevanceCut", "relevant"]
+__all__ = ["DEFAULT", "FITTED", "RelevanceCut", "relevant"]
 
 
 @dataclass(frozen=True)
@@ -48,17 +49,33 @@ class RelevanceCut:
 # (no cut: evidence 0.81 / 0.72 with 13 / 12 items, and 0.03 / 0.00 of the
 # questions about other people inject nothing). The grid's best caps at 13
 # items (REALTALK evidence 0.64); 10 keeps a margin under the median of 8.
-DEFAULT = RelevanceCut(gate=0.65, floor=0.0, ratio=0.7, max_items=10)
+FITTED = RelevanceCut(gate=0.65, floor=0.0, ratio=0.7, max_items=10)
+# What the hook applies today: no cut. FITTED is not switched on because its
+# gate lives on the scale of those dev vaults (MiniLM, hundreds of turns):
+# in a fresh vault of a few memories (the hook doctor's canary, a new user's
+# first notes) the best match scores below 0.65 and nothing would be
+# injected. Turning it on needs a relevance signal whose scale doesn't move
+# with the vault's size and embedder; the packing rules' owner decides.
+DEFAULT = RelevanceCut()
 
 
-def relevant(hits: Sequence[Hit], cut: RelevanceCut | None = None) -> list[Hit]:
+def relevant(
+    hits: Sequence[Hit], cut: RelevanceCut | None = None, *, recency_weight: float = 0.0
+) -> list[Hit]:
     """The hits worth injecting, best first (see the module doc); ``hits`` are
-    recall's, in its order; ``cut`` defaults to :data:`DEFAULT` as it is when called."""
+    recall's, in its order; ``cut`` defaults to :data:`DEFAULT` as it is when called.
+
+    ``recency_weight``: the ``[recall]`` setting the hits were scored with.
+    Their recency part is taken out of the scores the cut compares: how new a
+    memory is orders the hits, it doesn't make one relevant (and the cut is
+    fitted on conversations months old, whose recency is close to 0).
+    """
     cut = cut if cut is not None else DEFAULT
     if not hits:
         return []
-    best = hits[0].score
+    scored = [(h, h.score - recency_weight * h.scores.get("recency", 0.0)) for h in hits]
+    best = scored[0][1]
     if best < cut.gate:
         return []
     bar = max(cut.floor, cut.ratio * best)
-    return [h for h in hits if h.score >= bar][: cut.max_items]
+    return [h for h, score in scored if score >= bar][: cut.max_items]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from mdmem.files import blocks as blk
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.models import first_line, one_line
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import Reader
 
 __all__ = ["HANDLERS", "SPECS"]
 
@@ -25,8 +25,7 @@ class _Tools(Protocol):
     """What a handler uses of :class:`mdmem.agent.tools.Toolset`."""
 
     vault: Any
-
-    def readable_scopes(self, requested: str | None) -> list[str] | None: ...
+    reader: Reader
 
 
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -65,27 +64,18 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
     vault = tools.vault
-    scopes = tools.readable_scopes(None)
     mode = vault.settings.secrets
 
     def safe(text: str) -> str:
         """A secret a person typed into the vault stays out of the model's context."""
         return scrub(text, mode)
 
-    result = vault.git.changes(args.get("since") or LAST_SESSION)
-
-    def scope_of(memory_id: str) -> str | None:
-        block = vault.admin.store.catalog.block(memory_id)
-        return block.scope if block is not None else None
-
+    # Only what this toolset's reader may see: a block's effective scope (its
+    # folder or its file's frontmatter) and the sources of a copy decide.
+    result = vault.git.changes(args.get("since") or LAST_SESSION, reader=tools.reader)
     if args.get("mark_seen"):
         vault.git.mark_seen()
-    text, _ids, truncated = render_changes(
-        result, scopes=scopes, scope_of=scope_of, max_chars=args.get("max_chars") or 4000
-    )
-
-    def allowed(path: str | None) -> bool:
-        return scopes is None or (path is not None and blk.scope_of_path(path)[0] in scopes)
+    text, _ids, truncated = render_changes(result, max_chars=args.get("max_chars") or 4000)
 
     def item(c: Any) -> dict[str, Any]:
         return {
@@ -101,12 +91,11 @@ def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
         "since": result.since,
         "text": safe(text) or "(no changes)",
         "truncated": truncated,
-        "added": [item(c) for c in result.remembered if allowed(c.path)],
-        "retired": [item(c) for c in (*result.resolved, *result.forgotten) if allowed(c.path)],
+        "added": [item(c) for c in result.remembered],
+        "retired": [item(c) for c in (*result.resolved, *result.forgotten)],
         "changed": [
             {"old_id": s.old_id, "new_id": s.new_id, "author": s.author, "date": s.date}
             for s in result.superseded
-            if scopes is None or (s.new_id is not None and scope_of(s.new_id) in scopes)
         ],
     }
 

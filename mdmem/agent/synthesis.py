@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.models import one_line
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -43,13 +44,15 @@ def synthesis_block(
     query: str,
     *,
     k: int,
-    scope: str | Sequence[str] | None,
     max_chars: int,
+    scope: str | Sequence[str] | None = None,
+    reader: Reader = EVERYONE,
     title: str = SYNTHESIS_TITLE,
 ) -> tuple[str, list[str]] | None:
-    """(the block, the ids it cites), or None when no synthesis ran."""
+    """(the block, the ids it cites), or None when no synthesis ran; it draws only
+    on what ``reader`` may see."""
     try:
-        answer = vault.reflect(query, k=max(1, min(k, 200)), scope=scope)
+        answer = vault.reflect(query, k=max(1, min(k, 200)), scope=scope, reader=reader)
     except MdmemError as exc:
         log.warning("synthesis for the prompt failed, recalling instead: %s", exc)
         return None

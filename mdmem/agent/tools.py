@@ -44,9 +44,11 @@ from mdmem.errors import (
     SecretRefusedError,
 )
 from mdmem.files.blocks import ROOT_SCOPE, validate_scope
+from mdmem.files.ids import normalize_id
 from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
 from mdmem.recall.search import render_context
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -469,6 +471,8 @@ class Toolset:
         )
         if self.allowed is not None and not self.allowed:
             raise InvalidInputError("allowed_scopes is empty: the tools could reach nothing")
+        # Who the model reads as: every read path asks the vault's one visibility rule.
+        self.reader = EVERYONE if self.allowed is None else Reader(frozenset(self.allowed))
         if default_scope is None:
             self.default_scope = self.allowed[0] if self.allowed else ""
         else:
@@ -608,12 +612,12 @@ class Toolset:
 
     def _owned(self, memory_id: str) -> Memory:
         """The memory, if its scope is allowed; otherwise ScopeDeniedError, no data."""
-        memory: Memory = self.vault.get(memory_id)
-        if self.allowed is not None and memory.scope not in self.allowed:
+        try:
+            return self.vault.get(memory_id, reader=self.reader)
+        except ScopeDeniedError:
             raise ScopeDeniedError(
-                f"memory {memory.id} belongs to a scope this assistant may not access"
-            )
-        return memory
+                f"memory {normalize_id(memory_id)} belongs to a scope this assistant may not access"
+            ) from None
 
     def _describe(self, name: str) -> str:
         text = _SPECS[name][0]
@@ -640,6 +644,7 @@ class Toolset:
             kinds=args.get("source_kinds") or None,
             scope=scopes,
             since=args.get("since"),
+            reader=self.reader,
             **controls,
         )
         items = [self._item(hit) for hit in result.items]
@@ -759,13 +764,14 @@ class Toolset:
     def _context(self, args: dict[str, Any]) -> dict[str, Any]:
         scopes = self.readable_scopes(args.get("scope"))
         tier = {"tier": args["tier"]} if args["tier"] != 2 else {}
-        result = self.vault.recall(args["query"], k=args["top_k"], scope=scopes, **tier)
+        result = self.vault.recall(
+            args["query"], k=args["top_k"], scope=scopes, reader=self.reader, **tier
+        )
         return {"context": render_context(result, args["max_chars"]), "total": len(result.items)}
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:
         # Confined to the allowed scopes, so the answer draws on nothing else.
-        filters: dict[str, Any] = {} if self.allowed is None else {"scope": list(self.allowed)}
-        answer = self.vault.reflect(args["query"], **filters)
+        answer = self.vault.reflect(args["query"], reader=self.reader)
         return {
             "answer": answer.answer,
             "citations": list(answer.citations),

@@ -143,9 +143,7 @@ def private_folder_ok(folder: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     return (
-        stat.S_ISDIR(st.st_mode)
-        and st.st_uid == _uid()
-        and stat.S_IMODE(st.st_mode) & 0o077 == 0
+        stat.S_ISDIR(st.st_mode) and st.st_uid == _uid() and stat.S_IMODE(st.st_mode) & 0o077 == 0
     )
 
 

@@ -21,26 +21,47 @@ from mdmem.cli.context import (
 )
 from mdmem.cli.git import purge_cmd
 from mdmem.cli.recall_controls import control_options, controls_of
-from mdmem.models import KINDS
+from mdmem.models import KINDS, one_line
 from mdmem.store.importance import ORIGINS
 
 # ------------------------------------------------------------------ writes ----
+
+# The command line's spelling of secrets="redact" (named by the guard's refusal).
+_redact_option = click.option(
+    "--redact", is_flag=True, help="Store secrets redacted instead of refusing."
+)
 
 
 @main.command()
 @click.argument("path", type=click.Path(file_okay=False), default=".")
 @click.option("--agent", "agent_name", default=None, help="Default agent name for this vault.")
+@click.option(
+    "--author",
+    default=None,
+    metavar="'NAME <EMAIL>'",
+    help="Who the folder's existing files are committed as (default: your git identity).",
+)
 @json_option
 @click.pass_obj
-def init(obj: Context, path: str, agent_name: str | None, as_json: bool) -> None:
-    """Create a vault at PATH: template files, git init, first commit."""
+def init(
+    obj: Context, path: str, agent_name: str | None, author: str | None, as_json: bool
+) -> None:
+    """Create a vault at PATH: template files, git init, first commit.
+
+    A folder that already holds files (an Obsidian vault, notes under git) is
+    adopted: your files are committed first, as yours; settings files are
+    merged (every key of yours kept); mdmem's files go in the agent's commit.
+    """
     from mdmem.vault import Vault  # loaded on first use: `mdmem --help` stays quick
 
-    vault = Vault.init(path, agent=agent_name or obj.agent)
+    vault = Vault.init(path, agent=agent_name or obj.agent, author=author)
+    adoption = vault.admin.adoption
     emit(
-        {"root": str(vault.root), "state_dir": str(vault.admin.state_dir)},
+        {"root": str(vault.root), "state_dir": str(vault.admin.state_dir), "adoption": adoption},
         as_json,
-        lambda: click.echo(f"initialised mdmem vault at {vault.root}"),
+        lambda: click.echo(
+            "\n".join(adoption.lines()) if adoption else f"initialised {vault.root}"
+        ),
     )
 
 
@@ -50,7 +71,7 @@ def init(obj: Context, path: str, agent_name: str | None, as_json: bool) -> None
 @click.option("-t", "--tag", "tags", multiple=True, help="Tag (repeatable).")
 @scope_option
 @click.option("--created", default=None, help="Creation date/time (ISO), default now.")
-@click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
+@_redact_option
 @click.option("--importance", type=int, default=None, help="1-10 (OAK).")
 @click.option("--origin", type=click.Choice(ORIGINS), default=None, help="Caps importance at 5.")
 @json_option
@@ -78,7 +99,14 @@ def remember(
         importance=importance,
         origin=origin,
     )
-    emit(memory, as_json, lambda: memory_line("remembered", memory))
+
+    def human() -> None:
+        memory_line("remembered", memory)
+        # Auto-supersede retired these: say so, with what they said.
+        for old_id in memory.superseded:
+            click.echo(f"  superseded {old_id}: {one_line(obj.vault().get(old_id).text, 100)}")
+
+    emit(memory, as_json, human)
 
 
 @main.command("log")
@@ -86,7 +114,7 @@ def remember(
 @click.option("-c", "--category", default="Note", show_default=True)
 @click.option("-t", "--tag", "tags", multiple=True)
 @scope_option
-@click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing.")
+@_redact_option
 @json_option
 @click.pass_obj
 def log_cmd(
@@ -113,13 +141,16 @@ def log_cmd(
 @click.argument("text")
 @click.option("-t", "--tag", "tags", multiple=True)
 @scope_option
+@_redact_option
 @json_option
 @click.pass_obj
 def journal(
-    obj: Context, text: str, tags: tuple[str, ...], scope: str | None, as_json: bool
+    obj: Context, text: str, tags: tuple[str, ...], scope: str | None, redact: bool, as_json: bool
 ) -> None:
     """Add a dated reflection to JOURNAL.md."""
-    memory = obj.vault().journal(read_text(text), tags=tags, scope=scope)
+    memory = obj.vault().journal(
+        read_text(text), tags=tags, scope=scope, secrets="redact" if redact else None
+    )
     emit(memory, as_json, lambda: memory_line("journaled", memory))
 
 
@@ -128,13 +159,22 @@ def journal(
 @click.argument("text")
 @click.option("-t", "--tag", "tags", multiple=True)
 @scope_option
+@_redact_option
 @json_option
 @click.pass_obj
 def learn(
-    obj: Context, topic: str, text: str, tags: tuple[str, ...], scope: str | None, as_json: bool
+    obj: Context,
+    topic: str,
+    text: str,
+    tags: tuple[str, ...],
+    scope: str | None,
+    redact: bool,
+    as_json: bool,
 ) -> None:
     """Add TEXT under '## Topic: TOPIC' in LEARNING.md."""
-    memory = obj.vault().learn(topic, read_text(text), tags=tags, scope=scope)
+    memory = obj.vault().learn(
+        topic, read_text(text), tags=tags, scope=scope, secrets="redact" if redact else None
+    )
     emit(memory, as_json, lambda: memory_line("learned", memory))
 
 
@@ -164,11 +204,12 @@ def forget(
 @main.command()
 @click.argument("memory_id")
 @click.argument("text")
+@_redact_option
 @json_option
 @click.pass_obj
-def supersede(obj: Context, memory_id: str, text: str, as_json: bool) -> None:
+def supersede(obj: Context, memory_id: str, text: str, redact: bool, as_json: bool) -> None:
     """Replace a memory with TEXT; the old one is kept, marked superseded."""
-    memory = obj.vault().supersede(memory_id, read_text(text))
+    memory = obj.vault().supersede(memory_id, read_text(text), secrets="redact" if redact else None)
     emit(
         memory,
         as_json,

@@ -182,7 +182,8 @@ class _Group(click.Group):
         except MdmemError as exc:
             if os.environ.get("MDMEM_DEBUG"):
                 raise
-            click.echo(f"error: {_one_line(exc)}", err=True)
+            # Flags, not the Python parameters the library's message names.
+            click.echo(f"error: {one_line(exc.cli_message or '') or _one_line(exc)}", err=True)
             ctx.exit(EXIT_ERROR)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise

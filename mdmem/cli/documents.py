@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mdmem.cli.context import Context, emit, json_option, scope_option
+from mdmem.cli.context import EXIT_ERROR, Context, emit, json_option, scope_option
 from mdmem.cli.library import library_group
 from mdmem.memory.documents import expand
 
@@ -28,8 +28,11 @@ def ingest_cmd(
 ) -> None:
     """Copy or convert markdown, text, HTML or PDF files into documents/ as chunks.
 
-    A folder means every supported file under it (hidden entries, symlinks and
-    vaults inside it skipped).
+    A folder means every supported file under it (hidden entries, symlinks,
+    FIFOs and devices, and vaults inside it skipped). A file that can't be
+    ingested is reported and the rest go in (exit status 1 if any failed).
+    A document's text is bounded (a PDF's by its size): what is left out is
+    reported, and the document's frontmatter says `cut:`.
 
     Re-ingesting a changed file rewrites only its changed chunks; an unchanged
     file writes nothing. A chunk edited by hand is kept unless the new version
@@ -44,6 +47,11 @@ def ingest_cmd(
 
     def human() -> None:
         for r in results:
+            if r.error is not None:
+                click.echo(f"not ingested {r.source}: {r.error}", err=True)
+                continue
+            if r.cut:
+                click.echo(f"note: {r.path}: {r.cut}", err=True)
             if not r.written:
                 click.echo(f"unchanged {r.path} ({len(r.chunks)} chunks)")
                 continue
@@ -55,3 +63,5 @@ def ingest_cmd(
             )
 
     emit(results, as_json, human)
+    if any(r.error is not None for r in results):
+        raise click.exceptions.Exit(EXIT_ERROR)

@@ -41,36 +41,78 @@ def library_group() -> None:
     help="Export format (default: detected when unambiguous).",
 )
 @scope_option
+@click.option(
+    "--restore",
+    is_flag=True,
+    help="PATH is an `mdmem export` you made: bring it back whole (scopes, statuses, "
+    "links, provenance). Only for your own exports.",
+)
 @click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing them.")
 @json_option
 @click.pass_obj
 def import_cmd(
-    obj: Context, path: str, fmt: str | None, scope: str | None, redact: bool, as_json: bool
+    obj: Context,
+    path: str,
+    fmt: str | None,
+    scope: str | None,
+    restore: bool,
+    redact: bool,
+    as_json: bool,
 ) -> None:
     """Import a ChatGPT or Claude.ai export, a JSONL of messages or a folder of notes.
 
+    The file is not trusted: everything goes into --scope (rows naming another
+    scope are refused), and what would set provenance (status, importance,
+    captured, pins, contacts) is not taken from it. `mdmem import --restore
+    EXPORT` brings back an `mdmem export --jsonl` of yours as it was.
+
     Importing the same export again adds nothing. Refused messages (secrets,
-    characters no file can hold) are counted and listed; the rest go in.
+    characters no file can hold, unreadable conversations) are counted and
+    listed; the rest go in.
     """
+    if restore and (fmt not in (None, "jsonl") or scope is not None):
+        raise click.UsageError("--restore takes the export as it is: no --format or --scope")
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
+
+        def tick(phase: str, done: int, total: int) -> None:
+            # A chat import reports bytes of the input read (it streams):
+            # shown as a percentage, not as thousands of "messages".
+            if phase == "import" and total > 0:
+                done, total = min(100, done * 100 // total), 100
+            progress(phase, done, total)
+
         report = vault.library.import_(
             path,
             format=fmt,
             scope=scope,
             secrets="redact" if redact else None,
-            progress=progress,
+            progress=tick,
+            restore=restore,
         )
 
     def human() -> None:
-        what = "notes" if report.format == "markdown" else "messages"
-        click.echo(
-            f"imported {report.added} of {report.messages} {what} ({report.format}): "
-            f"{report.duplicates} already there, {report.refused} refused, "
-            f"{report.commits} commit(s)"
-        )
+        if report.restored:
+            click.echo(
+                f"restored {len(report.files)} files from the export of "
+                f"{report.source_vault or 'a vault'}: {report.added} of {report.messages} "
+                f"memories new, {report.duplicates} already there, {report.refused} refused, "
+                f"{report.commits} commit(s)"
+            )
+        else:
+            what = "notes" if report.format == "markdown" else "messages"
+            click.echo(
+                f"imported {report.added} of {report.messages} {what} ({report.format}): "
+                f"{report.duplicates} already there, {report.refused} refused, "
+                f"{report.commits} commit(s)"
+            )
         if report.first:
             click.echo(f"dates {report.first} … {report.last}")
+        if report.ignored:
+            taken = ", ".join(f"{k} ({n})" for k, n in sorted(report.ignored.items()))
+            click.echo(f"not taken from the file (the caller sets these): {taken}", err=True)
+        for note in report.notes:
+            click.echo(f"note: {note}", err=True)
         for refusal in report.refusals[:20]:
             click.echo(f"  refused {refusal['where']}: {refusal['reason']}", err=True)
         if report.refused > 20:
@@ -90,7 +132,12 @@ def import_cmd(
 )
 @click.pass_obj
 def export_cmd(obj: Context, jsonl: bool, output: str) -> None:
-    """Write every memory with its metadata (re-import with `mdmem import FILE`)."""
+    """Write the vault's knowledge: every memory with its metadata, then its files.
+
+    `mdmem import --restore FILE` brings it back whole (into a fresh vault
+    to move one); a plain `mdmem import FILE` takes its memories as untrusted
+    rows.
+    """
     vault = obj.vault()
     with progress_bars(enabled=not obj.quiet) as progress:  # stderr: stdout may be the data
         if output == "-":
@@ -130,7 +177,7 @@ def list_cmd(
     oldest: bool,
     as_json: bool,
 ) -> None:
-    """List memories (every status unless --status), newest first."""
+    """List memories (every status but archived, unless --status), newest first."""
     memories = obj.vault().library.list(
         kinds=kinds or None,
         scopes=scopes or None,

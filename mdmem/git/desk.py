@@ -19,9 +19,11 @@ from mdmem.git import provenance as git_provenance
 from mdmem.git import purge as git_purge
 from mdmem.git import review as git_review
 from mdmem.git import seen, timetravel
+from mdmem.git.history import visible_changes
 from mdmem.git.sync import SyncResult, sync
 from mdmem.index.progress import Progress
 from mdmem.store.gitstore import CommitInfo
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.git.history import Changes
@@ -55,13 +57,18 @@ class GitDesk:
         *,
         agent: str | None = None,
         session: str | None = None,
+        reader: Reader = EVERYONE,
     ) -> Changes:
         """What was remembered, superseded, resolved, forgotten and edited by people
         since ``since``: "last-session" (this agent's, or ``session``'s, last
-        :meth:`mark_seen`), a commit, or a date/time."""
-        return seen.changes_since(
+        :meth:`mark_seen`), a commit, or a date/time; only what ``reader`` may see."""
+        found = seen.changes_since(
             self._store, since, agent=agent or self._store.agent, session=session
         )
+        if reader.unrestricted:
+            return found
+        rule = self._store.visibility
+        return visible_changes(found, lambda i, path: rule.may_see_id(reader, i, path))
 
     def mark_seen(self, *, session: str | None = None, agent: str | None = None) -> Seen:
         """Record the current commit as seen by this agent (and session)."""

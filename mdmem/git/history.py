@@ -14,8 +14,8 @@ thin methods.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,7 @@ from mdmem.store.gitstore import is_agent_email
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["Change", "Changes", "HumanEdit", "Superseded", "changes"]
+__all__ = ["Change", "Changes", "HumanEdit", "Superseded", "changes", "visible_changes"]
 
 _ID_AT_END = re.compile(rf"(?:^|\s)\^({ID_PATTERN})\s*$")
 _FIELD_RE = re.compile(r"[\[(](status|by)::[ \t]*([^\])\n]*?)[ \t]*[\])]")
@@ -419,4 +419,26 @@ def _human_edit(commit: _Commit, texts: _TextAt) -> HumanEdit:
         commit.subject,
         tuple(commit.paths),
         tuple(ids),
+    )
+
+
+def visible_changes(result: Changes, sees: Callable[[str | None, str | None], bool]) -> Changes:
+    """``result`` with only what a reader may see: ``sees(memory id, path)`` is the
+    visibility rule (mdmem.store.visibility); a person's edit keeps the files and
+    memories it may see, and is left out when none are."""
+    edits = []
+    for h in result.human_edits:
+        paths = tuple(p for p in h.paths if sees(None, p))
+        if paths:
+            ids = tuple(i for i in h.memory_ids if sees(i, None))
+            edits.append(replace(h, paths=paths, memory_ids=ids))
+    return replace(
+        result,
+        remembered=tuple(c for c in result.remembered if sees(c.id, c.path)),
+        superseded=tuple(
+            s for s in result.superseded if s.new_id is not None and sees(s.new_id, None)
+        ),
+        resolved=tuple(c for c in result.resolved if sees(c.id, c.path)),
+        forgotten=tuple(c for c in result.forgotten if sees(c.id, c.path)),
+        human_edits=tuple(edits),
     )

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
-from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError
+from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError, Spelled
 from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN, normalize_id
 from mdmem.files.textfile import SkipFile, TextFile, decode
@@ -128,10 +128,11 @@ def purge(
     ``method``: ``"fast-export"`` or None (the same).
     """
     if not confirm:
-        raise InvalidInputError(
+        raise InvalidInputError.naming(
             "purge rewrites the whole git history of the vault and cannot be undone; other "
-            "clones and the remote still hold the text until they are rewritten too; "
-            "pass confirm=True (--yes) to proceed"
+            "clones and the remote still hold the text until they are rewritten too; pass ",
+            Spelled("confirm=True", "--yes"),
+            " to proceed",
         )
     if method not in (None, "fast-export"):
         raise InvalidInputError(

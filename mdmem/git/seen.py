@@ -19,14 +19,12 @@ commits are looked at (the label says so when the cut applies).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
-from mdmem.files import blocks as blk
 from mdmem.git.history import Changes, changes
 from mdmem.git.revisions import rev_parse
 from mdmem.models import first_line, one_line
@@ -196,27 +194,14 @@ def changes_since(
     )
 
 
-def _in_scope(path: str | None, scopes: list[str] | None) -> bool:
-    if scopes is None:
-        return True
-    if path is None:
-        return False
-    return blk.scope_of_path(path)[0] in scopes
-
-
 def render_changes(
-    result: Changes,
-    *,
-    scopes: list[str] | None = None,
-    scope_of: Callable[[str], str | None] | None = None,
-    max_chars: int = 2000,
-    line_chars: int = 160,
+    result: Changes, *, max_chars: int = 2000, line_chars: int = 160
 ) -> tuple[str, list[str], bool]:
     """Markdown lines for a prompt: (text, memory ids shown, truncated).
 
-    Only memories in ``scopes`` (None: all) are shown (``scope_of`` gives
-    a superseding memory's scope by id); raw conversation entries are left
-    out (their session's summary stands for them).
+    ``result`` holds what its reader may see (``vault.git.changes(reader=…)``);
+    raw conversation entries are left out (their session's summary stands
+    for them).
     """
     lines: list[tuple[str, str]] = []
 
@@ -224,7 +209,7 @@ def render_changes(
         return author if is_agent else f"{author} (person)"
 
     for c in result.remembered:
-        if c.kind in _NOISE_KINDS or not _in_scope(c.path, scopes):
+        if c.kind in _NOISE_KINDS:
             continue
         text = one_line(first_line(c.text or ""), line_chars) or "(no text)"
         state = f", now {c.status}" if c.status and c.status != "active" else ""
@@ -236,10 +221,6 @@ def render_changes(
             )
         )
     for s in result.superseded:
-        if scopes is not None and (
-            s.new_id is None or scope_of is None or scope_of(s.new_id) not in scopes
-        ):
-            continue
         new = one_line(first_line(s.new_text or ""), line_chars) or "(gone)"
         lines.append(
             (
@@ -248,17 +229,15 @@ def render_changes(
             )
         )
     for c in (*result.resolved, *result.forgotten):
-        if c.kind in _NOISE_KINDS or not _in_scope(c.path, scopes):
+        if c.kind in _NOISE_KINDS:
             continue
         verb = "forgot" if c in result.forgotten else "retired"
         text = one_line(first_line(c.text or ""), line_chars) or "(no text)"
         lines.append((c.id, f"- {verb} ^{c.id}: {text} ({who(c.author, c.is_agent)})"))
     for h in result.human_edits:
-        paths = [p for p in h.paths if _in_scope(p, scopes)]
-        if paths:
-            lines.append(
-                ("", f"- {h.author} edited {', '.join(paths[:3])}: {one_line(h.subject, 80)}")
-            )
+        lines.append(
+            ("", f"- {h.author} edited {', '.join(h.paths[:3])}: {one_line(h.subject, 80)}")
+        )
     out: list[str] = []
     ids: list[str] = []
     used = 0

@@ -149,6 +149,7 @@ def sync(
                     continue
                 if remote_sha and not is_ancestor(store, remote_sha, "HEAD"):
                     store.writer.commit_human_edits()
+                    _refuse_kept_secrets(store)
                     conflicts = _rebase(store, remote_sha, old_head)
                     if conflicts:
                         return SyncResult(
@@ -246,6 +247,21 @@ def _push(store: MemoryStore, remote: str, branch: str, lease: str | None) -> bo
         return False
     _refused_transport(remote, err)
     raise GitError(f"git push {remote}: {first_line(err) or first_line(out)}")
+
+
+def _refuse_kept_secrets(store: MemoryStore) -> None:
+    """A file holding a secret typed by hand differs from git (which has it
+    redacted: see mdmem.store.typed_secrets), and a rebase needs a clean tree."""
+    kept = store.writer.secrets_kept_out()
+    if kept:
+        where = "; ".join(
+            f"{rel} line {', '.join(map(str, out.lines))} ({', '.join(dict.fromkeys(out.kinds))})"
+            for rel, out in sorted(kept.items())
+        )
+        raise ConflictError(
+            f"a secret typed by hand is in {where}; git has it redacted and the file "
+            "keeps it: remove it from the file, then sync"
+        )
 
 
 def _rebase(store: MemoryStore, onto: str, old_head: str | None) -> list[Conflict]:

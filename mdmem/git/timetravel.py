@@ -14,6 +14,7 @@ import logging
 import shutil
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from functools import cached_property
@@ -27,19 +28,20 @@ from mdmem.files.ids import copy_key
 from mdmem.files.manifest import block_from_row, block_to_row
 from mdmem.files.textfile import SkipFile, decode
 from mdmem.git.revisions import rev_parse
-from mdmem.index.blocktext import embed_key, embed_text, indexable
+from mdmem.index.blocktext import embed_key, indexable
+from mdmem.index.embedding import EMBED_BATCH
 from mdmem.index.keyword import KeywordIndex
-from mdmem.models import Block, Recall
+from mdmem.models import Block
 from mdmem.recall.conversation import FileOrder, name_tokens, people_of
-from mdmem.recall.search import RecallQuery, run_recall, to_datetime
-from mdmem.store.secret_guard import scrub
+from mdmem.recall.search import to_datetime
+from mdmem.store.visibility import Visibility
 
 if TYPE_CHECKING:
     from mdmem.index.vector import VectorIndex
     from mdmem.providers.embedders import Embedder
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["Snapshot", "recall_as_of", "resolve_commit"]
+__all__ = ["Snapshot", "resolve_commit", "source_at"]
 
 log = logging.getLogger("mdmem")
 
@@ -82,12 +84,39 @@ class Snapshot:
     """
 
     sha: str
-    blocks: dict[str, Block]
+    blocks_by_id: dict[str, Block]
     keyword_index: KeywordIndex | None
     vectors: VectorIndex | None
     embedder: Embedder | None
     missing_vectors: set[str] = field(default_factory=set)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    frontmatters: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    # -- a recall source (mdmem.recall.pipeline.RecallSource) --
+
+    @property
+    def commit(self) -> str:
+        return self.sha
+
+    def block(self, block_id: str) -> Block | None:
+        return self.blocks_by_id.get(block_id)
+
+    def blocks(self) -> Iterable[Block]:
+        return self.blocks_by_id.values()
+
+    def frontmatter(self, path: str) -> Mapping[str, Any]:
+        return self.frontmatters.get(path, {})
+
+    @cached_property
+    def _by_path(self) -> dict[str, list[Block]]:
+        by_path: dict[str, list[Block]] = {}
+        for block in self.blocks_by_id.values():
+            by_path.setdefault(block.path, []).append(block)
+        return by_path
+
+    @cached_property
+    def visibility(self) -> Visibility:
+        return Visibility(self.block, lambda path: self._by_path.get(path, []), self.frontmatter)
 
     @property
     def keyword(self) -> KeywordIndex:
@@ -100,14 +129,12 @@ class Snapshot:
 
     @cached_property
     def threads(self) -> FileOrder:
-        by_path: dict[str, list[Block]] = {}
         names: list[str] = []
-        for block in self.blocks.values():
-            by_path.setdefault(block.path, []).append(block)
+        for block in self.blocks_by_id.values():
             if block.is_memory:
                 names += people_of(block)
         people = name_tokens(names)
-        return FileOrder(lambda path: by_path.get(path, []), lambda: people)
+        return FileOrder(lambda path: self._by_path.get(path, []), lambda: people)
 
     def close(self) -> None:
         if self.keyword_index is not None:
@@ -154,8 +181,9 @@ def forget_snapshots(store: MemoryStore) -> None:
 
 
 # Written into each snapshot's "complete" marker; a snapshot built by another
-# format is built again. 2: copied lines are blocks of their own.
-_FORMAT = "2"
+# format is built again. 2: copied lines are blocks of their own. 3: files'
+# frontmatter (tiers, an episode's sources, a contact) is kept.
+_FORMAT = "3"
 
 
 def _root(store: MemoryStore) -> Path:
@@ -187,11 +215,14 @@ def _read_tree(store: MemoryStore, sha: str) -> dict[str, bytes]:
 
 def _build(store: MemoryStore, sha: str) -> Snapshot:
     blocks: dict[str, Block] = {}
+    frontmatters: dict[str, dict[str, Any]] = {}
     for path, raw in _read_tree(store, sha).items():
         try:
             parsed = parse(path, decode(raw))
         except SkipFile:
             continue
+        if parsed.frontmatter:
+            frontmatters[path] = parsed.frontmatter
         seen: dict[str, int] = {}
         for block in parsed.blocks:
             if block.is_memory:
@@ -205,19 +236,30 @@ def _build(store: MemoryStore, sha: str) -> Snapshot:
                 blocks[block.id] = store.indexer.derived(block)
     directory = _root(store) / sha
     try:
-        return _build_on_disk(store, sha, directory, blocks)
+        return _build_on_disk(store, sha, directory, blocks, frontmatters)
     except DERIVED_ERRORS as exc:
         # The state dir cannot take it (a full disk): answer from the blocks.
         shutil.rmtree(directory, ignore_errors=True)
         why = f"time-travel snapshot not built ({error_line(exc)}); scanning its blocks"
         log.warning("%s", why)
         return Snapshot(
-            sha, blocks, None, None, None, {b for b in blocks}, [("keyword", why), ("vector", why)]
+            sha,
+            blocks,
+            None,
+            None,
+            None,
+            set(blocks),
+            [("keyword", why), ("vector", why)],
+            frontmatters,
         )
 
 
 def _build_on_disk(
-    store: MemoryStore, sha: str, directory: Path, blocks: dict[str, Block]
+    store: MemoryStore,
+    sha: str,
+    directory: Path,
+    blocks: dict[str, Block],
+    frontmatters: dict[str, dict[str, Any]],
 ) -> Snapshot:
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
@@ -229,6 +271,9 @@ def _build_on_disk(
             json.dumps([block_to_row(b, i) for i, b in enumerate(blocks.values())]),
             encoding="utf-8",
         )
+        (directory / "frontmatter.json").write_text(
+            json.dumps(frontmatters, default=str), encoding="utf-8"
+        )
         # Without its vectors (the embedder did not answer) it is complete
         # all the same: _load finds the vectors short and builds it again.
         (directory / "complete").write_text(f"{sha} {_FORMAT}")
@@ -236,7 +281,7 @@ def _build_on_disk(
         keyword.close()
         raise
     _prune(store, keep=sha)
-    return Snapshot(sha, blocks, keyword, vectors, embedder, missing, problems)
+    return Snapshot(sha, blocks, keyword, vectors, embedder, missing, problems, frontmatters)
 
 
 def _vectors_for(
@@ -253,23 +298,16 @@ def _vectors_for(
         if store.embedding.resting():
             raise EmbedderError(store.embedding.problem or "embedder unavailable")
         vectors = VectorIndex(directory / "vectors", dim=embedder.dim, model=embedder.name)
-        cache = store.embedding.cache
-        keys = [embed_key(b) for b in blocks]
-        found = cache.get_many(embedder.name, keys)
-        todo = [i for i, k in enumerate(keys) if k not in found]
-        if todo:
-            fresh = embedder.embed([embed_text(blocks[i]) for i in todo])
-            items = {keys[i]: fresh[j] for j, i in enumerate(todo)}
-            cache.put_many(embedder.name, items)
-            found.update(items)
+        found: dict[str, Any] = {}
+        for start in range(0, len(blocks), EMBED_BATCH):  # from the cache, the rest embedded
+            found.update(store.embedding.vectors(blocks[start : start + EMBED_BATCH]))
     except EmbedderError as exc:
         # Keyword-only for now; the snapshot is built again next time.
         why = f"time-travel vectors unavailable: {error_line(exc)}"
         return None, None, {b.id for b in blocks}, [("vector", why)]
     if blocks:
-        vectors.upsert(
-            [b.id for b in blocks], np.stack([found[k] for k in keys]).astype(np.float32)
-        )
+        matrix = np.stack([found[embed_key(b)] for b in blocks]).astype(np.float32)
+        vectors.upsert([b.id for b in blocks], matrix)
     vectors.save()
     return vectors, embedder, set(), []
 
@@ -282,6 +320,7 @@ def _load(store: MemoryStore, sha: str) -> Snapshot | None:
     try:
         rows = json.loads((directory / "blocks.json").read_text(encoding="utf-8"))
         blocks = {b.id: b for b in (block_from_row(tuple(r)) for r in rows)}
+        frontmatters = json.loads((directory / "frontmatter.json").read_text(encoding="utf-8"))
         keyword = KeywordIndex(directory / "keyword")
         embedder = store.embedding.embedder
         vectors = None
@@ -295,7 +334,7 @@ def _load(store: MemoryStore, sha: str) -> Snapshot | None:
         log.info("as-of snapshot %s unusable (%s); rebuilding", sha[:10], exc)
         return None
     (directory / "complete").touch()
-    return Snapshot(sha, blocks, keyword, vectors, embedder)
+    return Snapshot(sha, blocks, keyword, vectors, embedder, frontmatters=frontmatters)
 
 
 def _prune(store: MemoryStore, keep: str) -> None:
@@ -309,20 +348,6 @@ def _prune(store: MemoryStore, keep: str) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def recall_as_of(store: MemoryStore, q: RecallQuery, as_of: Any) -> Recall:
-    sha = resolve_commit(store, as_of)
-    snap = snapshot(store, sha)
-    result = run_recall(
-        q,
-        snap,
-        snap.blocks.get,
-        store.settings.recall,
-        threads=snap.threads,
-        # Through the indexer: an embedder that just failed is not asked again.
-        embed_query=store.embedding.embed_query if snap.embedder is not None else None,
-        gaps=snap.gaps,
-        scan=snap.blocks.values,
-        shown=lambda text: scrub(text, store.settings.secrets),
-    )
-    items = [replace(hit, commit=sha) for hit in result.items]
-    return replace(result, items=items)
+def source_at(store: MemoryStore, as_of: str | date | datetime) -> Snapshot:
+    """The vault at a commit-ish or date, as a recall source (mdmem.recall.pipeline)."""
+    return snapshot(store, resolve_commit(store, as_of))

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError
+from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError, Spelled
 from mdmem.files.health import open_sqlite, quick_check
 
 __all__ = ["HNSW_THRESHOLD", "EmbeddingCache", "VectorIndex"]
@@ -254,9 +254,11 @@ class VectorIndex:
             self._stat = stat
             return
         if stored_dim != self.dim:
-            raise DimensionMismatchError(
+            raise DimensionMismatchError.naming(
                 f"{where} holds {stored_dim}-d vectors for model {stored_model!r}, "
-                f"but {self.dim}-d were configured; re-embed with reset() or fix the config"
+                f"but {self.dim}-d were configured; re-embed (",
+                Spelled("vault.reindex(full=True)", "mdmem reindex --full"),
+                ") or fix the config",
             )
         try:
             index = faiss.read_index(faiss.PyCallbackIOReader(f.read, _IO_CHUNK))

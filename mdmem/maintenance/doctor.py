@@ -5,7 +5,9 @@ any risk to the markdown: derived state is rebuilt, interrupted temp files
 and git lock files whose git is gone (``index.lock``, ``HEAD.lock``, ref
 locks) are removed. A secret found in a file (typed
 there by hand: the writer refuses or redacts them) is reported with the
-command that takes it out of history, never edited. Two repairs do edit the
+command that takes it out of history, never edited; one not yet committed
+never is (the person's edit is committed with it redacted, see
+:mod:`mdmem.store.typed_secrets`). Two repairs do edit the
 vault, each in a commit of its own (``Op: repair``): an old vault's
 ``.gitattributes`` ``merge=union`` becomes ``merge=mdmem-append``, and a
 copied line (an id on two lines) gets a fresh id on the copy.
@@ -153,8 +155,12 @@ def run_doctor(
         first = next((line for line in err.splitlines() if line.strip()), "failed")
         report.problems.append(Problem("git", f"git fsck: {first}", False))
     dirty = store.git.dirty_paths()
-    if dirty:
-        shown = ", ".join(dirty[:5])
+    # A file whose only difference from git is a secret typed into it stays
+    # so (see mdmem.store.typed_secrets): "no secrets in files" tells of it.
+    kept = store.writer.secrets_kept_out(dirty) if dirty else {}
+    unsaved = [rel for rel in dirty if rel not in kept or _more_than_the_secret(store, rel)]
+    if unsaved:
+        shown = ", ".join(unsaved[:5])
         report.problems.append(Problem("git", f"uncommitted edits: {shown}", not held))
 
     tell("doctor", 4, _STEPS)
@@ -191,6 +197,7 @@ def check_secrets(store: MemoryStore) -> list[Problem]:
     The detail names the kind and the place, never the secret.
     """
     problems: list[Problem] = []
+    kept = store.writer.secrets_kept_out()
     for path, state in sorted(store.catalog.files.items()):
         try:
             text = (store.root / path).read_text(encoding="utf-8", errors="replace")
@@ -200,7 +207,12 @@ def check_secrets(store: MemoryStore) -> list[Problem]:
         for finding in scan(text):
             line = text.count("\n", 0, finding.start) + 1
             owner = next((b for b in memories if b.line_start <= line <= b.line_end), None)
-            if owner is not None:
+            if path in kept and line in kept[path].lines:
+                how = (
+                    "typed by hand and not in git: mdmem commits the file with it redacted, "
+                    "and the file keeps it until you remove it"
+                )
+            elif owner is not None:
                 how = (
                     f"in memory {owner.id}; `mdmem purge {owner.id} --yes` forgets it and "
                     "erases every version from git history (remember it again without the secret)"
@@ -215,6 +227,12 @@ def check_secrets(store: MemoryStore) -> list[Problem]:
                 Problem("no secrets in files", f"{path}:{line}: a {finding.kind} {how}", False)
             )
     return problems
+
+
+def _more_than_the_secret(store: MemoryStore, rel: str) -> bool:
+    """Whether the file differs from git by more than its redacted secrets."""
+    kept = store.writer.secrets_kept_out([rel]).get(rel)
+    return kept is None or store.git.show("HEAD", rel) != kept.data
 
 
 def _check_derived(store: MemoryStore, report: DoctorReport) -> None:

@@ -29,8 +29,10 @@ from mdmem.memory.contacts import CHECK as CONTACTS_CHECK
 from mdmem.memory.contacts import check_profiles
 from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice
 from mdmem.store.gitstore import CommitInfo
+from mdmem.store.inputs import Clock
 
 if TYPE_CHECKING:
+    from mdmem.maintenance.adopt import Adoption
     from mdmem.memory.cleanup import CleanupResult
     from mdmem.memory.lifecycle import RetentionReport
     from mdmem.memory.parts import MemoryParts
@@ -62,11 +64,23 @@ class Admin:
     def __init__(self, parts: MemoryParts) -> None:
         self._parts = parts
         self.store: MemoryStore = parts.store
+        # What Vault.init did with the folder it was given (adopted files...).
+        self.adoption: Adoption | None = None
 
     @property
     def state_dir(self) -> Path:
         """Where this vault's derived state (indexes, caches, logs) lives."""
         return self.store.state_dir
+
+    @property
+    def clock(self) -> Clock:
+        """The vault's clock: its time zone decides a daily log's date."""
+        return self.store.clock
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """Whether this process has the embedder loaded (a warm server); never loads it."""
+        return self.store.embedding.loaded
 
     def refresh(self) -> list[str]:
         """Notice files changed on disk (a stat scan); returns the changed paths.

@@ -1,6 +1,7 @@
 """``mdmem list`` and ``mdmem show``: browse memories without an editor.
 
-:func:`list_memories` filters every memory (active or not) by kind, scope,
+:func:`list_memories` filters every memory (active or not; archived ones
+only when their status is asked for: archiving hides) by kind, scope,
 status, tag, creation date and git author, newest first, up to a limit.
 :func:`show` puts one memory's text and metadata (the export row), its
 versions from git and its line authors in one record.
@@ -20,6 +21,7 @@ from mdmem.git.versions import Version, versions
 from mdmem.memory.export import row_of
 from mdmem.models import Block, Memory
 from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -77,11 +79,18 @@ def list_memories(
     author: str | None = None,
     limit: int | None = None,
     oldest_first: bool = False,
+    paths: Iterable[str] | None = None,
+    contact: str | None = None,
+    notes: bool = False,
+    reader: Reader = EVERYONE,
 ) -> list[Memory]:
     """Memories matching every filter given, newest first. ``scopes``: "" is the
     vault root. ``author``: a git author name or email of any of the memory's
-    lines (``(uncommitted)`` for unsaved edits). Text a person typed with a
-    secret in it is shown redacted, as everywhere outside the file."""
+    lines (``(uncommitted)`` for unsaved edits). ``paths``: only these files.
+    ``contact``: only what belongs to that contact (its entries, the file of its
+    conversation). ``notes``: with ``paths``, a person's own sections without an
+    id count too. ``reader``: only what it may see. Text a person typed with a secret in it is
+    shown redacted, as everywhere outside the file."""
     if limit is not None and limit < 0:
         raise InvalidInputError("limit must be >= 0")
     kind_set, status_set, tag_set = _set(kinds), _set(statuses), _set(tags)
@@ -95,18 +104,33 @@ def list_memories(
     store.refresh()
     store.writer.verify_manifest()
     chosen: list[Block] = []
-    for block in store.catalog.blocks(memories_only=True):
+    if paths is not None:
+        pool: Iterable[Block] = (
+            b
+            for path in dict.fromkeys(paths)
+            for b in store.catalog.blocks_in(path)
+            if b.is_memory or (notes and not b.id.endswith("#frontmatter"))
+        )
+    else:
+        pool = store.catalog.blocks(memories_only=True)
+    for block in pool:
         if kind_set is not None and block.kind not in kind_set:
             continue
         if scope_set is not None and block.scope not in scope_set:
             continue
         if status_set is not None and block.status not in status_set:
             continue
+        if status_set is None and block.status == "archived":
+            continue  # what archiving is for: out of sight until asked for
         if tag_set is not None and not tag_set & {t.lower() for t in block.tags}:
             continue
         if start is not None and block.created < start:
             continue
         if end is not None and block.created > end:
+            continue
+        if contact is not None and store.visibility.contact_of(block) != contact:
+            continue
+        if not store.visibility.may_see(reader, block):
             continue
         chosen.append(block)
     chosen.sort(key=lambda b: (b.created, b.id), reverse=not oldest_first)

@@ -3,10 +3,21 @@
 Pure functions, no vault: :mod:`mdmem.memory.documents` stores what they make.
 Supported inputs: markdown, plain text, HTML (``markdownify``) and PDF
 (``pypdf``: text only, one section per page, since a PDF has no headings).
+
+Bounded (a document is untrusted input): a file is at most
+:data:`MAX_DOCUMENT_BYTES`; its text at most :data:`MAX_DOCUMENT_CHARS`, and a
+PDF's at most :data:`PDF_BASE_CHARS` plus :data:`PDF_CHARS_PER_BYTE` per byte of
+the file, since a few kilobytes of compressed content stream can hold
+megabytes of text (or a thousand pages can share one stream). pypdf runs
+with tighter limits on inflating and parsing a content stream. Text past a
+bound is cut at a page or line and the cut is reported
+(:class:`Converted`), never silent; a document makes at most
+:data:`MAX_CHUNKS` chunks.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +25,17 @@ from pathlib import Path
 from mdmem.errors import InvalidInputError
 from mdmem.models import one_line
 
-__all__ = ["MAX_CHUNK_CHARS", "SUFFIXES", "Chunk", "chunk_markdown", "to_markdown"]
+__all__ = [
+    "MAX_CHUNKS",
+    "MAX_CHUNK_CHARS",
+    "MAX_DOCUMENT_CHARS",
+    "SUFFIXES",
+    "Chunk",
+    "Converted",
+    "chunk_markdown",
+    "convert",
+    "to_markdown",
+]
 
 # Martha indexes "every chunk of every uploaded document" but gives no size.
 # ~2,000 characters is ~500 tokens: small enough that one chunk is about one
@@ -24,6 +45,20 @@ MAX_CHUNK_CHARS = 2_000
 MAX_HEADING_CHARS = 120
 # Larger documents are most likely a mistake (a data dump, not prose).
 MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+# A 1,000-page book is ~2.5 million characters; a document's chunks stay
+# below what one commit and one embedding pass handle comfortably.
+MAX_DOCUMENT_CHARS = 4_000_000
+MAX_CHUNKS = 2_000
+# A text PDF holds about 1-3 characters of text per byte of file (deflate
+# takes text to a third, fonts and page objects add to it).
+PDF_BASE_CHARS = 100_000
+PDF_CHARS_PER_BYTE = 4
+# pypdf's own limits (75 MB inflated, 2M operands a stream) let one page
+# take minutes: extracting text costs ~7 s per MB of content stream. A page's
+# stream may inflate to 4 bytes per character the PDF may keep, within these.
+_PDF_STREAM_BYTES = (1_000_000, 16_000_000)
+_PDF_DECODING_WORK = 64_000_000
+_PDF_PARSING_WORK = 400_000
 
 _MARKDOWN = (".md", ".markdown", ".mdown")
 _TEXT = (".txt", ".text")
@@ -43,8 +78,37 @@ class Chunk:
     text: str
 
 
+@dataclass(frozen=True)
+class Converted:
+    """A document as markdown, and why it was cut (None: it is whole)."""
+
+    text: str
+    cut: str | None = None
+
+
 def to_markdown(path: Path, raw: bytes) -> str:
-    """The document's text as markdown (``raw`` is the file's bytes)."""
+    """The document's text as markdown (``raw`` is the file's bytes), within the bounds."""
+    return convert(path, raw).text
+
+
+def convert(path: Path, raw: bytes) -> Converted:
+    """The document's text as markdown, cut at :data:`MAX_DOCUMENT_CHARS` (and a
+    PDF's at its share per byte), saying where it was cut."""
+    text = _markdown(path, raw)
+    if isinstance(text, Converted):
+        return text
+    return _bounded(text, MAX_DOCUMENT_CHARS, "characters")
+
+
+def _bounded(text: str, limit: int, what: str) -> Converted:
+    if len(text) <= limit:
+        return Converted(text)
+    cut = text.rfind("\n", 0, limit)
+    kept = text[: cut if cut > limit // 2 else limit]
+    return Converted(kept, f"cut at {len(kept):,} of {len(text):,} {what}")
+
+
+def _markdown(path: Path, raw: bytes) -> str | Converted:
     suffix = path.suffix.lower()
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise InvalidInputError(
@@ -82,12 +146,13 @@ def _html_markdown(html: str) -> str:
     for tag in soup(_DROPPED_TAGS):
         tag.decompose()
     # A data: URL is an inline blob (kilobytes of base64 per image) and a
-    # javascript:/vbscript: link runs code where a viewer renders it: the
-    # element keeps its words (alt text, link text), never the URL.
+    # javascript:/vbscript: link runs code where a viewer renders it: only
+    # links of known schemes stay; the element keeps its words (alt text,
+    # link text), never the URL.
     for tag in soup.find_all(["a", "img", "area", "source", "video", "audio"]):
         for attr in ("href", "src", "srcset", "poster"):
             value = tag.get(attr)
-            if isinstance(value, str) and _ACTIVE_URL.match(value):
+            if isinstance(value, str) and not safe_link(value):
                 if tag.name == "img":
                     tag.replace_with(str(tag.get("alt") or ""))
                     break
@@ -113,22 +178,90 @@ _DROPPED_TAGS = [
     "svg",
     "canvas",
 ]
-# Schemes that carry data or run code instead of pointing somewhere; browsers
-# ignore whitespace and control characters before the scheme and its case.
-_ACTIVE_URL = re.compile(r"^[\x00-\x20]*(?:data|javascript|vbscript|file)\s*:", re.IGNORECASE)
+# Schemes that point somewhere; any other (javascript:, vbscript:, data:,
+# file:, a custom app's) carries data or runs code, or may.
+_SAFE_SCHEMES = frozenset(
+    {"http", "https", "mailto", "tel", "ftp", "ftps", "sftp", "ssh", "git", "irc", "ircs", "news",
+     "obsidian"}
+)  # fmt: skip
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# What a browser ignores in a URL (WHATWG URL: leading and trailing C0 controls
+# and spaces, and tabs and newlines anywhere), and what a markdown viewer
+# might (other controls, invisible characters): gone before the scheme is read.
+_IGNORED_IN_URL = re.compile(
+    r"[\x00-\x20\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]"
+)
 
 
-def _pdf_text(path: Path, raw: bytes) -> str:
+def safe_link(url: str) -> bool:
+    """Whether a link or image source may stay: relative, or of a scheme that points somewhere.
+
+    Entities are decoded first, repeatedly (``java&#x09;script:`` in HTML, and
+    ``&amp;#x09;`` that reaches markdown as ``&#x09;``, which a markdown viewer
+    decodes again), then what browsers skip is dropped: ``java\tscript:``
+    is ``javascript:`` to a browser.
+    """
+    for _ in range(5):
+        decoded = html.unescape(url)
+        if decoded == url:
+            break
+        url = decoded
+    compact = _IGNORED_IN_URL.sub("", url)
+    scheme = _SCHEME.match(compact)
+    if scheme is None:
+        return True  # no scheme: a path, a query or a #fragment here
+    end = scheme.end()
+    if any(c in compact[:end] for c in "/?#"):
+        return True  # "a/b:c" is a path with a colon, not a scheme
+    return scheme.group(1).lower() in _SAFE_SCHEMES
+
+
+def _pdf_text(path: Path, raw: bytes) -> Converted:
+    """One ``# Page n`` section a page (a PDF has no heading structure), pages read
+    until the text reaches the PDF's bound."""
     import io
 
-    from pypdf import PdfReader
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError
 
+    budget = min(MAX_DOCUMENT_CHARS, PDF_BASE_CHARS + PDF_CHARS_PER_BYTE * len(raw))
+    low, high = _PDF_STREAM_BYTES
+    stream = min(high, max(low, 4 * budget))
+    parts: list[str] = []
+    size = 0
+    cut: str | None = None
+    unread: list[int] = []
     try:
-        reader = PdfReader(io.BytesIO(raw))
-        if reader.is_encrypted and not reader.decrypt(""):
-            # An empty user password only restricts printing and the like.
-            raise InvalidInputError(f"{path.name} is password-protected: decrypt it first")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        with apply_configuration(
+            zlib_maximum_output_length=stream,
+            stream_decoding_work_maximum_length=_PDF_DECODING_WORK,
+            stream_parsing_work_maximum_count=_PDF_PARSING_WORK,
+        ):
+            reader = PdfReader(io.BytesIO(raw))
+            if reader.is_encrypted and not reader.decrypt(""):
+                # An empty user password only restricts printing and the like.
+                raise InvalidInputError(f"{path.name} is password-protected: decrypt it first")
+            pages = len(reader.pages)
+            for n in range(pages):
+                try:
+                    text = (reader.pages[n].extract_text() or "").strip()
+                except LimitReachedError:
+                    unread.append(n + 1)  # one page past pypdf's limits: the rest can be read
+                    continue
+                if not text:
+                    continue
+                part = f"# Page {n + 1}\n\n{text}"
+                if size + len(part) > budget:
+                    room = budget - size
+                    if room > 200:
+                        parts.append(_bounded(part, room, "characters").text)
+                    cut = (
+                        f"cut at page {n + 1} of {pages}: a PDF of {len(raw):,} bytes "
+                        f"keeps at most {budget:,} characters of text"
+                    )
+                    break
+                parts.append(part)
+                size += len(part) + 2
     except InvalidInputError:
         raise
     except Exception as exc:
@@ -138,11 +271,15 @@ def _pdf_text(path: Path, raw: bytes) -> str:
         raise InvalidInputError(
             f"{path.name} is not a readable PDF ({type(exc).__name__}: {one_line(str(exc), 80)})"
         ) from None
-    # A PDF has no heading structure: each page is a section.
-    parts = [f"# Page {n}\n\n{text.strip()}" for n, text in enumerate(pages, 1) if text.strip()]
+    if unread:
+        shown = ", ".join(map(str, unread[:10])) + (" …" if len(unread) > 10 else "")
+        note = f"page(s) {shown} past the PDF reader's limits, left out"
+        cut = f"{cut}; {note}" if cut else note
+    if not parts and unread:
+        raise InvalidInputError(f"{path.name}: no text within the PDF reader's limits ({cut})")
     if not parts:
         raise InvalidInputError(f"{path.name} holds no extractable text (a scanned PDF?)")
-    return "\n\n".join(parts)
+    return Converted("\n\n".join(parts), cut)
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str]:

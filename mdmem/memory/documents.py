@@ -45,15 +45,16 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from mdmem.errors import ConflictError, InvalidInputError, MdmemError
+from mdmem.errors import ConflictError, InvalidInputError, MdmemError, Spelled
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.memory.docconvert import (
+    MAX_CHUNKS,
     MAX_DOCUMENT_BYTES,
     SUFFIXES,
     Chunk,
     chunk_markdown,
-    to_markdown,
+    convert,
 )
 from mdmem.models import Block, one_line
 from mdmem.store.editors import Edit, Editor
@@ -83,6 +84,8 @@ class IngestResult:
     written: bool = False
     commit: str | None = None
     kept_edits: list[str] = field(default_factory=list)  # hand-edited chunks left as they are
+    cut: str | None = None  # why part of the document's text was left out (None: whole)
+    error: str | None = None  # ingest_many: why this file was not ingested (None: it was)
 
 
 def expand(
@@ -126,6 +129,14 @@ def expand(
                 if full.is_symlink():
                     skipped.append((str(full), "a symlink"))
                     continue
+                try:
+                    regular = stat.S_ISREG(full.stat().st_mode)
+                except OSError as exc:
+                    skipped.append((str(full), exc.strerror or "unreadable"))
+                    continue
+                if not regular:
+                    skipped.append((str(full), "not a regular file"))
+                    continue
                 files.append((full, given))
     return files, skipped
 
@@ -139,13 +150,24 @@ def ingest_many(
 ) -> list[IngestResult]:
     """Ingest files and folders (see :func:`expand`), each file in its own commit.
 
-    One bad file stops the run; the files before it stay ingested, and a
-    re-run skips them as unchanged.
+    Among several files (or a folder's), one that can't be ingested (not
+    text, too large, a hand-edit conflict) is skipped: its result carries the
+    one-line ``error`` and the rest go in. A single file named on its own
+    raises its error instead (there is no rest).
     """
     files, skipped = expand(store, paths)
     for name, why in skipped:
         log.warning("ingest: skipped %s (%s)", name, why)
-    return [ingest(store, f, scope=scope, force=force, root=r) for f, r in files]
+    if len(files) == 1 and files[0][1] is None:
+        return [ingest(store, files[0][0], scope=scope, force=force)]
+    results = []
+    for f, r in files:
+        try:
+            results.append(ingest(store, f, scope=scope, force=force, root=r))
+        except MdmemError as exc:
+            log.warning("ingest: %s not ingested: %s", f, exc)
+            results.append(IngestResult(_source_name(f, r), "", "", [], error=str(exc)))
+    return results
 
 
 def ingest(
@@ -174,7 +196,13 @@ def ingest(
     checksum = "sha256:" + hashlib.sha256(raw).hexdigest()
     name = title if title is not None else source.stem
     name = _clean_title(name)
-    chunks = chunk_markdown(to_markdown(source, raw), name)
+    converted = convert(source, raw)
+    cut = converted.cut
+    chunks = chunk_markdown(converted.text, name)
+    if len(chunks) > MAX_CHUNKS:
+        cut = f"{cut}; " if cut else ""
+        cut += f"kept the first {MAX_CHUNKS:,} of {len(chunks):,} chunks"
+        chunks = chunks[:MAX_CHUNKS]
     # Every chunk passes the same check (and secrets guard) as any memory text.
     chunks = [Chunk(_clean_heading(store, c.heading), store.clean_text(c.text)) for c in chunks]
     if not chunks:
@@ -190,7 +218,7 @@ def ingest(
             and old_chunks
         ):
             ids = [b.id for b in old_chunks]
-            return IngestResult(source_name, rel, checksum, ids, unchanged=ids)
+            return IngestResult(source_name, rel, checksum, ids, unchanged=ids, cut=cut)
         # What the last ingest wrote: the baseline a hand edit is measured against.
         ingested = _as_ingested(store, rel, old_chunks) if old_chunks else {}
         current = {b.id: b for b in old_chunks}
@@ -203,6 +231,8 @@ def ingest(
             "checksum": checksum,
             "date": datetime.now(UTC).replace(microsecond=0).isoformat(),
         }
+        if cut:
+            meta["cut"] = cut  # the file says it is not the whole document
         # Keys a person added to the frontmatter stay.
         meta.update({str(k): v for k, v in old_meta.items() if k not in meta and k not in _LEGACY})
         lines = _render(meta, name, chunks, plan)
@@ -238,11 +268,13 @@ def ingest(
         written=True,
         commit=store.git.head(),
         kept_edits=kept_edits,
+        cut=cut,
     )
 
 
-# Frontmatter keys an older release wrote that this one replaces.
-_LEGACY = frozenset({"source", "origin"})
+# Frontmatter keys mdmem sets on each ingest (or an older release wrote) that
+# a re-ingest replaces rather than keeps.
+_LEGACY = frozenset({"source", "origin", "cut"})
 
 
 def _read_regular(source: Path) -> bytes:
@@ -324,10 +356,11 @@ def _keep_hand_edits(
     planned = {plan[n][0]: (n, plan[n][1]) for n in range(len(chunks))}
     conflicts = [i for i in sorted(edited) if planned.get(i, (0, "removed"))[1] != "unchanged"]
     if conflicts and not force:
-        raise InvalidInputError(
+        raise InvalidInputError.naming(
             f"chunk(s) {', '.join('^' + i for i in conflicts[:10])} were edited by hand since "
-            "the last ingest and the new version changes them: re-run with force=True "
-            "(mdmem ingest --force) to replace them (the edit stays in git history)"
+            "the last ingest and the new version changes them: re-run with ",
+            Spelled("force=True", "--force"),
+            " to replace them (the edit stays in git history)",
         )
     out = list(chunks)
     kept: list[str] = []

@@ -1,10 +1,13 @@
 """``mdmem import``: chat exports, JSONL messages and markdown notes into a vault.
 
-Chats (ChatGPT, Claude.ai, JSONL; read by :mod:`mdmem.memory.import_formats`)
-become session entries, one session per conversation (``<source>-<id>``,
-or the ``session`` an mdmem export names), recorded through
-:class:`~mdmem.memory.sessions.Session` like any live turn: the same secrets
-guard, escaping and field rules. Each entry keeps
+Chats (ChatGPT, Claude.ai, JSONL; read as a stream by
+:mod:`mdmem.memory.import_formats`) become session entries, one session per
+conversation, recorded through :class:`~mdmem.memory.sessions.Session` like
+any live turn: the same secrets guard, escaping and field rules. A session
+is named from the conversation's title and start (``chatgpt-2024-05-03-
+lisbon-trip-6a1c2f3e``; a session an earlier import named by id is written
+to again), its header keeps the title and ``started:`` the conversation's
+own start. Each entry keeps
 
 * ``[source:: chatgpt]`` (or ``claude``, or the JSONL row's source),
 * ``[event:: <the export's message id>]``: a second import finds it and adds
@@ -16,8 +19,23 @@ would claim the vault knew the message in 2023, which time-travel recall
 (``as_of``) and ``diff(since)`` would then repeat as fact. Many turns go in
 one commit (:data:`BATCH` per commit).
 
-A message the guard or the input checks refuse is counted and named in the
-report (line or message id, and the one-line reason), and the import goes on.
+**The file is not trusted** (DESIGN, trust rules): metadata comes from the
+caller. Everything goes into the caller's ``scope``; a row that names another
+scope is refused and listed. What would set provenance or routing is not
+taken from the file and is counted in ``ImportReport.ignored``: a row's
+contact (it would route turns into a person's scope and touch their
+profile), status, importance and origin, every inline field (``captured``,
+``by``, ``consolidated``...), the ``pinned`` tag, a memory's ``created`` (the
+vault learns it now) and a message time in the future. Kinds that mdmem
+writes itself (episodes, summaries, chat entries as memories, document
+chunks) are refused as memory rows, and imported memories never retire
+what the vault holds (no auto-resolve). Only ``mdmem import --restore`` of
+an export the user made brings all of that back
+(:mod:`mdmem.memory.restore`).
+
+A message, conversation or line that can't be read or is refused is counted
+and named in the report (line or message id, and the one-line reason), and
+the import goes on.
 
 Markdown notes are copied byte for byte under ``imported/`` (keeping their
 relative paths and frontmatter) as a person's own notes. A note the vault
@@ -30,9 +48,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +58,11 @@ from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.memory import import_formats as fmt
+from mdmem.memory import restore as rst
 from mdmem.memory.sessions import Session
-from mdmem.models import Memory, one_line
+from mdmem.models import FACT_KINDS, Memory, one_line
 from mdmem.store.editors import Edit
-from mdmem.store.secret_guard import guard
+from mdmem.store.secret_guard import guard, scrub
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -55,14 +74,16 @@ log = logging.getLogger("mdmem")
 
 BATCH = 500  # entries per commit: few commits, and a crash loses at most one batch
 IMPORTED_DIR = "imported"
+MAX_NOTE_BYTES = 16 * 1024 * 1024  # a markdown note larger than this is not a note
 _MAX_REFUSALS = 200  # reasons listed in the report; the count is always exact
 _SKIP_DIRS = frozenset({".git", ".obsidian", ".trash", "node_modules"})
-# Fields of an exported memory that its kind, file and status already say, or
-# that only the session path writes; the rest travel as the caller's fields.
-_SYSTEM_FIELDS = frozenset(
-    {"kind", "created", "updated", "status", "by", "scope", "consolidated", "role", "source"}
-    | {"contact", "event", "speaker", "session", "tool", "tout", "chars"}
-)
+# Kinds a memory row of an untrusted file may have: what a caller can
+# remember, log or journal. The rest mdmem derives itself.
+_IMPORTABLE_KINDS = FACT_KINDS | {"bug_fix", "trade_off", "log", "journal"}
+# Keys of a row that set provenance, status or routing: never from a file.
+_UNTRUSTED_KEYS = ("status", "importance", "origin_type", "captured", "updated", "by")
+# A clock a little fast is not a forgery; a message dated next week is.
+_FUTURE_SLACK = timedelta(days=1)
 
 Progress = Callable[[str, int, int], None]
 # (session id, source, contact, scope) -> the session a conversation records into.
@@ -75,21 +96,33 @@ class ImportReport:
     path: str
     scope: str
     conversations: int = 0
-    messages: int = 0  # messages (or memories, or notes) read from the input
+    messages: int = 0  # messages (or memories, or notes, or files) read from the input
     added: int = 0
     duplicates: int = 0  # already in the vault (same source and message id, or same text)
     refused: int = 0
     refusals: list[dict[str, str]] = field(default_factory=list)  # where, reason
     sessions: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)  # notes copied (markdown)
+    files: list[str] = field(default_factory=list)  # notes copied, files restored
     commits: int = 0
     first: str | None = None  # the earliest original time imported
     last: str | None = None
+    # What the file said that an import does not take from a file (key -> rows).
+    ignored: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # one line each, for the person
+    restored: bool = False  # an export restored with --restore (provenance kept)
+    source_vault: str | None = None  # ...and the vault it was exported from
 
     def refuse(self, where: str, reason: str) -> None:
         self.refused += 1
         if len(self.refusals) < _MAX_REFUSALS:
             self.refusals.append({"where": where, "reason": one_line(reason)})
+
+    def ignore(self, key: str) -> None:
+        self.ignored[key] = self.ignored.get(key, 0) + 1
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
     def saw(self, when: datetime | None) -> None:
         if when is None:
@@ -108,43 +141,64 @@ def import_path(
     scope: str | None = None,
     secrets: str | None = None,
     progress: Progress | None = None,
+    restore: bool = False,
+    template: Path | None = None,
 ) -> ImportReport:
     """Import ``path`` (format detected when unambiguous); see the module docstring.
 
-    ``open_session`` opens each conversation's session as the vault does
-    (a linked contact's scope, the contact's profile note).
+    ``open_session`` opens each conversation's session as the vault does.
+    ``restore``: ``path`` is an export the caller vouches for as their own:
+    its files come back with their provenance (:mod:`mdmem.memory.restore`);
+    ``template`` is the folder ``mdmem init`` copies (a file still as the
+    template made it is replaced by the export's).
     """
     source = Path(path).expanduser()
-    kind, data = (format, None) if format else fmt.detect(source)
+    tick = progress or (lambda phase, done, total: None)
+    if restore:
+        if format not in (None, "jsonl") or scope:
+            raise InvalidInputError(
+                "--restore reads an mdmem export as it is: no --format or --scope with it"
+            )
+        report = ImportReport("export", str(source), "", restored=True)
+        rst.restore(store, source, report, secrets, tick, template)
+        return report
+    kind = format or fmt.detect(source)
     if kind not in fmt.FORMATS:
         raise InvalidInputError(f"unknown import format {kind!r}; one of: {', '.join(fmt.FORMATS)}")
     scope = blk.validate_scope(scope)
     report = ImportReport(kind, str(source), scope)
-    tick = progress or (lambda phase, done, total: None)
     if kind == "markdown":
         _import_notes(store, source, report, secrets, tick)
         return report
-    rows: list[Any]
+    if source.is_dir() and kind == "jsonl":
+        raise InvalidInputError(f"{source} is a folder; --format jsonl reads one .jsonl file")
+    where = fmt.Position()
+    tick("import", 0, _size(source))
     if kind == "chatgpt":
-        rows = list(fmt.read_chatgpt(source, data))
+        items: Iterator[Any] = fmt.read_chatgpt(source, where)
     elif kind == "claude":
-        rows = list(fmt.read_claude(source, data))
+        items = fmt.read_claude(source, where)
     else:
-        if source.is_dir():
-            raise InvalidInputError(f"{source} is a folder; --format jsonl reads one .jsonl file")
-        rows = []
-        for row in fmt.read_jsonl(source):
-            if isinstance(row, tuple):
-                report.messages += 1  # read, and refused: counted like any message
-                report.refuse(f"line {row[0]}", row[1])
-            else:
-                rows.append(row)
-    _Writer(store, report, scope, secrets, tick, open_session).write(rows)
+        items = fmt.read_jsonl(source, where)
+    _Writer(store, report, scope, secrets, open_session).write(
+        items, lambda: tick("import", where.done, where.total)
+    )
+    tick("import", where.total, where.total)
     return report
 
 
+def _size(source: Path) -> int:
+    try:
+        return source.stat().st_size if source.is_file() else 0
+    except OSError:
+        return 0
+
+
+Item = fmt.Conversation | fmt.ExportedMemory | fmt.ExportPart | fmt.Skipped
+
+
 class _Writer:
-    """Writes conversations and exported memories in batches of :data:`BATCH`."""
+    """Writes conversations and memories as they are read, :data:`BATCH` a commit."""
 
     def __init__(
         self,
@@ -152,7 +206,6 @@ class _Writer:
         report: ImportReport,
         scope: str,
         secrets: str | None,
-        tick: Progress,
         open_session: OpenSession,
     ) -> None:
         self.store = store
@@ -160,90 +213,152 @@ class _Writer:
         self.report = report
         self.scope = scope
         self.secrets = secrets
-        self.tick = tick
-        self.done = 0
-        self.in_batch = 0
+        # (source, conversation id, session, scope named) -> its session (None: refused).
+        self.sessions: dict[tuple[str, str, str, str], Session | None] = {}
+        self.now = datetime.now(UTC)
+        self.export_files = 0
         # (kind, scope, content hash) of what the vault holds: an exported
         # log or journal entry is not deduplicated by its verb, so by this.
         self.known: set[tuple[str, str, str]] | None = None
 
-    def write(self, rows: list[fmt.Conversation | fmt.ExportedMemory]) -> None:
-        total = sum(len(r.messages) if isinstance(r, fmt.Conversation) else 1 for r in rows)
-        self.report.messages += total  # (besides unreadable lines, counted when read)
-        self.tick("import", 0, total)
-        pending: list[Callable[[], None]] = []
-        for row in rows:
-            if isinstance(row, fmt.Conversation):
-                self.report.conversations += 1
-                session = self._session(row)
-                if session is None:
-                    self.done += len(row.messages)
-                    continue
-                if session.id not in self.report.sessions:
-                    self.report.sessions.append(session.id)
-                pending.extend(self._recorder(session, m) for m in row.messages)
-            else:
-                pending.append(self._rememberer(row))
+    def write(self, items: Iterable[Item], tick: Callable[[], None]) -> None:
         writer = self.store.writer
-        # An export is a snapshot whose statuses are given: its memories must not
-        # retire each other (nor what the vault held) because they look alike.
+        # What a file says must not retire what the vault holds, nor its rows
+        # each other, because they look alike: a status is not the file's to set.
         after_batch = writer.after_batch
-        if any(isinstance(r, fmt.ExportedMemory) for r in rows):
-            writer.after_batch = None
+        writer.after_batch = None
         try:
-            for start in range(0, len(pending), BATCH):
-                head = self.store.git.head()
-                with self.store.batch(f"import {self.report.format}: {self.report.path}"[:120]):
-                    for step in pending[start : start + BATCH]:
-                        step()
-                        self.done += 1
-                        self.tick("import", self.done, total)
-                if self.store.git.head() != head:
-                    self.report.commits += 1
+            self._in_batches(self._steps(items, tick))
         finally:
             writer.after_batch = after_batch
-        self.tick("import", total, total)
+        if self.export_files:
+            self.report.note(
+                f"this is an mdmem export: its {self.export_files} files (episodes, links, "
+                "statuses, provenance) were left out; `mdmem import --restore` brings them "
+                "back, for an export you made yourself"
+            )
+
+    def _in_batches(self, steps: Iterator[Callable[[], None]]) -> None:
+        title = f"import {self.report.format}: {Path(self.report.path).name}"[:120]
+        more = True
+        while more:
+            head = self.store.git.head()
+            done = 0
+            with self.store.batch(title):
+                for step in steps:
+                    step()
+                    done += 1
+                    if done >= BATCH:
+                        break
+                else:
+                    more = False
+            if self.store.git.head() != head:
+                self.report.commits += 1
+
+    def _steps(
+        self, items: Iterable[Item], tick: Callable[[], None]
+    ) -> Iterator[Callable[[], None]]:
+        """One step a message or memory, made as the input is read."""
+        for n, item in enumerate(items):
+            if n % 20 == 0:
+                tick()
+            if isinstance(item, fmt.Skipped):
+                self.report.messages += 1  # read, and refused: counted like any message
+                self.report.refuse(item.where, item.reason)
+            elif isinstance(item, fmt.ExportPart):
+                self.export_files += item.key == fmt.EXPORT_FILE_KEY
+            elif isinstance(item, fmt.ExportedMemory):
+                self.report.messages += 1
+                yield self._rememberer(item)
+            else:
+                self.report.messages += len(item.messages)
+                session = self._session(item)
+                if session is not None:
+                    for message in item.messages:
+                        yield self._recorder(session, item, message)
 
     def _session(self, conv: fmt.Conversation) -> Session | None:
-        name = conv.session or fmt.session_name(conv.source, conv.id)
+        """The conversation's session in the caller's scope, or None (refused)."""
+        key = (conv.source, conv.id, conv.session or "", conv.scope or "")
+        if key in self.sessions:
+            session = self.sessions[key]
+            if session is None:
+                for message in conv.messages:
+                    self.report.refuse(_where(conv, message), "its conversation was refused")
+            return session
+        self.report.conversations += 1
         try:
-            return self.open_session(
-                name, conv.source or None, conv.contact, conv.scope or self.scope or None
-            )
+            if conv.scope is not None and conv.scope != self.scope:
+                raise InvalidInputError(_scope_refusal(conv.scope, self.scope))
+            name = conv.session or self._session_name(conv)
+            # The caller's scope, given outright: a contact linked to a person
+            # must not route a file's turns into that person's scope.
+            session = self.open_session(name, conv.source or None, None, self.scope)
+            # The header says when the conversation began, not when it was imported.
+            started = conv.started or next((m.when for m in conv.messages if m.when), None)
+            title = _clean_title(conv.title) or None
+            session.describe(title=title, started=self._past(started, count=False))
         except MdmemError as exc:
+            self.sessions[key] = None
             for message in conv.messages:
                 self.report.refuse(_where(conv, message), str(exc))
             return None
+        self.sessions[key] = session
+        if session.id not in self.report.sessions:
+            self.report.sessions.append(session.id)
+        return session
 
-    def _recorder(self, session: Session, message: fmt.Message) -> Callable[[], None]:
-        conv_where = f"{session.id}"
+    def _session_name(self, conv: fmt.Conversation) -> str:
+        legacy = fmt.legacy_session_name(conv.source, conv.id)
+        if not conv.title:
+            return legacy
+        # A conversation an earlier import named by its id keeps that session.
+        old = blk.scope_dir(self.scope) / "sessions" / f"{legacy}.md"
+        if (self.store.root / old).is_file():
+            return legacy
+        return fmt.session_name(conv.source, conv.id, _clean_title(conv.title), conv.started)
 
+    def _past(self, when: datetime | None, *, count: bool = True) -> datetime | None:
+        """``when``, unless it is in the future (the file would date it ahead of now)."""
+        if when is not None and when > self.now + _FUTURE_SLACK:
+            if count:
+                self.report.ignore("created (in the future)")
+            return None
+        return when
+
+    def _recorder(
+        self, session: Session, conv: fmt.Conversation, message: fmt.Message
+    ) -> Callable[[], None]:
         def step() -> None:
+            if conv.contact is not None:
+                self.report.ignore("contact")
+            when = self._past(message.when)
             try:
                 if message.tool is not None:
-                    memory = self._record_tool_output(session, message)
+                    memory = self._record_tool_output(session, message, when)
                 else:
                     memory = session.record(
                         message.role,
                         message.text,
                         message.event_id,
                         speaker=message.speaker,
-                        when=message.when,
+                        when=when,
                         secrets=self.secrets,
                     )
             except MdmemError as exc:
-                where = f"line {message.line}" if message.line else conv_where
-                self.report.refuse(f"{where} message {message.event_id or '?'}", str(exc))
+                self.report.refuse(_where(conv, message), str(exc))
                 return
             if memory.was_new:
                 self.report.added += 1
-                self.report.saw(message.when)
+                self.report.saw(when)
             else:
                 self.report.duplicates += 1
 
         return step
 
-    def _record_tool_output(self, session: Session, message: fmt.Message) -> Memory:
+    def _record_tool_output(
+        self, session: Session, message: fmt.Message, when: datetime | None
+    ) -> Memory:
         """A tool output of an mdmem export, recorded again unless its session has it
         (same tool, same time: tool outputs carry no event id)."""
         assert message.tool is not None
@@ -252,11 +367,11 @@ class _Writer:
             if block is not None and (
                 block.kind == "tool_output"
                 and block.field("tool") == message.tool
-                and block.field("created") == _iso(message.when)
+                and block.field("created") == _iso(when)
             ):
                 return entry
         return session.record_tool_output(
-            message.tool, message.text, when=message.when, secrets=self.secrets
+            message.tool, message.text, when=when, secrets=self.secrets
         )
 
     def _rememberer(self, exported: fmt.ExportedMemory) -> Callable[[], None]:
@@ -266,7 +381,7 @@ class _Writer:
             except MdmemError as exc:
                 self.report.refuse(f"line {exported.line}", str(exc))
                 return
-            except (TypeError, ValueError, AttributeError) as exc:
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
                 self.report.refuse(f"line {exported.line}", f"malformed memory row ({exc})")
                 return
             if new:
@@ -277,53 +392,80 @@ class _Writer:
         return step
 
     def _remember(self, row: dict[str, Any]) -> bool:
-        """Write one exported memory with its kind, scope, tags, date, fields and status."""
+        """Write one memory row with its kind, tags and text, in the caller's scope."""
         store = self.store
-        kind = str(row["kind"])
-        scope = blk.validate_scope(row.get("scope") or self.scope or None)
+        kind = row["kind"]
+        if kind not in _IMPORTABLE_KINDS:
+            raise InvalidInputError(
+                f"a {one_line(str(kind), 40)!r} memory is made by mdmem itself, not imported "
+                "from a file (`mdmem import --restore` brings back an export you made)"
+            )
+        named = row.get("scope")
+        if named and named != self.scope:
+            raise InvalidInputError(_scope_refusal(str(named), self.scope))
         text = store.clean_text(row["text"], self.secrets)
-        tags = [str(t) for t in row.get("tags") or ()]
-        created = blk.parse_datetime(row.get("created")) if row.get("created") else None
-        fields = [
-            (str(k), str(v))
-            for k, v in _pairs(row.get("fields"))
-            if str(k).lower() not in _SYSTEM_FIELDS
-        ]
-        key = (kind, scope, blk.content_hash(text))
+        tags = row.get("tags") or []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise InvalidInputError("tags must be a list of strings")
+        if any(t.lstrip("#").lower() == "pinned" for t in tags):
+            # Pinned text is put before the model at every session start.
+            self.report.ignore("tag pinned")
+            tags = [t for t in tags if t.lstrip("#").lower() != "pinned"]
+        self._ignored_keys(row)
+        key = (kind, self.scope, blk.content_hash(text))
         if self.known is None:
             self.known = {
                 (b.kind, b.scope, b.content_hash) for b in store.catalog.blocks(memories_only=True)
             }
         if key in self.known:
             return False
-        moment = created if isinstance(created, datetime) else None
+        heading = row["heading"] if isinstance(row.get("heading"), str) else ""
         if kind == "log":
-            category = str(row.get("heading") or "").partition("·")[2].strip() or "Note"
-            memory = store.log(text, category, scope=scope, tags=tags, when=moment)
+            category = heading.partition("·")[2].strip() or "Note"
+            memory = store.log(text, category, scope=self.scope, tags=tags)
         elif kind == "journal":
-            memory = store.journal(text, scope=scope, tags=tags, when=moment)
-        elif kind == "learning" and str(row.get("heading") or "").startswith("Topic:"):
-            topic = str(row["heading"]).partition(":")[2].strip()
-            memory = store.learn(topic, text, scope=scope, tags=tags)
+            memory = store.journal(text, scope=self.scope, tags=tags)
+        elif kind == "learning" and heading.startswith("Topic:"):
+            memory = store.learn(
+                heading.partition(":")[2].strip(), text, scope=self.scope, tags=tags
+            )
         else:
-            memory = store.remember(text, kind, tags, scope, created=created, fields=fields)
+            memory = store.remember(text, kind, tags, self.scope)
         self.known.add(key)
-        status = str(row.get("status") or "active")
-        if memory.was_new and status != "active":
-            store.resolve(memory.id, status=status)
         return memory.was_new
+
+    def _ignored_keys(self, row: dict[str, Any]) -> None:
+        """Count what the row says that only the caller (or a restore) may set."""
+        for name in _UNTRUSTED_KEYS:
+            if row.get(name) not in (None, "", "active"):
+                self.report.ignore(name)
+        if row.get("created"):
+            self.report.ignore("created")
+        if row.get("contact"):
+            self.report.ignore("contact")
+        fields = row.get("fields")
+        if fields:
+            # Any inline field may be one mdmem reads (captured, by, episode...).
+            self.report.ignore("fields")
+
+
+def _clean_title(title: str) -> str:
+    """A conversation title fit for a heading and a file name: one line, no
+    secret, nothing the vault would read as a field or a block id."""
+    text = scrub(title, "redact")
+    text = text.replace("[", "(").replace("]", ")").replace("^", "")
+    return one_line(text, 120).strip().strip("#").strip()
+
+
+def _scope_refusal(named: str, scope: str) -> str:
+    return (
+        f"names scope {named!r}, but this import writes to "
+        f"{scope or 'the vault root'} (--scope); an import can't choose its own scope"
+    )
 
 
 def _iso(when: datetime | None) -> str | None:
     return when.isoformat(timespec="seconds") if when is not None else None
-
-
-def _pairs(value: Any) -> Iterable[tuple[Any, Any]]:
-    if isinstance(value, dict):
-        return value.items()
-    if isinstance(value, list):
-        return [tuple(p) for p in value if isinstance(p, list | tuple) and len(p) == 2]
-    return []
 
 
 def _where(conv: fmt.Conversation, message: fmt.Message) -> str:
@@ -343,8 +485,8 @@ def _note_paths(folder: Path) -> list[Path]:
         rel = path.relative_to(folder)
         if any(part in _SKIP_DIRS or part.startswith(".") for part in rel.parts[:-1]):
             continue
-        if path.is_file() and not path.is_symlink():
-            found.append(path)
+        if not path.is_symlink() and not path.is_dir():
+            found.append(path)  # a FIFO or device among them is refused when copied
     return found
 
 
@@ -381,7 +523,11 @@ def _copy_note(
     store: MemoryStore, tx: Transaction, path: Path, rel: str, scope: str, mode: str
 ) -> bool:
     """Stage one note; False when the same bytes are already there."""
-    raw = path.read_bytes()
+    fmt.regular_file(path, MAX_NOTE_BYTES)
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_NOTE_BYTES + 1)  # it may have grown since stat
+    if len(raw) > MAX_NOTE_BYTES:
+        raise InvalidInputError(f"larger than {MAX_NOTE_BYTES // 1024**2} MiB; not a note")
     source = decode(raw)  # SkipFile: not UTF-8 markdown
     text = guard(source.text, mode)  # SecretRefusedError in refuse mode
     if text != source.text:

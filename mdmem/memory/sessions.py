@@ -170,9 +170,19 @@ class Session:
         self.scope = blk.validate_scope(scope)
         self.path = str(blk.scope_dir(self.scope) / "sessions" / f"{self.id}.md")
         self._header_lines: list[str] | None = None
+        self._title: str | None = None
+        self._started: datetime | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id!r}, source={self.source!r}, contact={self.contact!r})"
+
+    def describe(self, *, title: str | None = None, started: datetime | None = None) -> None:
+        """What the session file's header says when this session creates it: a
+        title (an imported conversation's; one line, the caller's to clean) and
+        when the conversation began (default: its first write). An existing
+        file keeps its header."""
+        self._title, self._started = title, started
+        self._header_lines = None
 
     # -- writes --------------------------------------------------------------
 
@@ -339,9 +349,13 @@ class Session:
             meta["source"] = self.source
         if self.contact:
             meta["contact"] = self.contact
-        meta["started"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if self._title:
+            meta["title"] = self._title
+        started = self._started if self._started is not None else datetime.now(UTC)
+        moment = started if started.tzinfo else started.replace(tzinfo=UTC)
+        meta["started"] = moment.isoformat(timespec="seconds")
         dumped = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).splitlines()
-        return ["---", *dumped, "---", f"# Session {self.id}"]
+        return ["---", *dumped, "---", f"# {self._title or f'Session {self.id}'}"]
 
     def _tool_file(self, key: str, tool: str, content: str, when: datetime | None) -> bytes:
         meta: dict[str, object] = {

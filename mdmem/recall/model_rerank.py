@@ -8,7 +8,8 @@ scored by it and put in its order (each hit's ``scores["reranker"]`` says
 its score, ``Recall.reranked`` that it happened); the hits below stay as
 they were. A reranker that fails, or answers with the wrong number of scores,
 leaves the order as it was: recall never fails for its sake (the failure is
-logged). It runs before the optional LLM re-rank (:mod:`mdmem.memory.llm_rerank`).
+logged). It runs before the optional LLM re-rank (:mod:`mdmem.recall.llm_rerank`),
+as the pipeline's ``model_rerank`` stage (:mod:`mdmem.recall.pipeline`).
 """
 
 from __future__ import annotations
@@ -76,10 +77,3 @@ class Reranking:
                 log.warning("reranker %r not used: %s", name, exc)
                 self._made = (None,)
         return self._made[0]
-
-    def apply(self, result: Recall) -> Recall:
-        """``result`` reordered by the reranker, when one is configured and works."""
-        reranker = self.reranker if result.items else None
-        if reranker is None:
-            return result
-        return rerank(reranker, result, top=self.settings.recall.reranker_top)

@@ -59,6 +59,7 @@ __all__ = [
     "Identity",
     "format_message",
     "is_agent_email",
+    "paths_shown",
 ]
 
 AGENT_EMAIL_DOMAIN = "agents.mdmem"
@@ -686,6 +687,13 @@ def _failure(status: int, err: str, out: str) -> str:
         or first_line(str(out), _MESSAGE_CHARS)
         or f"exit status {status}"
     )
+
+
+def paths_shown(paths: Iterable[str]) -> str:
+    """Paths for a commit subject: the first five, and how many more."""
+    listed = sorted(paths)
+    more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+    return ", ".join(listed[:5]) + more
 
 
 def format_message(subject: str, body: str = "", trailers: Iterable[tuple[str, str]] = ()) -> str:

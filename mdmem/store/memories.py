@@ -40,6 +40,7 @@ from mdmem.store.inputs import (
     refuse_secret_metadata,
 )
 from mdmem.store.secret_guard import refuse_in_metadata, scrub
+from mdmem.store.visibility import Visibility
 from mdmem.store.writer import Trailers, Transaction, Writer, memory_trailers
 
 __all__ = ["AutoResolve", "MemoryStore", "memory_file"]
@@ -75,6 +76,8 @@ class MemoryStore:
         self.clock = Clock(settings.timezone)
         self.git = GitStore(root)
         self.catalog = Catalog(root, live=True)
+        # Who may see what (mdmem.store.visibility): every read path asks it.
+        self.visibility = Visibility.of_catalog(self.catalog)
         # A secret typed into a note by hand is redacted in the indexes.
         self.embedding = EmbeddingService(self.state_dir, settings)
         self.indexer = Indexer(

@@ -18,9 +18,20 @@ What counts as a secret:
   tokens, Google keys, Authorization headers, URL credentials with an empty
   user, unquoted AWS secret keys, the whole PEM block, a PEM body without
   its header);
+* the prefixed token formats of gitleaks' maintained rule set that
+  detect-secrets lacks (DigitalOcean, Vault, Databricks, Shopify, Sentry,
+  Grafana, webhooks...: :mod:`mdmem.store.secret_rules`), and ``curl -u
+  user:password``;
+* payment card numbers: brand prefix and length, Luhn check digit, a card's
+  layout or a card word, expiry or security code nearby; the security code
+  next to one goes too (:mod:`mdmem.store.payment_cards`);
 * ``name = value`` assignments whose name is a secret's name (the keyword
   list of detect-secrets plus token names), and high-entropy strings next to
   a key-like word (detect-secrets' entropy measure).
+
+Not secrets here: account numbers that are given out to be paid (IBAN),
+personal identifiers (tax or social security numbers) and the like. They are
+personal data, not credentials, and a memory of them is often the point.
 
 The text is scanned after zero-width characters and compatibility forms
 (full-width letters...) are normalised away, and vendor keys are also looked
@@ -45,9 +56,11 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from mdmem.errors import SecretRefusedError, add_message_filter
+from mdmem.errors import SecretRefusedError, Spelled, add_message_filter
+from mdmem.store.payment_cards import CARD_GATE, find_cards
+from mdmem.store.secret_rules import PREFIX_RULES
 
-__all__ = ["MODES", "Finding", "guard", "refuse_in_metadata", "scan", "scrub"]
+__all__ = ["MODES", "Finding", "guard", "redact_spans", "refuse_in_metadata", "scan", "scrub"]
 
 MODES = ("refuse", "redact", "off")
 
@@ -96,6 +109,7 @@ _NEEDLES = (
     *_VENDOR_NEEDLES,
     *_NAME_NEEDLES,
     "_authtoken", "begin", "putty", "bearer", "authoriz", "aws", "sharedaccesskey", "://",
+    "curl", *(needle for _kind, _pattern, needles in PREFIX_RULES for needle in needles),
 )  # fmt: skip
 
 
@@ -127,18 +141,20 @@ _LONG = 20
 
 
 class _Gate:
-    """Which rules can match a text: those whose needles it holds, and the
-    needle-less ones if it has a long word."""
+    """Which rules can match a text: those whose needles it holds, the
+    needle-less ones if it has a long word, and the card rule if it has a
+    run of 13 digits."""
 
     def __init__(self, text: str) -> None:
         folded = text.lower() if text.isascii() else text.casefold()
         words = folded.split()
         self.long = bool(words) and max(map(len, words)) >= _LONG
         self.compact = "".join(words)
+        self.digits = CARD_GATE.search(text) is not None
         self._admits: dict[tuple[str, ...], bool] = {}  # rules share needle tuples
 
     def any(self) -> bool:
-        return self.long or _NEEDLE_RE.search(self.compact) is not None
+        return self.long or self.digits or _NEEDLE_RE.search(self.compact) is not None
 
     def admits(self, needles: tuple[str, ...]) -> bool:
         if not needles:
@@ -398,6 +414,16 @@ def _jwt_valid(match: re.Match[str], text: str) -> bool:
     return _ds.jwt_valid(match.group(0))
 
 
+def _curl_valid(match: re.Match[str], text: str) -> bool:
+    value = match.group("value")
+    return not (
+        value.lower() in _PLACEHOLDERS
+        or len(set(value)) == 1
+        or value[0] in "$%<{["
+        or _ds.templated(value)
+    )
+
+
 def _bearer_valid(match: re.Match[str], text: str) -> bool:
     value = match.group("value")
     return any(c.isdigit() for c in value) and _classes(value) >= 2
@@ -422,6 +448,7 @@ _OWN_NEEDLES: dict[str, tuple[str, ...]] = {
     "bearer token": ("bearer",),
     "AWS secret key": ("aws",),
     "password assignment": _NAME_NEEDLES,
+    "curl credentials": ("curl",),
 }
 
 
@@ -502,6 +529,16 @@ def _own_rules() -> list[_Rule]:
             ),
             group="value",
         ),
+        # curl -u user:password (gitleaks' curl-auth-user): the password only.
+        _Rule(
+            "curl credentials",
+            re.compile(
+                r"\bcurl\b[^\n]{0,300}?\s(?:-u|--user)(?:=|[ \t]*)([\"']?)[^\s:\"']+:"
+                r"(?P<value>[^\s\"']{3,})\1(?![^\s\"'])"
+            ),
+            group="value",
+            valid=_curl_valid,
+        ),
         # name = value, name: value, name:: value (Dataview), "name is value".
         _Rule(
             "password assignment",
@@ -570,6 +607,10 @@ def _load_rules() -> tuple[_Rule, ...]:
     _ds.uuid = heuristic.is_potential_uuid
     _ds.templated = heuristic.is_templated_secret
     _ds.keywords = frozenset(k.replace("_?", "") for k in keyword.DENYLIST)
+    # Before our broader rules: a tie between two names of one span goes to the first.
+    rules.extend(
+        _Rule(kind, re.compile(pattern), needles=needles) for kind, pattern, needles in PREFIX_RULES
+    )
     rules.extend(replace(r, needles=_OWN_NEEDLES.get(r.kind, ())) for r in _own_rules())
     return tuple(rules)
 
@@ -585,10 +626,13 @@ def scan(text: str, *, quick: bool = True) -> list[Finding]:
     if quick and text.isascii():
         # The common case, before any object is built: most text stops here.
         words = text.lower().split()
-        if not words or (
-            max(map(len, words)) < _LONG and _NEEDLE_RE.search("".join(words)) is None
-        ):
+        if not words:
             return []
+        if max(map(len, words)) < _LONG and _NEEDLE_RE.search("".join(words)) is None:
+            # No rule's piece and no long word: only a card number can be here.
+            if CARD_GATE.search(text) is None:
+                return []
+            return _merge([Finding(kind, s, e) for kind, s, e in find_cards(text)])
     view = _View(text) if text.isascii() else _normalise(text)
     gate = _Gate(view.text) if quick else None
     if gate is not None and not gate.any():
@@ -611,6 +655,8 @@ def _scan_view(text: str, gate: _Gate | None) -> list[tuple[str, int, int]]:
             if rule.kind == "private key":
                 start, end = _extend_key_block(text, start, end)
             out.append((rule.kind, start, end))
+    if gate is None or gate.digits:
+        out.extend(find_cards(text))
     out.extend(_split_keys(text, out))
     return out
 
@@ -763,14 +809,17 @@ def guard(text: str, mode: str = "refuse") -> str:
     if not findings:
         return text
     if mode == "refuse":
-        raise SecretRefusedError(
+        raise SecretRefusedError.naming(
             f"refused: the text looks like it contains a secret ({_where(text, findings)}); "
-            "remove it, or pass secrets='redact' to store it redacted"
+            "remove it, or pass ",
+            Spelled("secrets='redact'", "--redact"),
+            " to store it redacted",
         )
-    return _redact(text, findings)
+    return redact_spans(text, findings)
 
 
-def _redact(text: str, findings: list[Finding]) -> str:
+def redact_spans(text: str, findings: list[Finding]) -> str:
+    """``text`` with each finding replaced by ``[REDACTED:<kind>]``."""
     pieces = []
     last = 0
     for finding in findings:
@@ -791,7 +840,7 @@ def scrub(text: str, mode: str) -> str:
     if mode == "off" or not text:
         return text
     findings = scan(text)
-    return _redact(text, findings) if findings else text
+    return redact_spans(text, findings) if findings else text
 
 
 def refuse_in_metadata(text: str, what: str) -> None:

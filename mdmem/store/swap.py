@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mdmem.errors import GitError, MdmemError
 from mdmem.files.textfile import (
     FileStat,
     atomic_write,
@@ -22,11 +23,13 @@ from mdmem.files.textfile import (
     file_stat,
     fsync_file,
     install_temp,
+    safe_path,
     write_temp,
 )
+from mdmem.models import one_line
 from mdmem.store.editors import Pending
 
-__all__ = ["Orphans", "Swapped", "after_their_appends", "swap"]
+__all__ = ["Orphans", "Swapped", "after_their_appends", "swap", "undo", "undo_all"]
 
 log = logging.getLogger("mdmem")
 
@@ -223,3 +226,59 @@ def _append_in_place(full: Path, extra: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def undo(full: Path, done: Swapped) -> str | None:
+    """Put back what our swap replaced (its commit failed); None when done, else why not.
+
+    Bytes someone added after ours since (an editor's append) are kept after
+    the restored text. A file rewritten since is theirs now: left alone. On a
+    full disk an append is undone by truncating, which needs no free block; a
+    rewrite that can't be staged in a temp file is written over in place.
+    """
+    try:
+        current: bytes | None = full.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current is None or not current.startswith(done.ours):
+        return "it changed since"
+    extra = current[len(done.ours) :]
+    if done.base is None and not extra:
+        full.unlink()
+        return None
+    restored = (done.base or b"") + extra
+    if done.base is not None and done.ours.startswith(done.base):
+        with open(full, "r+b") as fh:  # in place: truncating first frees the blocks
+            fh.truncate(len(done.base))
+            fh.seek(len(done.base))
+            fh.write(extra)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return None
+    try:
+        atomic_write(full, restored)
+    except OSError:
+        with open(full, "r+b") as fh:
+            fh.truncate(min(len(restored), len(current)))
+            fh.seek(0)
+            fh.write(restored)
+            fh.truncate()
+            fh.flush()
+            os.fsync(fh.fileno())
+    return None
+
+
+def undo_all(root: Path, installed: dict[str, Swapped], failure: Exception) -> GitError:
+    """:func:`undo` each file, after ``failure`` (their commit's); the error that says so."""
+    left: list[str] = []
+    for rel, done in installed.items():
+        try:
+            why = undo(safe_path(root, rel), done)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        if why is not None:
+            left.append(f"{rel} ({why})")
+    cause = str(failure) if isinstance(failure, MdmemError) else one_line(str(failure))
+    if left:
+        return GitError(f"{cause}; could not put back {', '.join(left)}: it holds the change")
+    return GitError(f"{cause}; the write was undone, the files are as they were")

@@ -1,10 +1,10 @@
-"""Where a vault is, and making a new one: the folder side of ``Vault.init``/``open``."""
+"""Where a vault is, and what a new one needs: the folder side of ``Vault.init``/``open``
+(the making itself, of a new folder or an adopted one, is mdmem.maintenance.adopt)."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ from mdmem.config import Settings, load_settings
 from mdmem.errors import InvalidInputError, VaultExistsError, VaultNotFoundError
 from mdmem.store.gitstore import GitStore
 
-__all__ = ["create_vault_files", "find_vault_root", "locate", "template_dir"]
+__all__ = ["check_new_vault", "find_vault_root", "locate", "set_default_agent", "template_dir"]
 
 _AGENT_OK = re.compile(r"[A-Za-z0-9][\w.@-]{0,63}")
 _AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
@@ -38,31 +38,22 @@ def template_dir() -> Path:
     raise VaultNotFoundError("vault_template is missing from this mdmem installation")
 
 
-def create_vault_files(root: Path, agent: str | None) -> None:
-    """Copy the template into ``root`` (files already there are kept) and ``git init``.
-
-    ``agent`` becomes the vault's default author from now on, not only of the
-    first commit. Raises VaultExistsError when ``root`` holds a vault already.
-    """
+def check_new_vault(root: Path, agent: str | None) -> None:
+    """Raise unless a vault may be made at ``root`` for ``agent`` (VaultExistsError
+    when ``root`` holds one already, InvalidInputError for a bad agent name)."""
     if (root / "mdmem.toml").exists():
         raise VaultExistsError(f"{root} already holds an mdmem vault")
     if agent is not None and not _AGENT_OK.fullmatch(agent):
         raise InvalidInputError(f"invalid agent name {agent!r}: letters, digits, . _ - @")
-    root.mkdir(parents=True, exist_ok=True)
-    for item in template_dir().iterdir():
-        target = root / item.name
-        if item.is_dir():
-            shutil.copytree(item, target, dirs_exist_ok=True)
-        elif not target.exists():
-            shutil.copy2(item, target)
-    if agent is not None:
-        toml = root / "mdmem.toml"
-        toml.write_text(
-            _AGENT_LINE.sub(f'agent = "{agent}"', toml.read_text(encoding="utf-8"), count=1),
-            encoding="utf-8",
-        )
-    if not GitStore(root).is_repo():
-        GitStore.init(root)
+
+
+def set_default_agent(root: Path, agent: str) -> None:
+    """``agent`` becomes the vault's default author from now on, not only of the first commit."""
+    toml = root / "mdmem.toml"
+    toml.write_text(
+        _AGENT_LINE.sub(f'agent = "{agent}"', toml.read_text(encoding="utf-8"), count=1),
+        encoding="utf-8",
+    )
 
 
 def locate(path: str | os.PathLike[str] | None, **overrides: Any) -> tuple[Path, Settings]:

@@ -30,6 +30,7 @@ from mdmem.config import Settings
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
+    GitError,
     InvalidInputError,
     LockTimeoutError,
     MemoryNotFoundError,
@@ -42,6 +43,7 @@ from mdmem.files.ids import IdIssuer, normalize_id
 from mdmem.files.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
+from mdmem.store import typed_secrets as typed
 from mdmem.store.editors import (
     Edit,
     Editor,
@@ -55,9 +57,9 @@ from mdmem.store.editors import (
     item_appender,
     raw_replacer,
 )
-from mdmem.store.gitstore import GitStore, Identity, format_message
+from mdmem.store.gitstore import GitStore, Identity, format_message, paths_shown
 from mdmem.store.intent import Intent, recover
-from mdmem.store.swap import Orphans, Swapped, swap
+from mdmem.store.swap import Orphans, Swapped, swap, undo_all
 from mdmem.store.vaultlock import VaultLock
 from mdmem.store.verify import ManifestCheck, parse_matches
 
@@ -366,6 +368,8 @@ class Writer:
         self._clean_before_ns = 0
         self._clean_stats: dict[str, FileStat] = {}
         self._foreign_edit_at: dict[str, float] = {}
+        # Files holding a typed secret git has redacted: never "known committed".
+        self._kept_out: set[str] = set()
         self._orphans = Orphans()
         # Files whose indexing waited in vain for another writer's lock.
         self._index_backlog: set[str] = set()
@@ -636,17 +640,29 @@ class Writer:
         before = self.git.head()
         dirty = self.git.dirty_paths() if paths is None else paths
         sha = None
+        kept = self.secrets_kept_out(dirty) if dirty else {}
         if dirty:
-            shown = ", ".join(sorted(dirty)[:5]) + (
-                f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
-            )
-            message = format_message(f"edit: {shown}", trailers=[("Op", "edit")])
-            sha = self.git.commit(message, self._human_identity(), paths=dirty)
+            plain = [rel for rel in dirty if rel not in kept]
+            if plain:
+                message = format_message(f"edit: {paths_shown(plain)}", trailers=[("Op", "edit")])
+                sha = self.git.commit(message, self._human_identity(), paths=plain)
+            if kept:
+                sha = typed.commit_kept(self.git, self._human_identity(), kept) or sha
             self._head_moved(before, dirty)
         if paths is None:
+            self._kept_out = set(kept)
             self._clean_head, self._clean_before_ns = self.git.head(), checked
             self._clean_stats.clear()
+        else:
+            self._kept_out = (self._kept_out - set(paths)) | set(kept)
         return sha
+
+    def secrets_kept_out(self, paths: Iterable[str] | None = None) -> dict[str, typed.KeptOut]:
+        """Uncommitted files (or ``paths``) with a typed secret git lacks: see typed_secrets."""
+        if not self.settings.git.enabled:
+            return {}
+        dirty = self.git.dirty_paths() if paths is None else paths
+        return typed.kept_in_files(self.root, self.git, dirty, self.settings.secrets)
 
     # -- what git has ----------------------------------------------------------
 
@@ -654,6 +670,8 @@ class Writer:
         """Whether the file as it was when stat said ``seen`` is what HEAD has."""
         if not self.settings.git.enabled:
             return True
+        if rel in self._kept_out:
+            return False  # git has it without the secret the file holds
         if seen is None or self._clean_head is None or self.git.head() != self._clean_head:
             return False
         return self._clean_stats.get(rel) == seen or seen[3] < self._clean_before_ns
@@ -684,6 +702,13 @@ class Writer:
         """
         before = self.git.head()
         message = format_message(f"edit: {rel}", trailers=[("Op", "edit")])
+        if data is not None:
+            kept = typed.keep_out(
+                data, typed.committed_version(self.git, rel), self.settings.secrets
+            )
+            if kept is not None:
+                data = kept.data
+                self._kept_out.add(rel)
         self.git.commit_contents(message, self._human_identity(), {rel: data})
         self._head_moved(before, [rel])
 
@@ -706,6 +731,8 @@ class Writer:
         self._head_moved(before, installed)
         touched: dict[str, bytes] = {}
         for rel, done in installed.items():
+            if rel in self._kept_out:
+                continue  # committed from exact bytes, not read from the file
             now = file_stat(safe_path(self.root, rel))
             if done.stat is not None and now == done.stat:
                 self._note_clean(rel, now)
@@ -855,14 +882,38 @@ class Writer:
             # The commit is a git process we mostly wait on, and indexing is
             # our own CPU work: overlap them (a durable write's two halves).
             with ThreadPoolExecutor(max_workers=1) as pool:
-                committed = pool.submit(self.git.commit, message, agent, paths=written)
+                # A file with a person's secret git lacks goes in without it.
+                kept = self._kept_out.intersection(installed)
+                ours = {rel: done.ours for rel, done in installed.items()}
+                mode = self.settings.secrets
+                committed = pool.submit(
+                    typed.commit_written, self.git, message, agent, ours, kept, mode
+                )
                 tx.index_written(written, self.indexer, self.catalog)
-                committed.result()
+                failure = committed.exception()
+            if failure is not None:
+                if intent is not None:
+                    intent.clear()  # an error the caller sees is not rolled forward
+                if not isinstance(failure, Exception) or self.git.head() != before:
+                    raise failure  # the commit exists (what failed came after it)
+                raise self._undo(tx, installed, failure) from failure
             self._check_commit(before, message, agent, installed)
             if intent is not None:
                 intent.clear()
         else:
             tx.index_written(written, self.indexer, self.catalog)
+
+    def _undo(self, tx: Transaction, installed: dict[str, Swapped], failure: Exception) -> GitError:
+        """The agent's commit failed (a full disk, a broken repository): put
+        each file back as it was, so that no line stays that git doesn't
+        have; the error to raise, saying so."""
+        error = undo_all(self.root, installed, failure)
+        for rel in installed:
+            self._written_sigs.pop(rel, None)
+            self.catalog.invalidate(rel)
+        with contextlib.suppress(*DERIVED_ERRORS, OSError, LockTimeoutError):
+            self.indexer.apply([r for r in tx.pending if r in self.catalog.files], [])
+        return error
 
     def _install(
         self,

@@ -168,8 +168,10 @@ def test_thread_context_from_real_sessions(vault: Vault) -> None:
 def test_vault_prompt_context_is_the_module_function(filled: Vault) -> None:
     _chat(filled, "Docker compose question from Ana.", "telegram:1", "user", 1)
     task = "How do I deploy with Docker?"
-    assert filled.prompt_context(task).render() == prompt_context(filled, task).render()
-    with_contact = filled.prompt_context(task, contact="telegram:1", recent_n=5)
+    with pytest.warns(DeprecationWarning, match="Vault.prompt_context is deprecated"):
+        assert filled.prompt_context(task).render() == prompt_context(filled, task).render()
+    with pytest.warns(DeprecationWarning):
+        with_contact = filled.prompt_context(task, contact="telegram:1", recent_n=5)
     assert with_contact.contact == "telegram:1"
     expected = prompt_context(filled, task, "telegram:1", recent_n=5)
     assert with_contact.render() == expected.render()

@@ -51,6 +51,21 @@ def test_the_gate_asks_for_one_hit_that_matches_well() -> None:
     assert ids(relevant(HITS, RelevanceCut(gate=0.9))) == ["m-a", "m-b", "m-c", "m-d"]
 
 
+def test_recency_orders_but_does_not_make_a_memory_relevant() -> None:
+    new = replace(hit("m-new", 0.8, 0.5), scores={"vector": 0.5, "recency": 1.0})
+    old = replace(hit("m-old", 0.6, 0.5), scores={"vector": 0.5, "recency": 0.0})
+    # 0.8 of which 0.3 is recency: 0.5 against the gate.
+    assert relevant([new, old], RelevanceCut(gate=0.55), recency_weight=0.3) == []
+    assert ids(relevant([new, old], RelevanceCut(gate=0.5), recency_weight=0.3)) == [
+        "m-new",
+        "m-old",
+    ]
+    assert ids(relevant([new, old], RelevanceCut(ratio=0.9), recency_weight=0.3)) == [
+        "m-new",
+        "m-old",
+    ]
+
+
 def test_floor_ratio_and_count() -> None:
     assert ids(relevant(HITS, RelevanceCut(floor=0.3))) == ["m-a", "m-b", "m-c"]
     assert ids(relevant(HITS, RelevanceCut(ratio=0.75))) == ["m-a", "m-b"]  # 0.7 >= 0.675

@@ -89,6 +89,42 @@ def test_install_user_says_how_to_reach_a_folder_off_path(tmp_path: Path) -> Non
     assert "not on PATH" in out.stdout and "export PATH=" in out.stdout
 
 
+def test_install_user_stays_in_home_even_as_root_with_a_system_folder_on_path(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    system = tmp_path / "usr-local-bin"  # writable, on PATH, outside HOME: like root's
+    system.mkdir()
+    venv = _fake_venv(tmp_path)
+    script = ROOT / "scripts" / "install-on-path.sh"
+    # The script's one system folder is /usr/local/bin: point it here for the test.
+    text = script.read_text().replace("/usr/local/bin", str(system))
+    copy = tmp_path / "install-on-path.sh"
+    copy.write_text(text)
+    env = _env(home, f"{system}:/usr/local/bin:/usr/bin:/bin")
+    out = subprocess.run(
+        ["sh", str(copy), str(venv / "bin" / "mdmem")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert (home / ".local" / "bin" / "mdmem").is_symlink()
+    assert list(system.iterdir()) == []
+    assert "not on PATH" in out.stdout
+    # Asked for, it goes there.
+    told = subprocess.run(
+        ["sh", str(copy), str(venv / "bin" / "mdmem")],
+        env={**env, "BINDIR": str(system)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert told.returncode == 0 and (system / "mdmem").is_symlink()
+
+
 def test_install_user_leaves_another_mdmem_alone(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".local" / "bin").mkdir(parents=True)

@@ -55,10 +55,11 @@ def test_export_list_show(runner: CliRunner, vault_dir: Path, tmp_path: Path) ->
     cli(runner, vault_dir, "remember", "Prefers tea", "--kind", "preference")
     out = tmp_path / "dump.jsonl"
     cli(runner, vault_dir, "export", "--jsonl", "-o", str(out))
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    rows = [r for r in lines if "kind" in r]
     assert {r["kind"] for r in rows} == {"fact", "preference"}
-    stdout_rows = cli(runner, vault_dir, "export", "--jsonl").splitlines()
-    assert [json.loads(r)["id"] for r in stdout_rows] == [r["id"] for r in rows]
+    stdout_rows = [json.loads(r) for r in cli(runner, vault_dir, "export", "--jsonl").splitlines()]
+    assert [r["id"] for r in stdout_rows if "kind" in r] == [r["id"] for r in rows]
 
     listed = json.loads(cli(runner, vault_dir, "list", "--kind", "preference", "--json"))
     assert [r["text"] for r in listed] == ["Prefers tea"]

@@ -148,7 +148,7 @@ def exercise(shared: Shared, *, sync_refused: str | None = None) -> None:
         with pytest.raises(GitError, match=sync_refused):
             vault.git.sync()
     secret = vault.remember("The archive door code is 8812-lima for the basement")
-    vault.forget(secret.id, purge=True, confirm=True)
+    vault.git.purge(secret.id, confirm=True)
     # Through mdmem's git: plain git here would run the planted programs itself.
     assert "8812-lima" not in vault.admin.store.git.run("log", "--all", "-p")
 

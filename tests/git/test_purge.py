@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import InvalidInputError, MemoryNotFoundError, Vault
 from mdmem.cli import main
 from mdmem.files import blocks as blk

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConfigError, ConflictError, InvalidInputError, Memory, Vault
 from mdmem.cli import main
 from mdmem.git.review import BRANCH_PREFIX

@@ -10,15 +10,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli.gitnative  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import ConfigError, GitError, Vault
 from mdmem.cli import main
+from mdmem.errors import ConflictError
 from mdmem.files.blocks import parse
 from mdmem.files.textfile import decode
 from mdmem.git.merge_driver import merge_texts
 from mdmem.git.sync import sync
 
 from ..conftest import git
+from ..secret_samples import FORMATS
 
 WHEN = datetime(2026, 1, 15, 10, 0)
 DAILY = "daily/2026-01-15.md"
@@ -107,6 +108,22 @@ def test_pending_human_edits_are_committed_and_pushed(pair: tuple[Vault, Vault])
     assert (b.root / "notes.md").read_text() == "# Notes\n\nA human wrote this.\n"
     author = git(b.root, "log", "-1", "--format=%ae", "--", "notes.md").strip()
     assert not author.endswith("@agents.mdmem")
+
+
+def test_a_secret_typed_by_hand_is_never_pushed(pair: tuple[Vault, Vault], remote: Path) -> None:
+    token = next(s for s in FORMATS if s.name == "GitLab token")
+    a, b = pair
+    b.remember("The user prefers metric units.")
+    sync(b.admin.store)
+    a.remember("Deploys happen on Fridays.")
+    (a.root / "notes.md").write_text(f"# Notes\n\nThe CI token: {token.text}\n")
+    with pytest.raises(ConflictError, match=r"notes.md line 3 \(GitLab token\).*remove it"):
+        sync(a.admin.store)  # a pull needs a clean tree: the file keeps what git lacks
+    everything = git(remote, "log", "--all", "-p")
+    assert not any(f in everything for f in token.fragments)
+    (a.root / "notes.md").write_text("# Notes\n\nThe CI token is in the password manager.\n")
+    assert sync(a.admin.store).ok
+    assert_clean(a)
 
 
 # ------------------------------------------------------------------ merges ----

@@ -27,8 +27,8 @@ def test_forget_purge_needs_confirmation_and_scrubs_everything(vault: Vault) -> 
     secret = vault.remember("The vault door code is swordfish-hedgehog")
     vault.recall("vault door", as_of=str(vault.git.head()))  # leaves a time-travel snapshot
     with pytest.raises(InvalidInputError):
-        vault.forget(secret.id, purge=True)
-    vault.forget(secret.id, purge=True, confirm=True)
+        vault.git.purge(secret.id, confirm=False)
+    vault.git.purge(secret.id, confirm=True)
     log = subprocess.run(
         ["git", "log", "--all", "-p"], cwd=vault.root, capture_output=True, text=True, check=True
     ).stdout

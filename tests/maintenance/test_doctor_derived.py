@@ -197,4 +197,4 @@ def test_doctor_is_clean_after_every_kind_of_write(vault: Vault) -> None:
     report = vault.admin.doctor()
     assert report.ok, details(report)
     vault.close()
-    assert Vault.open(vault.root).doctor().ok
+    assert Vault.open(vault.root).admin.doctor().ok

@@ -259,8 +259,8 @@ def test_dry_run_schedule_and_no_llm(
 
     offline = Vault.init(tmp_path / "offline")
     with pytest.raises(LLMNotConfiguredError):
-        offline.cleanup()
-    assert offline.cleanup(if_due=True).skipped == "no LLM configured"
+        offline.admin.cleanup()
+    assert offline.admin.cleanup(if_due=True).skipped == "no LLM configured"
 
 
 def test_a_model_that_never_answers_json_changes_nothing(

@@ -11,7 +11,6 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import LLMError, LLMResponseError

@@ -47,11 +47,19 @@ def make_pdf(pages: list[str]) -> bytes:
             f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    return pdf_of(objects)
+
+
+def pdf_of(objects: list[bytes], padding: int = 0) -> bytes:
+    """A PDF of ``objects`` (object 1 the catalog), with an exact cross-reference
+    table, and a comment of ``padding`` bytes before it."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for n, body in enumerate(objects, 1):
         offsets.append(len(out))
         out += f"{n} 0 obj\n".encode() + body + b"\nendobj\n"
+    if padding > 0:
+        out += b"%" + b"p" * padding + b"\n"  # a comment: padding a reader skips
     xref = len(out)
     out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
     for off in offsets:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.memory.docconvert import safe_link
 
 GUIDE = (
     "# Install\n\nRun the installer.\n\n# Usage\n\nCall frobnicate() daily.\n\n# FAQ\n\nAsk Ana.\n"
@@ -122,6 +123,52 @@ def test_html_keeps_text_and_drops_active_content(vault: Vault, tmp_path: Path) 
     assert "data:" not in text and "javascript:" not in text and "AAAA" not in text
     assert "chart" in text and "this link" in text and "https://example.com/doc" in text
     assert "evil.example" not in text and "fallback" not in text and "vector text" not in text
+
+
+_DISGUISED = [
+    "java&#x09;script:alert(1)",  # an entity for a tab: browsers drop tabs
+    "java&#9;script:alert(1)",
+    "java&Tab;script:alert(1)",
+    "jav&#x0A;ascript:alert(1)",
+    "javascript&colon;alert(1)",
+    "&#x6A;avascript:alert(1)",
+    "java&amp;#x09;script:alert(1)",  # reaches markdown as &#x09;, which a viewer decodes
+    " \x01javascript:alert(1)",
+    "JaVaScRiPt:alert(1)",
+    "java\u200bscript:alert(1)",
+    "vbscript:msgbox(1)",
+    "data:text/html;base64,PHNjcmlwdD4=",
+    "file:///etc/passwd",
+    "custom-app:open?x=1",
+]
+
+
+@pytest.mark.parametrize("href", _DISGUISED)
+def test_a_disguised_scheme_loses_its_link_and_keeps_its_words(
+    vault: Vault, tmp_path: Path, href: str
+) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(f'<p>Open <a href="{href}">the report</a> now.</p>', encoding="utf-8")
+    text = (vault.root / vault.library.ingest(page)[0].path).read_text(encoding="utf-8")
+    assert "the report" in text
+    assert "alert" not in text and "msgbox" not in text and "passwd" not in text, text
+    assert "](" not in text  # no link at all
+
+
+@pytest.mark.parametrize(
+    "href",
+    [
+        "https://example.com/a?b=c#d",
+        "HTTP://EXAMPLE.COM",
+        "mailto:ada@example.org",
+        "notes/a:b.md",
+        "#section",
+        "../up.md",
+        "obsidian://open?vault=v",
+    ],
+)
+def test_links_that_point_somewhere_stay(href: str) -> None:
+    assert safe_link(href)
 
 
 def test_a_folder_ingest_skips_symlinks_and_the_vault(tmp_path: Path) -> None:
@@ -286,3 +333,59 @@ def test_damaged_pdfs_and_deep_html_are_one_line_refusals(vault: Vault, tmp_path
     (tmp_path / "locked.pdf").write_bytes(buf.getvalue())
     with pytest.raises(InvalidInputError, match="password-protected"):
         vault.library.ingest(tmp_path / "locked.pdf")[0]
+
+
+def test_a_fifo_or_a_bad_file_does_not_stop_a_folder_ingest(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "v")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nAlpha text.\n")
+    os.mkfifo(docs / "b.md")  # would block a reader forever
+    (docs / "c.txt").write_bytes(b"\xff\xfe not utf-8 \xff")
+    (docs / "d.md").write_text("# D\n\nDelta text.\n")
+    results = vault.library.ingest([docs])
+    assert [(r.source, r.error is None) for r in results] == [
+        ("docs/a.md", True),
+        ("docs/c.txt", False),
+        ("docs/d.md", True),
+    ]
+    assert "UTF-8" in (results[1].error or "")
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "ingest", str(docs)])
+    assert out.exit_code == 1
+    assert "skipped" in out.stderr and "b.md (not a regular file)" in out.stderr
+    assert "not ingested docs/c.txt" in out.stderr and "unchanged documents/d.md" in out.stdout
+
+
+def test_a_hostile_pdf_makes_a_bounded_number_of_chunks_quickly(
+    vault: Vault, tmp_path: Path
+) -> None:
+    import time
+
+    from mdmem.memory import docconvert
+    from tests.memory.hostile import inflating_pdf
+
+    # 64 KB whose one page inflates to 2.4 MB of text (it made 1,200 chunks in 69 s).
+    bomb = tmp_path / "bomb.pdf"
+    bomb.write_bytes(inflating_pdf())
+    assert bomb.stat().st_size <= 64 * 1024
+    started = time.monotonic()
+    with pytest.raises(InvalidInputError, match="past the PDF reader's limits"):
+        vault.library.ingest(bomb)
+    assert time.monotonic() - started < 10
+    # Under the stream limit, the text is still bounded by the file's size.
+    dense = tmp_path / "dense.pdf"
+    dense.write_bytes(inflating_pdf(text_bytes=900_000, file_bytes=20 * 1024))
+    budget = docconvert.PDF_BASE_CHARS + docconvert.PDF_CHARS_PER_BYTE * dense.stat().st_size
+    (result,) = vault.library.ingest(dense)
+    assert result.cut and "keeps at most" in result.cut
+    assert len(result.chunks) <= budget // 1000  # chunks of ~2,000 characters
+    text = (vault.root / result.path).read_text()
+    assert "cut: " in text.split("---")[1]  # the file says it is not whole
+    # A thousand pages sharing one stream: cut at a page.
+    pages = tmp_path / "pages.pdf"
+    pages.write_bytes(inflating_pdf(text_bytes=2000, pages=1000))
+    started = time.monotonic()
+    (result,) = vault.library.ingest(pages)
+    assert result.cut and "cut at page" in result.cut
+    assert time.monotonic() - started < 60
+    assert len(result.chunks) <= docconvert.MAX_CHUNKS

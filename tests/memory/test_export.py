@@ -1,4 +1,4 @@
-"""``export_jsonl`` and the round trip export → import into a fresh vault."""
+"""``export_jsonl``: its rows and files, and the round trip export → restore into a fresh vault."""
 
 from __future__ import annotations
 
@@ -51,12 +51,20 @@ def _fill(vault: Vault) -> None:
     ops.record_tool_output("make", big, when=datetime(2024, 5, 3, 10, 2, tzinfo=UTC))
 
 
-def _export(vault: Vault) -> list[dict]:
+def _dump(vault: Vault) -> tuple[dict, list[dict], dict[str, str], dict]:
+    """(header, memory rows, {path: text} of the file rows, trailer)."""
     out = io.StringIO()
     count = vault.library.export(out)
-    rows = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert len(rows) == count
-    return rows
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    header, *body, trailer = lines
+    rows = [r for r in body if "kind" in r]
+    files = {r["file"]: r["text"] for r in body if "file" in r}
+    assert len(rows) == count and len(rows) + len(files) == len(body)
+    return header, rows, files, trailer
+
+
+def _export(vault: Vault) -> list[dict]:
+    return _dump(vault)[1]
 
 
 def _key(row: dict) -> tuple:
@@ -107,36 +115,60 @@ def test_export_rows_carry_metadata(vault: Vault) -> None:
 
 
 def _matches(hits: list[Hit]) -> list[str]:
-    """The hits that match the query, in order: those scoring at least a tenth
-    of the best. Weaker ones (a date word of the index-only context, "Friday"
-    for a lunch query) may swap places with the keyword index's statistics,
-    which an import does not reproduce byte for byte (new ids, an explicit
-    ``created`` field on each memory)."""
-    best = max((h.score for h in hits), default=0.0)
-    return [h.text for h in hits if h.score >= best / 10]
+    """The hits that match the query, in order: those with at least a tenth of
+    the best relevance. Weaker ones (a date word of the index-only context,
+    "Friday" for a lunch query) may swap places with the keyword index's
+    statistics, which count the versions a vault's history indexed and
+    deleted: a restored vault has the same files, not the same past."""
+    best = max((h.scores.get("relevance", h.score) for h in hits), default=0.0)
+    return [h.text for h in hits if h.scores.get("relevance", h.score) >= best / 10]
+
+
+def test_export_has_a_header_its_files_and_a_trailer(vault: Vault) -> None:
+    import hashlib
+
+    _fill(vault)
+    out = io.StringIO()
+    vault.library.export(out)
+    lines = out.getvalue().splitlines(keepends=True)
+    header, trailer = json.loads(lines[0]), json.loads(lines[-1])
+    assert header["mdmem_export"] == 2 and header["vault"] == "vault" and header["head"]
+    assert trailer["mdmem_export_end"] == 2 and trailer["rows"] == len(lines) - 1
+    assert trailer["sha256"] == hashlib.sha256("".join(lines[:-1]).encode()).hexdigest()
+    _, rows, files, _ = _dump(vault)
+    assert trailer["memories"] == len(rows) and trailer["files"] == len(files)
+    # The knowledge, not the settings: every file a memory lives in, the full
+    # tool output, and none of mdmem.toml, .obsidian or templates.
+    assert {r["path"] for r in rows} <= set(files)
+    assert any(p.startswith("tool-outputs/") for p in files)
+    assert not any(p.startswith((".", "templates/")) or p == "mdmem.toml" for p in files)
+    assert files["MEMORY.md"] == (vault.root / "MEMORY.md").read_text()
+    # mdmem's own frontmatter of a full tool output (`key: tout_…`) is no secret.
+    for path, text in files.items():
+        assert text == (vault.root / path).read_text(), path
 
 
 def test_round_trip_into_a_fresh_vault(vault: Vault, tmp_path: Path) -> None:
     _fill(vault)
-    rows = _export(vault)
+    _, rows, files, _ = _dump(vault)
     dump = tmp_path / "export.jsonl"
-    dump.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with dump.open("w") as out:
+        vault.library.export(out)
     fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
-    report = fresh.library.import_(dump)
+    report = fresh.library.import_(dump, restore=True)
     assert report.refused == 0, report.refusals
-    assert report.added == len(rows)
-    again = _export(fresh)
+    assert report.added == len(rows) and report.source_vault == "vault"
+    _, again, again_files, _ = _dump(fresh)
+    assert again == rows and again_files == files
     before = {_key(r): _meta(r) for r in rows}
-    after = {_key(r): _meta(r) for r in again}
-    assert after == before
-    dates = {_key(r): r["created"] for r in rows if r["kind"] in ("fact", "chat_message")}
-    assert {_key(r): r["created"] for r in again if _key(r) in dates} == dates
+    assert {_key(r): _meta(r) for r in again} == before
     for query in ("deploy day", "Friday lunch", "database choice", "units"):
         want = _matches(vault.recall(query, k=3).items)
         got = _matches(fresh.recall(query, k=3).items)
         assert want and got == want, query
-    # Importing the export again adds nothing.
-    assert fresh.library.import_(dump).added == 0
+    # Restoring the export again adds nothing.
+    twice = fresh.library.import_(dump, restore=True)
+    assert (twice.added, twice.duplicates, twice.commits) == (0, len(rows), 0)
     assert len(_export(fresh)) == len(rows)
 
 
@@ -144,7 +176,10 @@ def test_export_reports_progress(vault: Vault) -> None:
     _fill(vault)
     seen: list[tuple[str, int, int]] = []
     count = vault.library.export(io.StringIO(), progress=lambda *a: seen.append(a))
-    assert seen[0] == ("export", 0, count) and seen[-1] == ("export", count, count)
+    rows = [s for s in seen if s[0] == "export"]
+    assert rows[0] == ("export", 0, count) and rows[-1] == ("export", count, count)
+    files = [s for s in seen if s[0] == "export files"]
+    assert files[-1][1] == files[-1][2] > 0
 
 
 def test_import_of_an_export_keeps_its_statuses(vault: Vault, tmp_path: Path) -> None:
@@ -158,7 +193,8 @@ def test_import_of_an_export_keeps_its_statuses(vault: Vault, tmp_path: Path) ->
     rows = _export(vault)
     assert sorted(r["status"] for r in rows) == ["active", "active"]
     fresh = Vault.init(tmp_path / "fresh", agent="test-agent")
-    # One row a file: the second import meets the first's memory in the vault.
+    # One row a file, imported as untrusted rows: the second import meets the
+    # first's memory in the vault, and a file's memory retires nothing.
     for n, row in enumerate(rows):
         part = tmp_path / f"part{n}.jsonl"
         part.write_text(json.dumps(row) + "\n")

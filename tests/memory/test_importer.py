@@ -49,7 +49,9 @@ def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path:
     assert report.refused == 1  # the message holding a secret
     assert "AWS" in report.refusals[0]["reason"] and "k1" in report.refusals[0]["where"]
     assert _commits(vault) - before == report.commits == 1
-    session = "chatgpt-6a1c2f3e-0b4d-4c57-9a8e-2f1d3c4b5a60"
+    # Sessions are named by the conversation's start and title.
+    session, second = report.sessions
+    assert session.startswith("chatgpt-2023-05-17-lisbon-trip-planning-")
     entries = _entries(vault, session)
     assert [e.text for e in entries][:2] == [
         "I'm flying to Lisbon on May 12 for the quarterly offsite.",
@@ -69,7 +71,7 @@ def test_chatgpt_export_keeps_order_dates_source_and_ids(vault: Vault, tmp_path:
     )
     assert third.status == "active" and third.id != "m-01hzzzzzzzzzzzzzzzzzzzzzzz"
     # Image parts are skipped, the text part kept.
-    other = _entries(vault, "chatgpt-7b2d3e4f-1c5e-4d68-8b9f-3a2e4d5c6b71")
+    other = _entries(vault, second)
     assert [e.text for e in other] == ["Never paste keys into a chat; rotate that one."]
     assert report.first == "2023-05-17T05:06:50+00:00"
     hits = vault.recall("Lisbon offsite hotel", k=3)
@@ -91,7 +93,7 @@ def test_import_survives_a_fresh_process(vault: Vault, tmp_path: Path) -> None:
     path = _fixture(tmp_path, "claude_conversations.json")
     vault.library.import_(path)
     vault.close()
-    again = Vault.open(vault.root).import_(path)
+    again = Vault.open(vault.root).library.import_(path)
     assert again.added == 0 and again.duplicates == 3
 
 
@@ -99,7 +101,9 @@ def test_claude_export(vault: Vault, tmp_path: Path) -> None:
     report = vault.library.import_(_fixture(tmp_path, "claude_conversations.json"))
     assert report.format == "claude"
     assert (report.added, report.refused, report.conversations) == (3, 0, 1)
-    entries = _entries(vault, "claude-0f9e8d7c-6b5a-4938-8271-605f4e3d2c1b")
+    (session,) = report.sessions
+    assert session.startswith("claude-2024-03-04-choosing-a-database-")
+    entries = _entries(vault, session)
     roles = [vault.get(e.id).field("role") for e in entries]
     assert roles == ["user", "assistant", "user"]
     # Only text blocks: the thinking block is not the answer.
@@ -133,8 +137,10 @@ def test_format_is_detected_or_asked_for(vault: Vault, tmp_path: Path) -> None:
     odd.write_text(json.dumps([{"nothing": 1}]))
     with pytest.raises(InvalidInputError, match="--format"):
         vault.library.import_(odd)
-    with pytest.raises(InvalidInputError, match="mapping"):
-        vault.library.import_(odd, format="chatgpt")
+    # Told the format, a conversation of the wrong shape is skipped and named.
+    report = vault.library.import_(odd, format="chatgpt")
+    assert (report.added, report.refused) == (0, 1)
+    assert "mapping" in report.refusals[0]["reason"]
 
 
 def test_zip_export_is_read(vault: Vault, tmp_path: Path) -> None:
@@ -180,9 +186,12 @@ def test_markdown_note_with_a_secret_is_refused(vault: Vault, tmp_path: Path) ->
 
 
 def test_progress_reports_every_message(vault: Vault, tmp_path: Path) -> None:
+    # Read as a stream: progress is in bytes of the input, to the end.
     seen: list[tuple[str, int, int]] = []
     vault.library.import_(DATA / "messages.jsonl", progress=lambda *a: seen.append(a))
-    assert seen[0] == ("import", 0, 4) and seen[-1] == ("import", 4, 4)
+    size = (DATA / "messages.jsonl").stat().st_size
+    assert seen[0] == ("import", 0, size) and seen[-1] == ("import", size, size)
+    assert [done for _, done, _ in seen] == sorted(done for _, done, _ in seen)
 
 
 def test_jsonl_speaker_is_kept(vault: Vault) -> None:
@@ -247,12 +256,13 @@ def test_claude_export_wrapped_with_its_account(vault: Vault, tmp_path: Path) ->
     assert (report.format, report.added) == ("claude", 3)
 
 
-def test_an_imported_contact_is_a_contact_as_in_a_live_session(
+def test_a_files_contact_does_not_route_turns_or_touch_a_profile(
     vault: Vault, tmp_path: Path
 ) -> None:
-    # As vault.session() does: a linked contact's turns land in the person's
-    # scope, and the person's profile records when they were seen.
+    # A linked contact routes a live session's turns into the person's scope;
+    # a row naming it would write into that scope past --scope (issue 24).
     vault.contacts.link("telegram:7", "user:ana")
+    seen_before = vault.contacts.profile("user:ana").last_seen
     rows = [  # session entries as `mdmem export --jsonl` writes them
         {
             "kind": "chat_message",
@@ -267,13 +277,65 @@ def test_an_imported_contact_is_a_contact_as_in_a_live_session(
     ]
     path = tmp_path / "contact.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert vault.library.import_(path).added == 2
+    report = vault.library.import_(path)
+    assert report.added == 2 and report.ignored == {"contact": 2}
     hit = vault.recall("lunch on Friday", k=1).items[0]
-    assert hit.scope == "user:ana"
-    profile = vault.contacts.profile("user:ana")
-    assert profile.last_seen is not None and profile.last_seen.startswith("2024-05-03")
-    # An unlinked contact gets a profile of its own, as a live session gives it.
+    assert hit.scope == "" and hit.field("contact") is None
+    assert vault.contacts.profile("user:ana").last_seen == seen_before
+    # An unlinked contact gets no profile from a file either.
     rows[0] |= {"event": "u1", "contact": "telegram:8", "session": "d"}
     path.write_text(json.dumps(rows[0]) + "\n")
     vault.library.import_(path)
-    assert "telegram:8" in vault.contacts.profile("telegram:8").platform_ids
+    assert all("telegram:8" not in p.platform_ids for p in vault.contacts.list())
+
+
+def test_chatgpt_titles_start_dates_fenced_code_and_untimed_answers(vault: Vault) -> None:
+    report = vault.library.import_(DATA / "chatgpt_code_conversations.json")
+    assert (report.format, report.added, report.refused) == ("chatgpt", 6, 0)
+    (session,) = report.sessions
+    # The file is named from the conversation's start and title.
+    assert session.startswith("chatgpt-2023-11-14-sales-analysis-q3-draft-data-")
+    path = vault.root / "sessions" / f"{session}.md"
+    header = path.read_text().split("\n## ")[0]
+    assert "title: 'Sales analysis: Q3 (draft) #data'" in header
+    assert "started: '2023-11-14T22:13:20+00:00'" in header  # the chat's start, not now
+    assert "# Sales analysis: Q3 (draft) #data" in header.splitlines()
+    entries = _entries(vault, session)
+    blocks = [vault.get(e.id) for e in entries]
+    assert [b.field("role") for b in blocks] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    # Code the assistant ran, and what it printed, read back fenced and whole.
+    code = "import pandas as pd\n# the quarter's export\ndf = pd.read_csv('sales.csv')\ndf.head()"
+    assert blocks[1].text == f"```\n{code}\n```"
+    assert blocks[2].text == "```\n  region  sales\n0  north    120\n1  south     95\n```"
+    assert blocks[5].text.startswith("Push the south")
+    # An answer without a time of its own follows its question.
+    assert blocks[5].created == blocks[4].created == datetime.fromtimestamp(1700000200, UTC)
+    assert [b.created for b in blocks] == sorted(b.created for b in blocks)
+    # A second import finds every message.
+    assert vault.library.import_(DATA / "chatgpt_code_conversations.json").duplicates == 6
+
+
+def test_claude_titles_and_start_dates(vault: Vault) -> None:
+    report = vault.library.import_(DATA / "claude_conversations.json")
+    (session,) = report.sessions
+    header = (vault.root / "sessions" / f"{session}.md").read_text().split("\n## ")[0]
+    assert "title: Choosing a database" in header
+    assert "started: '2024-03-04T09:15:00+00:00'" in header
+
+
+def test_a_conversation_imported_by_id_before_keeps_its_session(vault: Vault) -> None:
+    # An older release named sessions by conversation id: new messages of the
+    # same conversation go on in that file.
+    legacy = "chatgpt-5f0c1b2a-9d8e-4f7a-b6c5-d4e3f2a1b0c9"
+    vault.session(legacy, source="chatgpt").record(
+        "user", "Load sales.csv and show the first rows.", "u1"
+    )
+    report = vault.library.import_(DATA / "chatgpt_code_conversations.json")
+    assert report.sessions == [legacy] and (report.added, report.duplicates) == (5, 1)

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.memory.lifecycle import REDACTED, contexts_of, nearest, share_context

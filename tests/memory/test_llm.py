@@ -422,7 +422,7 @@ def test_no_llm_settings_or_an_embedder_key_stay_quiet(
     server: ScriptedOpenAIServer,
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="mdmem"):
-        assert Vault.init(tmp_path / "a", agent="a").llm_client() is None
+        assert Vault.init(tmp_path / "a", agent="a").llm is None
         # The OpenAI embedder's key is not a wish for an LLM.
         monkeypatch.setenv("OPENAI_API_KEY", "sk-embedder-only")
         embedder = {"provider": "openai", "base_url": server.base_url, "model": "e", "dim": 8}

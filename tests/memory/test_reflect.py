@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import mdmem.cli.lifecycle  # noqa: F401 - registers the commands on mdmem.cli.main
 from mdmem import Vault
 from mdmem.agent.compaction import compact
 from mdmem.cli import main

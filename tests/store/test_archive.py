@@ -82,3 +82,13 @@ def test_archive_from_the_cli_and_the_tools(vault: Vault) -> None:
     denied = Toolset(vault, ["root"], tools=ALL_TOOLS).dispatch("archive", {"memory_id": scoped.id})
     assert denied["error"]["type"] == "scope_denied"
     assert vault.get(scoped.id).status == "active"
+
+
+def test_an_archived_memory_is_left_out_of_lists_until_asked_for(vault: Vault) -> None:
+    kept = vault.remember("The office plant needs water on Fridays.")
+    hidden = vault.remember("The VPN certificate rotates on Mondays.")
+    vault.archive(hidden.id)
+    assert [m.id for m in vault.library.list()] == [kept.id]
+    assert [m.id for m in vault.library.list(statuses="archived")] == [hidden.id]
+    both = vault.library.list(statuses=["active", "archived"])
+    assert {m.id for m in both} == {kept.id, hidden.id}

@@ -134,7 +134,6 @@ def test_calls_naming_a_duplicated_id_refuse_and_name_both_places(
         "citation": lambda: vault.get(f"{dst}#^{m.id}"),
         # A purge would leave the copy's text behind while claiming it gone.
         "purge": lambda: vault.git.purge(m.id, confirm=True),
-        "forget-purge": lambda: vault.forget(m.id, purge=True, confirm=True),
     }
     for name, call in calls.items():
         with pytest.raises(DuplicateIdError) as caught:

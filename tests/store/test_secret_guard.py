@@ -8,7 +8,7 @@ import pytest
 from mdmem import Vault
 from mdmem.errors import InvalidInputError, MdmemError, SecretRefusedError
 from mdmem.store.secret_guard import guard, refuse_in_metadata, scan, scrub
-from tests.secret_samples import FORMATS, SecretSample
+from tests.secret_samples import CARDS, FORMATS, PREFIXED, SecretSample, luhn_complete
 
 SECRETS = [
     ("sk-proj-abcdefghijklmnopqrstuvwxyz0123", "OpenAI API key"),
@@ -47,7 +47,10 @@ def test_secrets_are_found_refused_and_redacted(text: str, kind: str) -> None:
 # -- every listed format: refused, redacted whole, never echoed --------------
 
 
-@pytest.mark.parametrize("sample", FORMATS, ids=lambda s: s.name)
+ALL_FORMATS = [*FORMATS, *CARDS, *PREFIXED]
+
+
+@pytest.mark.parametrize("sample", ALL_FORMATS, ids=lambda s: s.name)
 def test_each_format_is_refused_without_echoing_it(sample: SecretSample) -> None:
     with pytest.raises(SecretRefusedError) as caught:
         guard(sample.text)
@@ -58,7 +61,7 @@ def test_each_format_is_refused_without_echoing_it(sample: SecretSample) -> None
     assert "\n" not in message  # one line
 
 
-@pytest.mark.parametrize("sample", FORMATS, ids=lambda s: s.name)
+@pytest.mark.parametrize("sample", ALL_FORMATS, ids=lambda s: s.name)
 def test_each_format_is_redacted_whole(sample: SecretSample) -> None:
     redacted = guard(sample.text, "redact")
     assert f"[REDACTED:{sample.kind}]" in redacted
@@ -267,6 +270,59 @@ def _ordinary_corpus() -> list[str]:
     return out
 
 
+# Numbers that are not cards, and words that hold a token format's prefix.
+_NUMBERS = [
+    "IBAN DE89 3704 0044 0532 0130 00 for the rent",
+    "IBAN GB29 NWBK 6016 1331 9268 19, BIC NWBKGB2L",
+    "ISBN 978-0-306-40615-7 and ISBN 9780306406157",
+    "IMEI 490154203237518 on the old phone",
+    "call +1 (555) 010-9999 or +44 20 7946 0958",
+    "the order 4111111111111111 shipped on 2024-06-11",  # a card's digits, no card word
+    "tracking 1Z999AA10123456784 via UPS",
+    "timestamp 1718112345678 ms, nanos 1718112345678901234",
+    "Discord user id 123456789012345678 joined",
+    "total 1,234,567,890,123.45 EUR in 2024",
+    "version 4.1.1.1111.1111.1111 of the firmware",
+    "build 20240611.1432 ran 5111 1111 tests",
+    "invoice 2024-0611-0001-7788 due 12/29",
+    "path /srv/data/4111111111111111/report.csv",
+    "ratio 4111/1111/1111/1111 in the table",
+    "coordinates 37.7749 -122.4194, elevation 16 m",
+    "the card game costs 12 dollars",
+    "cvv and expiry are asked on the payment page",
+    "I use rapid api dapi docs and multai tools",
+    "curl -u $USER:$TOKEN https://ci.internal/api",
+    "curl -u user:<password> https://example.com",
+    "curl --user admin https://example.com (it prompts for the password)",
+    "mexico-city trip, use ico- prefixed icons and pul- lines",
+    "sha256~ is how OpenShift prefixes tokens",
+    "Q~ is part of an Azure secret's shape",
+    "read the ya29. prefix docs",
+]
+
+
+def _numbers_corpus() -> list[str]:
+    """_NUMBERS, and one-run numbers that pass the Luhn check by chance but
+    stand without a card word (ids, references)."""
+    rng = random.Random(9)
+    out = list(_NUMBERS)
+    for _ in range(200):
+        number = luhn_complete(
+            rng.choice("3456") + "".join(rng.choice("0123456789") for _ in range(14))
+        )
+        out.append(
+            rng.choice(["ref {}", "id {} assigned", "ticket #{}", "account {} opened"]).format(
+                number
+            )
+        )
+    return out
+
+
+def test_numbers_and_prefix_lookalikes_are_not_secrets() -> None:
+    flagged = [(text, [f.kind for f in scan(text)]) for text in _numbers_corpus() if scan(text)]
+    assert flagged == []
+
+
 def test_ordinary_prose_code_ids_and_urls_are_not_secrets() -> None:
     corpus = _ordinary_corpus()
     assert len(corpus) > 350
@@ -302,8 +358,8 @@ def test_the_quick_check_never_skips_a_secret() -> None:
         *(text for text, _ in SECRETS),
         *(text.upper() for text, _ in SECRETS),
         *(text[: len(text) // 2] for text, _ in SECRETS),
-        *(s.text for s in FORMATS),
-        *(s.text[: len(s.text) // 2] for s in FORMATS),
+        *(s.text for s in ALL_FORMATS),
+        *(s.text[: len(s.text) // 2] for s in ALL_FORMATS),
         "the deploy ran ",
         "PassPhrase = ",
         "Api-Key: ",

@@ -70,7 +70,7 @@ def test_fields_in_the_text_set_nothing(verb: str, vault: Vault, tmp_path: Path)
     text = f"The plan {FORGED_FIELDS} stays text."
     memory = write(vault, text, "user:mallory")
     for reader in (vault, _fresh(vault, tmp_path)):
-        block = reader.block(memory.id)
+        block = reader.admin.store.block(memory.id)
         stored = block.text.split("\n")[1] if kind == "tool_output" else block.text
         assert stored == text
         assert (block.scope, block.status, block.kind) == ("user:mallory", "active", kind)
@@ -83,7 +83,7 @@ def test_fields_in_the_text_set_nothing(verb: str, vault: Vault, tmp_path: Path)
         assert not reader.recall("plan stays text", scope="user:alice").items
     # Setting a real field later leaves the field syntax in the text alone.
     vault.resolve(memory.id)
-    again = _fresh(vault, tmp_path, "resolved").block(memory.id)
+    again = _fresh(vault, tmp_path, "resolved").admin.store.block(memory.id)
     assert again.status == "resolved"
     assert (again.text.split("\n")[1] if kind == "tool_output" else again.text) == text
 
@@ -109,10 +109,10 @@ def test_a_files_location_decides_its_scope(vault: Vault, tmp_path: Path) -> Non
     )
     vault.admin.commit_human_edits()
     for reader in (vault, _fresh(vault, tmp_path)):
-        typed = reader.block("m-01jd3k5x7q0001")
+        typed = reader.admin.store.block("m-01jd3k5x7q0001")
         # The person's own status field counts; a scope the folder contradicts does not.
         assert (typed.scope, typed.status) == ("user:mallory", "resolved")
-        assert reader.block("m-01jd3k5x7q0002").scope == "user:alice"
+        assert reader.admin.store.block("m-01jd3k5x7q0002").scope == "user:alice"
 
 
 def test_a_log_with_a_forged_entry_and_id_stays_one_readable_entry(
@@ -263,7 +263,7 @@ def test_a_topic_reads_back_as_its_heading(vault: Vault, tmp_path: Path) -> None
     second = vault.learn("C#", "Prefer spans.")
     text = (vault.root / "LEARNING.md").read_text(encoding="utf-8")
     assert text.count("## Topic: C#") == 1
-    assert _fresh(vault, tmp_path).block(second.id).heading == "Topic: C#"
+    assert _fresh(vault, tmp_path).admin.store.block(second.id).heading == "Topic: C#"
     assert vault.admin.store.block(first.id).heading == "Topic: C#"
     with pytest.raises(InvalidInputError, match="topic"):
         vault.learn("Closing hashes ##", "would vanish from the heading")
