@@ -10,7 +10,9 @@ imports, work, exit), ``--runs`` times, as p50/p95. Rows:
   and warm (``mdmem serve --daemon`` running);
 * ``mdmem hook prompt-submit`` (a Claude Code ``UserPromptSubmit`` payload on
   stdin) warm and cold, when the checkout has the hook kit
-  (``mdmem/hookmain.py``); otherwise the row says so.
+  (``mdmem/hookmain.py``); otherwise the row says so;
+* ``mdmem hooks doctor`` over a project whose Claude Code hooks each checkout
+  installed, and how many commits it left in the vault's history.
 
 ``--baseline PATH`` measures another checkout in the same run (e.g. the
 previous main: ``git worktree add /tmp/base-e f0758d0``), interleaved run by
@@ -130,6 +132,13 @@ def _cpu_ms_of(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def _commits(vault: Path) -> int:
+    out = subprocess.run(
+        ["git", "rev-list", "--count", "HEAD"], cwd=vault, capture_output=True, text=True
+    )
+    return int(out.stdout.strip() or 0)
+
+
 def seed(root: Path, memories: int) -> None:
     from mdmem import Vault
 
@@ -225,13 +234,31 @@ def main() -> None:
 
     hook = [*v, "hook", "prompt-submit", "--host", "claude-code"]
     if this.has_hooks:
-        cold_hook = {"MDMEM_RUNTIME_DIR": str(base / "no-server")}
+        # No server, and none started by the hook for the next call (it would be warm).
+        cold_hook = {"MDMEM_RUNTIME_DIR": str(base / "no-server"), "MDMEM_SERVER": "off"}
         row(
             "mdmem hook prompt-submit",
             "none (cold)",
             {"this": [this.run(hook, stdin=hook_payload(i), extra=cold_hook)
                       for i in range(args.runs)]},
         )
+
+    # `hooks doctor` over a project with the Claude Code hooks installed by each
+    # checkout (cold: no server), and the commits it leaves in the vault's history.
+    doctor_commits: dict[str, int] = {}
+    doctor_times: dict[str, list[float]] = {}
+    for tree in trees:
+        where = base / f"doctor-{tree.name}"
+        where.mkdir()
+        quiet = {**cold, "MDMEM_SERVER": "off"}
+        tree.run([*v, "hooks", "install", "claude-code", "--dir", str(where)], extra=quiet)
+        before = _commits(vault)
+        doctor_times[tree.name] = [
+            tree.run([*v, "hooks", "doctor", "--dir", str(where)], extra=quiet)
+            for _ in range(min(args.runs, 3))
+        ]
+        doctor_commits[tree.name] = _commits(vault) - before
+    row("mdmem hooks doctor (claude-code hooks)", "none (cold)", doctor_times)
 
     start = time.perf_counter()
     this.run([*v, "serve", "--daemon", "--idle", "600"])
@@ -266,7 +293,14 @@ def main() -> None:
         this.run([*v, "server", "stop"])
 
     if args.json:
-        emit_json({"rows": rows, "server_start_ms": start_ms, "hook_kit": this.has_hooks})
+        emit_json(
+            {
+                "rows": rows,
+                "server_start_ms": start_ms,
+                "hook_kit": this.has_hooks,
+                "doctor_commits": doctor_commits,
+            }
+        )
         return
     table = [
         [
@@ -292,6 +326,9 @@ def main() -> None:
         table,
     )
     print(f"\nserve --daemon until the server answered: {start_ms:,.0f} ms")
+    runs = min(args.runs, 3)
+    for name, added in doctor_commits.items():
+        print(f"hooks doctor ({name}, {runs} runs): {added} commit(s) added to the vault's history")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,10 @@ class EmbedderSettings:
     base_url: str = ""
     api_key_env: str = "OPENAI_API_KEY"
     dim: int = 0
-    hnsw: str = "auto"  # auto | on | off
+    # auto | on | off: an approximate vector index (IVF over 8-bit codes) above
+    # mdmem.index.ann.EXACT_MAX vectors, exact below; on/off force one kind.
+    approximate: str = "auto"
+    hnsw: str = "auto"  # the old name of ``approximate`` (read when that is auto)
 
 
 @dataclass(frozen=True)

@@ -1,79 +1,167 @@
-"""``mdmem hook <event>``: what a coding agent's hooks run, kept light.
+"""``mdmem hook <event>``: what a coding agent's hooks run, kept light and never failing.
 
-``python -m mdmem`` / the ``mdmem`` script hand a plain ``hook`` command line
-to :func:`thin_hook` before importing click or the CLI: the host's formats
+``python -m mdmem`` / the ``mdmem`` script hand any ``hook`` command line to
+:func:`thin_hook` before importing click or the CLI: the host's formats
 (:mod:`mdmem.agent.hostformats`) and the project policy
 (:mod:`mdmem.agent.projectpolicy`) are standard library, and the warm
-server's client (:func:`mdmem.agent.warm.request`) too, so a hook the server
-answers never loads Whoosh, FAISS, numpy or the embedder. Only when no server
-answers is the vault opened here (keyword recall, marked ``degraded``).
+server's client (:mod:`mdmem.agent.warm`) too, so a hook the server answers
+never loads Whoosh, FAISS, numpy or the embedder. Only when no server
+answers is the vault opened here (keyword recall, marked ``degraded``); the
+first such call starts a warm server in the background for the calls after
+it, and says so once (unless ``warm_server = false`` in ``hooks.toml`` or
+``MDMEM_SERVER=off``).
 
-The answer is always valid output for the host and the exit code always 0: a
-failing hook must not block the user's prompt. Failures go to the hook log (in
-the vault's state dir, or ``hook-errors.jsonl`` in the mdmem config folder when
-no vault could be opened) and, where the host shows one, a one-line notice.
+Whatever arrives — on stdin (garbage, a payload nested a thousand levels, 16
+MB and more) or on the command line (an unknown event or host, options this
+version does not know) — the answer is valid output for the host and the
+exit code 0: Claude Code reads exit 2 as "block", and a failing hook must
+never block the user. Failures, with their tracebacks, go to the hook log
+(in the vault's state dir, or ``hook-errors.jsonl`` in the mdmem config
+folder when no vault could be opened), never to the terminal; where the host
+shows one, a one-line notice says so.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mdmem.agent import hostformats as hf
-from mdmem.agent.projectpolicy import Policy, policy_to_json, resolve_policy
+from mdmem.agent.projectpolicy import Policy, named_vault, policy_to_json, resolve_policy
+from mdmem.agent.warm import MAX_DEPTH, loads_bounded
 from mdmem.config import config_home
 
-__all__ = ["MAX_STDIN_BYTES", "PROBE_ENV", "answer_hook", "thin_hook"]
+__all__ = ["MAX_STDIN_BYTES", "PROBE_ENV", "answer_hook", "read_stdin", "thin_hook"]
 
 MAX_STDIN_BYTES = 16 * 1024 * 1024
 _TRANSPORT_S = 0.1  # connect, send, receive on a local socket, with room for a busy machine
 PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.agent.hostkit.PROBE_ENV
-_VALUE_OPTIONS = ("--vault", "--agent")
+_GLOBAL_VALUES = ("--vault", "--agent")
+_GLOBAL_FLAGS = ("-q", "--quiet")
+_HOOK_VALUES = ("--host", "--vault-name", "--vault", "--agent")
+_ERRORS_FILE = "hook-errors.jsonl"
+_MAX_ERRORS_BYTES = 2 * 1024 * 1024
+_HOST_MARGIN_S = 5.0  # answer this long before the host's own timeout kills the hook
+_STARTED_NOTE = "announced"  # beside the server's socket: the start was told once
 
 
 def thin_hook(argv: list[str]) -> int | None:
-    """Run ``mdmem [--vault V] [--agent A] hook EVENT [--host H]`` without click.
+    """Answer ``mdmem [global options] hook EVENT [--host H] [--vault-name N]`` on stdout.
 
-    None (the full CLI handles it, with its help and usage errors) for any other
-    command line, or a hook line this parser doesn't read exactly.
+    None only when ARGV is not a hook line (or asks for help): the full CLI
+    takes it. Any hook line is answered here and returns 0, whatever is odd
+    about it (logged, never raised).
     """
-    options: dict[str, str] = {}
-    i = 0
-    while i < len(argv) and argv[i] in _VALUE_OPTIONS and i + 1 < len(argv):
-        options[argv[i]] = argv[i + 1]
-        i += 2
-    rest = argv[i:]
-    if len(rest) < 2 or rest[0] != "hook" or rest[1] not in hf.EVENTS:
+    parsed = _parse(argv)
+    if parsed is None:
         return None
-    event, tail = rest[1], rest[2:]
-    host_name = "claude-code"
-    if tail[:1] == ["--host"] and len(tail) == 2:
-        host_name = tail[1]
-    elif tail:
-        return None
-    if host_name not in hf.HOSTS:
-        return None
-    raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    out = answer_hook(options.get("--vault"), options.get("--agent"), host_name, event, raw)
-    sys.stdout.write(out + "\n")
-    sys.stdout.flush()
+    _route_logging()
+    options, event, unknown = parsed
+    host_name = options.get("--host", "claude-code")
+    try:
+        raw = read_stdin()
+        out = answer_hook(
+            options.get("--vault"),
+            options.get("--agent"),
+            host_name,
+            event,
+            raw,
+            vault_name=options.get("--vault-name"),
+            unknown=unknown,
+        )
+    except BaseException as exc:  # the host gets an answer, always
+        out = _failed(host_name, event, f"{type(exc).__name__}: {exc}", exc)
+    try:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # the host stopped reading: nothing left to tell it
     return 0
 
 
+def _parse(argv: list[str]) -> tuple[dict[str, str], str, list[str]] | None:
+    """(options, event, words not understood) of a hook line; None for anything else."""
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in _GLOBAL_VALUES and i + 1 < len(argv):
+            options[word] = argv[i + 1]
+            i += 2
+        elif word.startswith(tuple(f"{o}=" for o in _GLOBAL_VALUES)):
+            name, _, value = word.partition("=")
+            options[name] = value
+            i += 1
+        elif word in _GLOBAL_FLAGS:
+            i += 1
+        else:
+            break
+    rest = argv[i:]
+    if not rest or rest[0] != "hook" or any(w in ("-h", "--help") for w in rest):
+        return None
+    event = rest[1] if len(rest) > 1 else ""
+    tail, unknown = rest[2:], []
+    j = 0
+    while j < len(tail):
+        word = tail[j]
+        name, eq, value = word.partition("=")
+        if name in _HOOK_VALUES and eq:
+            options[name] = value
+            j += 1
+        elif word in _HOOK_VALUES and j + 1 < len(tail):
+            options[word] = tail[j + 1]
+            j += 2
+        else:
+            unknown.append(word)
+            j += 1
+    return options, event, unknown
+
+
+def read_stdin() -> bytes:
+    """The host's payload: at most ``MAX_STDIN_BYTES + 1`` bytes; nothing from a terminal."""
+    stream = sys.stdin
+    if stream is None:
+        return b""
+    try:
+        if stream.isatty():
+            return b""  # run by hand: no host is sending anything
+        return stream.buffer.read(MAX_STDIN_BYTES + 1)
+    except (OSError, ValueError, AttributeError):
+        return b""
+
+
 def answer_hook(
-    vault_path: str | None, agent: str | None, host_name: str, event: str, raw: bytes
+    vault_path: str | None,
+    agent: str | None,
+    host_name: str,
+    event: str,
+    raw: bytes,
+    *,
+    vault_name: str | None = None,
+    unknown: list[str] | None = None,
 ) -> str:
     """The stdout for one hook run (``raw``: the host's stdin); never raises."""
+    if host_name not in hf.HOSTS:
+        _note_error(host_name, event, f"unknown host {host_name!r} (one of {', '.join(hf.HOSTS)})")
+        return "{}"  # every host reads an empty object as "nothing to add"
+    if event not in hf.host(host_name).events:
+        return _failed(host_name, event, f"unknown event {event!r} for {host_name}")
+    if unknown:
+        _note_error(host_name, event, f"ignored arguments: {' '.join(unknown)[:200]}")
     try:
         if len(raw) > MAX_STDIN_BYTES:
-            raise ValueError("hook payload larger than 16 MB")
-        payload = json.loads(raw.decode("utf-8", "replace") or "{}")
-    except ValueError as exc:
+            raise ValueError(f"hook payload larger than {MAX_STDIN_BYTES // (1024 * 1024)} MB")
+        # Bytes that are not UTF-8 (a tool's binary output) read as U+FFFD, as before.
+        text = raw.decode("utf-8", "replace").encode("utf-8")
+        payload = loads_bounded(text, MAX_DEPTH) if text.strip() else {}
+    except (ValueError, RecursionError) as exc:
         return _failed(host_name, event, f"unreadable payload ({exc})")
     try:
         inp = hf.parse_input(host_name, event, payload)
@@ -81,40 +169,58 @@ def answer_hook(
         policy = resolve_policy(inp.cwd or os.getcwd())
         if not policy.enabled:
             return hf.render_output(host_name, event)
-        root = _vault_root(vault_path, policy)
+        root = _vault_root(vault_path, vault_name, policy)
         started = time.monotonic()
-        warm = _warm_answer(root, host_name, event, payload, policy)
+        status, warm = _warm_answer(root, host_name, event, payload, policy)
         if warm is not None:
             return warm
         waited = time.monotonic() - started
-        if event == "prompt-submit" and waited >= _server_timeout(event, policy) * 0.9:
+        if status == "late" and event == "prompt-submit":
             # A server is there but busy: a cold in-process recall would only be slower.
             return _late(host_name, event, waited)
+        if status == "late" and event not in hf.INJECTING:
+            # The server took the capture and is still at it: doing it here too
+            # would only wait for its lock. Nothing to show the host either way.
+            _note_error(host_name, event, f"handed to the warm server ({waited:.0f} s so far)")
+            return hf.render_output(host_name, event)
+        if os.environ.get(PROBE_ENV) and event not in hf.INJECTING:
+            # A doctor's probe of a capture: it would write nothing, so the vault
+            # is not opened for it (the injecting probes open it and say which).
+            if not (root / "mdmem.toml").is_file():
+                raise FileNotFoundError(f"{root} is not an mdmem vault (no mdmem.toml)")
+            return hf.render_output(host_name, event)
         from mdmem.agent.hostkit import run_event
         from mdmem.vault import Vault
 
         with Vault.open(root, agent=agent or f"{host_name}-hooks") as vault:
-            return run_event(vault, host_name, event, payload, policy, warm=False)
+            out = run_event(vault, host_name, event, payload, policy, warm=False)
+        # Started after the answer, so its start-up does not compete with this hook.
+        notice = _start_server(root, host_name, event) if status == "absent" else ""
+        return _with_notice(host_name, event, out, notice)
     except Exception as exc:  # the host must get an answer whatever happened
-        return _failed(host_name, event, f"{type(exc).__name__}: {exc}")
+        return _failed(host_name, event, f"{type(exc).__name__}: {exc}", exc)
 
 
-def _vault_root(vault_path: str | None, policy: Policy) -> Path:
-    """The policy's vault, else --vault / $MDMEM_VAULT, the user's default, the nearest vault.
+def _vault_root(vault_path: str | None, vault_name: str | None, policy: Policy) -> Path:
+    """The vault of this hook run (order: see :mod:`mdmem.agent.projectpolicy`).
 
     Standard library only: importing :mod:`mdmem.vault` here would load the
     indexes even when the warm server answers.
     """
-    if policy.vault is not None:
+    if policy.vault is not None and policy.vault_from_project:
         return policy.vault
-    given = vault_path or os.environ.get("MDMEM_VAULT")
+    if vault_path:
+        return Path(vault_path).expanduser()
+    if vault_name:
+        named = named_vault(vault_name)
+        if named is not None:
+            return named
+        _note_error("-", "-", f"no vault named {vault_name!r} in hooks.toml [vaults]")
+    given = os.environ.get("MDMEM_VAULT")
     if given:
         return Path(given).expanduser()
-    from mdmem.agent.projectpolicy import user_settings
-
-    default = user_settings()[0]["vault"]
-    if default is not None:
-        return Path(default)
+    if policy.vault is not None:
+        return policy.vault
     here = Path.cwd().resolve()
     for candidate in (here, *here.parents):
         if (candidate / "mdmem.toml").is_file():
@@ -127,35 +233,89 @@ def _vault_root(vault_path: str | None, policy: Policy) -> Path:
 
 def _warm_answer(
     root: Path, host_name: str, event: str, payload: Any, policy: Policy
-) -> str | None:
-    """The warm server's answer (it runs ``hostkit.run_event`` on its open vault), or None.
+) -> tuple[str, str | None]:
+    """What the warm server made of it (it runs ``hostkit.run_event`` on its open vault).
 
-    :func:`mdmem.agent.warm.request` is standard library only; None means no
-    server for this vault, or no answer in time: the hook then answers
-    in-process (keyword recall, marked ``degraded``).
+    ``("ok", stdout)``, or ``("absent" | "late" | "error", None)``: no server,
+    no answer in time (it may still be working on it), or it refused.
     """
-    from mdmem.agent.warm import request
+    from mdmem.agent.hostproc import host_process
+    from mdmem.agent.warm import ask
 
-    timeout = _server_timeout(event, policy)
-    params = {
+    timeout = _server_timeout(host_name, event, policy)
+    params: dict[str, Any] = {
         "host": host_name,
         "event": event,
         "payload": payload,
         "policy": policy_to_json(policy),
     }
+    probe = os.environ.get(PROBE_ENV)
+    if probe:
+        params["probe"] = probe
+    host = host_process()
+    if host is not None:  # the server stays up while this process lives
+        params["client"] = {"host_pid": host[0], "host_start": host[1]}
     try:
-        result = request(root, "hook", params, timeout=timeout)
+        status, result = ask(root, "hook", params, timeout=timeout)
     except Exception:  # the in-process path is the fallback for any server trouble
-        return None
-    return result if isinstance(result, str) else None
+        return "error", None
+    if status == "ok" and isinstance(result, str):
+        return status, result
+    return status, None
 
 
-def _server_timeout(event: str, policy: Policy) -> float:
+def _server_timeout(host_name: str, event: str, policy: Policy) -> float:
     """How long to wait for the server: the prompt's latency budget (the server keeps
-    it too, and answers ``degraded`` when recall runs out) plus the socket round trip."""
-    if event != "prompt-submit":
-        return 60.0
-    return max(0.05, policy.prompt_latency_ms / 1000) + _TRANSPORT_S
+    it too, and answers ``degraded`` when recall runs out) plus the socket round trip;
+    for the other events, until shortly before the host would give up on the hook."""
+    if event == "prompt-submit":
+        return max(0.05, policy.prompt_latency_ms / 1000) + _TRANSPORT_S
+    return max(1.0, hf.host(host_name).timeouts.get(event, 30) - _HOST_MARGIN_S)
+
+
+def _start_server(root: Path, host_name: str, event: str) -> str:
+    """Start the vault's warm server for the next hooks; a notice the first time."""
+    from mdmem.agent.projectpolicy import user_settings
+    from mdmem.agent.warm import paths_for, server_starting, spawn_server
+
+    if os.environ.get("MDMEM_SERVER") == "off" or os.environ.get("MDMEM_NO_SERVER"):
+        return ""
+    if not user_settings()[0]["warm_server"] or os.environ.get(PROBE_ENV):
+        return ""
+    if not (root / "mdmem.toml").is_file() or server_starting(root):
+        return ""
+    if not spawn_server(root):
+        return ""
+    note = paths_for(root).folder / f"{paths_for(root).key}.{_STARTED_NOTE}"
+    if note.exists() or not _shows_notice(host_name, event):
+        return ""
+    try:
+        note.touch()
+    except OSError:
+        return ""
+    return (
+        "mdmem: started a warm server for this vault, so the next hooks answer fast with "
+        "full recall (`mdmem server status`; `warm_server = false` in hooks.toml turns this off)"
+    )
+
+
+def _shows_notice(host_name: str, event: str) -> bool:
+    """Whether the host shows a notice for ``event`` (Cursor only at a few events)."""
+    return host_name != "cursor" or event in ("session-start", "pre-compact")
+
+
+def _with_notice(host_name: str, event: str, out: str, notice: str) -> str:
+    if not notice:
+        return out
+    try:
+        data = json.loads(out)
+    except ValueError:
+        return out
+    if not isinstance(data, dict):
+        return out
+    key = "user_message" if host_name == "cursor" else "systemMessage"
+    data[key] = f"{data[key]}\n{notice}" if data.get(key) else notice
+    return json.dumps(data, ensure_ascii=False)
 
 
 def _late(host_name: str, event: str, waited: float) -> str:
@@ -167,26 +327,56 @@ def _late(host_name: str, event: str, waited: float) -> str:
     return hf.render_output(host_name, event, block)
 
 
-def _note_error(host_name: str, event: str, line: str) -> None:
+def _note_error(
+    host_name: str, event: str, line: str, exc: BaseException | None = None
+) -> None:
+    """One line (and a traceback) in ``hook-errors.jsonl``; never raises."""
     try:
-        path = config_home() / "hook-errors.jsonl"
+        path = config_home() / _ERRORS_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {
+        entry: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "host": host_name,
             "event": event,
             "error": line,
         }
-        with path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    except OSError:
+        if exc is not None:
+            entry["trace"] = "".join(traceback.format_exception(exc))[-8000:]
+        try:
+            if path.stat().st_size > _MAX_ERRORS_BYTES:
+                os.replace(path, path.with_suffix(".jsonl.1"))
+        except OSError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+    except Exception:  # a log that can't be written must not fail the hook
         pass
 
 
-def _failed(host_name: str, event: str, message: str) -> str:
+def _failed(host_name: str, event: str, message: str, exc: BaseException | None = None) -> str:
     line = " ".join(message.split())[:300]
-    _note_error(host_name, event, line)
+    _note_error(host_name, event, line, exc)
     try:
         return hf.render_output(host_name, event, notice=f"mdmem {event} hook failed: {line}")
-    except ValueError:
+    except Exception:  # an unknown host or event: the empty answer
         return "{}"
+
+
+class _HookLogHandler(logging.Handler):
+    """Warnings of a hook process (with their tracebacks) to the hook log, not stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        _note_error(record.name, "log", record.getMessage()[:500], exc)
+
+
+def _route_logging() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(h, _HookLogHandler) for h in root.handlers):
+        handler = _HookLogHandler(logging.WARNING)
+        root.addHandler(handler)
+        if root.level > logging.WARNING or root.level == logging.NOTSET:
+            root.setLevel(logging.WARNING)

@@ -19,7 +19,7 @@ __all__ = [
     "to_jsonable",
 ]
 
-# Memory kinds from the seeds (DESIGN.md). "note" is the kind of any markdown a
+# Memory kinds from the seeds (docs/file-format.md#kinds). "note" is the kind of any markdown a
 # human wrote without a block id; "section" blocks of such files get it too.
 KINDS: tuple[str, ...] = (
     "fact",

@@ -1,6 +1,6 @@
 """The Vault: mdmem's one front door, a table of contents.
 
-The contract verbs (DESIGN.md) are methods; everything else sits on a desk,
+The contract verbs (docs/api.md) are methods; everything else sits on a desk,
 a small class in the package it fronts, built from the same parts:
 
 ====================  ==========================================================

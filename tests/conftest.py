@@ -32,6 +32,8 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("MDMEM_CONFIG_HOME", str(tmp_path / "_config"))
     # Fast deterministic embeddings unless a test asks for the real model.
     monkeypatch.setenv("MDMEM_EMBEDDER_PROVIDER", "hash")
+    # A hook that finds no warm server starts one; a test starts its own when it wants one.
+    monkeypatch.setenv("MDMEM_SERVER", "off")
     yield
 
 

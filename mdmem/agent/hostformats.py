@@ -9,12 +9,22 @@ needs a vault at all. Each format is written from the host's own documentation:
   ``hook_event_name`` plus ``source`` / ``prompt`` / ``tool_name``,
   ``tool_input``, ``tool_response`` / ``trigger``; SessionStart and
   UserPromptSubmit add ``hookSpecificOutput.additionalContext`` to the model's
-  context; ``systemMessage`` is shown to the user).
+  context; ``systemMessage`` is shown to the user). PostToolUse fires only
+  after a tool *succeeded*; a failed call (a Bash command exiting non-zero, an
+  edit that did not apply) goes to PostToolUseFailure with ``tool_use_id``,
+  ``error`` (the failure message) and ``is_interrupt`` (the user stopped it).
+  Settings files: ``.claude/settings.json`` (the project's, committed),
+  ``.claude/settings.local.json`` (the project's, personal: git-ignored) and
+  ``~/.claude/settings.json`` (the user's).
 * Codex CLI — https://developers.openai.com/codex/hooks (``.codex/hooks.json``
   or ``~/.codex/hooks.json``, the same event → matcher group → handlers shape
   and the same common input fields; SessionStart, UserPromptSubmit,
   PostToolUse, PreCompact, Stop; ``hookSpecificOutput.additionalContext`` and
-  ``systemMessage`` as in Claude Code; Stop wants JSON on stdout).
+  ``systemMessage`` as in Claude Code; Stop wants JSON on stdout). Codex has
+  no failure event: PostToolUse fires for every call and ``tool_response``
+  is the tool's output (for a shell command, its text), so a failure is read
+  from the output's documented shapes (:mod:`mdmem.agent.toolfailure`).
+  Codex reads no per-project personal file: the personal one is the user's.
 * Cursor — https://cursor.com/docs/agent/hooks (``.cursor/hooks.json`` /
   ``~/.cursor/hooks.json``: ``{"version": 1, "hooks": {event: [{"command"}]}}``;
   stdin ``conversation_id``, ``generation_id``, ``hook_event_name``,
@@ -22,7 +32,10 @@ needs a vault at all. Each format is written from the host's own documentation:
   ``{"continue": true, "additional_context"}``; ``beforeSubmitPrompt`` answers
   only ``{"continue": bool}`` — Cursor gives that event no way to add context,
   so recall reaches a Cursor agent at session start; ``postToolUse`` carries
-  ``tool_name``, ``tool_input``, ``tool_output``).
+  ``tool_name``, ``tool_input``, ``tool_output``; ``postToolUseFailure``
+  carries ``tool_name``, ``tool_input``, ``error_message``, ``failure_type``
+  — ``error``, ``timeout`` or ``permission_denied`` — and ``is_interrupt``).
+  Like Codex, no per-project personal file.
 """
 
 from __future__ import annotations
@@ -30,14 +43,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
     "EVENTS",
     "HOSTS",
+    "LOCATIONS",
     "HookInput",
     "Host",
     "can_inject",
+    "config_path",
     "context_of",
     "host",
     "installed_commands",
@@ -49,18 +65,32 @@ __all__ = [
 ]
 
 #: mdmem's own event names, the words of ``mdmem hook <event>``.
-EVENTS = ("session-start", "prompt-submit", "post-tool-use", "pre-compact", "stop", "session-end")
+EVENTS = (
+    "session-start",
+    "prompt-submit",
+    "post-tool-use",
+    "post-tool-failure",
+    "pre-compact",
+    "stop",
+    "session-end",
+)
 INJECTING = ("session-start", "prompt-submit")
+#: Where ``hooks install`` writes: the person's own file (the default), the
+#: project's shared (committed) file, or the user's file for every project.
+LOCATIONS = ("personal", "shared", "user")
 
 
 @dataclass(frozen=True)
 class Host:
     name: str
     events: dict[str, str]  # mdmem event -> the host's event name
-    config_project: str  # relative to the project root
+    config_project: str  # relative to the project root: the shared, committed file
     config_user: str  # relative to the home folder
     nested: bool  # Claude/Codex: matcher groups holding handlers; Cursor: flat list
     timeouts: dict[str, int]  # seconds the host waits, per mdmem event
+    # Relative to the project root: the project's personal (git-ignored) file,
+    # or None when the host reads none (then the user's file is the personal one).
+    config_personal: str | None = None
 
     def native(self, event: str) -> str:
         return self.events[event]
@@ -76,6 +106,7 @@ _TIMEOUTS = {
     "session-start": 30,
     "prompt-submit": 10,  # the hook answers within its own budget; this is the host's ceiling
     "post-tool-use": 30,
+    "post-tool-failure": 30,
     "pre-compact": 120,
     "stop": 120,
     "session-end": 120,
@@ -88,6 +119,7 @@ HOSTS: dict[str, Host] = {
             "session-start": "SessionStart",
             "prompt-submit": "UserPromptSubmit",
             "post-tool-use": "PostToolUse",
+            "post-tool-failure": "PostToolUseFailure",
             "pre-compact": "PreCompact",
             "stop": "Stop",
             "session-end": "SessionEnd",
@@ -96,6 +128,7 @@ HOSTS: dict[str, Host] = {
         ".claude/settings.json",
         True,
         _TIMEOUTS,
+        ".claude/settings.local.json",
     ),
     "codex": Host(
         "codex",
@@ -117,6 +150,7 @@ HOSTS: dict[str, Host] = {
             "session-start": "sessionStart",
             "prompt-submit": "beforeSubmitPrompt",
             "post-tool-use": "postToolUse",
+            "post-tool-failure": "postToolUseFailure",
             "pre-compact": "preCompact",
             "stop": "stop",
             "session-end": "sessionEnd",
@@ -134,6 +168,23 @@ def host(name: str) -> Host:
         return HOSTS[name]
     except KeyError:
         raise ValueError(f"unknown host {name!r}; one of: {', '.join(HOSTS)}") from None
+
+
+def config_path(host_name: str, location: str, project: Path, home: Path) -> Path:
+    """The hook config file of ``host_name`` at ``location`` (one of :data:`LOCATIONS`).
+
+    ``personal`` is the project's git-ignored file where the host reads one
+    (Claude Code's ``settings.local.json``), else the user's own file: a
+    host without a per-project personal file has only that one.
+    """
+    h = host(host_name)
+    if location == "shared":
+        return project / h.config_project
+    if location == "personal" and h.config_personal is not None:
+        return project / h.config_personal
+    if location in ("personal", "user"):
+        return home / h.config_user
+    raise ValueError(f"unknown location {location!r}; one of: {', '.join(LOCATIONS)}")
 
 
 # -- input ------------------------------------------------------------------
@@ -154,6 +205,10 @@ class HookInput:
     tool_input: Any
     tool_output: Any
     raw: dict[str, Any]
+    # A failure event's message, and whether the person stopped the call
+    # (interrupted, or refused its permission): not the tool's fault.
+    error: str | None = None
+    interrupted: bool = False
 
 
 def _text(value: Any) -> str | None:
@@ -174,6 +229,10 @@ def parse_input(host_name: str, event: str, data: Any) -> HookInput:
     if tool_name is None and h.name == "cursor" and _text(raw.get("command")):
         # afterShellExecution-style payloads: the command and its output.
         tool_name, tool_input, tool_output = "Shell", {"command": raw["command"]}, raw.get("output")
+    error = _text(raw.get("error")) or _text(raw.get("error_message"))
+    if event == "post-tool-failure" and error is None:
+        error = "the tool call failed"  # the event itself says so, even with no message
+    interrupted = raw.get("is_interrupt") is True or raw.get("failure_type") == "permission_denied"
     return HookInput(
         host=h.name,
         event=event,
@@ -186,6 +245,8 @@ def parse_input(host_name: str, event: str, data: Any) -> HookInput:
         tool_input=tool_input,
         tool_output=tool_output,
         raw=raw,
+        error=error if event == "post-tool-failure" else None,
+        interrupted=interrupted,
     )
 
 

@@ -3,7 +3,8 @@
 Entry point (the warm server runs it by name, the CLI runs it in-process)::
 
     from mdmem.agent.hostkit import run_event
-    stdout: str = run_event(vault, host, event, payload, policy, *, warm=False)
+    stdout: str = run_event(vault, host, event, payload, policy, *, warm=False,
+                            probe=None, pause=None)
 
 ``vault`` is an open :class:`mdmem.Vault`; ``host`` one of
 :data:`~mdmem.agent.hostformats.HOSTS` (``claude-code``, ``codex``,
@@ -12,7 +13,10 @@ Entry point (the warm server runs it by name, the CLI runs it in-process)::
 :class:`~mdmem.agent.projectpolicy.Policy` (``resolve_policy(cwd)``);
 ``warm=True`` when the caller holds a warm vault (embedder loaded), so
 prompt-submit may use hybrid recall; otherwise it uses keyword recall and
-says ``degraded``. The return value is exactly what the host reads on
+says ``degraded``. ``probe``: the token of a ``mdmem hooks doctor`` run
+(the hook writes nothing and says the token and its vault in the context);
+``pause``: called between the steps of a long capture (the warm server lets
+waiting reads in there). The return value is exactly what the host reads on
 stdout. ``run_event`` never raises: an error becomes a log entry and a
 one-line notice where the host shows one, with a valid (empty) answer.
 
@@ -23,14 +27,20 @@ Events:
   session, within ``policy.session_tokens``.
 * ``prompt-submit`` — the top recalled memories within
   ``policy.prompt_tokens`` and ``policy.prompt_latency_ms``.
-* ``post-tool-use`` — a failed call as a ``gotcha`` and a later fix as a linked
-  ``bug_fix`` (``vault.sessions.capture_tool_results``; ``summaries`` and up); with
-  ``capture = "everything"`` also the call and its output as a session turn
-  (``Session.record_tool_output``: secrets guard, large outputs stored once
-  under a key).
+* ``post-tool-use`` / ``post-tool-failure`` — a failed call as a ``gotcha``
+  and a later fix as a linked ``bug_fix`` (``vault.sessions.capture_tool_results``;
+  ``summaries`` and up); with ``capture = "everything"`` also the call and
+  its output as a session turn (``Session.record_tool_output``: secrets
+  guard, large outputs stored once under a key). A call failed when the
+  host says so (its failure event, an exit code, an error flag) or, for a
+  shell command whose payload carries no verdict, when its output shows a
+  failure (:func:`mdmem.agent.toolfailure.failure_line`). A call the person
+  interrupted or refused is no gotcha.
 * ``pre-compact`` — a deterministic flush, no LLM: the transcript's turns into
-  the session file (``everything``; event ids make a second run a no-op) and
-  extractive facts (``summaries`` and up).
+  the session file (``everything``; event ids make a second run a no-op;
+  written in steps of about :data:`STEP_SECONDS` each, one commit per step,
+  ``pause`` between them)
+  and extractive facts (``summaries`` and up).
 * ``stop`` / ``session-end`` — decisions, gotchas and bug fixes found in the
   assistant's words, stored with ``[captured:: agent]`` so a person can review
   them, and a session summary (LLM if configured, else extractive): of the
@@ -70,6 +80,7 @@ from mdmem.agent.hostformats import (
     render_output,
 )
 from mdmem.agent.projectpolicy import Policy, policy_from_json, resolve_policy
+from mdmem.agent.toolfailure import failure_line
 from mdmem.agent.transcript import Turn, read_transcript
 from mdmem.errors import MdmemError
 from mdmem.files.blocks import validate_scope
@@ -83,7 +94,7 @@ from mdmem.store.visibility import Reader
 if TYPE_CHECKING:
     from mdmem.vault import Vault
 
-__all__ = ["PROBE_ENV", "estimate_tokens", "run_event"]
+__all__ = ["PROBE_ENV", "STEP_SECONDS", "TURNS_PER_STEP", "estimate_tokens", "run_event"]
 
 log = logging.getLogger("mdmem.agent.hostkit")
 
@@ -92,6 +103,12 @@ PROBE_ENV = "MDMEM_HOOK_PROBE"
 _MAX_LINE_CHARS = 400
 _MAX_CAPTURES = 10
 _PROBE_BUDGET_S = 10.0
+#: Turns written per commit by a capture, to begin with: each step holds the
+#: vault (indexing included) for about :data:`STEP_SECONDS`, so reads get in
+#: between; the next step's size follows from how long the last one took.
+TURNS_PER_STEP = 64
+STEP_SECONDS = 1.0
+_STEP_LIMITS = (64, 1024)
 _MAX_TURN_CHARS = MAX_MEMORY_CHARS - 200  # room for the entry's fields
 _CUES = {
     "decision": re.compile(
@@ -118,9 +135,12 @@ def run_event(
     policy: Policy | dict[str, Any] | None = None,
     *,
     warm: bool | None = None,
+    probe: str | None = None,
+    pause: Callable[[], None] | None = None,
 ) -> str:
     """Handle one hook event and return the host's stdout; never raises (see module doc)."""
     started = time.perf_counter()
+    probe = probe or os.environ.get(PROBE_ENV) or None
     entry: dict[str, Any] = {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "event": event,
@@ -143,8 +163,12 @@ def run_event(
             entry["skipped"] = "disabled by policy"
         else:
             scope = validate_scope(policy.scope) or None
-            run = _Run(vault, inp, policy, scope, warm, entry, started)
+            run = _Run(vault, inp, policy, scope, warm, entry, started, probe, pause)
             context = run.handle()
+            if probe and can_inject(host, event):
+                # What `hooks doctor` looks for: this hook ran, in this vault.
+                context += f"\nmdmem hooks doctor probe {probe}: vault {vault.root}\n"
+                entry["probe"] = True
     except Exception as exc:  # a hook must answer the host whatever went wrong
         log.warning("hook %s (%s) failed: %s", event, host, exc, exc_info=True)
         entry["error"] = f"{type(exc).__name__}: {one_line(str(exc))}"
@@ -182,6 +206,8 @@ class _Run:
         warm: bool,
         entry: dict[str, Any],
         started: float,
+        probe: str | None = None,
+        pause: Callable[[], None] | None = None,
     ) -> None:
         self.vault = vault
         self.inp = inp
@@ -192,7 +218,8 @@ class _Run:
         self.warm = warm
         self.entry = entry
         self.started = started
-        self.probe = bool(os.environ.get(PROBE_ENV))
+        self.probe = bool(probe)
+        self.pause = pause
         self.log = HookLog(vault.admin.state_dir)
         # Captured host output is data nobody typed for storage: a secret in it is
         # redacted (the rest kept) rather than refusing the whole turn; "off" stays off.
@@ -205,7 +232,7 @@ class _Run:
             return self.session_start()
         if event == "prompt-submit":
             return self.prompt_submit()
-        if event == "post-tool-use":
+        if event in ("post-tool-use", "post-tool-failure"):
             self.post_tool_use()
         elif event == "pre-compact":
             self.pre_compact()
@@ -324,18 +351,18 @@ class _Run:
         ids: list[str] = []
         if self.policy.captures("everything"):
             tool = _TOOL_NAME_BAD.sub("_", self.inp.tool_name or "tool")[:64] or "tool"
-            body = (
-                f"input: {_as_text(self.inp.tool_input)}\n\n"
-                f"output: {_as_text(self.inp.tool_output)}"
-            )
+            output = self.inp.tool_output if self.inp.tool_output is not None else self.inp.error
+            body = f"input: {_as_text(self.inp.tool_input)}\n\noutput: {_as_text(output)}"
             memory = self._session().record_tool_output(tool, body, secrets=self.secrets)
             ids.append(memory.id)
+        call = _tool_call(self.inp)
+        if call is None:
+            self.entry.update(captured=len(ids), ids=ids, skipped="the person stopped the call")
+            return
         # A failed call becomes a gotcha, a later fix a linked bug_fix (OAK's post-tool step).
-        captured = self.vault.sessions.capture_tool_results(
-            sid, [_tool_call(self.inp)], scope=self.scope
-        )
+        captured = self.vault.sessions.capture_tool_results(sid, [call], scope=self.scope)
         ids += [m.id for m in captured if m.was_new]
-        self.entry.update(captured=len(ids), ids=ids)
+        self.entry.update(captured=len(ids), ids=ids, failed=call.failed)
 
     def _session(self) -> Any:
         return self.vault.session(_session_id(self.inp), source=self.inp.host, scope=self.scope)
@@ -347,17 +374,33 @@ class _Run:
     def _record_turns(self, turns: list[Turn]) -> list[str]:
         """Turns into the session file; event ids make a re-run write nothing.
 
-        One commit for all of them where ``Session.record`` joins a batch; where
-        it can't (it refuses its first turn inside one), one commit per new turn.
+        One commit per step of turns (:data:`TURNS_PER_STEP` at first, then
+        sized to take :data:`STEP_SECONDS`) where ``Session.record`` joins a
+        batch, with :attr:`pause` between the steps; where it can't (it
+        refuses its first turn inside one), one commit per new turn.
         """
         session = self._session()
-        if not turns:
-            return []
-        try:
-            with self.vault.batch(f"hook {self.inp.event}: turns of {session.id}"):
-                return self._record_each(session, turns, batched=True)
-        except _UnbatchableError:
-            return self._record_each(session, turns, batched=False)
+        new: list[str] = []
+        at, size = 0, TURNS_PER_STEP
+        while at < len(turns):
+            step = turns[at : at + size]
+            if at and self.pause is not None:
+                self.pause()
+            started = time.perf_counter()
+            try:
+                # The store's batch: automatic consolidation waits for the last step.
+                with self.vault.admin.store.batch(f"hook {self.inp.event}: turns of {session.id}"):
+                    new += self._record_each(session, step, batched=True)
+            except _UnbatchableError:
+                new += self._record_each(session, step, batched=False)
+            at += len(step)
+            took = max(time.perf_counter() - started, 1e-3)
+            low, high = _STEP_LIMITS
+            size = max(low, min(high, int(len(step) * STEP_SECONDS / took)))
+        if new:
+            with self.vault.batch(None):
+                pass  # nothing to write: its end runs automatic consolidation, once
+        return new
 
     def _record_each(self, session: Any, turns: list[Turn], *, batched: bool) -> list[str]:
         new: list[str] = []
@@ -520,15 +563,25 @@ def _summarize(vault: Vault, turns: list[Turn]) -> str:
 _EXIT = re.compile(r"\bexit(?:ed with)?(?: code|_code| status)?:?\s*(-?\d+)", re.I)
 
 
-def _tool_call(inp: HookInput) -> ToolCall:
-    """The host's view of one call; failure from its own fields (exit code, error flags)."""
+def _tool_call(inp: HookInput) -> ToolCall | None:
+    """The host's view of one call, or None for a call the person stopped.
+
+    Failure from the host's own word first (its failure event, an exit code,
+    an error flag), else, for a shell command, from what its output shows
+    (:func:`~mdmem.agent.toolfailure.failure_line`).
+    """
+    if inp.interrupted:
+        return None
     out = inp.tool_output
     success: bool | None = None
     exit_code: int | None = None
     if isinstance(out, dict):
-        for key in ("exit_code", "exitCode", "returncode", "return_code"):
-            if isinstance(out.get(key), int) and not isinstance(out.get(key), bool):
-                exit_code = out[key]
+        meta = out.get("metadata")
+        for source in (out, meta if isinstance(meta, dict) else {}):
+            for key in ("exit_code", "exitCode", "returncode", "return_code"):
+                value = source.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    exit_code = value
         if out.get("is_error") or out.get("isError") or out.get("interrupted"):
             success = False
         elif out.get("success") is not None:
@@ -536,12 +589,20 @@ def _tool_call(inp: HookInput) -> ToolCall:
         text = "\n".join(str(out.get(k) or "") for k in ("stdout", "stderr", "error", "output"))
     else:
         text = _as_text(out) if out is not None else ""
+    if inp.error is not None:  # the host's failure event: its message says what broke
+        success = False
+        text = f"{inp.error}\n{text}".strip()
     first = text.strip().split("\n", 1)[0][:200]
     if exit_code is None and (m := _EXIT.search(first)):
         exit_code = int(m.group(1))  # e.g. "Exit code 1" on the first line
+    tool = _TOOL_NAME_BAD.sub("_", inp.tool_name or "tool")[:64] or "tool"
+    if success is None and exit_code is None:
+        command = inp.tool_input.get("command") if isinstance(inp.tool_input, dict) else None
+        if failure_line(tool, command if isinstance(command, str) else "", text):
+            success = False  # a shell run whose output shows it failed (no verdict sent)
     call_id = inp.raw.get("tool_use_id") or inp.raw.get("tool_call_id")
     return ToolCall(
-        tool=_TOOL_NAME_BAD.sub("_", inp.tool_name or "tool")[:64] or "tool",
+        tool=tool,
         input=inp.tool_input
         if isinstance(inp.tool_input, (str, dict))
         else _as_text(inp.tool_input),

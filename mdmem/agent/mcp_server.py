@@ -16,7 +16,9 @@ The vault and the allowed scopes are fixed when the server starts (``mdmem
 serve --vault PATH --scope S``); nothing a client or model sends can change
 them. Transport: stdio by default (:mod:`mdmem.agent.mcp_stdio`, which answers
 every malformed line with a JSON-RPC error); streamable HTTP bound to
-127.0.0.1 only. On stdio, stdout is the protocol: logs go to stderr.
+127.0.0.1 only and behind the user's bearer token, or on a private unix
+socket (:mod:`mdmem.agent.mcp_http`). On stdio, stdout is the protocol: logs
+go to stderr.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.agent.mcp_stdio import stdio_transport
@@ -249,18 +252,33 @@ def run(
     *,
     http: bool = False,
     port: int = 8765,
+    unix_socket: Path | None = None,
+    token: str | None = None,
 ) -> None:
-    """Serve ``vault`` until the client disconnects (stdio) or Ctrl-C (HTTP)."""
+    """Serve ``vault`` until the client disconnects (stdio) or Ctrl-C (HTTP).
+
+    HTTP: on 127.0.0.1:``port`` for requests bearing ``token``, or on
+    ``unix_socket`` for this user only (see :mod:`mdmem.agent.mcp_http`).
+    """
     import anyio
 
     server = build_server(vault, allowed_scopes, default_scope)
-    if http:
-        import uvicorn
+    if http or unix_socket is not None:
+        from mcp.server.transport_security import TransportSecuritySettings
 
-        host = "127.0.0.1"  # never exposed beyond this machine
-        app = server.streamable_http_app(host=host)
-        log.warning("mdmem MCP server on http://%s:%d/mcp (vault %s)", host, port, vault.root)
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+        from mdmem.agent.mcp_http import serve_http
+
+        # The SDK's DNS-rebinding guard: only a Host of 127.0.0.1 or localhost (on a
+        # unix socket the URL has no port, and no browser page reaches it anyway).
+        names = ["127.0.0.1", "localhost"]
+        guard = TransportSecuritySettings(
+            allowed_hosts=[h + p for h in names for p in ("", ":*")],
+            allowed_origins=[f"http://{h}{p}" for h in names for p in ("", ":*")],
+        )
+        app = server.streamable_http_app(
+            host="127.0.0.1", transport_security=guard if unix_socket is not None else None
+        )
+        serve_http(app, port=port, unix_socket=unix_socket, token=token)
         return
 
     async def main() -> None:

@@ -11,7 +11,7 @@ The hooks find the file by walking up from the payload's ``cwd``::
     prompt_tokens = 800           # prompt-submit budget
     prompt_latency_ms = 300
 
-A project file travels with the repository, so (DESIGN "Trust rules"): it can
+A project file travels with the repository, so (docs/hooks.md#policy-files): it can
 only choose among vaults the *user* listed, only narrow what is captured, and
 only lower budgets; it has no key that names an endpoint, a credential or a
 program. The user's own ``hooks.toml`` in the mdmem config folder
@@ -24,12 +24,19 @@ program. The user's own ``hooks.toml`` in the mdmem config folder
     session_tokens = 1500
     prompt_tokens = 800
     prompt_latency_ms = 300
+    warm_server = true            # a hook that finds no warm server starts one
     [vaults]
     work = "/home/me/work-vault"
 
 Without a project file: memory on, the user's default vault and scope, and
 ``capture = "summaries"`` (a session summary plus decisions, gotchas and bug
 fixes; no raw turns or tool output).
+
+Which vault a hook uses: the one the project file names (one of the user's),
+else the one its command names (``--vault`` or ``--vault-name``, as ``hooks
+install`` wrote it), else ``$MDMEM_VAULT``, else the user's default ``vault``,
+else the nearest folder with ``mdmem.toml`` above the current one. The
+user's default never overrides a vault a hook command names.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mdmem.agent.capped import read_capped
 from mdmem.config import config_home
 
 __all__ = [
@@ -48,6 +56,7 @@ __all__ = [
     "POLICY_FILE",
     "Policy",
     "find_policy_file",
+    "named_vault",
     "policy_from_json",
     "policy_to_json",
     "resolve_policy",
@@ -58,6 +67,7 @@ USER_FILE = "hooks.toml"
 CAPTURE_LEVELS = ("off", "summaries", "everything")
 DEFAULTS: dict[str, Any] = {
     "enabled": True,
+    "warm_server": True,
     "capture": "summaries",
     "capture_max": "everything",
     "session_tokens": 1500,
@@ -73,7 +83,10 @@ class Policy:
     """What the hooks do for one project (resolved from the user's and the project's files)."""
 
     enabled: bool = True
-    vault: Path | None = None  # None: the hook command's --vault, $MDMEM_VAULT, then walk up
+    # The project's choice (vault_from_project) or the user's default; the hook
+    # command's own vault comes between the two (see the module doc).
+    vault: Path | None = None
+    vault_from_project: bool = False
     scope: str | None = None
     capture: str = "summaries"
     session_tokens: int = 1500
@@ -101,10 +114,20 @@ def find_policy_file(cwd: str | os.PathLike[str] | None) -> Path | None:
     return None
 
 
+_MAX_FILE_BYTES = 256 * 1024  # a settings file, not a data file
+
+
 def _read(path: Path) -> tuple[dict[str, Any], str | None]:
+    # A project file comes with the repository: a FIFO or a device there must
+    # not hang or flood the hook, so only a regular file is read, and only so much.
+    data = read_capped(path, _MAX_FILE_BYTES + 1)
+    if data is None:
+        return {}, f"{path}: not a readable regular file"
+    if len(data) > _MAX_FILE_BYTES:
+        return {}, f"{path}: larger than {_MAX_FILE_BYTES // 1024} KB"
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return tomllib.loads(data.decode("utf-8")), None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         return {}, f"{path}: unreadable ({' '.join(str(exc).split())})"
 
 
@@ -124,7 +147,7 @@ def user_settings(env: Mapping[str, str] | None = None) -> tuple[dict[str, Any],
     data, problem = _read(path) if path.is_file() else ({}, None)
     notes = [problem] if problem else []
     out = dict(DEFAULTS)
-    for key in ("enabled",):
+    for key in ("enabled", "warm_server"):
         if isinstance(data.get(key), bool):
             out[key] = data[key]
     out["capture_max"] = _level(data.get("capture_max"), DEFAULTS["capture_max"])
@@ -161,9 +184,11 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
         enabled = False  # a project may switch memory off, never on against the user
 
     vault: Path | None = user["vault"]
+    from_project = False
     wanted = project.get("vault")
     if wanted is not None:
         vault, note = _choose_vault(wanted, user)
+        from_project = note is None
         if note:
             notes.append(note)
 
@@ -196,12 +221,18 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
     return Policy(
         enabled=enabled,
         vault=vault,
+        vault_from_project=from_project,
         scope=scope or None,
         capture=capture,
         source=str(path) if path is not None else None,
         notes=tuple(notes),
         **budgets,
     )
+
+
+def named_vault(name: str, env: Mapping[str, str] | None = None) -> Path | None:
+    """The vault the user's ``hooks.toml`` lists under ``name`` in ``[vaults]``, or None."""
+    return user_settings(env)[0]["vaults"].get(name)
 
 
 def _choose_vault(wanted: Any, user: dict[str, Any]) -> tuple[Path | None, str | None]:
@@ -243,7 +274,7 @@ def policy_from_json(data: Mapping[str, Any]) -> Policy:
             values[key] = tuple(str(n) for n in value) if isinstance(value, list) else ()
         elif key == "capture":
             values[key] = _level(value, "summaries")
-        elif key == "enabled":
+        elif key in ("enabled", "vault_from_project"):
             values[key] = bool(value)
         elif key in _BUDGETS:
             budget = _budget(value)

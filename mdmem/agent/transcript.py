@@ -12,20 +12,27 @@ Tool calls reach the vault through the post-tool-use hook instead.
 Codex and Cursor transcripts that follow the same line shape (a ``role`` and
 ``content`` per line, or under ``message``) read the same way; lines that
 don't parse are skipped, never fatal.
+
+The path comes from a hook payload, so it is read with care
+(:func:`~mdmem.agent.capped.read_capped`): only a regular file (a FIFO, a device or a symlink to
+one is skipped without blocking), at most :data:`MAX_TRANSCRIPT_BYTES` (the
+newest part), in bounded chunks, whatever its size says.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Turn", "read_transcript"]
+from mdmem.agent.capped import read_capped
+from mdmem.agent.warm import loads_bounded
 
-MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+__all__ = ["MAX_TRANSCRIPT_BYTES", "Turn", "read_transcript"]
+
+MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -61,23 +68,19 @@ def _when(value: Any) -> datetime | None:
 
 def read_transcript(path: str | Path) -> list[Turn]:
     """The user and assistant text turns of a transcript, in order ([] when unreadable)."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_TRANSCRIPT_BYTES:
-            with p.open("rb") as f:  # the newest part matters most before a compaction
-                f.seek(-MAX_TRANSCRIPT_BYTES, 2)
-                raw = f.read().decode("utf-8", "replace").split("\n", 1)[-1]
-        else:
-            raw = p.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    data = read_capped(path, MAX_TRANSCRIPT_BYTES)
+    if data is None:
         return []
+    raw = data.decode("utf-8", "replace")
+    if len(data) >= MAX_TRANSCRIPT_BYTES:
+        raw = raw.split("\n", 1)[-1]  # the cut left half a line at the start
     turns: list[Turn] = []
     for line in raw.splitlines():
         line = line.strip()
         if not line:
             continue
         try:
-            entry = json.loads(line)
+            entry = loads_bounded(line.encode("utf-8"))
         except ValueError:
             continue
         if not isinstance(entry, dict) or entry.get("isMeta") or entry.get("isSidechain"):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import socket
 import stat
 import sys
@@ -35,14 +36,16 @@ import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import Any, NoReturn
 
 __all__ = [
     "PROTOCOL",
     "READ_COMMANDS",
     "ServerPaths",
+    "ask",
     "cli_command",
     "find_root",
+    "loads_bounded",
     "paths_for",
     "private_folder_ok",
     "recv_message",
@@ -50,6 +53,7 @@ __all__ = [
     "runtime_dir",
     "send_message",
     "server_socket_exists",
+    "server_starting",
     "settings_env",
     "spawn_server",
     "thin_cli",
@@ -57,6 +61,10 @@ __all__ = [
 
 PROTOCOL = 1
 MAX_MESSAGE = 64 * 1024 * 1024  # a hook may carry a large tool output; the server caps it too
+#: The deepest JSON nesting a message (or a hook payload) may have. Hosts send
+#: a few levels (a tool's input inside the payload); Python's parser and every
+#: walk over the result recurse, and ~1,000 levels end the process's stack.
+MAX_DEPTH = 64
 _SUN_PATH_MAX = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS; keep a margin
 
 # The commands a CLI process hands to a running server: they only read, so
@@ -143,7 +151,9 @@ def private_folder_ok(folder: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     return (
-        stat.S_ISDIR(st.st_mode) and st.st_uid == _uid() and stat.S_IMODE(st.st_mode) & 0o077 == 0
+        stat.S_ISDIR(st.st_mode)
+        and st.st_uid == _uid()
+        and stat.S_IMODE(st.st_mode) & 0o077 == 0
     )
 
 
@@ -162,11 +172,24 @@ def request(
     query, an unknown memory id) is raised as the same
     :class:`~mdmem.errors.MdmemError` subclass it was there.
     """
+    return ask(vault_root, method, params, timeout=timeout)[1]
+
+
+def ask(
+    vault_root: str | os.PathLike[str],
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    timeout: float = 10.0,
+) -> tuple[str, Any]:
+    """:func:`request`, saying what happened: ``("ok", result)``, ``("absent", None)``
+    (no server took the request) or ``("late", None)`` (it took the request and
+    gave no answer in time: it may still carry it out). Server errors raise."""
     deadline = time.monotonic() + max(timeout, 0.0)
     folder, key = _locate(vault_root)
     socket_path = os.path.join(folder, f"{key}.sock")
     if not private_folder_ok(folder) or not os.path.exists(socket_path):
-        return None
+        return "absent", None
     message = {
         "v": PROTOCOL,
         "root": os.path.realpath(os.fspath(vault_root)),
@@ -175,26 +198,28 @@ def request(
     }
     family = getattr(socket, "AF_UNIX", None)
     if family is None:  # no unix sockets on this platform: never a server
-        return None
+        return "absent", None
     try:
         sock = socket.socket(family, socket.SOCK_STREAM)
     except OSError:
-        return None
+        return "absent", None
+    sent = False
     try:
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
         sock.connect(socket_path)
         send_message(sock, message)
         sock.shutdown(socket.SHUT_WR)
+        sent = True
         answer = recv_message(sock, deadline)
     except (OSError, ValueError):
         # No listener (a stale socket file), refused, timed out or cut off.
-        return None
+        return ("late" if sent else "absent"), None
     finally:
         sock.close()
     if not isinstance(answer, dict):
-        return None
+        return "absent", None
     if answer.get("ok"):
-        return answer.get("result")
+        return "ok", answer.get("result")
     _raise(answer.get("error"))
 
 
@@ -228,10 +253,39 @@ def recv_message(sock: socket.socket, deadline: float) -> Any:
     data = b"".join(chunks)
     if not data.endswith(b"\n"):
         raise ValueError("message cut off")
-    return json.loads(data)
+    return loads_bounded(data)
 
 
-def _raise(error: Any) -> None:
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def loads_bounded(data: bytes, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads(data)``, refusing (ValueError) nesting deeper than ``max_depth``.
+
+    The depth is measured before parsing, at C speed: strings are cut out,
+    every other byte but brackets dropped, and innermost ``[]``/``{}`` pairs
+    peeled off one level per pass. What is left after ``max_depth`` passes
+    is nested deeper (or unbalanced, which the parser then rejects).
+    """
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    for _ in range(max_depth):
+        if not brackets:
+            break
+        peeled = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if peeled == brackets:
+            break  # unbalanced: json.loads says where
+        brackets = peeled
+    else:
+        if brackets:
+            raise ValueError(f"JSON nested deeper than {max_depth} levels")
+    try:
+        return json.loads(data)
+    except RecursionError:  # not reachable after the check; never let it past
+        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
+
+
+def _raise(error: Any) -> NoReturn:
     """Re-raise a server-side error as the same class of the mdmem tree (imported only now)."""
     import mdmem.errors as errors
 
@@ -301,6 +355,28 @@ def server_socket_exists(vault_root: str | os.PathLike[str]) -> bool:
     return os.path.exists(os.path.join(folder, f"{key}.sock"))
 
 
+def server_starting(vault_root: str | os.PathLike[str]) -> bool:
+    """Whether a server holds the vault's lock (starting up, running or stopping)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock here: never a server either
+        return False
+    folder, key = _locate(vault_root)
+    if not private_folder_ok(folder):
+        return False
+    try:
+        fd = os.open(os.path.join(folder, f"{key}.lock"), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock we got
+    return False
+
+
 def spawn_server(vault_root: str | os.PathLike[str]) -> bool:
     """Start the vault's warm server in the background, not waiting for it (True if launched).
 
@@ -316,10 +392,13 @@ def spawn_server(vault_root: str | os.PathLike[str]) -> bool:
     if not private_folder_ok(folder):
         return False
     root = os.path.realpath(os.fspath(vault_root))
+    # A `hooks doctor` probe must not make the server a probe for good.
+    env = {k: v for k, v in os.environ.items() if k != "MDMEM_HOOK_PROBE"}
     try:
         with open(os.path.join(folder, f"{key}.log"), "ab") as log_file:
             subprocess.Popen(
                 [sys.executable, "-m", "mdmem", "--vault", root, "server", "run"],
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=log_file,

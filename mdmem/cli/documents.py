@@ -8,7 +8,6 @@ import click
 
 from mdmem.cli.context import EXIT_ERROR, Context, emit, json_option, scope_option
 from mdmem.cli.library import library_group
-from mdmem.memory.documents import expand
 
 __all__ = ["ingest_cmd"]
 
@@ -39,11 +38,12 @@ def ingest_cmd(
     changes it, which is refused without --force. Recall them with --kind
     document_chunk, or leave them out with --exclude-kind document_chunk.
     """
-    vault = obj.vault()
-    _files, skipped = expand(vault.admin.store, [Path(p) for p in paths])
-    for name, why in skipped:
-        click.echo(f"skipped {name} ({why})", err=True)
-    results = vault.library.ingest([Path(p) for p in paths], scope=scope, force=force)
+    results = obj.vault().library.ingest(
+        [Path(p) for p in paths],
+        scope=scope,
+        force=force,
+        on_skip=lambda name, why: click.echo(f"skipped {name} ({why})", err=True),
+    )
 
     def human() -> None:
         for r in results:

@@ -38,8 +38,22 @@ __all__ = ["serve"]
     default=None,
     help="Where remember writes when no scope is given (default: the first --scope).",
 )
-@click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option(
+    "--http",
+    is_flag=True,
+    help="Serve streamable HTTP on 127.0.0.1 instead of stdio; clients must send your token "
+    "(Authorization: Bearer, from the file it names).",
+)
 @click.option("--port", type=int, default=8765, show_default=True, help="Port for --http.")
+@click.option(
+    "--socket",
+    "unix_socket",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Serve HTTP on this unix socket instead (in a folder only you can enter; "
+    "connections from other users are refused). No token needed.",
+)
+@click.option("--new-token", is_flag=True, help="With --http: replace the token first.")
 @click.option(
     "--daemon",
     is_flag=True,
@@ -59,12 +73,17 @@ def serve(
     default_scope: str | None,
     http: bool,
     port: int,
+    unix_socket: str | None,
+    new_token: bool,
     daemon: bool,
     idle: float | None,
 ) -> None:
-    """Run the MCP server over stdio (or --http on 127.0.0.1); --daemon: the warm server.
+    """Run the MCP server over stdio (or HTTP: --http, --socket); --daemon: the warm server.
 
     The vault and the allowed scopes are fixed here; clients cannot change them.
+    Over HTTP on 127.0.0.1 every request needs your bearer token, kept in a file
+    only you can read (the path is printed); on --socket, only your own user's
+    processes are answered.
     """
     from mdmem.vault import Vault, find_vault_root
 
@@ -86,9 +105,31 @@ def serve(
     )
     path = vault_override or obj.vault_path or os.environ.get("MDMEM_VAULT")
     root = Path(path) if path else find_vault_root()
+    token = None
+    socket_path = Path(unix_socket).expanduser().absolute() if unix_socket else None
+    if http and socket_path is None:
+        from mdmem.agent.mcp_http import ensure_token, token_path
+
+        token, how = ensure_token(renew=new_token)
+        click.echo(
+            f"mdmem: MCP over HTTP on http://127.0.0.1:{port}/mcp; clients send "
+            f"'Authorization: Bearer <token>' with the token in {token_path()} "
+            f"({how}; only you can read it)",
+            err=True,
+        )
+    elif socket_path is not None:
+        click.echo(f"mdmem: MCP over HTTP on the unix socket {socket_path} (you only)", err=True)
     vault = Vault.open(root, agent=obj.agent)
     try:
-        run(vault, list(scopes) or None, default_scope, http=http, port=port)
+        run(
+            vault,
+            list(scopes) or None,
+            default_scope,
+            http=http,
+            port=port,
+            unix_socket=socket_path,
+            token=token,
+        )
     except KeyboardInterrupt:
         pass
     finally:

@@ -13,8 +13,10 @@ output through the server is the in-process output byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -143,6 +145,7 @@ def start_daemon(obj: Context, vault_override: str | None, idle: float | None) -
 
 
 EXIT_RUNNING = 3  # `server run` when another server holds the vault's lock
+EXIT_STUCK = 4  # `server run` stopped while a request still ran
 
 
 @main.group("server")
@@ -195,11 +198,17 @@ def server_run(obj: Context, idle: float | None) -> None:
         try:
             server = WarmServer(vault, idle_seconds=idle, paths=paths, lock=lock)
             env = settings_env()
-            server.register("cli", lambda v, params: cli_method(v, params, env=env))
+            # One at a time: the command runs with this process's stdout swapped.
+            server.register("cli", lambda v, params: cli_method(v, params, env=env), lane="cli")
             warm_up(vault)
             server.bind()
             click.echo(f"mdmem warm server pid {os.getpid()} on {paths.socket}", err=True)
-            server.serve_forever()
+            if not server.serve_forever():
+                # A request is stuck (it was logged): closing the vault would wait
+                # for it forever. Whatever it half did, the next writer recovers.
+                logging.getLogger("mdmem.server").error("exiting with a request unfinished")
+                logging.shutdown()
+                os._exit(EXIT_STUCK)
         finally:
             vault.close()  # checkpointed before a new server may take the lock
     finally:
@@ -211,20 +220,32 @@ def server_run(obj: Context, idle: float | None) -> None:
 @click.pass_obj
 def server_status(obj: Context, as_json: bool) -> None:
     """Whether a warm server runs for this vault (exit 1 if not)."""
+    from mdmem.agent.warm_server import lock_holder
+
     root = obj.root().expanduser().resolve()
+    paths = paths_for(root)
     info = request(root, "ping", timeout=2.0)
-    data = info or {"root": str(root), "running": False, "socket": str(paths_for(root).socket)}
+    # No answer, yet the lock is held: a server that is stopping (or wedged).
+    holder = lock_holder(paths) if info is None else None
+    data: dict[str, Any] = {"root": str(root), "running": False, "socket": str(paths.socket)}
     if info is not None:
         data = {"running": True, **info}
+    elif holder is not None:
+        data["stopping_pid"] = holder
 
     def human() -> None:
-        if info is None:
-            click.echo(f"no warm server for {root}")
-        else:
+        if info is not None:
             click.echo(
                 f"warm server pid {info['pid']} for {root}: up {info['uptime_s']:.0f} s, "
-                f"{info['requests']} requests, stops after {info['idle_seconds']:.0f} s idle"
+                f"{info['requests']} requests, {info.get('sessions', 0)} host session(s) open, "
+                f"stops after {info['idle_seconds']:.0f} s idle once none is"
             )
+            for job in info.get("busy") or []:
+                click.echo(f"  running: {job['method']} ({job['lane']}) for {job['seconds']} s")
+        elif holder is not None:
+            click.echo(f"a warm server for {root} is stopping (pid {holder}) and takes no requests")
+        else:
+            click.echo(f"no warm server for {root}")
 
     emit(data, as_json, human)
     if info is None:
@@ -236,17 +257,41 @@ def server_status(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def server_stop(obj: Context, as_json: bool) -> None:
     """Stop the warm server of this vault (nothing to do if none runs)."""
+    from mdmem.agent.warm_server import STOP_GRACE_SECONDS, lock_holder
+
     root = obj.root().expanduser().resolve()
+    paths = paths_for(root)
     answer = request(root, "stop", timeout=5.0)
-    if answer is not None:
-        # Wait for the socket to go, so a start right after does not find the old one.
-        deadline = time.monotonic() + 10.0
-        while paths_for(root).socket.exists() and time.monotonic() < deadline:
+    pid = answer.get("pid") if isinstance(answer, dict) else lock_holder(paths)
+    running = bool(answer.get("busy")) if isinstance(answer, dict) else False
+    if answer is None and pid is not None and pid > 0:
+        # It holds the vault's lock but does not answer: ask it the other way.
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    gone = pid is None
+    if pid is not None:
+        # Until the process has exited (running requests may finish first), a
+        # start right after would find the old one still holding the vault.
+        deadline = time.monotonic() + STOP_GRACE_SECONDS + 5.0
+        while time.monotonic() < deadline:
+            if lock_holder(paths) is None:
+                gone = True
+                break
             time.sleep(0.05)
-    emit(
-        {"root": str(root), "stopped": answer is not None},
-        as_json,
-        lambda: click.echo(
-            f"stopped the warm server for {root}" if answer else f"no warm server for {root}"
-        ),
-    )
+    result = {"root": str(root), "stopped": pid is not None and gone, "pid": pid}
+    if pid is not None and not gone:
+        result["still_running"] = True
+
+    def human() -> None:
+        if pid is None:
+            click.echo(f"no warm server for {root}")
+        elif gone:
+            extra = " (after its running requests finished)" if running else ""
+            click.echo(f"stopped the warm server for {root}{extra}")
+        else:
+            click.echo(
+                f"the warm server for {root} (pid {pid}) was told to stop but still runs "
+                f"after {STOP_GRACE_SECONDS + 5:.0f} s; `kill {pid}` ends it"
+            )
+
+    emit(result, as_json, human)

@@ -218,7 +218,9 @@ class Catalog:
         return [b for b in found if b is not None]
 
     def blocks(self, *, memories_only: bool = False) -> Iterator[Block]:
-        for state in self.files.values():
+        # A snapshot of the files (one C-level copy): a write in another thread
+        # may add a file while a reader walks them (the warm server reads beside writes).
+        for state in list(self.files.values()):
             for block in state.parsed.blocks:
                 if block.is_memory or not memories_only:
                     yield block

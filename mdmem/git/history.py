@@ -28,7 +28,15 @@ from mdmem.store.gitstore import is_agent_email
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["Change", "Changes", "HumanEdit", "Superseded", "changes", "visible_changes"]
+__all__ = [
+    "Change",
+    "Changes",
+    "HumanEdit",
+    "Superseded",
+    "changes",
+    "changes_after",
+    "visible_changes",
+]
 
 _ID_AT_END = re.compile(rf"(?:^|\s)\^({ID_PATTERN})\s*$")
 _FIELD_RE = re.compile(r"[\[(](status|by)::[ \t]*([^\])\n]*?)[ \t]*[\])]")
@@ -130,6 +138,13 @@ class _Commit:
 def changes(store: MemoryStore, since: str | datetime | date) -> Changes:
     """What happened in the vault after ``since`` (a date/datetime, ISO text or a commit)."""
     base, label = _resolve_since(store, since)
+    return changes_after(store, base, label)
+
+
+def changes_after(store: MemoryStore, base: str | None, label: str) -> Changes:
+    """What happened after the commit ``base`` (a sha git knows; None: from the
+    first commit): one ``git log -p`` over that range, however long the
+    history before it."""
     head = store.git.head()
     if head is None:
         return Changes(label, base, None, 0, 0, 0, (), (), (), (), ())

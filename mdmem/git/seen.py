@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
-from mdmem.git.history import Changes, changes
-from mdmem.git.revisions import rev_parse
+from mdmem.git.history import Changes, changes, changes_after
 from mdmem.models import first_line, one_line
 from mdmem.store.gitstore import Identity
 from mdmem.store.statedb import state_db
@@ -150,21 +149,31 @@ def _base(store: MemoryStore, agent: str, session: str | None) -> tuple[str | No
             base, label = mine.commit, f"{agent}'s last session ({mine.at})"
         else:
             base, label = _rebuilt_base(store, agent), f"{agent}'s last summarised session"
-    if base is not None and rev_parse(store, base) is None:
-        # History was rewritten (purge) since the mark: fall back to git.
-        base = _rebuilt_base(store, agent)
     # A first session of a new agent in an old vault (or one back after
     # months) would parse the whole history for a section of a few lines:
-    # look back MAX_COMMITS at most, and say so.
-    head = store.git.head()
-    if head is not None:
-        rng = f"{base}..HEAD" if base else "HEAD"
-        count = int(store.git.run("rev-list", "--count", "--no-merges", rng, "--").strip() or 0)
-        if count > MAX_COMMITS:
-            cut = store.git.run("rev-list", "--no-merges", f"--skip={MAX_COMMITS}", "-1", rng, "--")
-            base = cut.strip() or base
-            label += f" (the last {MAX_COMMITS} commits)"
+    # look back MAX_COMMITS at most, and say so. One rev-list, which also
+    # tells whether the mark is still in history (a purge rewrites it).
+    if store.git.head() is None:
+        return base, label
+    listed = _newest(store, base)
+    if listed is None:
+        base = _rebuilt_base(store, agent)
+        listed = _newest(store, base) or []
+    if len(listed) > MAX_COMMITS:
+        base = listed[MAX_COMMITS]
+        label += f" (the last {MAX_COMMITS} commits)"
     return base, label
+
+
+def _newest(store: MemoryStore, base: str | None) -> list[str] | None:
+    """The newest MAX_COMMITS + 1 commits after ``base`` (None: ``base`` is unknown)."""
+    rng = f"{base}..HEAD" if base else "HEAD"
+    status, out, _err = store.git.execute(
+        "rev-list", "--no-merges", f"--max-count={MAX_COMMITS + 1}", rng, "--"
+    )
+    if status != 0:
+        return None
+    return out.split()
 
 
 def changes_since(
@@ -178,7 +187,7 @@ def changes_since(
     if not (isinstance(since, str) and since.strip() == LAST_SESSION):
         return changes(store, since)
     base, label = _base(store, agent, session)
-    result = changes(store, base if base is not None else _START)
+    result = changes_after(store, base, label)
     return Changes(
         since=label,
         base=result.base,

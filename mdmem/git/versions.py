@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from mdmem.errors import MemoryNotFoundError
 from mdmem.files.ids import normalize_id
+from mdmem.git.journal import Journal
 from mdmem.git.revisions import parsed_at
 from mdmem.models import Block
 
@@ -34,28 +35,21 @@ class Version:
 def versions(store: MemoryStore, memory_id: str) -> list[Version]:
     """Every version of one memory in git, oldest first, following moves."""
     memory_id = normalize_id(memory_id)
-    marker = f"^{memory_id}"
-    shas: set[str] = set()
-    for info in store.git.log("-G", "\\" + marker):
-        shas.add(info.sha)
-    for info in store.git.log("-F", f"--grep=Memory-Id: {memory_id}"):
-        shas.add(info.sha)
-    if not shas:
+    # The commits whose diff adds or removes the id's line, from the history
+    # journal (one read of git history, then only the commits made since).
+    touched = Journal(store.state_dir).commits_touching(store, memory_id)
+    if not touched:
         if store.catalog.has_id(memory_id):
             return []
         raise MemoryNotFoundError(f"no memory {memory_id} in the vault or its history")
+    where = dict(touched)
     out: list[Version] = []
-    for info in reversed(store.git.log()):
-        if info.sha not in shas:
-            continue
-        listing = store.git.run("grep", "-l", "-F", marker, info.sha, "--", "*.md", ok_codes=(0, 1))
-        paths = [line.split(":", 1)[1] for line in listing.splitlines() if ":" in line]
+    for info in store.git.log("--no-walk=unsorted", *where):
+        path = where.get(info.sha)
         found: Block | None = None
-        for path in paths:
+        if path is not None:
             parsed = parsed_at(store, info.sha, path)
             found = parsed.by_id(memory_id) if parsed is not None else None
-            if found is not None:
-                break
         version = Version(
             commit=info.sha,
             author=info.author,

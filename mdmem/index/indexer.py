@@ -67,6 +67,7 @@ log = logging.getLogger("mdmem")
 INDEX_VERSION = f"4.{CONTEXT_VERSION}"
 _SAVE_EVERY = 256  # vector changes between checkpoints
 _SAVE_SECONDS = 30.0
+_BULK_FROM = 2_000  # changes from this many blocks go the bulk way
 _BLOCK_FIELDS = [f.name for f in dataclass_fields(Block)]
 
 
@@ -212,14 +213,16 @@ class Indexer:
                 return None
             from mdmem.index.vector import VectorIndex
 
-            hnsw = {"on": True, "off": False}.get(self.settings.embedder.hnsw)
+            cfg = self.settings.embedder  # ``hnsw``: the old name of ``approximate``
+            choice = cfg.hnsw if cfg.approximate == "auto" else cfg.approximate
+            kind = {"on": True, "off": False}.get(choice)
             directory = self.state_dir / "vectors"
             try:
-                vectors = VectorIndex(directory, dim=dim, model=embedder.name, hnsw=hnsw)
+                vectors = VectorIndex(directory, dim=dim, model=embedder.name, approximate=kind)
             except (IndexError_, DimensionMismatchError) as exc:
                 log.warning("vector index unusable (%s); rebuilding it", exc)
                 shutil.rmtree(directory, ignore_errors=True)
-                vectors = VectorIndex(directory, dim=dim, model=embedder.name, hnsw=hnsw)
+                vectors = VectorIndex(directory, dim=dim, model=embedder.name, approximate=kind)
             if vectors.stale_model:
                 log.warning(
                     "embedding model changed (%s -> %s): re-embedding every block",
@@ -228,7 +231,8 @@ class Indexer:
                 )
                 vectors.reset(dim, embedder.name)
             self._vectors = vectors
-            self._reconcile_vectors()
+            with vectors.bulk():
+                self._reconcile_vectors()
         return self._vectors
 
     def fill_missing_vectors(self, limit: int | None = 512) -> int:
@@ -356,6 +360,8 @@ class Indexer:
     def close(self) -> None:
         with self._lock:
             self.checkpoint(force=True)
+            if self._vectors is not None:
+                self._vectors.close()
             if self._keyword is not None:
                 self._keyword.close()
             self.embedding.close()
@@ -556,7 +562,15 @@ class Indexer:
 
     def _write(self, upserts: list[Block], deletes: list[str], to_embed: list[Block]) -> None:
         tell = self._progress or silent
-        if upserts or deletes:
+        if len(upserts) > _BULK_FROM:
+            # A first open, or a pull of many files: the multiprocess writer
+            # (documents of changed blocks replace theirs by id).
+            if deletes:
+                self.keyword.delete(deletes)
+            self.keyword.add_many(
+                upserts, bulk=True, progress=lambda n: tell("keyword", n, len(upserts))
+            )
+        elif upserts or deletes:
             tell("keyword", 0, len(upserts))
             self.keyword.change(upserts=upserts, deletes=deletes)
             tell("keyword", len(upserts), len(upserts))
@@ -579,6 +593,11 @@ class Indexer:
         if vectors is None or self.embedding.usable() is None:
             self.missing_vectors.update(b.id for b in blocks)
             return
+        # Many vectors at once: the index kind is chosen once, at the end.
+        with vectors.bulk() if len(blocks) > _BULK_FROM else contextlib.nullcontext():
+            self._embed_chunks(vectors, blocks, progress)
+
+    def _embed_chunks(self, vectors: VectorIndex, blocks: Sequence[Block], progress: Any) -> None:
         for start in range(0, len(blocks), EMBED_BATCH):
             chunk = blocks[start : start + EMBED_BATCH]
             try:
@@ -740,10 +759,10 @@ class Indexer:
             self.missing_vectors.clear()
             vectors = self.vectors
             if vectors is not None:
-                self._embed(blocks, progress=tick_vec)
-                # A full rebuild is where the index kind is chosen again, so
-                # hnsw = auto switches to the graph index once the vault is large.
-                vectors.rebuild()
+                # One choice of index kind at the end (approximate = auto:
+                # exact up to EXACT_MAX vectors), not a switch on the way.
+                with vectors.bulk():
+                    self._embed(blocks, progress=tick_vec)
             else:
                 self.missing_vectors.update(b.id for b in blocks)
             self._bump_generation()

@@ -13,13 +13,16 @@ raises :class:`~mdmem.errors.IndexError_` so the caller can rebuild.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import struct
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -29,27 +32,32 @@ import numpy as np
 
 from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError, Spelled
 from mdmem.files.health import open_sqlite, quick_check
+from mdmem.index import ann
 
-__all__ = ["HNSW_THRESHOLD", "EmbeddingCache", "VectorIndex"]
+__all__ = ["EXACT_MAX", "EmbeddingCache", "VectorIndex"]
 
 INDEX_FILE = "vectors.mdvec"
 _MAGIC = b"MDMEMVEC"
-_FORMAT = 1
+# 2: exact (flat) or IVF over 8-bit codes; ids stored packed. Format 1 (flat or
+# HNSW) is rebuilt from the embedding cache.
+_FORMAT = 2
 # magic, format, meta length, index length, crc32 of meta+index
 _HEADER = struct.Struct("<8sIQQI")
 _IO_CHUNK = 1 << 20
 
-#: Above this many vectors a rebuild with ``hnsw=None`` switches to HNSW.
-HNSW_THRESHOLD = 100_000
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 40
-HNSW_EF_SEARCH = 96
-# HNSW cannot remove vectors cheaply: deleted ones stay as tombstones that
-# searches skip, until they exceed this share of the index and it is rebuilt.
-TOMBSTONE_REBUILD_RATIO = 0.2
+#: Above this many vectors the index is approximate (see :mod:`mdmem.index.ann`).
+EXACT_MAX = ann.EXACT_MAX
 # With an ``allowed`` set this small, exact scoring of just those vectors beats
-# steering a graph search through a sparse filter.
+# steering an approximate search through a sparse filter.
 _EXACT_ALLOWED_MAX = 4096
+# A background build reads the old index this many vectors at a time, each
+# read under the lock, so a recall waits for one chunk at most.
+_BUILD_CHUNK = 8192
+# Switching back to exact only well below EXACT_MAX, so a vault that hovers
+# around it does not rebuild back and forth.
+_EXACT_AGAIN = 0.5
+
+log = logging.getLogger("mdmem")
 
 
 def _faiss() -> Any:
@@ -130,8 +138,13 @@ class VectorIndex:
     everything (or calls :meth:`reset`). Same model but another *dim* raises
     :class:`DimensionMismatchError`. Nothing reaches disk until :meth:`save`.
 
-    ``hnsw``: True/False force the index kind; None keeps what is stored, and
-    :meth:`rebuild` then picks HNSW above :data:`HNSW_THRESHOLD` vectors.
+    ``approximate``: True/False force the index kind; None (auto) keeps an
+    exact flat index up to :data:`EXACT_MAX` vectors and an IVF index over
+    8-bit codes above (:mod:`mdmem.index.ann`). An auto switch, and the
+    re-training of an IVF index that outgrew its lists, run in a background
+    thread: searches and writes go on meanwhile against the old index, and
+    the writes are replayed on the new one before it takes over (then it is
+    saved). ``background=False`` builds in the calling thread instead.
     Not safe for concurrent writers in several processes (the caller holds
     the vault lock); :meth:`reload_if_changed` lets readers catch up.
     """
@@ -142,8 +155,8 @@ class VectorIndex:
         *,
         dim: int,
         model: str,
-        hnsw: bool | None = None,
-        ef_search: int = HNSW_EF_SEARCH,
+        approximate: bool | None = None,
+        background: bool = True,
     ) -> None:
         self._faiss = _faiss()
         if dim <= 0:
@@ -152,51 +165,70 @@ class VectorIndex:
         self.path = self.directory / INDEX_FILE
         self.dim = dim
         self.model = model
-        self.ef_search = ef_search
         self.stale_model = False
         self.stored_model: str | None = None
-        self._hnsw_wanted = hnsw
+        self._wanted = approximate
+        self._background = background
         self._lock = threading.RLock()
         self._stat: tuple[int, int, int] | None = None
-        self._reset_state(hnsw=bool(hnsw))
+        # A background build: its thread, and the writes made while it runs
+        # (("add", ids, vectors) / ("remove", ids)), replayed before the swap.
+        self._builder: threading.Thread | None = None
+        self._replay: list[tuple[str, np.ndarray, np.ndarray | None]] | None = None
+        self._build_error: str | None = None
+        self._closed = False
+        self._held = 0  # >0 inside bulk(): no automatic switch
+        # The last real queries, to measure nprobe on (ann.retune).
+        self._recent: collections.deque[np.ndarray] = collections.deque(
+            maxlen=ann.RETUNE_QUERIES
+        )
+        self._since_tune = 0
+        self._tuner: threading.Thread | None = None
+        self._reset_state()
         if self.path.exists():
             self._load()
-            if hnsw is not None and hnsw != self.is_hnsw and not self.stale_model:
-                self.rebuild(hnsw=hnsw)
+            if not self.stale_model:
+                self._maybe_switch()
 
     # -- state ---------------------------------------------------------------
 
-    def _new_index(self, hnsw: bool) -> Any:
-        faiss = self._faiss
-        if hnsw:
-            inner = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-            inner.hnsw.efSearch = self.ef_search
-        else:
-            inner = faiss.IndexFlatIP(self.dim)
-        return faiss.IndexIDMap2(inner)
-
-    def _reset_state(self, *, hnsw: bool) -> None:
-        self.is_hnsw = hnsw
-        self._index: Any = self._new_index(hnsw)
+    def _reset_state(self) -> None:
+        self.params: ann.AnnParams | None = None
+        # Even a forced approximate index starts exact: there is nothing to
+        # train on yet. The first vectors make it approximate (_maybe_switch).
+        self._index: Any = self._faiss.IndexIDMap2(self._faiss.IndexFlatIP(self.dim))
         self._next_id = 0
         self._fid_of: dict[str, int] = {}
         self._bid_of: dict[int, str] = {}
-        self._tombstones: set[int] = set()
+
+    @property
+    def is_approximate(self) -> bool:
+        return self.params is not None
 
     def reset(self, dim: int, model: str) -> None:
         """Empty the index for a new embedding model (and maybe a new size).
 
-        The file on disk is replaced at the next :meth:`save`.
+        An approximate index of the same model and size keeps its training
+        (centroids and code ranges), so a rebuild that re-adds every vector
+        streams them straight into it. The file on disk is replaced at the
+        next :meth:`save`.
         """
         with self._lock:
             if dim <= 0:
                 raise InvalidInputError(f"vector dimension must be positive, not {dim}")
+            self._abandon_build()
+            keep = self.params is not None and dim == self.dim and model == self.model
             self.dim = dim
             self.model = model
             self.stale_model = False
             self.stored_model = None
-            self._reset_state(hnsw=bool(self._hnsw_wanted))
+            if keep:
+                self._index.reset()
+                self._next_id = 0
+                self._fid_of = {}
+                self._bid_of = {}
+            else:
+                self._reset_state()
 
     # -- persistence ---------------------------------------------------------
 
@@ -242,10 +274,10 @@ class VectorIndex:
             stored_dim = int(meta["dim"])
             stored_model = str(meta["model"])
             kind = str(meta["kind"])
-            fids = [int(x) for x in meta["fids"]]
-            bids = [str(x) for x in meta["bids"]]
-            tombstones = {int(x) for x in meta.get("tombstones", [])}
+            fids = np.frombuffer(bytes.fromhex(meta["fids"]), dtype="<i8").tolist()
+            bids = meta["bids"].split("\n") if meta["bids"] else []
             next_id = int(meta["next_id"])
+            params = ann.AnnParams.from_json(meta["ann"]) if kind == "ivf" else None
         except (ValueError, KeyError, TypeError) as e:
             raise IndexError_(f"{where} has unreadable metadata; rebuild it") from e
         if stored_model != self.model:
@@ -264,19 +296,14 @@ class VectorIndex:
             index = faiss.read_index(faiss.PyCallbackIOReader(f.read, _IO_CHUNK))
         except Exception as e:  # faiss raises RuntimeError with C++ text
             raise IndexError_(f"{where} could not be read by FAISS ({e}); rebuild it") from e
-        if index.d != self.dim or len(fids) != len(bids):
-            raise IndexError_(f"{where} is inconsistent; rebuild it")
-        if index.ntotal != len(fids) + len(tombstones):
+        if index.d != self.dim or len(fids) != len(bids) or index.ntotal != len(fids):
             raise IndexError_(f"{where} id map does not match its vectors; rebuild it")
         # read_index already returns the concrete class; wrapping it again
         # with downcast_index would leave the owner to be freed.
         self._index = index
-        self.is_hnsw = kind == "hnsw"
-        if self.is_hnsw:
-            faiss.downcast_index(self._index.index).hnsw.efSearch = self.ef_search
+        self.params = params
         self._fid_of = dict(zip(bids, fids, strict=True))
         self._bid_of = dict(zip(fids, bids, strict=True))
-        self._tombstones = tombstones
         self._next_id = next_id
         self._stat = stat
 
@@ -289,15 +316,18 @@ class VectorIndex:
         with self._lock:
             faiss = self._faiss
             fids = list(self._bid_of)
-            meta = {
+            meta: dict[str, Any] = {
                 "dim": self.dim,
                 "model": self.model,
-                "kind": "hnsw" if self.is_hnsw else "flat",
+                "kind": "ivf" if self.params is not None else "flat",
                 "next_id": self._next_id,
-                "fids": fids,
-                "bids": [self._bid_of[f] for f in fids],
-                "tombstones": sorted(self._tombstones),
+                # Ids as raw little-endian int64 and block ids one a line: a
+                # JSON list of a million ints took a second to read back.
+                "fids": np.asarray(fids, dtype="<i8").tobytes().hex(),
+                "bids": "\n".join(self._bid_of[f] for f in fids),
             }
+            if self.params is not None:
+                meta["ann"] = self.params.to_json()
             meta_bytes = json.dumps(meta, separators=(",", ":")).encode("utf-8")
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -336,9 +366,10 @@ class VectorIndex:
             stat = self._file_stat()
             if stat is None or stat == self._stat:
                 return False
+            self._abandon_build()
             self.stale_model = False
             self.stored_model = None
-            self._reset_state(hnsw=bool(self._hnsw_wanted))
+            self._reset_state()
             self._load()
             return True
 
@@ -364,10 +395,10 @@ class VectorIndex:
             return
         for fid in fids:
             del self._bid_of[fid]
-        if self.is_hnsw:
-            self._tombstones.update(fids)
-        else:
-            self._index.remove_ids(np.asarray(fids, dtype=np.int64))
+        gone = np.asarray(fids, dtype=np.int64)
+        self._index.remove_ids(gone)
+        if self._replay is not None:
+            self._replay.append(("remove", gone, None))
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Add or replace the vectors of these block ids (one row per id)."""
@@ -387,52 +418,217 @@ class VectorIndex:
             new = np.arange(self._next_id, self._next_id + len(ids), dtype=np.int64)
             self._next_id += len(ids)
             self._index.add_with_ids(arr, new)
+            if self._replay is not None:
+                self._replay.append(("add", new, arr))
             for bid, fid in zip(ids, new.tolist(), strict=True):
                 self._fid_of[bid] = fid
                 self._bid_of[fid] = bid
-            self._maybe_compact()
+            self._maybe_switch()
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove these block ids (unknown ids are ignored)."""
         with self._lock:
             fids = [self._fid_of.pop(bid) for bid in ids if bid in self._fid_of]
             self._drop(fids)
-            self._maybe_compact()
+            self._maybe_switch()
 
-    def _maybe_compact(self) -> None:
-        total = self._index.ntotal
-        if self._tombstones and len(self._tombstones) > TOMBSTONE_REBUILD_RATIO * total:
-            self.rebuild(hnsw=self.is_hnsw)
+    def _kind_wanted(self) -> bool:
+        """Whether the index should be approximate at its present size."""
+        if self._wanted is not None:
+            return self._wanted
+        live = len(self._bid_of)
+        if self.params is not None:
+            return live > EXACT_MAX * _EXACT_AGAIN
+        return live > EXACT_MAX
 
-    def _live_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Many writes to come (a rebuild, a large import): no kind switch or
+        re-training until the end, where one runs (in this thread) if due."""
+        with self._lock:
+            self._held += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held -= 1
+                if not self._held and self._due() is not None:
+                    self.rebuild()
+
+    def _due(self) -> bool | None:
+        """The kind to rebuild as, when the size calls for the other kind or
+        for more lists; None when the index is right as it is."""
+        if not self._bid_of:
+            return None
+        approximate = self._kind_wanted()
+        due = approximate != self.is_approximate or (
+            self.params is not None and ann.retrain_due(self.params, len(self._bid_of))
+        )
+        return approximate if due else None
+
+    def _maybe_switch(self) -> None:
+        """Start a rebuild when the size calls for it (see :meth:`_due`)."""
+        if self._held or self.building:
+            return
+        approximate = self._due()
+        if approximate is None:
+            return
+        if self._background:
+            self._start_build(approximate)
+        else:
+            self.rebuild(approximate=approximate)
+
+    # -- building ------------------------------------------------------------
+
+    @property
+    def building(self) -> bool:
+        """True while a background build runs (searches use the old index)."""
+        builder = self._builder
+        return builder is not None and builder.is_alive()
+
+    def wait_for_build(self, timeout: float | None = None) -> bool:
+        """Wait for a background build (and an nprobe re-tune); True when
+        neither runs any more."""
+        for thread in (self._builder, self._tuner):
+            if thread is not None:
+                thread.join(timeout)
+        tuner = self._tuner
+        return not self.building and not (tuner is not None and tuner.is_alive())
+
+    def _abandon_build(self) -> None:
+        # The builder finds _replay reset (or another list) and drops its work.
+        self._replay = None
+        self._builder = None
+
+    def close(self) -> None:
+        """Stop using the index: a background build still running is dropped
+        (the next process that opens the index starts it again)."""
+        with self._lock:
+            self._closed = True
+            self._abandon_build()
+
+    def _read(self, fids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The stored vectors of those ``fids`` still present (call with the lock)."""
+        present = np.asarray([f for f in fids if f in self._bid_of], dtype=np.int64)
+        if not len(present):
+            return np.empty((0, self.dim), dtype=np.float32), present
+        vecs = self._index.reconstruct_batch(present)
+        return np.ascontiguousarray(vecs, dtype=np.float32), present
+
+    def _chunks(self, fids: list[int], locked: bool) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for start in range(0, len(fids), _BUILD_CHUNK):
+            part = fids[start : start + _BUILD_CHUNK]
+            if locked:
+                yield self._read(part)
+            else:
+                with self._lock:
+                    got = self._read(part)
+                yield got
+
+    def _sample(self, fids: list[int], locked: bool) -> np.ndarray:
+        rng = np.random.default_rng(len(fids))
+        size = min(len(fids), ann.nlist_for(len(fids)) * 80, 200_000)
+        picks = sorted(rng.choice(len(fids), size=size, replace=False).tolist())
+        wanted = [fids[i] for i in picks]
+        parts = [vecs for vecs, _ids in self._chunks(wanted, locked)]
+        return np.concatenate(parts) if parts else np.empty((0, self.dim), dtype=np.float32)
+
+    def _build(self, approximate: bool, fids: list[int], *, locked: bool) -> Any:
+        """A new FAISS index (and its parameters) holding the vectors of ``fids``."""
         faiss = self._faiss
-        total = self._index.ntotal
-        if total == 0:
-            return np.empty((0, self.dim), dtype=np.float32), np.empty(0, dtype=np.int64)
-        all_fids = faiss.vector_to_array(self._index.id_map).astype(np.int64)
-        vecs = self._index.index.reconstruct_n(0, total)
-        mask = np.fromiter((f in self._bid_of for f in all_fids.tolist()), bool, len(all_fids))
-        return np.ascontiguousarray(vecs[mask]), all_fids[mask]
+        if not approximate or not fids:
+            index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+            for vecs, ids in self._chunks(fids, locked):
+                index.add_with_ids(vecs, ids)
+            return index, None, None
+        sample = self._sample(fids, locked)
+        index, params, truth = ann.build(
+            faiss, self.dim, len(fids), sample, self._chunks(fids, locked)
+        )
+        return index, params, truth
 
-    def rebuild(self, *, hnsw: bool | None = None) -> None:
-        """Re-create the FAISS index from the live vectors, dropping tombstones.
+    def rebuild(self, *, approximate: bool | None = None) -> None:
+        """Re-create the FAISS index from the live vectors, in this thread.
 
-        ``hnsw=None`` uses the constructor's choice, or when that was None
-        too, HNSW above :data:`HNSW_THRESHOLD` vectors. Call it after a full
-        re-embed so a large vault gets the graph index.
+        ``approximate=None`` uses the constructor's choice, or when that was
+        None too, the size (:data:`EXACT_MAX`). Call it after a full
+        re-embed so a large vault gets the approximate index.
         """
         with self._lock:
-            if hnsw is None:
-                hnsw = self._hnsw_wanted
-            if hnsw is None:
-                hnsw = len(self._bid_of) > HNSW_THRESHOLD
-            vecs, fids = self._live_vectors()
-            index = self._new_index(hnsw)
-            if len(fids):
-                index.add_with_ids(vecs, fids)
+            self._abandon_build()
+            if approximate is None:
+                approximate = self._kind_wanted()
+            fids = list(self._bid_of)
+            index, params, truth = self._build(approximate, fids, locked=True)
+            if params is not None:
+                params = ann.tune(self._faiss, index, params, truth)
             self._index = index
-            self.is_hnsw = hnsw
-            self._tombstones = set()
+            self.params = params
+
+    def _start_build(self, approximate: bool) -> None:
+        if self._closed:
+            return
+        self._replay = []
+        self._build_error = None
+        builder = threading.Thread(
+            target=self._build_in_background,
+            args=(approximate, self._replay),
+            name="mdmem-vector-build",
+            daemon=True,
+        )
+        self._builder = builder
+        builder.start()
+
+    def _build_in_background(
+        self, approximate: bool, replay: list[tuple[str, np.ndarray, np.ndarray | None]]
+    ) -> None:
+        started = time.monotonic()
+        try:
+            with self._lock:
+                fids = list(self._bid_of)
+            index, params, truth = self._build(approximate, fids, locked=False)
+            with self._lock:
+                if self._replay is not replay:
+                    return  # reset, reloaded or closed meanwhile
+                self._apply_replay(index, replay, truth)
+                if params is not None:
+                    params = ann.tune(self._faiss, index, params, truth)
+                self._index = index
+                self.params = params
+                self._replay = None
+                if not self._closed:
+                    self.save()
+            log.info(
+                "vector index rebuilt as %s in %.1fs (%d vectors%s)",
+                "approximate" if params else "exact",
+                time.monotonic() - started,
+                len(fids),
+                f", nprobe {params.nprobe}, recall@10 {params.recall:.3f}" if params else "",
+            )
+        except Exception as exc:  # a failed build leaves the old index serving
+            self._build_error = f"vector index rebuild failed: {exc!r}"
+            log.warning("%s; the current index keeps serving", self._build_error)
+            with self._lock:
+                if self._replay is replay:
+                    self._replay = None
+
+    @staticmethod
+    def _apply_replay(
+        index: Any,
+        replay: list[tuple[str, np.ndarray, np.ndarray | None]],
+        truth: Any,
+    ) -> None:
+        """Writes made while the new index was built, in their order."""
+        for op, fids, vecs in replay:
+            if op == "remove":
+                index.remove_ids(fids)
+                if truth is not None:
+                    truth.forget(fids.tolist())
+            else:
+                assert vecs is not None
+                index.add_with_ids(vecs, fids)
+                if truth is not None:
+                    truth.add(vecs, fids)
 
     # -- reading -------------------------------------------------------------
 
@@ -457,30 +653,29 @@ class VectorIndex:
             faiss = self._faiss
             params: Any = None
             keep: list[Any] = []  # selectors must outlive the search call
+            sel = None
             if allowed is not None:
                 fids = [self._fid_of[b] for b in allowed if b in self._fid_of]
                 if not fids:
                     return []
                 if len(fids) <= _EXACT_ALLOWED_MAX and (
-                    self.is_hnsw or len(fids) * 8 < len(self._bid_of)
+                    self.is_approximate or len(fids) * 8 < len(self._bid_of)
                 ):
                     return self._exact(q, fids, k)
                 sel = faiss.IDSelectorBatch(np.asarray(fids, dtype=np.int64))
                 keep.append(sel)
                 k = min(k, len(fids))
-            elif self._tombstones:
-                inner = faiss.IDSelectorBatch(np.asarray(sorted(self._tombstones), dtype=np.int64))
-                sel = faiss.IDSelectorNot(inner)
-                keep.extend((inner, sel))
-            else:
-                sel = None
             k = min(k, len(self._bid_of))
-            if self.is_hnsw:
-                params = faiss.SearchParametersHNSW(sel=sel, efSearch=max(self.ef_search, k))
+            if self.params is not None:
+                # A filter leaves fewer candidates per list: probe more of them.
+                nprobe = self.params.nprobe * (2 if sel is not None else 1)
+                params = faiss.SearchParametersIVF(sel=sel, nprobe=min(nprobe, self.params.nlist))
             elif sel is not None:
                 params = faiss.SearchParameters(sel=sel)
             with _one_omp_thread(faiss):
                 scores, labels = self._index.search(q, k, params=params)
+            if self.params is not None and sel is None:
+                self._note_query(q[0])
             out: list[tuple[str, float]] = []
             for fid, score in zip(labels[0].tolist(), scores[0].tolist(), strict=True):
                 bid = self._bid_of.get(fid) if fid >= 0 else None
@@ -488,20 +683,61 @@ class VectorIndex:
                     out.append((bid, float(score)))
             return out
 
+    def _note_query(self, q: np.ndarray) -> None:
+        """Keep a real query; start a re-tune of nprobe when enough arrived."""
+        self._recent.append(q.copy())
+        self._since_tune += 1
+        params = self.params
+        assert params is not None
+        due = self._since_tune >= (ann.RETUNE_FIRST if not params.queries else ann.RETUNE_EVERY)
+        tuner = self._tuner
+        if not due or self.building or (tuner is not None and tuner.is_alive()) or self._closed:
+            return
+        self._since_tune = 0
+        self._tuner = threading.Thread(
+            target=self._retune, args=(np.stack(self._recent),), name="mdmem-nprobe", daemon=True
+        )
+        self._tuner.start()
+
+    def _retune(self, queries: np.ndarray) -> None:
+        with self._lock:
+            index, params = self._index, self.params
+        if params is None:
+            return
+        try:
+            tuned = ann.retune(self._faiss, index, params, queries, self._lock)
+        except Exception as exc:  # the old nprobe keeps serving
+            log.warning("vector index: nprobe not re-tuned (%r)", exc)
+            return
+        with self._lock:
+            if self._index is not index or self._closed:
+                return  # rebuilt or closed meanwhile
+            self.params = tuned
+            if self.path.exists():
+                # Saved, so the next process starts with it (best effort).
+                with contextlib.suppress(IndexError_):
+                    self.save()
+        log.info(
+            "vector index: nprobe %d -> %d (recall@10 %.3f on %d queries)",
+            params.nprobe,
+            tuned.nprobe,
+            tuned.recall,
+            tuned.queries,
+        )
+
     def _exact(self, q: np.ndarray, fids: list[int], k: int) -> list[tuple[str, float]]:
-        vecs = np.vstack([self._index.reconstruct(f) for f in fids]).astype(np.float32)
+        vecs, present = self._read(fids)
         scores = vecs @ q[0]
         order = np.argsort(-scores, kind="stable")[:k]
-        return [(self._bid_of[fids[i]], float(scores[i])) for i in order.tolist()]
+        return [(self._bid_of[int(present[i])], float(scores[i])) for i in order.tolist()]
 
     def vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
-        """The stored (normalised) vectors of those ids that are present."""
+        """The stored (normalised) vectors of those ids that are present
+        (decoded from 8-bit codes in an approximate index)."""
         with self._lock:
-            return {
-                b: np.asarray(self._index.reconstruct(self._fid_of[b]), dtype=np.float32)
-                for b in ids
-                if b in self._fid_of
-            }
+            wanted = [b for b in ids if b in self._fid_of]
+            vecs, _present = self._read([self._fid_of[b] for b in wanted])
+            return {b: vecs[i] for i, b in enumerate(wanted)}
 
     def ids(self) -> set[str]:
         with self._lock:
@@ -512,8 +748,7 @@ class VectorIndex:
 
     @property
     def stored_vectors(self) -> int:
-        """How many vectors the FAISS index holds: the live ones (``len()``)
-        plus deleted ones an HNSW index keeps as tombstones until a rebuild."""
+        """How many vectors the FAISS index holds (``len()``: deletions are real)."""
         return int(self._index.ntotal)
 
     def __contains__(self, block_id: object) -> bool:
@@ -544,11 +779,27 @@ class EmbeddingCache:
     def _setup(db: sqlite3.Connection) -> None:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        # A rowid table: its leaves hold a 1.5 KB vector in the row itself.
+        # The first version was WITHOUT ROWID, whose rows spill anything over
+        # ~1 KB to an overflow page of its own: 4.6 KB on disk per MiniLM
+        # vector instead of 1.6 KB. Its rows are moved over once.
         db.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings ("
-            " model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL,"
-            " vec BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+            "CREATE TABLE IF NOT EXISTS vectors ("
+            " model TEXT NOT NULL, hash TEXT NOT NULL, dim INTEGER NOT NULL, vec BLOB NOT NULL)"
         )
+        db.execute("CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, hash)")
+        old = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings'"
+        ).fetchone()
+        if old is not None:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(
+                "INSERT OR IGNORE INTO vectors (model, hash, dim, vec)"
+                " SELECT model, hash, dim, vec FROM embeddings"
+            )
+            db.execute("DROP TABLE embeddings")
+            db.execute("COMMIT")
+            db.execute("VACUUM")
 
     def check(self) -> str | None:
         """SQLite's own consistency check: None when fine, else the first complaint."""
@@ -565,7 +816,7 @@ class EmbeddingCache:
                     chunk = hashes[start : start + 500]
                     marks = ",".join("?" * len(chunk))
                     rows = self._db.execute(
-                        "SELECT hash, dim, vec FROM embeddings"
+                        "SELECT hash, dim, vec FROM vectors"
                         f" WHERE model = ? AND hash IN ({marks})",
                         [model, *chunk],
                     ).fetchall()
@@ -590,7 +841,7 @@ class EmbeddingCache:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     self._db.executemany(
-                        "INSERT OR REPLACE INTO embeddings (model, hash, dim, vec)"
+                        "INSERT OR REPLACE INTO vectors (model, hash, dim, vec)"
                         " VALUES (?, ?, ?, ?)",
                         rows,
                     )
@@ -605,7 +856,7 @@ class EmbeddingCache:
         """Forget every vector of ``model``; returns how many were removed."""
         try:
             with self._lock:
-                cur = self._db.execute("DELETE FROM embeddings WHERE model = ?", (model,))
+                cur = self._db.execute("DELETE FROM vectors WHERE model = ?", (model,))
                 return int(cur.rowcount)
         except sqlite3.DatabaseError as e:
             raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
@@ -613,7 +864,7 @@ class EmbeddingCache:
     def __len__(self) -> int:
         try:
             with self._lock:
-                (n,) = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+                (n,) = self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()
         except sqlite3.DatabaseError as e:
             raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
         return int(n)

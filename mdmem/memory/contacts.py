@@ -25,7 +25,7 @@ neither recalls it nor learns from ``contact_profile`` whether a platform id
 (a hand edit) resolves to nobody until a person fixes it; ``doctor``
 reports that and any profile note broken by hand.
 
-Trust (DESIGN): links, names and the profile's fields come from the API
+Trust (docs/file-format.md#contacts): links, names and the profile's fields come from the API
 caller (the host), never from text: the model tools only read profiles, and
 no write verb routes text into ``contacts/``. A person may edit a profile by
 hand (the writer commits that as theirs); updates read the note's current

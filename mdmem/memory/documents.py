@@ -27,7 +27,8 @@ entries and anything inside a vault.
 
 The document's text is data: it passes the secrets guard, and its own
 frontmatter, ``[key:: value]`` fields, ``^ids`` and headings are stored so
-they read back as text, never as mdmem's metadata (DESIGN, trust rules).
+they read back as text, never as mdmem's metadata (docs/file-format.md, "Text is
+text; metadata comes from the caller").
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -147,8 +148,10 @@ def ingest_many(
     *,
     scope: str | None = None,
     force: bool = False,
+    on_skip: Callable[[str, str], object] | None = None,
 ) -> list[IngestResult]:
-    """Ingest files and folders (see :func:`expand`), each file in its own commit.
+    """Ingest files and folders (see :func:`expand`), each file in its own commit;
+    ``on_skip(name, why)`` hears of each entry a folder walk left out.
 
     Among several files (or a folder's), one that can't be ingested (not
     text, too large, a hand-edit conflict) is skipped: its result carries the
@@ -158,6 +161,8 @@ def ingest_many(
     files, skipped = expand(store, paths)
     for name, why in skipped:
         log.warning("ingest: skipped %s (%s)", name, why)
+        if on_skip is not None:
+            on_skip(name, why)
     if len(files) == 1 and files[0][1] is None:
         return [ingest(store, files[0][0], scope=scope, force=force)]
     results = []

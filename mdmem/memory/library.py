@@ -9,7 +9,7 @@ memory, newest first) and ``show`` (one memory with its history and authors).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -50,6 +50,7 @@ class Library:
         *,
         scope: str | None = None,
         force: bool = False,
+        on_skip: Callable[[str, str], object] | None = None,
     ) -> list[IngestResult]:
         """Copy/convert markdown, text, HTML or PDF files (or folders of them) into
         ``documents/`` as chunks, one commit per file; symlinks, hidden entries, FIFOs
@@ -57,7 +58,9 @@ class Library:
         its ``error`` while the rest go in. Re-ingesting an unchanged file does nothing."""
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        return docs.ingest_many(self._store, [Path(p) for p in paths], scope=scope, force=force)
+        return docs.ingest_many(
+            self._store, [Path(p) for p in paths], scope=scope, force=force, on_skip=on_skip
+        )
 
     def import_(
         self,

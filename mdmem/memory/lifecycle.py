@@ -106,6 +106,7 @@ EXEMPT_KINDS = frozenset(
     {"session_summary", "chat_message", "tool_output", "log", "journal", "episode", "note"}
 )
 _OVERFETCH = 50
+_WIDEST = 3_200  # nearest vectors fetched before listing the eligible ones
 _FILE_EXT = (
     "py|pyi|ts|tsx|js|jsx|mjs|cjs|rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala|sql|sh|"
     "bash|zsh|ps1|md|mdx|rst|txt|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|lock|xml|html|css|"
@@ -207,22 +208,44 @@ def _vector_of(store: MemoryStore, block: Block) -> np.ndarray | None:
 
 
 def nearest(
-    store: MemoryStore, block: Block, vec: np.ndarray, k: int, exclude: Collection[str] = ()
+    store: MemoryStore,
+    block: Block,
+    vec: np.ndarray,
+    k: int,
+    exclude: Collection[str] = (),
+    *,
+    floor: float = -1.0,
 ) -> list[Candidate]:
     """The ``k`` most similar eligible memories (same kind and scope, active,
-    not in ``exclude``), best first."""
+    not in ``exclude``), best first; none below the cosine ``floor``.
+
+    The nearest vectors of any kind are fetched, more each round (x8) while
+    too few are eligible; once the last one fetched is below ``floor``, no
+    eligible memory further away can matter and the search stops. Only when
+    many vectors of other kinds lie above the floor are exactly the eligible
+    memories listed (a pass over the catalog: in a large vault of chat turns
+    that pass cost each new fact a scan of every memory).
+    """
     vectors = store.indexer.vectors
     if vectors is None or len(vectors) == 0 or k <= 0:
         return []
     query = vec.reshape(1, -1)
-    raw = vectors.search(query, _OVERFETCH)
     sessions = _sessions_of(block)
-    picked: list[tuple[Block, float]] = []
-    for block_id, score in raw:
-        other = store.catalog.block(block_id)
-        if other is not None and _eligible(block, other, sessions) and block_id not in exclude:
-            picked.append((other, score))
-    if len(picked) < k and len(raw) >= _OVERFETCH:
+    fetch = _OVERFETCH
+    while True:
+        raw = vectors.search(query, fetch)
+        picked: list[tuple[Block, float]] = []
+        for block_id, score in raw:
+            if score < floor:
+                break
+            other = store.catalog.block(block_id)
+            if other is not None and _eligible(block, other, sessions) and block_id not in exclude:
+                picked.append((other, score))
+        exhausted = len(raw) < fetch or (raw and raw[-1][1] < floor)
+        if len(picked) >= k or exhausted or fetch >= _WIDEST:
+            break
+        fetch *= 8
+    if len(picked) < k and not exhausted:
         # Over-fetching found too few of this kind: ask again among exactly those.
         allowed = [
             b.id
@@ -232,7 +255,7 @@ def nearest(
         picked = []
         for block_id, score in vectors.search(query, k, allowed=allowed):
             other = store.catalog.block(block_id)
-            if other is not None:
+            if other is not None and score >= floor:
                 picked.append((other, score))
     return [Candidate(b, float(s), share_context(block, b)) for b, s in picked[:k]]
 
@@ -308,7 +331,12 @@ def auto_resolve(
     if vec is None:
         return memory
     k = max(SIMILAR_K, cfg.judge_candidates if llm is not None else 0)
-    candidates = nearest(store, block, vec, k, exclude)
+    # Below this cosine a candidate can neither be retired by similarity nor
+    # be shown to the judge: the search for candidates stops there.
+    floor = min(cfg.same_context_threshold, cfg.other_context_threshold)
+    if llm is not None:
+        floor = min(floor, 1.0 - cfg.judge_distance)
+    candidates = nearest(store, block, vec, k, exclude, floor=floor)
     retired: dict[str, str] = {}  # id -> why
     if similarity_on:
         for cand in candidates[:SIMILAR_K]:

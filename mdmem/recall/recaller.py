@@ -11,6 +11,7 @@ feeds the usefulness signals kept in the state dir.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -98,12 +99,15 @@ class Recaller:
         self._live = LiveSource(store, self.threads, store.visibility)
         self._usefulness: UsefulnessStore | None = None
         self._reranking = Reranking(store.settings)  # [recall] reranker, built on first use
+        self._usefulness_lock = threading.Lock()
 
     @property
     def usefulness(self) -> UsefulnessStore:
         """Hit counts and trust per memory (state dir, not markdown), opened on first use."""
         if self._usefulness is None:
-            with self.store.writer.mutex:  # parallel recalls (prompt_context) share one store
+            # Parallel recalls (prompt_context, the warm server) share one store; its
+            # own lock, not the writer's: a first recall need not wait for a write.
+            with self._usefulness_lock:
                 if self._usefulness is None:
                     self._usefulness = UsefulnessStore(self.store.state_dir / "usefulness.sqlite")
         return self._usefulness

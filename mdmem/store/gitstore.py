@@ -74,10 +74,21 @@ _SAFE_CONFIG = (
     "-c", "core.pager=cat",
     "-c", "color.ui=false",
     "-c", "advice.detachedHead=false",
-    # Auto-gc would sometimes stall a write for seconds; GitStore runs a
-    # detached `gc --auto` itself every few hundred commits instead.
+    # Auto-gc would sometimes stall a write for seconds; GitStore starts a
+    # detached `git maintenance run --auto` itself every few hundred commits.
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
+    # A vault of years holds tens of thousands of files: the index in version
+    # 4 (paths prefix-compressed) and split (a commit rewrites a small delta,
+    # not the whole index), the untracked cache for status, and the commit
+    # graph (with changed-path filters) that maintenance keeps for log and
+    # rev-list. Given on every call: the vault's own config cannot turn
+    # them off.
+    "-c", "index.version=4",
+    "-c", "core.splitIndex=true",
+    "-c", "core.untrackedCache=true",
+    "-c", "core.commitGraph=true",
+    "-c", "fetch.writeCommitGraph=false",
 )  # fmt: skip
 # See mdmem.store.gitconfig: programs the vault's own git config names never run.
 _FIXED_CONFIG = tuple(arg for item in FIXED_CONFIG for arg in ("-c", item))
@@ -91,7 +102,22 @@ _CONFIG_ENV = (
     "GIT_CONFIG_COUNT",
 )
 _TRUE = frozenset({"true", "yes", "on", "1"})
-_GC_EVERY = 256
+#: Commits between two maintenance runs (counted in .git, across processes).
+MAINTAIN_EVERY = 256
+_MAINTENANCE_FILE = "mdmem-maintenance"
+# Each task decides by its own threshold (--auto) whether it has work.
+_MAINTENANCE = (
+    "maintenance", "run", "--auto", "--quiet",
+    "--task=commit-graph", "--task=loose-objects", "--task=gc",
+)  # fmt: skip
+_FIRST_GRAPH = (
+    "commit-graph",
+    "write",
+    "--reachable",
+    "--split",
+    "--changed-paths",
+    "--no-progress",
+)
 # How long a git write waits for a lock file a live git holds, then fails.
 _LOCK_WAIT = 10.0
 _MESSAGE_CHARS = 300  # of git's output quoted in a GitError
@@ -624,10 +650,69 @@ class GitStore:
                 args.append("--allow-empty")
             self.run(*args, env=env)
             self._tracked = None
-        self._commits += 1
-        if self._commits % _GC_EVERY == 0:
-            self.run("gc", "--auto", "--quiet", ok_codes=(0, 1, 128), config=["gc.auto=6700"])
+        self._after_commit()
         return self.head()
+
+    # -------------------------------------------------------- maintenance --
+
+    def _after_commit(self) -> None:
+        """Count the commit; every :data:`MAINTAIN_EVERY` start maintenance.
+
+        The count lives in ``.git`` (not in this process), so a vault written
+        by many short processes (CLI calls, hooks) is maintained too. The
+        first commit of a process converts an index of another version to
+        version 4 (once per repository, a rewrite of the index).
+        """
+        git_dir = self.root / ".git"
+        if self._commits == 0:
+            self._index_v4(git_dir / "index")
+        self._commits += 1
+        counter = git_dir / _MAINTENANCE_FILE
+        try:
+            count = int(counter.read_text(encoding="ascii").strip() or 0) + 1
+        except (OSError, ValueError):
+            count = 1
+        if count >= MAINTAIN_EVERY:
+            self.maintain()
+            count = 0
+        try:
+            counter.write_text(str(count), encoding="ascii")
+        except OSError:
+            pass  # a count lost is maintenance a little later
+
+    def _index_v4(self, index: Path) -> None:
+        try:
+            with open(index, "rb") as f:
+                head = f.read(8)
+        except OSError:
+            return
+        if len(head) == 8 and head[:4] == b"DIRC" and int.from_bytes(head[4:], "big") != 4:
+            # Busy (a person's git holds index.lock): the next process tries again.
+            self.execute("update-index", "--index-version", "4")
+
+    def maintain(self) -> subprocess.Popen[bytes] | None:
+        """Start git's maintenance, detached (a write never waits for it):
+        the commit graph (with changed-path filters: the first run writes
+        it), loose objects packed, ``gc`` when its thresholds say so. Every
+        command runs with the safe settings and the config guard, so no
+        program or hook from the vault's own config runs. Returns the
+        process (None if git could not start)."""
+        graph = self.root / ".git" / "objects" / "info"
+        has_graph = (graph / "commit-graph").exists() or (graph / "commit-graphs").is_dir()
+        args = _MAINTENANCE if has_graph else _FIRST_GRAPH
+        try:
+            return subprocess.Popen(
+                self._command(args, ["gc.auto=6700"]),
+                cwd=self.root,
+                env=self._environment(None),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except (OSError, GitError) as exc:
+            log.info("git maintenance not started: %s", exc)
+            return None
 
     def commit_contents(
         self,

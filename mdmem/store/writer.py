@@ -529,8 +529,11 @@ class Writer:
 
         When HEAD moved since the last index (a pull, checkout or branch
         switch), the files ``git diff --name-status -M`` names are re-read even
-        if their stat looks unchanged.
+        if their stat looks unchanged. Nothing while a write is open, in any
+        thread (it indexes what it writes; the rest is read next time).
         """
+        if self._current is not None:
+            return []  # unlocked: a reader beside a long write must not wait for it
         with self.mutex:
             if self._current is not None:
                 return []

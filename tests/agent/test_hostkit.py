@@ -313,9 +313,15 @@ def test_post_tool_use_stores_a_large_output_once_by_key(vault: Vault, repo: Pat
 
 
 def test_default_policy_records_no_tool_calls(vault: Vault, repo: Path) -> None:
+    # Summaries (the default): no call is kept as a turn; a failed one is a gotcha.
+    data = payload("codex", "post-tool-use", repo)
+    data["tool_response"] = "test result: ok. 4 passed; 0 failed"
     n = commits(vault)
-    run_event(vault, "codex", "post-tool-use", payload("codex", "post-tool-use", repo), Policy())
+    run_event(vault, "codex", "post-tool-use", data, Policy())
     assert commits(vault) == n
+    run_event(vault, "codex", "post-tool-use", payload("codex", "post-tool-use", repo), Policy())
+    kinds = [m.kind for m in vault.library.list()]
+    assert kinds.count("gotcha") == 1 and "tool_output" not in kinds
 
 
 def test_a_broken_payload_still_gets_a_valid_answer_and_a_logged_error(vault: Vault) -> None:
@@ -436,6 +442,86 @@ def test_a_failed_tool_call_is_a_gotcha_and_its_fix_a_linked_bug_fix(
     n = commits(vault)
     run_event(vault, "codex", "post-tool-use", fixed, Policy())  # redelivered: nothing new
     assert commits(vault) == n
+
+
+def test_the_recorded_claude_code_pytest_failure_is_a_gotcha_and_the_edit_a_bug_fix(
+    vault: Vault, repo: Path
+) -> None:
+    # PostToolUse for Bash has no exit code: the failing pytest run shows in its output.
+    run_event(vault, "claude-code", "post-tool-use", payload("claude-code", "post-tool-use", repo))
+    entry = last_log(vault)
+    assert entry["failed"] is True and entry["ids"]
+    gotcha = vault.admin.store.block(entry["ids"][0])
+    assert gotcha.kind == "gotcha" and "AssertionError: 9.99 != 10.0" in gotcha.text
+    assert "tests/test_checkout.py" in (gotcha.field("files") or "")
+    edit = payload("claude-code", "post-tool-use", repo)
+    edit.update(
+        tool_name="Edit",
+        tool_use_id="toolu_02",
+        tool_input={"file_path": str(repo / "tests/test_checkout.py"), "old_string": "a"},
+        tool_response={"filePath": str(repo / "tests/test_checkout.py"), "success": True},
+    )
+    run_event(vault, "claude-code", "post-tool-use", edit)
+    fix = vault.admin.store.block(last_log(vault)["ids"][0])
+    assert fix.kind == "bug_fix" and fix.field("fixes") == f"^{gotcha.id}"
+
+
+@pytest.mark.parametrize("host", ["claude-code", "cursor"])
+def test_a_failure_event_is_a_gotcha_and_the_same_command_passing_a_bug_fix(
+    vault: Vault, repo: Path, host: str
+) -> None:
+    run_event(vault, host, "post-tool-failure", payload(host, "post-tool-failure", repo))
+    entry = last_log(vault)
+    assert entry["failed"] is True and "error" not in entry
+    gotcha = vault.admin.store.block(entry["ids"][0])
+    expected = "column orders.total_cents already exists" if host == "claude-code" else "TS2322"
+    assert gotcha.kind == "gotcha" and expected in gotcha.text
+    assert gotcha.field("captured") is None or gotcha.scope == ""
+    passed = payload(host, "post-tool-use", repo)
+    command = payload(host, "post-tool-failure", repo)["tool_input"]
+    passed["tool_input"] = command
+    output = {"stdout": "done", "stderr": "", "interrupted": False} if host != "cursor" else "ok"
+    passed["tool_response" if host != "cursor" else "tool_output"] = output
+    run_event(vault, host, "post-tool-use", passed)
+    fix = vault.admin.store.block(last_log(vault)["ids"][0])
+    assert fix.kind == "bug_fix" and fix.field("fixes") == f"^{gotcha.id}"
+
+
+def test_a_call_the_person_stopped_is_no_gotcha(vault: Vault, repo: Path) -> None:
+    stopped = payload("claude-code", "post-tool-failure", repo)
+    stopped["is_interrupt"] = True
+    n = commits(vault)
+    out = run_event(vault, "claude-code", "post-tool-failure", stopped)
+    assert json.loads(out) == {} and commits(vault) == n
+    denied = payload("cursor", "post-tool-failure", repo)
+    denied["failure_type"] = "permission_denied"
+    run_event(vault, "cursor", "post-tool-failure", denied)
+    assert commits(vault) == n and not [m for m in vault.library.list() if m.kind == "gotcha"]
+
+
+@pytest.mark.parametrize(
+    ("output", "failed"),
+    [
+        ("==== 3 passed, 1 warning in 0.51s ====", False),
+        ("test result: ok. 4 passed; 0 failed", False),
+        ("Traceback (most recent call last):\n  File \"x.py\"\nKeyError: 'total'", True),
+        ("npm ERR! Missing script: \"tset\"", True),
+        ("src/money.c:14:5: error: 'cents' undeclared", True),
+        ("bash: pytset: command not found", True),
+    ],
+)
+def test_failure_from_a_shell_output_by_its_documented_shapes(
+    vault: Vault, repo: Path, output: str, failed: bool
+) -> None:
+    data = payload("claude-code", "post-tool-use", repo)
+    data["tool_response"] = {"stdout": output, "stderr": "", "interrupted": False}
+    run_event(vault, "claude-code", "post-tool-use", data)
+    assert last_log(vault)["failed"] is failed
+    # A command that only shows text is not failing for quoting a failure.
+    data["tool_input"] = {"command": "cat build.log"}
+    data["tool_use_id"] = "toolu_cat"
+    run_event(vault, "claude-code", "post-tool-use", data)
+    assert last_log(vault)["failed"] is False
 
 
 def test_capture_everything_summarises_the_recorded_session(vault: Vault, repo: Path) -> None:
@@ -608,3 +694,66 @@ def test_two_sessions_with_the_same_words_get_a_summary_each(vault: Vault, repo:
     ]
     for b in summaries:
         assert b.text.startswith("Session summary (extractive):")
+
+
+def test_a_recall_is_answered_while_a_long_pre_compact_runs(
+    vault: Vault, repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mdmem.agent.warm import request
+    from mdmem.agent.warm_server import WarmServer
+
+    runtime = Path(tempfile.mkdtemp(prefix="mdr"))
+    monkeypatch.setenv("MDMEM_RUNTIME_DIR", str(runtime / "rt"))
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    transcript = tmp_path / "long.jsonl"
+    with transcript.open("w", encoding="utf-8") as f:
+        for i in range(600):
+            role = "user" if i % 2 == 0 else "assistant"
+            text = f"Turn {i}: the orders table {i} moves to integer cents, batch {i % 7}."
+            f.write(
+                json.dumps(
+                    {"type": role, "uuid": f"t{i}", "message": {"role": role, "content": text}}
+                )
+                + "\n"
+            )
+    data = payload("claude-code", "pre-compact", repo, transcript)
+    policy = {"capture": "everything"}
+    server = WarmServer(vault, idle_seconds=60)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    took: dict[str, float] = {}
+
+    def compact() -> None:
+        started = time.monotonic()
+        params = {"host": "claude-code", "event": "pre-compact", "payload": data, "policy": policy}
+        request(vault.root, "hook", params, timeout=300)
+        took["compact"] = time.monotonic() - started
+
+    def timed_recall() -> float:
+        started = time.monotonic()
+        got = request(vault.root, "recall", {"query": "where do we deploy"}, timeout=30)
+        assert got is not None and got["items"]
+        return time.monotonic() - started
+
+    writer = threading.Thread(target=compact)
+    try:
+        # The same recall with nothing else running: on a busy machine it is slow too.
+        baseline = max(timed_recall() for _ in range(3))
+        writer.start()
+        latencies = []
+        while writer.is_alive() and len(latencies) < 20:
+            latencies.append(timed_recall())
+            time.sleep(0.2)
+        writer.join(300)
+    finally:
+        server.stop()
+        thread.join(30)
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert took["compact"] > 2.0 and len(latencies) >= 3  # the reads ran during the write
+    # Within 2 s (the issue's bar), or a few recalls' time when the machine is loaded;
+    # and never the write's whole time (a recall waiting for it would take that).
+    slowest, typical = max(latencies), sorted(latencies)[len(latencies) // 2]
+    assert typical < max(2.0, 4 * baseline), (baseline, latencies)
+    assert slowest < took["compact"] / 3, (took, latencies)
+    assert sum(1 for m in vault.library.list() if m.kind == "chat_message") == 600

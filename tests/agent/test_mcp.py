@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import mdmem.cli.serve  # noqa: F401 - registers `serve` on the CLI group
-from mdmem import InvalidInputError, ScopeDeniedError, Vault
+from mdmem import InvalidInputError, MdmemError, ScopeDeniedError, Vault
 from mdmem.agent.mcp_server import MCP_TOOLS, core_resources, read_resource_text
 from mdmem.agent.tools import Toolset
 from mdmem.cli import main
@@ -151,42 +154,156 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_streamable_http_on_localhost(vault: Vault) -> None:
+class HttpServer:
+    """``mdmem serve`` over HTTP in its own process (TCP with the token, or a unix socket)."""
+
+    def __init__(self, vault: Vault, *args: str) -> None:
+        env = {**os.environ, "MDMEM_EMBEDDER_PROVIDER": "hash"}
+        cmd = [sys.executable, "-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
+        self.proc = subprocess.Popen(
+            [*cmd, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+
+    def wait(self, connect: Callable[[], None]) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                connect()
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    pytest.fail("the HTTP server did not start")
+                time.sleep(0.1)
+
+    def close(self) -> str:
+        self.proc.terminate()
+        _, err = self.proc.communicate(timeout=10)
+        return err.decode()
+
+
+def _mcp_recall(url: str, client: Any) -> Any:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
+    out: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as streams,
+            ClientSession(streams[0], streams[1]) as mcp,
+        ):
+            await mcp.initialize()
+            out["recall"] = await mcp.call_tool("recall", {"query": "office wifi"})
+
+    anyio.run(session)
+    return out["recall"]
+
+
+def test_streamable_http_needs_the_users_token(vault: Vault) -> None:
+    import httpx2
+
+    from mdmem.agent.mcp_http import token_path
+
     vault.remember("The office wifi is called Nebula.")
     port = _free_port()
-    env = {**os.environ, "MDMEM_EMBEDDER_PROVIDER": "hash"}
-    cmd = [sys.executable, "-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
-    proc = subprocess.Popen(
-        [*cmd, "--http", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = HttpServer(vault, "--http", "--port", str(port))
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail("the HTTP server did not start")
-                time.sleep(0.1)
-        out: dict[str, Any] = {}
-
-        async def session() -> None:
-            async with (
-                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams,
-                ClientSession(streams[0], streams[1]) as client,
-            ):
-                await client.initialize()
-                out["recall"] = await client.call_tool("recall", {"query": "office wifi"})
-
-        anyio.run(session)
-        assert "Nebula" in out["recall"].structured_content["items"][0]["content"]
+        server.wait(lambda: socket.create_connection(("127.0.0.1", port), timeout=0.2).close())
+        path = token_path()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        token = path.read_text().strip()
+        url = f"http://127.0.0.1:{port}/mcp"
+        # A real MCP client with the token: answered.
+        good = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        result = _mcp_recall(url, good)
+        assert "Nebula" in result.structured_content["items"][0]["content"]
+        # Without it (another user, any local process): refused before MCP sees it.
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+            answer = httpx2.post(url, json=hello, headers=headers, timeout=10)
+            assert answer.status_code == 401 and answer.headers["www-authenticate"]
+            assert "Nebula" not in answer.text
+        with pytest.raises(Exception):  # noqa: B017 - the SDK's own error type varies
+            _mcp_recall(url, httpx2.AsyncClient(timeout=10))
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        err = server.close()
+    assert str(token_path()) in err  # the server says where the token is, never the token
+    assert token not in err
+
+
+def test_a_token_file_others_could_read_is_replaced(tmp_path: Path) -> None:
+    from mdmem.agent.mcp_http import ensure_token
+
+    path = tmp_path / "cfg" / "token"
+    token, how = ensure_token(path)
+    assert how == "created" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert ensure_token(path) == (token, "read")
+    os.chmod(path, 0o644)
+    renewed, how = ensure_token(path)
+    assert how == "renewed" and renewed != token
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(MdmemError, match="not a plain file"):
+        ensure_token(path)
+
+
+def test_streamable_http_on_a_private_unix_socket(vault: Vault) -> None:
+    import tempfile
+
+    import httpx2
+
+    vault.remember("The office wifi is called Nebula.")
+    folder = Path(tempfile.mkdtemp(prefix="mdm"))
+    path = folder / "private" / "mcp.sock"
+    server = HttpServer(vault, "--socket", str(path))
+
+    def connect() -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+        finally:
+            sock.close()
+
+    try:
+        server.wait(connect)
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        transport = httpx2.AsyncHTTPTransport(uds=str(path))
+        client = httpx2.AsyncClient(transport=transport, timeout=30)
+        result = _mcp_recall("http://localhost/mcp", client)
+        assert "Nebula" in result.structured_content["items"][0]["content"]
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_connection_from_another_user_is_closed_on_the_socket() -> None:
+    from mdmem.agent.mcp_http import peer_checked_protocol
+
+    if getattr(socket, "SO_PEERCRED", None) is None:
+        pytest.skip("no SO_PEERCRED on this platform")
+
+    class Transport:
+        closed = False
+
+        def __init__(self, sock: socket.socket) -> None:
+            self.sock = sock
+
+        def get_extra_info(self, name: str, default: Any = None) -> Any:
+            return self.sock if name == "socket" else default
+
+        def close(self) -> None:
+            self.closed = True
+
+    ours, theirs = socket.socketpair()
+    try:
+        foreign = peer_checked_protocol(os.getuid() + 1)
+        protocol = foreign.__new__(foreign)
+        transport = Transport(ours)
+        protocol.connection_made(transport)
+        assert transport.closed  # as if another user had connected: no answer at all
+    finally:
+        ours.close()
+        theirs.close()

@@ -186,12 +186,6 @@ def test_real_process_prints_no_traceback(vault_dir: Path, tmp_path: Path) -> No
     assert "Traceback" not in proc.stderr and proc.stderr.startswith("error: ")
 
 
-def test_every_command_is_documented_in_the_readme() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    for name in main.commands:
-        assert f"mdmem {name}" in readme, f"README does not document `mdmem {name}`"
-
-
 def test_short_help_and_version_flags(runner: CliRunner) -> None:
     assert runner.invoke(main, ["-h"]).output.startswith("Usage: mdmem")
     assert runner.invoke(main, ["remember", "-h"]).output.startswith("Usage: mdmem remember")

@@ -256,3 +256,47 @@ def test_an_idle_daemon_process_exits_and_removes_its_socket(vault: Vault) -> No
         pytest.fail("the idle server process did not exit")
     assert not paths_for(root).socket.exists()
     assert request(root, "ping", timeout=1) is None
+
+
+@pytest.mark.slow
+def test_status_and_stop_are_right_while_a_long_capture_runs(daemon: Path, tmp_path: Path) -> None:
+    import threading
+
+    transcript = tmp_path / "long.jsonl"
+    with transcript.open("w", encoding="utf-8") as f:
+        for i in range(1500):
+            role = "user" if i % 2 == 0 else "assistant"
+            message = {"role": role, "content": f"Turn {i}: the orders table moves to cents."}
+            f.write(json.dumps({"type": role, "uuid": f"t{i}", "message": message}) + "\n")
+    payload = {
+        "session_id": "long",
+        "transcript_path": str(transcript),
+        "cwd": str(tmp_path),
+        "hook_event_name": "PreCompact",
+        "trigger": "auto",
+    }
+    params = {"host": "claude-code", "event": "pre-compact", "payload": payload}
+    params["policy"] = {"capture": "everything"}
+    capture = threading.Thread(
+        target=request, args=(daemon, "hook", params), kwargs={"timeout": 600}
+    )
+    capture.start()
+    try:
+        busy: list[dict[str, object]] = []
+        deadline = time.monotonic() + 60
+        while not busy and time.monotonic() < deadline:
+            status = mdmem("--vault", str(daemon), "server", "status", "--json")
+            assert status.returncode == 0, status.stderr  # answered while the write runs
+            busy = json.loads(status.stdout)["busy"]
+        assert busy and busy[0]["method"] == "hook pre-compact" and busy[0]["lane"] == "write"
+        human = mdmem("--vault", str(daemon), "server", "status").stdout
+        assert "running: hook pre-compact (write)" in human
+        stopped = mdmem("--vault", str(daemon), "server", "stop", "--json")
+        data = json.loads(stopped.stdout)
+        # It waited for the capture (up to its grace), and then the process was gone.
+        assert data["stopped"] is True or data.get("still_running") is True
+        if data["stopped"]:
+            gone = mdmem("--vault", str(daemon), "server", "status", "--json")
+            assert gone.returncode == 1 and json.loads(gone.stdout)["running"] is False
+    finally:
+        capture.join(600)

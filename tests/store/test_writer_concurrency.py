@@ -235,3 +235,28 @@ def test_append_during_the_write_is_merged_without_a_replay(
     for line in typed:
         author = git(vault.root, "log", "-1", "--format=%an", "-S", line, "--", "USER.md")
         assert author.strip() != "test-agent"
+
+
+def test_a_recall_in_another_thread_does_not_wait_for_an_open_write(vault: Vault) -> None:
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    started = threading.Event()
+    release = threading.Event()
+
+    def writer() -> None:
+        with vault.batch("a long capture"):
+            vault.remember("The orders table moves to integer cents.")
+            started.set()
+            release.wait(30)  # the write stays open, holding the vault
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert started.wait(30)
+        begun = time.monotonic()
+        hits = vault.recall("where do we deploy", k=3)
+        assert time.monotonic() - begun < 5  # not the 30 s the write stays open
+        assert hits.items and "fly.io" in hits.items[0].text
+    finally:
+        release.set()
+        thread.join(60)
+    assert "integer cents" in vault.recall("orders table cents", k=1).items[0].text
