@@ -86,6 +86,21 @@ def test_the_hook_runs_as_a_host_runs_it(scratch: Path) -> None:
     assert sets["two"]["items_median"] >= 1
 
 
+@pytest.mark.slow
+def test_the_cut_asked_for_is_the_one_the_warm_server_applies(scratch: Path) -> None:
+    data = two_chats(scratch)
+    runs = {}
+    for cut in ("none", "fitted"):
+        args = inject.parse_args(["--data", str(data), "--others", "1", "--cut", cut])
+        runs[cut] = {(a.conversation, a.question): a.cited for a in inject.measure(args)}
+    assert runs["none"].keys() == runs["fitted"].keys()
+    # The fitted cut keeps a best-first prefix of what no cut injects, and its
+    # gate (fitted on vaults of hundreds of turns) leaves this tiny vault out.
+    for key, cited in runs["fitted"].items():
+        assert cited == runs["none"][key][: len(cited)]
+    assert sum(map(len, runs["fitted"].values())) < sum(map(len, runs["none"].values()))
+
+
 def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
