@@ -50,12 +50,16 @@ class RelevanceCut:
 # questions about other people inject nothing). The grid's best caps at 13
 # items (REALTALK evidence 0.64); 10 keeps a margin under the median of 8.
 FITTED = RelevanceCut(gate=0.65, floor=0.0, ratio=0.7, max_items=10)
-# What the hook applies today: no cut. FITTED is not switched on because its
-# gate lives on the scale of those dev vaults (MiniLM, hundreds of turns):
-# in a fresh vault of a few memories (the hook doctor's canary, a new user's
-# first notes) the best match scores below 0.65 and nothing would be
-# injected. Turning it on needs a relevance signal whose scale doesn't move
-# with the vault's size and embedder; the packing rules' owner decides.
+# What the hook applies today: no cut. FITTED is not switched on because,
+# measured through the hook (`bench/inject.py --cut none|fitted --only conv-30,
+# realtalk-Chat_3_Kevin_Paola`), it buys its items (13 -> 6, 11 -> 8.5) and its
+# silence on other people (0.00 -> 1.00) with evidence (0.77 -> 0.70 LoCoMo,
+# 0.78 -> 0.68 REALTALK; 15 of 141 real questions inject nothing), and its gate
+# lives on the scale of those dev vaults (MiniLM, hundreds of turns): in a
+# vault of a few memories a real question's best match scores 0.49-0.60 and
+# nothing would be injected, while an unrelated prompt there already gets
+# nothing from recall's floor. Turning it on needs a relevance signal whose
+# scale doesn't move with the vault's size and that keeps the evidence.
 DEFAULT = RelevanceCut()
 
 
