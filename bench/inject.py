@@ -58,7 +58,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,37 +252,55 @@ def measure(args: argparse.Namespace) -> list[Asked]:
     base = scratch_dir("mdmem-bench-inject-")
     hooks = Hooks(base, args.latency_ms)
     asked: list[Asked] = []
+    for rec in recorded(args, base / "vaults"):
+        hooks.start_server(rec.vault, args.cut)
+        try:
+            for q, own in rec.todo:
+                evidence = [rec.memory_of[d] for d in q.evidence] if own else []
+                context, ms = hooks.prompt_submit(rec.vault, q.question)
+                asked.append(
+                    Asked(
+                        rec.dataset,
+                        rec.conversation,
+                        q.category,
+                        own,
+                        evidence,
+                        {e: rec.texts[e] for e in evidence},
+                        _CITED.findall(context),
+                        context,
+                        ms,
+                        q.question,
+                    )
+                )
+        finally:
+            hooks.mdmem(rec.vault, "server", "stop")
+    return asked
+
+
+@dataclass
+class Recorded:
+    """One conversation recorded into a fresh vault, and the questions to put to it."""
+
+    dataset: str
+    conversation: str
+    vault: Path
+    memory_of: dict[str, str]  # dia id -> memory id
+    texts: dict[str, str]  # memory id -> its recorded text
+    todo: list[tuple[Question, bool]]  # (question, about the vault's own people)
+
+
+def recorded(args: argparse.Namespace, root: Path) -> Iterator[Recorded]:
+    """Each conversation ``args`` asks for, recorded under ``root`` (one at a time)."""
     for path in args.data:
         convs = load(path)
         for i, conv in enumerate(convs):
             if args.only and conv.sample_id not in args.only:
                 continue
             print(f"[{path.stem}] {conv.sample_id}: recording", file=sys.stderr)
-            vault, memory_of, texts = record(conv, args.record, base / "vaults", args.embedder)
-            hooks.start_server(vault, args.cut)
-            try:
-                todo = [(q, True) for q in questions(conv, args.limit_questions)]
-                todo += [(q, False) for q in others_for(convs, i, args.others)]
-                for q, own in todo:
-                    evidence = [memory_of[d] for d in q.evidence] if own else []
-                    context, ms = hooks.prompt_submit(vault, q.question)
-                    asked.append(
-                        Asked(
-                            dataset_of(path),
-                            conv.sample_id,
-                            q.category,
-                            own,
-                            evidence,
-                            {e: texts[e] for e in evidence},
-                            _CITED.findall(context),
-                            context,
-                            ms,
-                            q.question,
-                        )
-                    )
-            finally:
-                hooks.mdmem(vault, "server", "stop")
-    return asked
+            vault, memory_of, texts = record(conv, args.record, root, args.embedder)
+            todo = [(q, True) for q in questions(conv, args.limit_questions)]
+            todo += [(q, False) for q in others_for(convs, i, args.others)]
+            yield Recorded(dataset_of(path), conv.sample_id, vault, memory_of, texts, todo)
 
 
 def summary(asked: Sequence[Asked]) -> dict[str, Any]:
@@ -337,31 +355,23 @@ def collect_hits(args: argparse.Namespace) -> list[Kept]:
 
     base = scratch_dir("mdmem-bench-inject-cal-")
     kept: list[Kept] = []
-    for path in args.data:
-        convs = load(path)
-        for i, conv in enumerate(convs):
-            if args.only and conv.sample_id not in args.only:
-                continue
-            print(f"[{path.stem}] {conv.sample_id}: recording", file=sys.stderr)
-            root, memory_of, _ = record(conv, args.record, base, args.embedder)
-            vault = Vault.open(root, agent="inject-bench")
-            todo = [(q, True) for q in questions(conv, args.limit_questions)]
-            todo += [(q, False) for q in others_for(convs, i, args.others)]
-            for q, own in todo:
-                result = vault.recall(q.question[:2000], k=HOOK_K, mode="hybrid")
-                hits = [
-                    {
-                        "id": h.id,
-                        "score": h.score,
-                        "vector": h.scores.get("vector"),
-                        "chars": len(_line(h.text, h.citation)),
-                    }
-                    for h in result.items
-                    if h.kind != "tool_output"
-                ]
-                evidence = [memory_of[d] for d in q.evidence] if own else []
-                kept.append(Kept(dataset_of(path), conv.sample_id, own, evidence, hits))
-            vault.close()
+    for rec in recorded(args, base):
+        vault = Vault.open(rec.vault, agent="inject-bench")
+        for q, own in rec.todo:
+            result = vault.recall(q.question[:2000], k=HOOK_K, mode="hybrid")
+            hits = [
+                {
+                    "id": h.id,
+                    "score": h.score,
+                    "vector": h.scores.get("vector"),
+                    "chars": len(_line(h.text, h.citation)),
+                }
+                for h in result.items
+                if h.kind != "tool_output"
+            ]
+            evidence = [rec.memory_of[d] for d in q.evidence] if own else []
+            kept.append(Kept(rec.dataset, rec.conversation, own, evidence, hits))
+        vault.close()
     return kept
 
 

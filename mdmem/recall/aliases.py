@@ -28,7 +28,7 @@ Nothing is learnt or stored: each query looks its candidate words up in the
 keyword index (one search each, for the few capitalised words a question
 has), so the answer follows the vault as it changes. Measured on the
 REALTALK dev chats, where question writers call one participant by her real
-name and misspell two others (``bench/rerank_fit.py``), see the README.
+name and misspell two others (``bench/rerank_fit.py``), see docs/architecture.md.
 """
 
 from __future__ import annotations
