@@ -1,6 +1,6 @@
 """Retrieval quality on LoCoMo: does recall find the dialog turns that answer a question?
 
-Usage: python bench/locomo.py [--data FILE] [--embedder minilm|hash] [--json]
+Usage: python bench/locomo.py [--data FILE ...] [--embedder minilm|hash] [--json]
                               [--record memories|session|both]
                               [--consolidate none|extractive|llm]
                               [--modes keyword,vector,hybrid] [--no-loco]
@@ -9,7 +9,7 @@ Usage: python bench/locomo.py [--data FILE] [--embedder minilm|hash] [--json]
                               [--failures N] [--text-style said|plain|dated|reply]
                               [--speaker field|tag|none] [--no-threads]
                               [--query-style raw|keywords|keywords-nonames]
-                              [--fusion rrf|blend]
+                              [--fusion rrf|blend] [--rows DIR]
        python bench/locomo.py --report RUN.json [RUN2.json ...] [--json]
            (the tables of saved --json runs; several runs over disjoint
            conversations, e.g. made in parallel with --only, are merged)
@@ -71,10 +71,14 @@ mdmem.recall.conversation), ``tag`` (``#caroline``, memories only) or
 (``keywords`` drops question words). ``--no-threads`` sets the thread weights
 to 0 (the ablation of that signal).
 
-The data set is read from ``--data`` (default ``<repo>/../shared/bench-data/
-locomo-dev.json``, never copied into the repository). Our own short-turn chat
-set, ``bench/data/shortchat.json``, is in the same format (see
-bench/data/README.md).
+The data sets are read from ``--data`` (default ``<repo>/../shared/bench-data/
+locomo-dev.json`` and ``realtalk-dev.json``, the real-chat dev set; never
+copied into the repository). Each file gets its own tables; with several,
+the leave-one-conversation-out line runs once over all their conversations
+and is printed per data set and category (``--rows DIR`` caches its
+recorded rows, see bench/rerank_fit.py). Our own short-turn chat set,
+``bench/data/shortchat.json``, is in the same format (see
+bench/data/README.md): a smoke test, not a fitting target.
 """
 
 from __future__ import annotations
@@ -108,7 +112,9 @@ from locomo_data import (
 )
 from locomo_record import CREDITS, RECORD_WAYS, Credit, Ingested, consolidate, ingest, scripted_llm
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo-dev.json"
+_BENCH_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data"
+# LoCoMo dev and the real-chat dev set (REALTALK): each reported on its own.
+DEFAULT_DATA = (_BENCH_DATA / "locomo-dev.json", _BENCH_DATA / "realtalk-dev.json")
 MODES = ("keyword", "vector", "hybrid")
 DEPTH = 25
 METRICS = ("R@1", "R@5", "R@10", "R@25", "all@5", "MRR")
@@ -265,6 +271,11 @@ def questions_of(conv: Conversation, args: argparse.Namespace) -> list[Question]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Measure one data file (``args.data``: a path, or a list holding one)."""
+    if isinstance(args.data, list):
+        if len(args.data) != 1:
+            raise ValueError("run() measures one data file; run_sets() several")
+        args = argparse.Namespace(**{**vars(args), "data": args.data[0]})
     convs = load(args.data)
     if args.only:
         wanted = set(args.only.split(","))
@@ -334,8 +345,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 args.checkpoint.write_text(json.dumps(partial, indent=2, default=str) + "\n")
 
     res = assemble(args, convs, ways, modes, by_way, counts, notes, texts, dia_of)
-    res["loco"] = loco_line(args, ways) if args.loco else None
+    res["loco"] = loco_line(args, ways, [args.data]) if args.loco else None
     return res
+
+
+def run_sets(args: argparse.Namespace) -> dict[str, Any]:
+    """Each ``--data`` file measured on its own (one result each, in ``sets``),
+    and one leave-one-conversation-out line over all their conversations."""
+    files: list[Path] = list(args.data)
+    sets = [run(argparse.Namespace(**{**vars(args), "data": p, "loco": False})) for p in files]
+    for one in sets:
+        one["loco"] = {}  # the joint line below stands for every set
+    ways = RECORD_WAYS if args.record == "both" else (args.record,)
+    return {"sets": sets, "loco": loco_line(args, ways, files) if args.loco else None}
 
 
 def assemble(
@@ -632,15 +654,19 @@ def failures(
     return out
 
 
-def loco_line(args: argparse.Namespace, ways: Sequence[str]) -> dict[str, Any] | None:
+def loco_line(
+    args: argparse.Namespace, ways: Sequence[str], files: Sequence[Path]
+) -> dict[str, Any] | None:
     """The leave-one-conversation-out line, from ``bench/rerank_fit.py`` when it exists.
 
-    The hook's contract: ``rerank_fit.leave_one_conversation_out(data: Path, *,
-    embedder: str, record: str) -> dict`` fits the re-ranking weights on all
-    conversations but one, scores the held-out one, repeats for each, and
-    returns the held-out means ``{"R@1", "R@5", "R@10", "MRR"}`` of the
-    headline questions (optionally ``"folds": [...]``). The in-fold numbers
-    are not what this line reports. Returns None when the module is absent.
+    The hook's contract: ``rerank_fit.leave_one_conversation_out(files:
+    list[Path], *, embedder: str, record: str, rows: Path | None) -> dict``
+    fits the re-ranking weights on all conversations of ``files`` but one,
+    scores the held-out one, repeats for each, and returns the held-out means
+    ``{"R@1", "R@5", "R@10", "MRR"}`` of the headline questions (optionally
+    ``"folds"``, ``"by_category_R@5"`` and ``"by_dataset"``). The in-fold
+    numbers are not what this line reports. Returns None when the module is
+    absent.
     """
     try:
         import rerank_fit  # type: ignore[import-not-found]
@@ -654,7 +680,8 @@ def loco_line(args: argparse.Namespace, ways: Sequence[str]) -> dict[str, Any] |
     out: dict[str, Any] = {}
     for way in ways:
         try:
-            out[way] = dict(fit(args.data, embedder=args.embedder, record=way))
+            line = fit(list(files), embedder=args.embedder, record=way, rows=args.rows)
+            out[way] = dict(line)
         except Exception as exc:  # a broken fit must not lose the tables above
             out[way] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
@@ -769,18 +796,8 @@ def report(res: dict[str, Any]) -> None:
             ],
             rows,
         )
-    loco = res.get("loco")
-    if loco is None:
-        print("\nleave-one-conversation-out: not run (no bench/rerank_fit.py, or --no-loco)")
-    elif "error" in loco:
-        print(f"\nleave-one-conversation-out: {loco['error']}")
-    else:
-        for w, line in loco.items():
-            if "error" in line:
-                print(f"\nleave-one-conversation-out ({w}): {line['error']}")
-                continue
-            nums = "  ".join(f"{k} {line[k]:.3f}" for k in CONV_METRICS if k in line)
-            print(f"\nleave-one-conversation-out ({w}, held-out folds): {nums}")
+    if res.get("loco") != {}:  # {}: the line is printed once for several sets
+        report_loco(res.get("loco"))
 
     print_table(
         "Questions",
@@ -837,11 +854,51 @@ def report(res: dict[str, Any]) -> None:
                 print(f"    hybrid #{i} {t['dia_id']}: {t['text']}")
 
 
+def report_loco(loco: dict[str, Any] | None) -> None:
+    if loco is None:
+        print("\nleave-one-conversation-out: not run (no bench/rerank_fit.py, or --no-loco)")
+    elif "error" in loco:
+        print(f"\nleave-one-conversation-out: {loco['error']}")
+    else:
+        for w, line in loco.items():
+            if "error" in line:
+                print(f"\nleave-one-conversation-out ({w}): {line['error']}")
+                continue
+            print_loco(w, line)
+
+
+def print_loco(way: str, line: dict[str, Any]) -> None:
+    """The held-out line of one recording way: overall, per category, per data set."""
+    nums = "  ".join(f"{k} {line[k]:.3f}" for k in CONV_METRICS if k in line)
+    print(f"\nleave-one-conversation-out ({way}, held-out folds): {nums}")
+    cats = line.get("by_category_R@5") or {}
+    if cats:
+        print("   R@5 by category: " + "  ".join(f"{_cat(c)} {v:.3f}" for c, v in cats.items()))
+    for name, d in (line.get("by_dataset") or {}).items():
+        by_cat = "  ".join(
+            f"{_cat(c)} R@5 {v:.3f} MRR {d['by_category_MRR'][c]:.3f}"
+            for c, v in d.get("by_category_R@5", {}).items()
+        )
+        print(f"   {name}: R@5 {d['R@5']:.3f}  MRR {d['MRR']:.3f}   {by_cat}")
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        nargs="+",
+        default=list(DEFAULT_DATA),
+        help="LoCoMo-format files, each reported on its own (default: LoCoMo and REALTALK dev)",
+    )
+    parser.add_argument(
+        "--rows",
+        type=Path,
+        metavar="DIR",
+        help="cache of the leave-one-out line's recorded rows (bench/rerank_fit.py --rows)",
+    )
     parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
     parser.add_argument("--record", choices=(*RECORD_WAYS, "both"), default="both")
     parser.add_argument("--consolidate", choices=("none", "extractive", "llm"), default="none")
@@ -887,8 +944,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.report is not None:
         return args
-    if not args.data.is_file():
-        parser.error(f"no data file at {args.data} (pass --data FILE)")
+    for path in args.data:
+        if not path.is_file():
+            parser.error(f"no data file at {path} (pass --data FILE)")
+    if args.rows is not None:
+        args.rows.mkdir(parents=True, exist_ok=True)
     if args.consolidate != "none" and "hybrid" not in args.modes:
         parser.error("--consolidate compares hybrid recall: keep hybrid in --modes")
     return args
@@ -912,11 +972,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             report(merged)
         return
-    res = run(args)
+    if len(args.data) == 1:
+        res = run(args)
+        if args.json:
+            emit_json(res)
+        else:
+            report(res)
+        return
+    both = run_sets(args)
     if args.json:
-        emit_json(res)
-    else:
-        report(res)
+        emit_json(both)
+        return
+    for one in both["sets"]:
+        print(f"\n======== {one['data']} ========")
+        report(one)
+    print(f"\n======== leave-one-conversation-out over {len(args.data)} data sets ========")
+    report_loco(both["loco"])
 
 
 if __name__ == "__main__":

@@ -64,6 +64,10 @@ _SESSION_DATE = re.compile(
     r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$",
     re.IGNORECASE,
 )
+# REALTALK's sessions: "29.12.2023, 22:42:04" (day first, 24-hour clock).
+_SESSION_DATE_DOTTED = re.compile(
+    r"^\s*(\d{1,2})\.(\d{1,2})\.(\d{4}),?\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*$"
+)
 _MONTHS = {
     name: i
     for i, names in enumerate(
@@ -141,13 +145,21 @@ class Conversation:
 
 
 def parse_session_datetime(value: str | None) -> datetime | None:
-    """``"1:56 pm on 8 May, 2023"`` -> ``datetime(2023, 5, 8, 13, 56, tzinfo=UTC)``.
+    """``"1:56 pm on 8 May, 2023"`` -> ``datetime(2023, 5, 8, 13, 56, tzinfo=UTC)``;
+    REALTALK's ``"29.12.2023, 22:42:04"`` (day first) too.
 
     The conversations carry no time zone; UTC keeps the date as written.
     Returns None for anything unreadable rather than guessing.
     """
     if not value:
         return None
+    dotted = _SESSION_DATE_DOTTED.match(value)
+    if dotted:
+        d, mo, y, h24, mi, se = (int(x or 0) for x in dotted.groups())
+        try:
+            return datetime(y, mo, d, h24, mi, se, tzinfo=UTC)
+        except ValueError:
+            return None
     m = _SESSION_DATE.match(value)
     if not m:
         return None

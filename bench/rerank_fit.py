@@ -1,24 +1,28 @@
 """Fit recall's re-ranking weights by leave-one-conversation-out cross-validation.
 
-Usage: python bench/rerank_fit.py [--data FILE] [--record memories|session|both]
-                                  [--embedder minilm|hash] [--write] [--json]
+Usage: python bench/rerank_fit.py [--data FILE ...] [--holdout FILE ...]
+                                  [--record memories|session|both]
+                                  [--embedder minilm|hash] [--rows DIR] [--write] [--json]
 
 Each conversation is recorded into a fresh vault (bench/locomo_record.py, the
 same two ways as bench/locomo.py), every headline question (categories 1, 2,
 4) is recalled once with k=60, and each returned candidate's first-stage
 score (``scores["base"]``) and re-ranking features (``scores["f_<name>"]``,
 see mdmem.recall.signals) are kept. Fitting happens offline on those rows:
-a candidate's score is ``base + Σ w·f``, and coordinate ascent over a small
-grid of each weight maximises mean R@5 (+ MRR / 10 as a tie-break) on the
-training conversations.
+a candidate's score is ``base + Σ w·f``, fitted by ListNet (see :func:`fit`).
 
-Leave-one-conversation-out: for each conversation, weights fitted on all the
-others are scored on it; the reported line is the mean over the held-out
-questions (never in-fold numbers). ``--write`` then fits on every
-conversation and writes the weights to mdmem/recall/rerank_weights.py.
+The default data are LoCoMo dev and the real-chat dev set (REALTALK), both
+in ``../shared/bench-data/``: leave-one-conversation-out runs over all ten
+conversations, and the held-out line is printed per data set and category
+(never in-fold numbers). ``--holdout`` scores sets nothing was fitted on
+(our hand-written bench/data/shortchat.json is a smoke test there, not a
+fitting target). ``--rows DIR`` caches what was recorded (keyed by the data
+file's contents, the embedder and the recording way: delete it after a
+change to recall). ``--write`` fits on every conversation of ``--data`` and
+writes the weights to mdmem/recall/rerank_weights.py.
 
-``leave_one_conversation_out(data, embedder=..., record=...)`` is the hook
-bench/locomo.py calls for its leave-one-out line.
+``leave_one_conversation_out(data, embedder=..., record=..., rows=...)`` is
+the hook bench/locomo.py calls for its leave-one-out line.
 """
 
 from __future__ import annotations
@@ -40,9 +44,12 @@ from locomo_data import HEADLINE_CATEGORIES, load, memory_text
 from locomo_record import ingest
 
 ROOT = Path(__file__).resolve().parents[1]
+# LoCoMo dev and the real-chat dev set (REALTALK): ten conversations, left out
+# one at a time. Our hand-written bench/data/shortchat.json is a smoke test
+# (``--holdout``), not something to fit: it does not read like real chat.
 DEFAULT_DATA = (
     ROOT.parent / "shared" / "bench-data" / "locomo-dev.json",
-    ROOT / "bench" / "data" / "shortchat.json",
+    ROOT.parent / "shared" / "bench-data" / "realtalk-dev.json",
 )
 WEIGHTS_FILE = ROOT / "mdmem" / "recall" / "rerank_weights.py"
 DEPTH = 60
@@ -208,11 +215,26 @@ def fit(rows: Sequence[Row]) -> dict[str, float]:
 
 
 def leave_one_conversation_out(
-    data: Path, *, embedder: str = "minilm", record: str = "memories"
+    data: Path | Sequence[Path],
+    *,
+    embedder: str = "minilm",
+    record: str = "memories",
+    rows: Path | None = None,
 ) -> dict[str, Any]:
-    """Held-out means over every conversation (the hook bench/locomo.py calls)."""
-    rows = collect(data, embedder=embedder, record=record)
-    return loco(rows)
+    """Held-out means over every conversation of ``data`` (one file or several,
+    left out one conversation at a time across all of them), by data set too;
+    ``rows``: a directory caching recorded rows. The hook bench/locomo.py calls."""
+    files = [data] if isinstance(data, Path) else list(data)
+    collected: list[Row] = []
+    for path in files:
+        cache = cache_file(rows, path, record, embedder)
+        collected += rows_for(path, embedder=embedder, record=record, cache=cache)
+    return loco(collected)
+
+
+def cache_file(rows: Path | None, data: Path, record: str, embedder: str) -> Path | None:
+    """Where ``--rows DIR`` keeps the rows of one data file and way (None: no cache)."""
+    return rows / f"{data.stem}-{record}-{embedder}.json" if rows is not None else None
 
 
 def loco(rows: Sequence[Row]) -> dict[str, Any]:
@@ -242,13 +264,17 @@ def loco(rows: Sequence[Row]) -> dict[str, Any]:
     out["baseline"] = metrics(held, {})
     out["by_category_R@5"] = _means(per["R@5"], [r.category for r in held])
     if len({r.dataset for r in held}) > 1:
-        out["by_dataset"] = {
-            name: {
-                key: _means(values, [r.dataset for r in held])[name] for key, values in per.items()
+        out["by_dataset"] = {}
+        for name in sorted({r.dataset for r in held}):
+            mine = [i for i, r in enumerate(held) if r.dataset == name]
+            cats = [held[i].category for i in mine]
+            out["by_dataset"][name] = {
+                **{key: sum(values[i] for i in mine) / len(mine) for key, values in per.items()},
+                "baseline_R@5": metrics([held[i] for i in mine], {})["R@5"],
+                "by_category_R@5": _means([per["R@5"][i] for i in mine], cats),
+                "by_category_MRR": _means([per["MRR"][i] for i in mine], cats),
+                "n": len(mine),
             }
-            | {"baseline_R@5": metrics([r for r in held if r.dataset == name], {})["R@5"]}
-            for name in sorted({r.dataset for r in held})
-        }
     out["folds"] = folds
     return out
 
@@ -283,7 +309,7 @@ def write_weights(weights: dict[str, float], note: str) -> None:
         "(ListNet over recall's candidates).\n\n"
         "Each weight scales one feature of :mod:`mdmem.recall.signals`, added to the\n"
         "first stage's score; all zero is the first stage alone. Regenerate with\n"
-        "``python bench/rerank_fit.py --write`` (LoCoMo dev and bench/data/shortchat.json).\n"
+        "``python bench/rerank_fit.py --write`` (LoCoMo dev and the REALTALK dev chats).\n"
         f"{note}\n"
         '"""\n\n'
         f"RERANK_WEIGHTS: dict[str, float] = {{\n{body}\n}}\n"
@@ -347,8 +373,7 @@ def main() -> None:
     def cached(files: Sequence[Path], way: str) -> list[Row]:
         rows: list[Row] = []
         for path in files:
-            name = f"{path.stem}-{way}-{args.embedder}.json"
-            cache = args.rows / name if args.rows is not None else None
+            cache = cache_file(args.rows, path, way, args.embedder)
             rows.extend(rows_for(path, embedder=args.embedder, record=way, cache=cache))
         return rows
 
@@ -368,7 +393,7 @@ def main() -> None:
         sets = ", ".join(p.name for p in args.data)
         write_weights(
             final,
-            f"Fitted on {sets}, both recording ways; held-out\n(leave-one-conversation-out) "
+            f"Fitted on {sets}, {' and '.join(ways)} rows; held-out\n(leave-one-conversation-out) "
             f"R@5, MRR when fitted:\n{held}.",
         )
     if args.json:
@@ -383,8 +408,10 @@ def main() -> None:
         )
         for name, d in r.get("by_dataset", {}).items():
             print(
-                f"   {name}: held-out R@5 {d['R@5']:.3f}  MRR {d['MRR']:.3f}  "
-                f"(first stage R@5 {d['baseline_R@5']:.3f})"
+                f"   {name} ({d['n']} questions): held-out R@5 {d['R@5']:.3f}  "
+                f"MRR {d['MRR']:.3f}  (first stage R@5 {d['baseline_R@5']:.3f})  "
+                f"by category R@5 {_rounded(d['by_category_R@5'])}  "
+                f"MRR {_rounded(d['by_category_MRR'])}"
             )
         for f in r["folds"]:
             print(

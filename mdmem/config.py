@@ -69,6 +69,8 @@ SENSITIVE: frozenset[str] = frozenset(
         "llm.api_key_env",
         "llm.model",
         "llm.provider",  # a provider is code from an installed package (index/registry.py)
+        "recall.reranker",  # the same, for the mdmem.rerankers group
+        "recall.reranker_model",  # a model folder can carry code (a pickled checkpoint)
     }
 )
 LOCAL_CONFIG = ".mdmem/local.toml"
@@ -139,6 +141,12 @@ class RecallSettings:
     prefetch_method: str = "recall"
     rerank_top: int = 10
     rerank_budget_ms: float = 1500.0
+    # A re-ranker model (mdmem.rerankers; built in: "cross-encoder", a folder
+    # named by reranker_model) reorders the top reranker_top hits; "" is none
+    # (mdmem.recall.model_rerank). Runs before the LLM re-rank.
+    reranker: str = ""
+    reranker_model: str = ""
+    reranker_top: int = 20
 
 
 @dataclass(frozen=True)
@@ -348,6 +356,8 @@ def load_settings(
         raise ConfigError("recall.fusion: expected rrf or blend")
     if settings.recall.prefetch_method not in ("recall", "reflect"):
         raise ConfigError("recall.prefetch_method: expected recall or reflect")
+    if not 1 <= settings.recall.reranker_top <= 200:
+        raise ConfigError("recall.reranker_top: expected a number from 1 to 200")
     for name in ("thread_reply_weight", "thread_continuation_weight", "importance_weight"):
         if not 0.0 <= getattr(settings.recall, name) <= 1.0:
             raise ConfigError(f"recall.{name}: expected a number from 0 to 1")

@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from mdmem.agent import relevance
 from mdmem.agent.hooklog import HookLog
 from mdmem.agent.hostformats import (
     EVENTS,
@@ -324,7 +325,10 @@ class _Run:
         elapsed_ms = (time.perf_counter() - self.started) * 1000
         if elapsed_ms > self.policy.prompt_latency_ms:
             self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
-        items = [h for h in hits.items if h.kind not in ("tool_output",)]
+        items = relevance.relevant(
+            [h for h in hits.items if h.kind not in ("tool_output",)],
+            recency_weight=self.vault.settings.recall.recency_weight,
+        )
         lines = [(h.id, f"- {self._show(h.text)} ({h.citation})") for h in items]
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
         text, ids = _fit(title, [("", lines)], self.policy.prompt_tokens)

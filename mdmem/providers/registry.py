@@ -20,7 +20,8 @@ The groups and what their factories are called with:
 * ``mdmem.llms``: one :class:`~mdmem.providers.llm.LLMConfig` → an object with
   the :class:`~mdmem.providers.llm.LLMClient` methods;
 * ``mdmem.rerankers``: keyword ``settings`` (:class:`~mdmem.config.Settings`)
-  → an object with ``rerank(query, texts) -> list[float]`` (mdmem ships none).
+  → an object with ``rerank(query, texts) -> list[float]`` (mdmem's own:
+  ``cross-encoder``, a model folder the user names, mdmem.providers.crossencoder).
 
 mdmem's own providers are registered the same way in its ``pyproject.toml``;
 :data:`BUILTIN` repeats them so a source checkout that was never installed
@@ -73,7 +74,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "sentence-transformers": "mdmem.providers.embedders:sentence_transformers_provider",
     },
     "llm": {"openai": "mdmem.providers.llm:LLMClient"},
-    "reranker": {},
+    "reranker": {"cross-encoder": "mdmem.providers.crossencoder:cross_encoder_provider"},
 }
 _OWN_DISTRIBUTION = "mdmem"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

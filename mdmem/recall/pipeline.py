@@ -6,7 +6,8 @@ and the few signals the vault lends (trust, who wrote a block, the model) —
 pushed through :data:`STAGES` in order, each stage a small function reading
 the run and moving a :class:`Pass` forward::
 
-    candidates  keyword (BM25F) and vector (FAISS) candidates; the substring
+    candidates  keyword (BM25F) and vector (FAISS) candidates, deeper for the
+                people a query names (mdmem.recall.expansion); the substring
                 fallback and a scan when the indexes cannot answer
     fuse        a calibrated blend (or RRF) of the two lists
     admit       filters (status, scope, kind, tags, dates, controls), the one
@@ -16,6 +17,7 @@ the run and moving a :class:`Pass` forward::
     rerank      the fitted re-ranker's features (mdmem.recall.signals)
     importance  a memory's importance nudges its final score
     collapse    one hit per piece of knowledge (mdmem.recall.families)
+    model_rerank  a re-ranker model's order of the top hits ([recall] reranker)
     llm_rerank  the optional model re-rank of the top hits ([recall] rerank)
     tier        abstracts or overviews instead of full text (``tier``)
     scrub       the hit as handed out: secrets typed by hand redacted, the
@@ -33,12 +35,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mdmem.errors import EmbedderError, IndexError_
 from mdmem.files.ids import written_id
 from mdmem.models import Block, Hit, Recall
-from mdmem.recall import families, llm_rerank, multihop, ranking, signals
+from mdmem.recall import expansion, families, llm_rerank, model_rerank, multihop, ranking, signals
 from mdmem.recall.controls import at_tier, substring_candidates
 from mdmem.recall.conversation import Threads, people_of, thread_bonus
 from mdmem.recall.neighbours import Neighbourhood
@@ -106,6 +108,7 @@ class RecallRun:
     # Text as recall hands it out: a secret a person typed into a file, redacted.
     shown: Callable[[str], str] | None = None
     llm: LLMClient | None = None  # for the optional re-rank of the top hits
+    reranker: Any | None = None  # a re-ranker model ([recall] reranker; model_rerank.py)
     note_hits: Callable[[Iterable[str]], None] | None = None
 
 
@@ -200,10 +203,16 @@ class Pass:
 def candidates(r: RecallRun, p: Pass) -> None:
     """Keyword and vector candidates that pass the query's filters."""
     q, source = r.query, r.source
+    # A query naming known people searches deeper for what they said (expansion.py).
+    people = source.threads.people() if source.threads is not None else ()
+    focus = expansion.Focus.of(q.query, people)
     keyword_ok = q.mode == "vector"
     if q.mode != "vector":
         try:
-            p.keyword = keyword_candidates(q, source.keyword, p.pool, source.block)
+            depth = focus.depth(p.pool) if focus is not None else p.pool
+            p.keyword = keyword_candidates(q, source.keyword, depth, source.block)
+            if focus is not None:
+                p.keyword = focus.trim(p.keyword, p.pool, source.block)
             keyword_ok = True
         except IndexError_ as exc:
             p.note(f"keyword index unusable: {_line(exc)}")
@@ -212,7 +221,7 @@ def candidates(r: RecallRun, p: Pass) -> None:
                 q.query, source.blocks(), scannable(q), p.pool, r.shown
             )
     if q.mode != "keyword":
-        _vector_side(r, p)
+        _vector_side(r, p, focus)
     for part, why in source.gaps():
         if part == "keyword" and q.mode != "vector":
             p.note(why)
@@ -222,7 +231,7 @@ def candidates(r: RecallRun, p: Pass) -> None:
         p.note("answered by scanning the files")
 
 
-def _vector_side(r: RecallRun, p: Pass) -> None:
+def _vector_side(r: RecallRun, p: Pass, focus: expansion.Focus | None) -> None:
     source = r.source
     vectors = source.vectors
     why_not: list[str] = []
@@ -239,7 +248,10 @@ def _vector_side(r: RecallRun, p: Pass) -> None:
         except EmbedderError as exc:
             why_not.append(f"query not embedded: {_line(exc)}")
         else:
-            p.vector = vector_candidates(r.query, vectors, p.query_vec, p.pool, source.block)
+            depth = focus.depth(p.pool) if focus is not None else p.pool
+            p.vector = vector_candidates(r.query, vectors, p.query_vec, depth, source.block)
+            if focus is not None:
+                p.vector = focus.trim(p.vector, p.pool, source.block)
     # The source's own account (asked now, after this recall's attempts)
     # names the cause better than what this recall saw of it.
     known = [why for part, why in source.gaps() if part == "vector"]
@@ -464,6 +476,18 @@ def collapse(r: RecallRun, p: Pass) -> None:
     ]
 
 
+def rerank_with_model(r: RecallRun, p: Pass) -> None:
+    """A re-ranker model orders the top hits ([recall] reranker; model_rerank.py)."""
+    if r.reranker is None or not p.hits:
+        return
+    shown = [_shown(r, hit) for hit in p.hits]
+    result = model_rerank.rerank(
+        r.reranker, Recall(r.query.query, shown), top=r.settings.reranker_top
+    )
+    if result.reranked:
+        p.hits, p.reranked = list(result.items), True
+
+
 def rerank_with_llm(r: RecallRun, p: Pass) -> None:
     """The model orders the top hits ([recall] rerank); it reads them as handed out."""
     s = r.settings
@@ -473,7 +497,7 @@ def rerank_with_llm(r: RecallRun, p: Pass) -> None:
     result = llm_rerank.rerank(
         r.llm, Recall(r.query.query, shown), top=s.rerank_top, budget_ms=s.rerank_budget_ms
     )
-    p.hits, p.reranked = list(result.items), result.reranked
+    p.hits, p.reranked = list(result.items), p.reranked or result.reranked
 
 
 def tier(r: RecallRun, p: Pass) -> None:
@@ -516,6 +540,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("rerank", rerank),
     ("importance", importance),
     ("collapse", collapse),
+    ("model_rerank", rerank_with_model),
     ("llm_rerank", rerank_with_llm),
     ("tier", tier),
     ("scrub", scrub),

@@ -19,8 +19,9 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from mdmem.models import Block, Recall
-from mdmem.recall import pipeline
+from mdmem.recall import aliases, pipeline
 from mdmem.recall.conversation import FileOrder
+from mdmem.recall.model_rerank import Reranking
 from mdmem.recall.pipeline import RecallRun, RecallSource
 from mdmem.recall.search import RecallQuery, vector_query_text
 from mdmem.recall.usefulness import UsefulnessStore
@@ -97,6 +98,7 @@ class Recaller:
         self.threads = FileOrder(store.catalog.blocks_in, store.catalog.people)
         self._live = LiveSource(store, self.threads, store.visibility)
         self._usefulness: UsefulnessStore | None = None
+        self._reranking = Reranking(store.settings)  # [recall] reranker, built on first use
         self._usefulness_lock = threading.Lock()
 
     @property
@@ -124,8 +126,10 @@ class Recaller:
         """The memories most relevant to ``q``, best first, as ``reader`` may see them."""
         started = time.perf_counter()
         store = self.store
+        asked = q.query
         source: RecallSource
         if as_of is None:
+            q = replace(q, query=self._understood(q.query))
             self._freshen(q)
             source = self._live
         else:
@@ -148,10 +152,22 @@ class Recaller:
                 human_of=self.human_of if settings.human_weight > 0 else None,
                 shown=lambda text: scrub(text, store.settings.secrets),
                 llm=self._llm() if settings.rerank and self._llm is not None else None,
+                reranker=self._reranking.reranker,
                 note_hits=usefulness.record_hits,
             )
         )
-        return replace(result, took_ms=(time.perf_counter() - started) * 1000)
+        return replace(result, query=asked, took_ms=(time.perf_counter() - started) * 1000)
+
+    def _understood(self, query: str) -> str:
+        """The query with the names it calls known people by resolved (aliases.py)."""
+        indexer = self.store.indexer
+        return aliases.understood(
+            query,
+            self.threads.people(),
+            lambda word, limit: indexer.keyword.search(word, limit=limit, statuses=None),
+            self.store.catalog.block,
+            self.threads.neighbours,
+        )
 
     def _freshen(self, q: RecallQuery) -> None:
         """Index what changed on disk since the last call (and catch up with other processes)."""

@@ -260,11 +260,22 @@ def test_a_consolidated_fact_is_credited_with_its_source_turn(tiny: Path, tmp_pa
 
 
 def test_loco_hook_prints_the_held_out_line(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[Path, str, str]] = []
+    seen: list[tuple[list[Path], str, str, Path | None]] = []
 
-    def leave_one_conversation_out(path: Path, *, embedder: str, record: str) -> dict[str, Any]:
-        seen.append((path, embedder, record))
-        return {"R@1": 0.5, "R@5": 0.875, "R@10": 0.9, "MRR": 0.7}
+    def leave_one_conversation_out(
+        files: list[Path], *, embedder: str, record: str, rows: Path | None
+    ) -> dict[str, Any]:
+        seen.append((files, embedder, record, rows))
+        return {
+            "R@1": 0.5,
+            "R@5": 0.875,
+            "R@10": 0.9,
+            "MRR": 0.7,
+            "by_dataset": {
+                "tiny": {"R@5": 0.875, "MRR": 0.7, "by_category_R@5": {1: 0.75},
+                         "by_category_MRR": {1: 0.6}},
+            },
+        }  # fmt: skip
 
     fake = ModuleType("rerank_fit")
     fake.leave_one_conversation_out = leave_one_conversation_out  # type: ignore[attr-defined]
@@ -272,17 +283,43 @@ def test_loco_hook_prints_the_held_out_line(tiny: Path, monkeypatch: pytest.Monk
     args = locomo.parse_args(["--data", str(tiny), "--embedder", "hash", "--record", "memories",
                               "--modes", "keyword"])  # fmt: skip
     res = locomo.run(args)
-    assert seen == [(tiny, "hash", "memories")]
+    assert seen == [([tiny], "hash", "memories", None)]
     out = io.StringIO()
     with redirect_stdout(out):
         locomo.report(res)
     assert "leave-one-conversation-out (memories, held-out folds): R@1 0.500  R@5 0.875" in (
         out.getvalue()
     )
+    assert "tiny: R@5 0.875  MRR 0.700   1 multi-hop R@5 0.750 MRR 0.600" in out.getvalue()
     # Without the module the line says it was not run.
     monkeypatch.delitem(sys.modules, "rerank_fit")
     monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p) != BENCH])
-    assert locomo.loco_line(args, ["memories"]) is None
+    assert locomo.loco_line(args, ["memories"], [tiny]) is None
+
+
+def test_several_data_sets_are_reported_apart_with_one_joint_loco_line(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([{**TINY, "sample_id": "other-1"}]), encoding="utf-8")
+    seen: list[list[Path]] = []
+
+    def leave_one_conversation_out(files: list[Path], **_: Any) -> dict[str, Any]:
+        seen.append(files)
+        return {"R@1": 0.5, "R@5": 0.5, "R@10": 0.5, "MRR": 0.5}
+
+    fake = ModuleType("rerank_fit")
+    fake.leave_one_conversation_out = leave_one_conversation_out  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rerank_fit", fake)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        locomo.main(["--data", str(tiny), str(other), "--embedder", "hash",
+                     "--record", "memories", "--modes", "keyword"])  # fmt: skip
+    printed = out.getvalue()
+    assert seen == [[tiny, other]]  # one line over both sets' conversations
+    assert printed.count("Headline: categories 1, 2, 4") == 2
+    assert f"======== {tiny} ========" in printed and f"======== {other} ========" in printed
+    assert printed.count("leave-one-conversation-out (memories, held-out folds)") == 1
 
 
 # ---------------------------------------------------------- our own set --

@@ -71,6 +71,8 @@ def _sample(**overrides: Any) -> dict[str, Any]:
         ("12:30 pm on 1 January, 2024", datetime(2024, 1, 1, 12, 30, tzinfo=UTC)),
         ("9:05 AM on 3 Sept 2023", datetime(2023, 9, 3, 9, 5, tzinfo=UTC)),
         ("10:04 a.m. on 19 June, 2023", datetime(2023, 6, 19, 10, 4, tzinfo=UTC)),
+        ("29.12.2023, 22:42:04", datetime(2023, 12, 29, 22, 42, 4, tzinfo=UTC)),
+        ("06.01.2024, 16:43:00", datetime(2024, 1, 6, 16, 43, tzinfo=UTC)),
     ],
 )
 def test_parse_session_datetime(text: str, expected: datetime) -> None:
@@ -86,6 +88,8 @@ def test_parse_session_datetime(text: str, expected: datetime) -> None:
         "13:00 pm on 8 May, 2023",
         "1:00 pm on 31 February, 2023",
         "1:00 pm on 8 Maytember, 2023",
+        "31.02.2024, 10:00:00",
+        "29.12.2023",
     ],
 )
 def test_parse_session_datetime_rejects_garbage(text: str | None) -> None:

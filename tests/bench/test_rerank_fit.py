@@ -59,6 +59,34 @@ def test_loco_reports_each_data_set_apart() -> None:
     out = fit_mod.loco(rows)
     assert set(out["by_dataset"]) == {"locomo", "own"}
     assert out["by_dataset"]["own"]["R@5"] == 1.0
+    assert out["by_dataset"]["own"]["n"] == 3
+    assert out["by_dataset"]["own"]["by_category_R@5"] == {2: 1.0}
+    assert set(out["by_dataset"]["locomo"]["by_category_MRR"]) == {2}
+
+
+def test_leave_one_out_over_several_files_shares_the_row_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [tmp_path / "one.json", tmp_path / "two.json"]
+    for i, path in enumerate(files):
+        path.write_text(f"[{i}]")
+    calls: list[str] = []
+
+    def collect(path: Path, *, embedder: str, record: str) -> list[object]:
+        calls.append(path.stem)
+        rows = [_row(f"{path.stem}-{c}", n) for c in "ab" for n in range(2)]
+        for r in rows:
+            r.dataset = path.stem  # type: ignore[attr-defined]
+        return rows
+
+    monkeypatch.setattr(fit_mod, "collect", collect)
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    out = fit_mod.leave_one_conversation_out(files, embedder="hash", record="memories", rows=rows)
+    again = fit_mod.leave_one_conversation_out(files, embedder="hash", record="memories", rows=rows)
+    assert calls == ["one", "two"]  # the second run read the cache
+    assert len(out["folds"]) == 4 and again["R@5"] == out["R@5"]
+    assert set(out["by_dataset"]) == {"one", "two"}
 
 
 def test_collected_rows_are_cached_by_the_data_file_contents(

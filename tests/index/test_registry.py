@@ -207,4 +207,5 @@ def test_cli_lists_the_providers(fake_provider: Path) -> None:
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["embedder"][:2] == ["minilm", "openai"] and "tiny" in data["embedder"]
-    assert data["llm"] == ["openai", "echo"] and data["reranker"] == ["length"]
+    assert data["llm"] == ["openai", "echo"]
+    assert data["reranker"] == ["cross-encoder", "length"]  # the built-in first

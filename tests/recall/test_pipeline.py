@@ -143,6 +143,7 @@ def test_the_stages_are_named_in_order() -> None:
         "rerank",
         "importance",
         "collapse",
+        "model_rerank",
         "llm_rerank",
         "tier",
         "scrub",
