@@ -48,7 +48,7 @@ def review_branches(vault: Vault) -> list[str]:
 
 
 def pending_ids(vault: Vault) -> list[str]:
-    return [b.id for b in pending_entries(vault)]
+    return [b.id for b in pending_entries(vault.admin.store)]
 
 
 def fact_texts(vault: Vault, query: str) -> list[str]:
@@ -506,7 +506,7 @@ def test_cli_review_flow_and_json(vault: Vault) -> None:
     undone = runner.invoke(main, [*base, "undo", decision["commit"], "--json"])
     assert undone.exit_code == 0, undone.output
     assert json.loads(undone.output)["merge"] is True
-    assert len(pending_entries(vault)) == 2
+    assert len(pending_entries(vault.admin.store)) == 2
 
     runner.invoke(main, [*base, "consolidate", "--review"])
     rejected = runner.invoke(main, [*base, "review", "--reject"])

@@ -107,9 +107,9 @@ def test_episode_is_recallable_and_sources_leave_pending(vault: Vault) -> None:
     s = vault.session("s1")
     s.record("user", "The quarterly report is due on the fifteenth of March.")
     s.record("assistant", "I will draft the quarterly report before the fifteenth of March.")
-    assert len(pending_entries(vault)) == 2
+    assert len(pending_entries(vault.admin.store)) == 2
     result = vault.consolidate()
-    assert pending_entries(vault) == []
+    assert pending_entries(vault.admin.store) == []
     hits = vault.recall("quarterly report deadline", kinds=["episode"])
     assert [h.id for h in hits.items] == [result.episodes[0].id]
 
@@ -121,7 +121,7 @@ def test_auto_trigger_consolidates_the_oldest_batch(tmp_path: Path) -> None:
     s = vault.session("auto-1", contact="bob")
     memories = [s.record("user", f"Message number {i} about the garden fence.") for i in range(7)]
     # The 7th record crossed the threshold (7 > 6): the 4 oldest were consolidated.
-    left = pending_entries(vault)
+    left = pending_entries(vault.admin.store)
     assert [b.id for b in left] == [m.id for m in memories[4:]]
     episodes = list((vault.root / "episodes").glob("*.md"))
     assert len(episodes) == 1
@@ -189,7 +189,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(vault: Vault) -> None:
     assert "+- The user prefers tabs over spaces." in result.diff
     assert "[consolidated:: ^" in result.diff and "+++ b/sessions/dry.md" in result.diff
     # The vault still sees the entries as pending, and recall sees no phantom episode.
-    assert len(pending_entries(vault)) == 2
+    assert len(pending_entries(vault.admin.store)) == 2
     assert vault.recall("tabs spaces", kinds=["episode"]).items == []
     real = vault.consolidate()
     assert real.episodes[0].path == path
@@ -297,7 +297,7 @@ def test_llm_failures_write_nothing_and_a_retry_succeeds(
     message = str(info.value)
     assert words in message and "nothing was written" in message and "\n" not in message
     assert snapshot(vault.root) == files and git(vault.root, "rev-parse", "HEAD") == head
-    assert len(pending_entries(vault)) == 6
+    assert len(pending_entries(vault.admin.store)) == 6
     result = vault.consolidate()  # the server answers normally again
     assert result.consolidated == 6 and len(result.episodes) == 1
     assert git(vault.root, "status", "--porcelain") == ""
@@ -332,7 +332,7 @@ def test_a_draft_that_drops_given_facts_is_rejected_and_logged(
     assert rejection.given == 4 and len(rejection.dropped) == 3
     assert "75% > 25%" in rejection.reason
     assert "rejected" in caplog.text and "green tea" in caplog.text
-    assert git(vault.root, "rev-parse", "HEAD") == head and len(pending_entries(vault)) == 4
+    assert git(vault.root, "rev-parse", "HEAD") == head and len(pending_entries(vault.admin.store)) == 4
     monkeypatch.setenv("MDMEM_LLM_BASE_URL", server.base_url)
     monkeypatch.setenv("MDMEM_LLM_MODEL", "local-test")
     monkeypatch.setenv("MDMEM_CONSOLIDATION_AUTO", "false")

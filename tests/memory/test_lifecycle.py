@@ -340,7 +340,7 @@ def test_judge_gets_at_most_judge_candidates_of_those_in_range(
     vec = np.asarray(cached[block.content_hash], dtype=np.float32)
     vec = vec / float(np.linalg.norm(vec))
     cutoff = 1.0 - vault.settings.consolidation.judge_distance
-    in_range = [c for c in nearest(vault, block, vec, 10) if c.cosine >= cutoff]
+    in_range = [c for c in nearest(vault.admin.store, block, vec, 10) if c.cosine >= cutoff]
     assert {c.block.id for c in in_range} == {m.id for m in old}  # all 7 are in range
     last = server.chat_requests()[-1]["body"]
     assert "contradiction judge" in system_of(last)
