@@ -19,8 +19,9 @@ people and agents wrote earlier. It goes in as data, never as instructions:
 Who captured an item comes from fields the writer set from its caller, never
 from the text: ``[captured:: agent]`` (a hook or agent capture, unreviewed
 until a person edits the marker away), ``[captured:: human]`` (a line a
-person typed), ``[origin:: flush]`` (the compaction flush, an agent), an
-``[episode:: ^E]`` link or an episode file (consolidation), a file under
+person typed) or a note without an id (a person's markdown),
+``[origin:: flush]`` (the compaction flush, an agent), an ``[episode:: ^E]``
+link or an episode file (consolidation), a file under
 ``imported/`` (an import), a session turn (its role). Anything else was
 written through the API or CLI by its caller: ``by caller``.
 """
@@ -41,7 +42,6 @@ __all__ = [
     "Provenance",
     "data_line",
     "fence",
-    "fence_overhead",
     "instruction_like",
     "provenance",
     "provenance_line",
@@ -95,7 +95,8 @@ def provenance(item: _Item, text: str | None = None) -> Provenance:
     """The provenance of ``item`` (a Memory, Hit or Block); ``text`` is checked for cues."""
     captured = (item.field("captured") or "").strip().lower()
     path = item.path
-    if captured in ("human", "person"):
+    if captured in ("human", "person") or item.kind == "note":
+        # "note": markdown a person wrote without a block id (mdmem.models.KINDS).
         by, reviewed = "person", True
     elif captured == "agent" or (item.field("origin") or "") == "flush":
         by, reviewed = "agent", False
@@ -146,12 +147,6 @@ def provenance_line(prov: Provenance, text: str, tail: str = "") -> str:
 
 def _longest_run(lines: Iterable[str]) -> int:
     return max((len(m.group(0)) for line in lines for m in _BACKTICKS.finditer(line)), default=0)
-
-
-def fence_overhead(lines: Iterable[str]) -> int:
-    """Characters :func:`fence` adds around ``lines`` (the note and two fence lines)."""
-    ticks = max(3, _longest_run(lines) + 1)
-    return len(DATA_NOTE) + 1 + (ticks + len(_FENCE_LANG) + 1) + (ticks + 1)
 
 
 def fence(lines: list[str]) -> str:

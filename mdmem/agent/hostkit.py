@@ -261,6 +261,10 @@ class _Run:
 
     def session_start(self) -> str:
         budget = self.policy.session_tokens
+        if not self.probe:
+            # A line a person typed into USER.md is theirs: committed as theirs, it
+            # gets an id (mdmem.store.humanlines) and so reaches the profile below.
+            self.vault.admin.commit_human_edits()
         self.vault.admin.refresh()  # a person's edits since the last index count as profile too
         candidates = [
             m
@@ -503,7 +507,7 @@ class _Run:
                 ids.append(summary)
         self.entry.update(captured=len(ids), ids=ids, turns=len(turns))
 
-    def _fields(self, text: str = "") -> list[tuple[str, str]]:
+    def _fields(self, *texts: str) -> list[tuple[str, str]]:
         # Set by the host side, never parsed from the text: a person reviews these.
         # Text that reads as an order to a model is kept (it is what was said) and
         # flagged, so nothing promotes it to pinned context and a reviewer sees it.
@@ -512,29 +516,30 @@ class _Run:
             ("host", self.inp.host),
             ("session", _session_id(self.inp)),
         ]
-        if instruction_cues(text):
+        if any(instruction_cues(text) for text in texts):
             fields.append(("flag", INSTRUCTION_FLAG))
         return fields
 
     def _capture(self, turns: list[Turn]) -> list[str]:
-        found: list[tuple[str, str]] = []
+        found: list[tuple[str, str, str]] = []  # (kind, sentence, the turn it came from)
         for turn in turns:
             if turn.role != "assistant":
                 continue
             for sentence in extractive.sentences(turn.text):
                 for kind, cue in _CUES.items():
                     if cue.search(sentence) and len(sentence) >= 20:
-                        found.append((kind, sentence))
+                        found.append((kind, sentence, turn.text))
                         break
         out: list[str] = []
         with self.vault.batch(f"hook {self.inp.event}: capture from {_session_id(self.inp)}"):
-            for kind, text in found[-_MAX_CAPTURES:]:
+            for kind, text, source in found[-_MAX_CAPTURES:]:
                 try:
                     m = self.vault.remember(
                         text,
                         kind=kind,
                         scope=self.scope,
-                        fields=self._fields(text),
+                        # Judged on the whole turn too: extraction may cut the cue away.
+                        fields=self._fields(text, source),
                         secrets=self.secrets,
                     )
                 except MdmemError as exc:
@@ -562,7 +567,8 @@ class _Run:
         # session left without a summary of its own). A sentence of its own, at the end,
         # so the summary still starts with its method (as summaries.summarize_session).
         text = f"{text.rstrip()} (Session {sid}, {len(turns)} turns.)"
-        fields = [*self._fields(text), ("turns", str(len(turns)))]
+        # A summary of a session with a turn that reads as orders to a model is flagged.
+        fields = [*self._fields(text, *(t.text for t in turns)), ("turns", str(len(turns)))]
         memory = self.vault.remember(
             text, kind="session_summary", scope=self.scope, fields=fields, secrets=self.secrets
         )

@@ -39,7 +39,9 @@ CUES: dict[str, re.Pattern[str]] = {
     # A download piped into a shell: remote code run blind.
     "pipe-to-shell": re.compile(
         r"\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|;]{0,200}\|\s*(?:sudo\s+)?"
-        r"(?:ba|z|da|k|fi)?sh\b",
+        r"(?:ba|z|da|k|fi)?sh\b"
+        # The same with the pipe lost (a sentence splitter drops "|"): URL, then a shell.
+        r"|\b(?:curl|wget)\s+(?:-\S+\s+)*https?://\S+\s+(?:sudo\s+)?(?:ba|z|da)?sh\b",
         _I,
     ),
     # Orders addressed to the model: "you must always", "the assistant should never".
