@@ -35,6 +35,8 @@ from datetime import datetime
 from typing import Protocol
 
 from mdmem.agent.instructions import instruction_cues
+from mdmem.errors import InvalidInputError
+from mdmem.models import Recall, one_line
 
 __all__ = [
     "DATA_NOTE",
@@ -45,6 +47,7 @@ __all__ = [
     "instruction_like",
     "provenance",
     "provenance_line",
+    "render_recalled",
     "warning",
 ]
 
@@ -156,3 +159,29 @@ def fence(lines: list[str]) -> str:
         return ""
     ticks = "`" * max(3, _longest_run(lines) + 1)
     return "\n".join([DATA_NOTE, f"{ticks}{_FENCE_LANG}", *lines, ticks])
+
+
+def render_recalled(recall: Recall, max_chars: int, *, title: str = "## Recalled Memory") -> str:
+    """A recall's hits as one fenced block of :func:`data_line` items within
+    ``max_chars`` (what ``MemoryHooks.prefetch`` and the ``context`` tool give a
+    model). A hit that does not fit is skipped and the next one tried; when none
+    fits whole, the best one is shortened rather than leaving the block empty."""
+    if max_chars < len(title) + 20:
+        raise InvalidInputError(f"max_chars must be at least {len(title) + 20}")
+    if not recall.items:
+        return f"{title}\n\n(no relevant memories)\n"
+    kept: list[str] = []
+
+    def size(lines: list[str]) -> int:
+        return len(f"{title}\n\n{fence(lines)}\n")
+
+    for hit in recall.items:
+        line = data_line(hit, " ".join(hit.text.split()), hit.citation)
+        if size([*kept, line]) <= max_chars:
+            kept.append(line)
+    if not kept:  # none fits whole: the best one, shortened
+        hit = recall.items[0]
+        room = max_chars - size([data_line(hit, "", hit.citation)])
+        if room >= 20:
+            kept.append(data_line(hit, one_line(hit.text, room), hit.citation))
+    return f"{title}\n\n{fence(kept)}\n" if kept else f"{title}\n\n(no room for a memory)\n"

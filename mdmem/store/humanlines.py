@@ -24,19 +24,57 @@ back as a memory with the same text after the append is left alone.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Callable
-from pathlib import PurePosixPath
+from collections.abc import Callable, Iterable
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Protocol
 
 from markdown_it import MarkdownIt
 
+from mdmem.errors import MdmemError
 from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN
-from mdmem.files.textfile import TextFile
+from mdmem.files.textfile import SkipFile, TextFile, decode, safe_path
 from mdmem.store.editors import Edit, Editor
+from mdmem.store.gitstore import paths_shown
+
+if TYPE_CHECKING:
+    from mdmem.files.catalog import Catalog
+    from mdmem.store.editors import Pending
+    from mdmem.store.gitstore import Identity
+
+
+class _Transaction(Protocol):
+    """What is used of :class:`mdmem.store.writer.Transaction`."""
+
+    pending: dict[str, Pending]
+
+    def apply(
+        self, rel: str, edit: Editor, subject: str, trailers: list[tuple[str, str]]
+    ) -> None: ...
+    def set_message(self, subject: str, trailers: Iterable[tuple[str, str]]) -> None: ...
+
+
+class _Writer(Protocol):
+    """What is used of :class:`mdmem.store.writer.Writer` (it calls this module)."""
+
+    catalog: Catalog
+    root: Path
+
+    @property
+    def current(self) -> Any: ...
+
+    def new_id(self) -> str: ...
+    def flush(self, tx: Any, subject: str | None, author: Identity | None = None) -> None: ...
+
+
+log = logging.getLogger("mdmem.store.humanlines")
 
 __all__ = [
     "PROFILE_FILES",
+    "files_wanting_ids",
+    "give_ids",
     "human_line_ider",
     "is_profile_file",
     "lines_without_ids",
@@ -132,3 +170,54 @@ def human_line_ider(rel: str, new_id: Callable[[], str], given: list[str]) -> Ed
         return Edit()
 
     return edit
+
+
+def files_wanting_ids(catalog: Catalog, root: Path) -> list[str]:
+    """The profile files (as on disk now) with an item a person typed that has no id."""
+    todo: list[str] = []
+    for rel in [r for r in catalog.files if is_profile_file(r)]:
+        catalog.refresh(rel)  # what the person saved since the last scan
+        state = catalog.files.get(rel)
+        # Text outside any memory (a note) is what may hold an id-less item.
+        if state is None or all(
+            b.is_memory or b.id.endswith("#frontmatter") for b in state.parsed.blocks
+        ):
+            continue
+        try:
+            tf = decode(safe_path(root, rel).read_bytes())
+            if wants_ids(blk.parse(rel, tf)):
+                todo.append(rel)
+        except (OSError, SkipFile, MdmemError):
+            continue  # gone or unreadable meanwhile: nothing to give ids to
+    return todo
+
+
+def give_ids(writer: _Writer, tx: _Transaction, person: Identity) -> list[str]:
+    """Give the items a person typed into profile files ids, in ``tx`` (a fresh
+    transaction), authored as ``person``; the ids given. Called by the writer,
+    holding the vault lock, after it committed their edits; a failure (they keep
+    typing) is logged, not raised: the next call tries again. Nothing inside
+    another write (``writer.current``): the next call does it."""
+    if writer.current is not None:
+        return []
+    todo = files_wanting_ids(writer.catalog, writer.root)
+    if not todo:
+        return []
+    given: dict[str, list[str]] = {rel: [] for rel in todo}
+    ids: list[str] = []
+    try:
+        for rel in todo:
+            tx.apply(rel, human_line_ider(rel, writer.new_id, given[rel]), "ids", [])
+        ids = [i for rel in todo for i in given[rel]]
+        if ids:
+            title = f"ids for {len(ids)} line(s) typed by a person: {paths_shown(todo)}"
+            trailers = [("Op", "remember"), ("Captured", "human")]
+            tx.set_message(title, [*trailers, *(("Memory-Id", i) for i in ids[:20])])
+            writer.flush(tx, None, person)
+            return ids
+    except MdmemError as exc:
+        log.warning("could not give ids to the lines typed into %s: %s", todo, exc)
+    for rel in tx.pending:  # nothing written: the catalog reads the disk again
+        if rel in writer.catalog.files:
+            writer.catalog.refresh(rel)
+    return []

@@ -33,7 +33,6 @@ from mdmem.errors import (
     GitError,
     InvalidInputError,
     LockTimeoutError,
-    MdmemError,
     MemoryNotFoundError,
     VaultFileError,
 )
@@ -59,7 +58,7 @@ from mdmem.store.editors import (
     raw_replacer,
 )
 from mdmem.store.gitstore import GitStore, Identity, format_message, paths_shown
-from mdmem.store.humanlines import human_line_ider, is_profile_file, wants_ids
+from mdmem.store.humanlines import give_ids
 from mdmem.store.intent import Intent, recover
 from mdmem.store.swap import Orphans, Swapped, swap, undo_all
 from mdmem.store.vaultlock import VaultLock
@@ -121,9 +120,6 @@ class Transaction:
         self._stream_path: str | None = None
         self._streamed = 0  # how many of that file's appended blocks were fed
         self.changes: list[Change] = []  # filled at the end of a dry run
-        # Who the commit is authored as (None: the agent). Only for ids given to a
-        # person's own lines (mdmem.store.humanlines): their words stay theirs in blame.
-        self.author: Identity | None = None
 
     # -- what the commit says ------------------------------------------------
 
@@ -580,16 +576,10 @@ class Writer:
             self.indexer.manifest.set_meta("indexed_commit", head)
 
     def commit_human_edits(self, paths: list[str] | None = None) -> str | None:
-        """Commit files a person changed, authored as the human; returns the sha.
-
-        Then the list items they typed into a profile file get ids, in a commit
-        of their own (:meth:`_give_human_lines_ids`). The commit a write makes
-        first of a person's edits does not: it must not rewrite a file they may
-        be typing into while the agent writes.
-        """
+        """Commit a person's edits as theirs, then give ids to items they typed (humanlines)."""
         with self.lock():
             sha = self._commit_human_edits(paths)
-            self._give_human_lines_ids()
+            give_ids(self, Transaction(self), self._human_identity())
             return sha
 
     # -- the lock ------------------------------------------------------------
@@ -672,60 +662,6 @@ class Writer:
         else:
             self._kept_out = (self._kept_out - set(paths)) | set(kept)
         return sha
-
-    def _give_human_lines_ids(self) -> None:
-        """Lines a person typed into a profile file (committed as theirs by now)
-        become memories: ``[captured:: human] ^id`` appended, in a commit of their
-        own (:mod:`mdmem.store.humanlines`)."""
-        if self._current is not None:
-            return  # inside a write: the next call gives them ids
-        todo: list[str] = []
-        for rel in [r for r in self.catalog.files if is_profile_file(r)]:
-            self.catalog.refresh(rel)  # what the person saved since the last scan
-            state = self.catalog.files.get(rel)
-            # Text outside any memory (a note) is what may hold an id-less item.
-            if state is None or all(
-                b.is_memory or b.id.endswith("#frontmatter") for b in state.parsed.blocks
-            ):
-                continue
-            try:
-                tf = decode(safe_path(self.root, rel).read_bytes())
-                if wants_ids(blk.parse(rel, tf)):
-                    todo.append(rel)
-            except (OSError, SkipFile, MdmemError):
-                continue  # gone or unreadable meanwhile: nothing to give ids to
-        if not todo:
-            return
-        tx = self._current = Transaction(self)
-        tx.author = self._human_identity()
-        given: dict[str, list[str]] = {rel: [] for rel in todo}
-        try:
-            for rel in todo:
-                tx.apply(
-                    rel,
-                    human_line_ider(rel, self.new_id, given[rel]),
-                    f"ids for lines typed into {rel}",
-                    [],
-                )
-        except MdmemError as exc:
-            log.warning("could not give ids to the lines typed into %s: %s", todo, exc)
-            given.clear()
-        finally:
-            self._current = None
-        ids = [i for rel in todo for i in given.get(rel, [])]
-        if ids:
-            tx.set_message(
-                f"ids for {len(ids)} line(s) typed by a person: {paths_shown(todo)}",
-                [("Op", "remember"), ("Captured", "human"), *(("Memory-Id", i) for i in ids[:20])],
-            )
-            try:
-                self.flush(tx, None)
-                return
-            except MdmemError as exc:  # e.g. they keep typing: the next commit tries again
-                log.warning("could not give ids to the lines typed into %s: %s", todo, exc)
-        for rel in tx.pending:  # nothing written: the catalog reads the disk again
-            if rel in self.catalog.files:
-                self.catalog.refresh(rel)
 
     def secrets_kept_out(self, paths: Iterable[str] | None = None) -> dict[str, typed.KeptOut]:
         """Uncommitted files (or ``paths``) with a typed secret git lacks: see typed_secrets."""
@@ -916,7 +852,7 @@ class Writer:
         self.catalog.put(rel, fresh.copy(), (0, 0, 0))
         return fresh
 
-    def flush(self, tx: Transaction, subject: str | None) -> None:
+    def flush(self, tx: Transaction, subject: str | None, author: Identity | None = None) -> None:
         """Write every pending file (compare-and-swap) and make one commit.
 
         Provenance: git gets a person's version of a file, as theirs, before
@@ -947,7 +883,7 @@ class Writer:
         if git_on and tx.ops:
             title, trailers = tx.message(subject)
             message = format_message(title, trailers=trailers)
-            agent = tx.author or Identity.agent(self.agent)
+            agent = author or Identity.agent(self.agent)  # author: humanlines' ids
             before = self.git.head()
             # The commit is a git process we mostly wait on, and indexing is
             # our own CPU work: overlap them (a durable write's two halves).
