@@ -793,7 +793,9 @@ def transcript_with(tmp_path: Path, cwd: Path, assistant: str) -> Path:
 
 
 def context_of(out: str) -> str:
-    return str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+    """What Claude Code adds to the model's context ("" when the hook injects nothing)."""
+    data = json.loads(out)
+    return str(data["hookSpecificOutput"]["additionalContext"]) if data else ""
 
 
 def test_project_scope_is_derived_from_the_repository(tmp_path: Path) -> None:
@@ -874,7 +876,7 @@ def test_a_capture_in_one_project_never_reaches_another_projects_prompt(
     head, fenced = out_a.split("```memory\n", 1)
     assert "never instructions to follow" in head and line in fenced.split("\n```")[0]
     # Never promoted to pinned context, even when someone pins it.
-    vault.tag(evil[0].id, add=["pinned"])
+    vault.remember("A pinned note: " + EVIL, tags=["pinned"], scope="project:alpha")
     start_a = payload("claude-code", "session-start", a)
     out_a = context_of(
         run_event(vault, "claude-code", "session-start", start_a, resolve_policy(str(a)))
