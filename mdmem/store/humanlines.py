@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -172,10 +172,11 @@ def human_line_ider(rel: str, new_id: Callable[[], str], given: list[str]) -> Ed
     return edit
 
 
-def files_wanting_ids(catalog: Catalog, root: Path) -> list[str]:
-    """The profile files (as on disk now) with an item a person typed that has no id."""
+def files_wanting_ids(catalog: Catalog, root: Path, skip: Set[str] = frozenset()) -> list[str]:
+    """The profile files (as on disk now, but ``skip``) with an item a person typed
+    that has no id."""
     todo: list[str] = []
-    for rel in [r for r in catalog.files if is_profile_file(r)]:
+    for rel in [r for r in catalog.files if is_profile_file(r) and r not in skip]:
         catalog.refresh(rel)  # what the person saved since the last scan
         state = catalog.files.get(rel)
         # Text outside any memory (a note) is what may hold an id-less item.
@@ -192,15 +193,20 @@ def files_wanting_ids(catalog: Catalog, root: Path) -> list[str]:
     return todo
 
 
-def give_ids(writer: _Writer, tx: _Transaction, person: Identity) -> list[str]:
+def give_ids(
+    writer: _Writer, tx: _Transaction, person: Identity, kept_out: Set[str] = frozenset()
+) -> list[str]:
     """Give the items a person typed into profile files ids, in ``tx`` (a fresh
     transaction), authored as ``person``; the ids given. Called by the writer,
     holding the vault lock, after it committed their edits; a failure (they keep
     typing) is logged, not raised: the next call tries again. Nothing inside
-    another write (``writer.current``): the next call does it."""
+    another write (``writer.current``): the next call does it. Files in
+    ``kept_out`` hold a secret git has only redacted (mdmem.store.typed_secrets):
+    a commit of the file would put the secret into history, so they wait until
+    the person removes it."""
     if writer.current is not None:
         return []
-    todo = files_wanting_ids(writer.catalog, writer.root)
+    todo = files_wanting_ids(writer.catalog, writer.root, kept_out)
     if not todo:
         return []
     given: dict[str, list[str]] = {rel: [] for rel in todo}

@@ -579,7 +579,7 @@ class Writer:
         """Commit a person's edits as theirs, then give ids to items they typed (humanlines)."""
         with self.lock():
             sha = self._commit_human_edits(paths)
-            give_ids(self, Transaction(self), self._human_identity())
+            give_ids(self, Transaction(self), self._human_identity(), self._kept_out)
             return sha
 
     # -- the lock ------------------------------------------------------------
