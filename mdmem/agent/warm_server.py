@@ -273,6 +273,9 @@ class _Job:
     method: str
     params: dict[str, Any]
     started: float = field(default_factory=time.monotonic)
+    # Set once the answer is computed: a client that got its answer and asks
+    # at once what runs must not see its own request still listed.
+    answered: bool = False
 
 
 class _Lane:
@@ -318,7 +321,7 @@ class _Lane:
     def busy(self) -> list[dict[str, Any]]:
         now = time.monotonic()
         with self._lock:
-            jobs = list(self._running.values())
+            jobs = [j for j in self._running.values() if not j.answered]
         return [
             {"lane": self.name, "method": _label(j), "seconds": round(now - j.started, 1)}
             for j in jobs
@@ -619,6 +622,7 @@ class WarmServer:
             else:
                 with self.gate.reading():
                     answer = self._call(job.method, job.params)
+            job.answered = True
             self._reply(job.conn, answer, SEND_SECONDS)
         finally:
             self._last = time.monotonic()

@@ -99,9 +99,10 @@ def _whoosh() -> Any:
         raise IndexError_("the keyword index needs Whoosh: pip install whoosh-reloaded") from e
     # Also registers the analyzer's old module path, which indexes written by
     # earlier mdmem versions need to unpickle their schema (whoosh_compat).
-    from mdmem.index.whoosh_compat import cache_missing_length_columns
+    from mdmem.index.whoosh_compat import cache_missing_length_columns, zero_copy_buffer_files
 
     cache_missing_length_columns()
+    zero_copy_buffer_files()
     return whoosh
 
 

@@ -25,6 +25,15 @@ what is done about each:
 * **Missing length columns** are looked up on disk once per posting
   (:func:`cache_missing_length_columns`).
 
+**Making Whoosh cheaper to open.** A segment's files are memory-mapped, and
+Whoosh hands each part of them to a ``BufferFile``, whose constructor copies
+the part into a ``BytesIO``: every reader of every segment copies its terms
+and postings into memory, and every write opens one (to find the document it
+replaces). At a million blocks that is about half a second per ``remember``
+and per reopened searcher (``bench/scale_keyword.py``).
+:func:`zero_copy_buffer_files` gives ``BufferFile`` a file over the mapped
+bytes instead, which reads what it is asked for and copies nothing else.
+
 The patches, each applied once and guarded (another Whoosh layout leaves
 Whoosh as it is):
 
@@ -33,7 +42,10 @@ Whoosh as it is):
   ``W3PostingsWriter.finish_postings`` calls, which this Whoosh lacks;
 * ``whoosh.codec.whoosh3.W3PerDocReader._cached_reader`` is wrapped, by
   :func:`cache_missing_length_columns`, so "this segment has no such column"
-  is cached like a column is.
+  is cached like a column is;
+* ``whoosh.filedb.structfile.BufferFile.__init__`` is replaced, by
+  :func:`zero_copy_buffer_files`, with one whose ``file`` is a
+  :class:`_ViewFile` over the same buffer (reading only).
 
 **Reading Whoosh's internals**, for speed or around a Whoosh bug:
 
@@ -81,6 +93,7 @@ __all__ = [
     "length_column",
     "posting_blocks",
     "reopened_searcher",
+    "zero_copy_buffer_files",
 ]
 
 log = logging.getLogger(__name__)
@@ -217,6 +230,83 @@ def cache_missing_length_columns() -> None:
 
     cached_reader._mdmem = True  # type: ignore[attr-defined]
     W3PerDocReader._cached_reader = cached_reader
+
+
+class _ViewFile:
+    """A read-only file over a buffer (a slice of a memory map) that copies
+    only what is read: what ``BufferFile`` keeps in ``self.file``."""
+
+    def __init__(self, buf: Any) -> None:
+        self._buf = memoryview(buf)
+        self._pos = 0
+        self._len = len(self._buf)
+
+    def read(self, size: int | None = -1) -> bytes:
+        start = self._pos
+        end = self._len if size is None or size < 0 else min(self._len, start + size)
+        self._pos = max(start, end)
+        return bytes(self._buf[start:end])
+
+    def readinto(self, target: Any) -> int:
+        data = self.read(len(memoryview(target)))
+        memoryview(target)[: len(data)] = data
+        return len(data)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        limit = self._len if size is None or size < 0 else min(self._len, self._pos + size)
+        end = self._pos
+        while end < limit:  # lines are short where Whoosh reads them (pickles)
+            chunk = bytes(self._buf[end : min(limit, end + 256)])
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                end += newline + 1
+                break
+            end += len(chunk)
+        return self.read(end - self._pos)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while line := self.readline():
+            yield line
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._pos, self._len)[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._buf.release()
+
+
+def zero_copy_buffer_files() -> None:
+    """Make Whoosh's ``BufferFile`` read its buffer in place (see above)."""
+    try:
+        from whoosh.filedb.structfile import BufferFile
+    except ImportError:  # pragma: no cover - another Whoosh layout: keep its own
+        return
+    if getattr(BufferFile.__init__, "_mdmem", False):
+        return
+    fields = ("_buf", "_name", "file", "onclose", "is_real", "is_closed")
+    probe = BufferFile(b"")
+    if sorted(vars(probe)) != sorted(fields):  # pragma: no cover - another layout
+        log.info("Whoosh's BufferFile is not the one checked; left as it is")
+        return
+
+    def init(self: Any, buf: Any, name: str | None = None, onclose: Any = None) -> None:
+        self._buf = buf
+        self._name = name
+        self.file = _ViewFile(buf)
+        self.onclose = onclose
+        self.is_real = False
+        self.is_closed = False
+
+    init._mdmem = True  # type: ignore[attr-defined]
+    BufferFile.__init__ = init
 
 
 # --- reading Whoosh's internals ------------------------------------------------

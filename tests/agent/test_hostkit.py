@@ -696,6 +696,10 @@ def test_two_sessions_with_the_same_words_get_a_summary_each(vault: Vault, repo:
         assert b.text.startswith("Session summary (extractive):")
 
 
+# Enough turns that the flush outlasts several recalls even on an idle machine.
+TURNS = 2000
+
+
 def test_a_recall_is_answered_while_a_long_pre_compact_runs(
     vault: Vault, repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -707,7 +711,7 @@ def test_a_recall_is_answered_while_a_long_pre_compact_runs(
     vault.remember("We deploy the shop service to fly.io in the ams region.")
     transcript = tmp_path / "long.jsonl"
     with transcript.open("w", encoding="utf-8") as f:
-        for i in range(600):
+        for i in range(TURNS):
             role = "user" if i % 2 == 0 else "assistant"
             text = f"Turn {i}: the orders table {i} moves to integer cents, batch {i % 7}."
             f.write(
@@ -756,7 +760,7 @@ def test_a_recall_is_answered_while_a_long_pre_compact_runs(
     slowest, typical = max(latencies), sorted(latencies)[len(latencies) // 2]
     assert typical < max(2.0, 4 * baseline), (baseline, latencies)
     assert slowest < took["compact"] / 3, (took, latencies)
-    assert sum(1 for m in vault.library.list() if m.kind == "chat_message") == 600
+    assert sum(1 for m in vault.library.list() if m.kind == "chat_message") == TURNS
 
 
 # -- memories injected as data (issue 24 item 4, issue 25 "inject what helps") -------

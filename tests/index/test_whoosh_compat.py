@@ -201,3 +201,83 @@ def test_an_index_from_the_old_module_layout_opens_without_a_rebuild(
     assert done.stdout.split() == [memory.id]
     # Opened and searched as it was: nothing rewritten, nothing rebuilt.
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == files
+
+
+@pytest.mark.parametrize("data", [b"", b"one line\n", b"a\nbb\n\nccc", bytes(range(256)) * 40])
+def test_a_view_file_reads_like_bytesio(data: bytes) -> None:
+    import io
+
+    from mdmem.index.whoosh_compat import _ViewFile
+
+    rng = random.Random(len(data))
+    view, ref = _ViewFile(memoryview(data)), io.BytesIO(data)
+    assert list(_ViewFile(data)) == list(io.BytesIO(data))
+    for _ in range(200):
+        op = rng.choice(["read", "readline", "seek", "seek_end", "seek_cur", "readinto"])
+        n = rng.randint(-1, len(data) + 3)
+        if op == "read":
+            assert view.read(n) == ref.read(n)
+        elif op == "readline":
+            assert view.readline(n) == ref.readline(n)
+        elif op == "readinto":
+            a, b = bytearray(max(n, 0)), bytearray(max(n, 0))
+            assert view.readinto(a) == ref.readinto(b) and a == b
+        elif op == "seek":
+            assert view.seek(max(n, 0)) == ref.seek(max(n, 0))
+        elif op == "seek_end":
+            assert view.seek(-min(max(n, 0), len(data)), 2) == ref.seek(
+                -min(max(n, 0), len(data)), 2
+            )
+        else:
+            step = rng.randint(-view.tell(), 5)
+            assert view.seek(step, 1) == ref.seek(step, 1)
+        assert view.tell() == ref.tell()
+
+
+def test_buffer_files_read_a_memory_map_in_place(tmp_path: Path) -> None:
+    """A segment reader no longer copies its mapped files: an index opened
+    after the patch answers as before, and its buffer files hold a view."""
+    import mmap
+
+    from whoosh.filedb.structfile import BufferFile
+
+    from mdmem.index.whoosh_compat import _ViewFile, zero_copy_buffer_files
+
+    zero_copy_buffer_files()
+    zero_copy_buffer_files()  # applied once
+    path = tmp_path / "blob"
+    path.write_bytes(pickle.dumps({"x": list(range(1000))}) + b"tail")
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        view = memoryview(mapped)
+        part = view[: len(view) - 4]
+        bf = BufferFile(part, name="blob")
+        assert isinstance(bf.file, _ViewFile)
+        assert bf.read_pickle() == {"x": list(range(1000))}
+        assert bf.get(0, 2) == bytes(view[:2])
+        bf.close()
+        part.release()
+        view.release()
+    ix = KeywordIndex.create(tmp_path / "ix")
+    blocks = [
+        Block(
+            id=f"m-{i:04d}",
+            path="MEMORY.md",
+            line_start=i + 1,
+            line_end=i + 1,
+            text=f"memory number {i} about {'deploys' if i % 3 else 'invoices'}",
+            heading="",
+            kind="fact",
+            scope="",
+            created=datetime(2026, 1, 1, tzinfo=UTC),
+            tags=(),
+            status="active",
+            updated=None,
+            content_hash=f"h{i}",
+        )
+        for i in range(300)
+    ]
+    ix.add_many(blocks)
+    ix.upsert([blocks[3]])
+    hits = ix.search("invoices", limit=500, statuses=None)
+    assert sorted(hit[0] for hit in hits) == [f"m-{i:04d}" for i in range(0, 300, 3)]
+    ix.close()
