@@ -9,8 +9,9 @@ theirs, :func:`human_line_ider` appends ``[captured:: human] ^m-…`` to each
 such item, through the writer, in a commit of its own, authored as the
 person (``git blame`` keeps naming them for their line; the subject and the
 ``Captured: human`` trailer say mdmem added the ids). Their bytes stay as they
-typed them — only the end of the item's line gains the field and the id — and
-their own commit before it holds exactly what they wrote. The writer does this
+typed them — only the end of the item's last line changes: trailing spaces
+give way to the field and the id, the line ending stays — and their own
+commit before it holds exactly what they wrote. The writer does this
 in :meth:`~mdmem.store.writer.Writer.commit_human_edits` (the session-start
 hook, ``mdmem watch``, ``doctor``, sync), never in the commit a write makes of
 a person's edits first: a file they are typing into is not rewritten under
@@ -19,7 +20,7 @@ them while the agent writes.
 Only simple items get an id: a top-level list item that is one paragraph (no
 nested list or code under it), outside a code fence, whose last line carries
 no id yet. Anything else stays a note, as before. An item that would not read
-back as a memory with the same text after the append is left alone.
+back as one memory spanning the whole item after the append is left alone.
 """
 
 from __future__ import annotations
