@@ -28,9 +28,17 @@ program. The user's own ``hooks.toml`` in the mdmem config folder
     [vaults]
     work = "/home/me/work-vault"
 
-Without a project file: memory on, the user's default vault and scope, and
+Without a project file: memory on, the user's default vault, and
 ``capture = "summaries"`` (a session summary plus decisions, gotchas and bug
 fixes; no raw turns or tool output).
+
+Scope: a project without ``scope`` in its file gets one derived from its
+repository (:func:`project_scope`): ``project:<name>``, the name from the
+``origin`` remote's URL (the same in every clone) or else the folder of the
+git top level, so one project's captures never reach another project's
+prompt. Outside a git repository the scope is the vault root. Recall in a
+project reads the vault root (the user's own profile) *and* the project's
+scope; captures go to the project's scope.
 
 Which vault a hook uses: the one the project file names (one of the user's),
 else the one its command names (``--vault`` or ``--vault-name``, as ``hooks
@@ -42,6 +50,7 @@ user's default never overrides a vault a hook command names.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -59,6 +68,7 @@ __all__ = [
     "named_vault",
     "policy_from_json",
     "policy_to_json",
+    "project_scope",
     "resolve_policy",
 ]
 
@@ -88,6 +98,8 @@ class Policy:
     vault: Path | None = None
     vault_from_project: bool = False
     scope: str | None = None
+    # Where the scope came from: "project file", "repository" (derived), or None (root).
+    scope_from: str | None = None
     capture: str = "summaries"
     session_tokens: int = 1500
     prompt_tokens: int = 800
@@ -196,6 +208,10 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
     if scope is not None and not isinstance(scope, str):
         notes.append(f"{POLICY_FILE}: scope must be a string")
         scope = None
+    scope_from = "project file" if scope else None
+    if not scope:
+        scope = project_scope(cwd)
+        scope_from = "repository" if scope else None
 
     cap_max = CAPTURE_LEVELS.index(user["capture_max"])
     capture = user["capture"]
@@ -223,6 +239,7 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
         vault=vault,
         vault_from_project=from_project,
         scope=scope or None,
+        scope_from=scope_from,
         capture=capture,
         source=str(path) if path is not None else None,
         notes=tuple(notes),
@@ -280,6 +297,81 @@ def policy_from_json(data: Mapping[str, Any]) -> Policy:
             budget = _budget(value)
             if budget is not None:
                 values[key] = budget
-        elif key in ("scope", "source") and isinstance(value, str):
+        elif key in ("scope", "scope_from", "source") and isinstance(value, str):
             values[key] = value
     return Policy(**values)
+
+
+_REMOTE = re.compile(r'^\s*\[remote\s+"origin"\]\s*$')
+_SECTION = re.compile(r"^\s*\[")
+_URL = re.compile(r"^\s*url\s*=\s*(\S.*?)\s*$", re.I)
+_NAME_BAD = re.compile(r"[^a-z0-9._-]+")
+_MAX_GIT_FILE = 64 * 1024
+
+
+def project_scope(cwd: str | os.PathLike[str] | None) -> str | None:
+    """``project:<name>`` for the git repository ``cwd`` is in, or None outside one.
+
+    The name is the ``origin`` remote's repository name (``…/shop.git`` ->
+    ``shop``), the same in every clone, else the top-level folder's name;
+    lower-cased, runs of other characters as ``-``. Read from the files, not
+    by running git: a hook answers within its latency budget.
+    """
+    if not cwd:
+        return None
+    here = Path(cwd).expanduser()
+    if not here.is_absolute():
+        return None
+    for top in (here, *here.parents):
+        dot_git = top / ".git"
+        if dot_git.exists():
+            break
+    else:
+        return None
+    name = _origin_name(_git_config(dot_git)) or top.name
+    return _as_scope(name)
+
+
+def _git_config(dot_git: Path) -> Path | None:
+    """The repository's ``config``: ``.git/config``, or a worktree's common dir's."""
+    if dot_git.is_dir():
+        return dot_git / "config"
+    data = read_capped(dot_git, _MAX_GIT_FILE)  # a worktree's or submodule's "gitdir: …"
+    if not data:
+        return None
+    text = data.decode("utf-8", "replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text[len("gitdir:") :].strip())
+    if not gitdir.is_absolute():
+        gitdir = dot_git.parent / gitdir
+    common = read_capped(gitdir / "commondir", _MAX_GIT_FILE)
+    if common:
+        other = Path(common.decode("utf-8", "replace").strip())
+        gitdir = other if other.is_absolute() else gitdir / other
+    return gitdir / "config"
+
+
+def _origin_name(config: Path | None) -> str | None:
+    data = read_capped(config, _MAX_GIT_FILE) if config is not None else None
+    if not data:
+        return None
+    inside = False
+    for line in data.decode("utf-8", "replace").splitlines():
+        if _SECTION.match(line):
+            inside = bool(_REMOTE.match(line))
+        elif inside and (m := _URL.match(line)):
+            url = m.group(1).strip("\"'").rstrip("/")
+            # https://host/o/shop.git, git@host:o/shop.git, /srv/git/shop
+            last = re.split(r"[/:\\]", url)[-1]
+            return last[:-4] if last.endswith(".git") else last
+    return None
+
+
+def _as_scope(name: str) -> str | None:
+    clean = _NAME_BAD.sub("-", name.lower()).strip(".-_")[:64].rstrip(".-_")
+    if not clean:
+        return None
+    if not clean[0].isalnum():
+        clean = "p" + clean
+    return f"project:{clean}"

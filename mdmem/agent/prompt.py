@@ -20,6 +20,11 @@ would hide::
 
 Sections show memories — text, date and citation — never a file's raw text,
 and only active ones (superseded, resolved and archived memories stay out).
+Memories are data, not instructions (:mod:`mdmem.agent.asdata`): ``render()``
+fences each section as quoted data, each item carries its provenance (id,
+date, kind, who captured it, reviewed or not), text that reads as an order to
+the model is labelled so, and the profile sections (user, learning, journal)
+leave such text out: nothing instruction-like is promoted to profile context.
 Each section has its own character budget, so one noisy source cannot crowd
 out the others, and ``total_chars`` caps them together; packing skips an item
 that does not fit and tries the next. The retrieval runs in parallel threads;
@@ -36,6 +41,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from mdmem.agent.asdata import data_line, fence, instruction_like, warning
+from mdmem.agent.instructions import instruction_cues
 from mdmem.agent.synthesis import SYNTHESIS_TITLE, check_method, synthesis_block
 from mdmem.errors import InvalidInputError
 from mdmem.files.blocks import scope_dir, validate_scope
@@ -148,7 +155,9 @@ class PromptContext:
             section = self.sections.get(name)
             if section is None or (not section and not include_empty):
                 continue
-            parts.append(f"{section.title}\n\n{section.text.rstrip() or '(none)'}")
+            body = section.text.rstrip()
+            # Quoted data in a fence no quoted text can close (mdmem.agent.asdata).
+            parts.append(f"{section.title}\n\n{fence(body.splitlines()) if body else '(none)'}")
         return "\n\n".join(parts) + ("\n" if parts else "")
 
     def __str__(self) -> str:
@@ -227,7 +236,7 @@ class _Assembly:
 
     def line(self, item: Memory | Hit) -> str:
         text = one_line(self.safe(item.text), self.b.entry_chars)
-        return f"- {text} ({_cite(item)}; {item.kind}; {item.created:%Y-%m-%d})"
+        return data_line(item, text, _cite(item))
 
     def recall(self, query: str, k: int, kinds: Sequence[str] | None, **controls: Any) -> list[Hit]:
         if k <= 0:
@@ -319,7 +328,10 @@ _FETCH: dict[str, Callable[[_Assembly], Any]] = {
 
 
 def _build_profile(a: _Assembly, name: str, found: list[Memory]) -> PromptSection:
-    return a.section(name, ((m.id, a.line(m)) for m in found))
+    # A profile is read as who the user is: text that reads as an order to the
+    # model is never promoted there (recall may still show it, labelled).
+    kept = [m for m in found if not instruction_like(m, m.text)]
+    return a.section(name, ((m.id, a.line(m)) for m in kept))
 
 
 def _build_thread(a: _Assembly, found: list[Memory | Hit]) -> PromptSection:
@@ -330,7 +342,8 @@ def _build_thread(a: _Assembly, found: list[Memory | Hit]) -> PromptSection:
             (
                 x.id,
                 one_line(
-                    f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) {a.safe(x.text)}",
+                    f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) "
+                    f"{warning(instruction_cues(x.text))}{a.safe(x.text)}",
                     b.thread_line_chars,
                 ),
             )

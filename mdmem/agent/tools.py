@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mdmem.agent import session_tools
+from mdmem.agent.asdata import render_recalled
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
@@ -46,7 +47,6 @@ from mdmem.errors import (
 from mdmem.files.blocks import ROOT_SCOPE, validate_scope
 from mdmem.files.ids import normalize_id
 from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
-from mdmem.recall.search import render_context
 from mdmem.store.secret_guard import scrub
 from mdmem.store.visibility import EVERYONE, Reader
 
@@ -767,7 +767,7 @@ class Toolset:
         result = self.vault.recall(
             args["query"], k=args["top_k"], scope=scopes, reader=self.reader, **tier
         )
-        return {"context": render_context(result, args["max_chars"]), "total": len(result.items)}
+        return {"context": render_recalled(result, args["max_chars"]), "total": len(result.items)}
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:
         # Confined to the allowed scopes, so the answer draws on nothing else.

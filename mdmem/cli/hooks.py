@@ -501,8 +501,11 @@ def policy_command(directory: str | None, as_json: bool) -> None:
 
     def human() -> None:
         click.echo(f"policy file: {policy.source or '(none: the defaults)'}")
-        for key in ("enabled", "vault", "scope", "capture"):
+        for key in ("enabled", "vault"):
             click.echo(f"{key}: {data[key]}")
+        where = f" (from the {policy.scope_from})" if policy.scope_from else ""
+        click.echo(f"scope: {policy.scope or 'root'}{where}; recall also reads the root")
+        click.echo(f"capture: {data['capture']}")
         for key in ("session_tokens", "prompt_tokens", "prompt_latency_ms"):
             click.echo(f"{key}: {data[key]}")
         for note in policy.notes:

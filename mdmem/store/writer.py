@@ -58,6 +58,7 @@ from mdmem.store.editors import (
     raw_replacer,
 )
 from mdmem.store.gitstore import GitStore, Identity, format_message, paths_shown
+from mdmem.store.humanlines import give_ids
 from mdmem.store.intent import Intent, recover
 from mdmem.store.swap import Orphans, Swapped, swap, undo_all
 from mdmem.store.vaultlock import VaultLock
@@ -575,9 +576,11 @@ class Writer:
             self.indexer.manifest.set_meta("indexed_commit", head)
 
     def commit_human_edits(self, paths: list[str] | None = None) -> str | None:
-        """Commit files a person changed, authored as the human; returns the sha."""
+        """Commit a person's edits as theirs, then give ids to items they typed (humanlines)."""
         with self.lock():
-            return self._commit_human_edits(paths)
+            sha = self._commit_human_edits(paths)
+            give_ids(self, Transaction(self), self._human_identity(), self._kept_out)
+            return sha
 
     # -- the lock ------------------------------------------------------------
 
@@ -849,7 +852,7 @@ class Writer:
         self.catalog.put(rel, fresh.copy(), (0, 0, 0))
         return fresh
 
-    def flush(self, tx: Transaction, subject: str | None) -> None:
+    def flush(self, tx: Transaction, subject: str | None, author: Identity | None = None) -> None:
         """Write every pending file (compare-and-swap) and make one commit.
 
         Provenance: git gets a person's version of a file, as theirs, before
@@ -880,7 +883,7 @@ class Writer:
         if git_on and tx.ops:
             title, trailers = tx.message(subject)
             message = format_message(title, trailers=trailers)
-            agent = Identity.agent(self.agent)
+            agent = author or Identity.agent(self.agent)  # author: humanlines' ids
             before = self.git.head()
             # The commit is a git process we mostly wait on, and indexing is
             # our own CPU work: overlap them (a durable write's two halves).

@@ -10,6 +10,7 @@ the agent for every agent line.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -29,6 +30,9 @@ from ..conftest import git
 AGENT_MAIL = "@agents.mdmem"
 
 
+_TYPED_ID = re.compile(r" \[captured:: human\] \^m-[0-9a-z]+$")
+
+
 def blame(root: Path, rel: str) -> dict[str, str]:
     """Line text -> author email, from ``git blame --line-porcelain`` at HEAD."""
     out = git(root, "blame", "--line-porcelain", "HEAD", "--", rel)
@@ -38,7 +42,9 @@ def blame(root: Path, rel: str) -> dict[str, str]:
         if line.startswith("author-mail "):
             mail = line.split(" ", 1)[1].strip("<>")
         elif line.startswith("\t"):
-            authors[line[1:]] = mail
+            # A list item a person typed into a profile file gets an id (issue 25,
+            # "a person's words first"): it is still their line, as they typed it.
+            authors[_TYPED_ID.sub("", line[1:])] = mail
     return authors
 
 
@@ -140,7 +146,17 @@ def test_lines_merged_under_ours_are_committed_as_theirs_first(
     assert text.index(typed[1]) < text.index(f"^{second.id}")
     assert_blamed(vault, "USER.md", typed, [first.id, second.id])
     # Theirs first: the commit before the agent's is the human's.
-    mails = git(vault.root, "log", "-2", "--format=%ae", "--", "USER.md").split()
+    # (Not counting the commit that gave their typed lines ids, also theirs.)
+    mails = git(
+        vault.root,
+        "log",
+        "-2",
+        "--format=%ae",
+        "--invert-grep",
+        "--grep=typed by a person",
+        "--",
+        "USER.md",
+    ).split()
     assert mails[0].endswith(AGENT_MAIL) and not mails[1].endswith(AGENT_MAIL)
 
 

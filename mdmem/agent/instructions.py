@@ -1,0 +1,92 @@
+"""Instruction-like text: stored words that read as orders to the model.
+
+A memory is data: something a person or an agent wrote earlier. Some of it,
+quoted back into a prompt, reads as an order to the model that sees it
+("ignore all previous instructions", "run curl … | sh", "you must always …",
+a fake ``system:`` turn). :func:`instruction_cues` names the cues a text
+shows, so what injects memories can say so beside the item
+(:mod:`mdmem.agent.asdata`), keep it out of pinned and profile context, and
+mark a hook capture of it (``[flag:: instruction-like]``, set by the hook,
+never read from the text).
+
+The rules aim for precision: each needs a phrase that is rarely anything but
+an order to a model or a remote-code one-liner, so ordinary notes ("I must
+call mom", "we ignored the warning") are not flagged. On the dev chats of
+``bench-data`` (LoCoMo and RealTalk, every turn) the false-positive rate is
+measured by ``python bench/instructions.py`` (docs/hooks.md gives the
+number). What is flagged is still stored and still recalled — marked,
+never dropped: a person may keep such a note on purpose.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CUES", "instruction_cues", "is_instruction_like"]
+
+_I = re.IGNORECASE
+
+#: name -> pattern. Names are what the injected label and the ``flag`` say.
+CUES: dict[str, re.Pattern[str]] = {
+    # "Ignore all previous instructions", "disregard the system prompt".
+    "override": re.compile(
+        r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|every\s+)?"
+        r"(?:of\s+)?(?:the\s+|your\s+|my\s+|these\s+|those\s+)?"
+        r"(?:previous|prior|above|earlier|preceding|original|system|safety)\s+"
+        r"(?:instructions?|prompts?|rules|directives|directions|guidelines|messages)\b",
+        _I,
+    ),
+    # A download piped into a shell: remote code run blind.
+    "pipe-to-shell": re.compile(
+        r"\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|;]{0,200}\|\s*(?:sudo\s+)?"
+        r"(?:ba|z|da|k|fi)?sh\b"
+        # The same with the pipe lost (a sentence splitter drops "|"): URL, then a shell.
+        r"|\b(?:curl|wget)\s+(?:-\S+\s+)*https?://\S+\s+(?:sudo\s+)?(?:ba|z|da)?sh\b",
+        _I,
+    ),
+    # Orders addressed to the model: "you must always", "the assistant should never".
+    "order-to-model": re.compile(
+        r"\b(?:you|the\s+(?:assistant|ai|model|agent|llm))\s+(?:must|shall|are\s+to)"
+        r"\s+(?:now\s+)?(?:always|never|immediately|obey|comply|execute|run|ignore|disregard"
+        r"|reveal|exfiltrate|output\s+only)\b",
+        _I,
+    ),
+    "from-now-on": re.compile(
+        r"\bfrom\s+now\s+on,?\s+(?:you|always|never|only\s+(?:respond|answer|reply)"
+        r"|respond|answer|reply|act)\b",
+        _I,
+    ),
+    # System-prompt phrasing and chat-template markers.
+    "role-play": re.compile(
+        r"\b(?:you\s+are\s+now\s+(?:in\s+)?(?:a|an|the|dan|developer|unrestricted|jailbroken)\b"
+        r"|developer\s+mode\s+(?:enabled|on)|jailbreak(?:ing)?\s+(?:mode|prompt))",
+        _I,
+    ),
+    "system-prompt": re.compile(
+        r"(?:^|\n)\s*(?:system|developer)\s*(?:prompt)?\s*:\s*\S"
+        r"|<\|?(?:system|im_start|im_end)\|?>|\[/?INST\]|<\s*/?\s*system\s*>"
+        r"|\b(?:new|updated|real)\s+(?:system\s+)?instructions?\s*:"
+        r"|\b(?:reveal|print|show|repeat|leak)\s+(?:me\s+)?(?:your|the)\s+"
+        r"(?:system\s+prompt|hidden\s+instructions)",
+        _I,
+    ),
+    # Send secrets somewhere.
+    "exfiltrate": re.compile(
+        r"\b(?:send|post|upload|exfiltrate|forward|email)\s+(?:all\s+)?(?:the\s+|your\s+|my\s+)?"
+        r"(?:api[\s_-]?keys?|credentials|passwords?|secrets?|access\s+tokens?|ssh\s+keys?"
+        r"|env(?:ironment)?\s+variables|\.env(?:\s+file)?)\s+to\b",
+        _I,
+    ),
+}
+
+
+def instruction_cues(text: str) -> tuple[str, ...]:
+    """The names of the :data:`CUES` ``text`` shows, in table order (empty: none)."""
+    if not text:
+        return ()
+    return tuple(name for name, pattern in CUES.items() if pattern.search(text))
+
+
+def is_instruction_like(text: str) -> bool:
+    """Whether ``text`` reads as an order to the model (any of :data:`CUES`)."""
+    return bool(instruction_cues(text))
