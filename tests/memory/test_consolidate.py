@@ -332,7 +332,10 @@ def test_a_draft_that_drops_given_facts_is_rejected_and_logged(
     assert rejection.given == 4 and len(rejection.dropped) == 3
     assert "75% > 25%" in rejection.reason
     assert "rejected" in caplog.text and "green tea" in caplog.text
-    assert git(vault.root, "rev-parse", "HEAD") == head and len(pending_entries(vault.admin.store)) == 4
+    assert (
+        git(vault.root, "rev-parse", "HEAD") == head
+        and len(pending_entries(vault.admin.store)) == 4
+    )
     monkeypatch.setenv("MDMEM_LLM_BASE_URL", server.base_url)
     monkeypatch.setenv("MDMEM_LLM_MODEL", "local-test")
     monkeypatch.setenv("MDMEM_CONSOLIDATION_AUTO", "false")
