@@ -377,8 +377,10 @@ def pull_reindex(vault_root: Path, work: Path, changed: int = 1_000) -> dict[str
     vault.reindex()
     took = time.perf_counter() - start
     # A turn may stand for its episode (one hit per piece of knowledge): look
-    # for the id among each hit's sources too.
-    hits = vault.recall(f"{marker}{changed // 2}", k=3).items
+    # for the id among each hit's sources too. The marker is a made-up word
+    # only the keyword side can know (hybrid may rank look-alike words of the
+    # vector side above it): the probe asks whether the pulled edit is indexed.
+    hits = vault.recall(f"{marker}{changed // 2}", k=3, mode="keyword").items
     seen = any(probe == h.id or probe in h.sources for h in hits)
     vault.close()
     return {"pull_reindex_s": took, "pull_changed": edited, "pull_seen": seen}
