@@ -2,7 +2,7 @@
 
 Usage: python bench/instructions.py [PATH ...] [--show 20] [--json]
 
-Runs :func:`mdmem.agent.instructions.instruction_cues` over every turn (and
+Runs :func:`mdmem.recall.instructions.instruction_cues` over every turn (and
 the session observations/summaries when present) of LoCoMo-format files
 (default: the dev files in ``$MDMEM_BENCH_DATA`` or ``/work/shared/bench-data``),
 which hold no instruction aimed at a model: every flag is a false positive.
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import emit_json, print_table
 from locomo_data import load
 
-from mdmem.agent.instructions import CUES, instruction_cues
+from mdmem.recall.instructions import CUES, instruction_cues
 
 
 def _default_paths() -> list[Path]:

@@ -30,12 +30,12 @@ from concurrent.futures import wait as wait_futures
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from mdmem.agent.asdata import render_recalled
 from mdmem.agent.compaction import CompactionResult, Summarizer, compact, default_summarizer
 from mdmem.agent.synthesis import check_method, synthesis_block
 from mdmem.errors import InvalidInputError
 from mdmem.models import KINDS, Memory, one_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
+from mdmem.recall.asdata import render_recalled
 from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:

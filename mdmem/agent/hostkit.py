@@ -70,14 +70,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mdmem.agent import relevance
-from mdmem.agent.asdata import (
-    INSTRUCTION_FLAG,
-    Provenance,
-    data_line,
-    fence,
-    instruction_like,
-    provenance_line,
-)
 from mdmem.agent.hooklog import HookLog
 from mdmem.agent.hostformats import (
     EVENTS,
@@ -87,7 +79,6 @@ from mdmem.agent.hostformats import (
     parse_input,
     render_output,
 )
-from mdmem.agent.instructions import instruction_cues
 from mdmem.agent.projectpolicy import Policy, policy_from_json, resolve_policy
 from mdmem.agent.toolfailure import failure_line
 from mdmem.agent.transcript import Turn, read_transcript
@@ -96,6 +87,15 @@ from mdmem.files.blocks import validate_scope
 from mdmem.memory import extractive
 from mdmem.memory.toolcalls import ToolCall
 from mdmem.models import Hit, one_line
+from mdmem.recall.asdata import (
+    INSTRUCTION_FLAG,
+    Provenance,
+    data_line,
+    fence,
+    instruction_like,
+    provenance_line,
+)
+from mdmem.recall.instructions import instruction_cues
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.secret_guard import scrub
 from mdmem.store.visibility import Reader
@@ -716,7 +716,7 @@ def _fit(
 ) -> tuple[str, list[str]]:
     """A block of ``sections`` whose estimated tokens stay within ``budget``; cited ids.
 
-    Each section is fenced as quoted data (:func:`mdmem.agent.asdata.fence`). An
+    Each section is fenced as quoted data (:func:`mdmem.recall.asdata.fence`). An
     item that does not fit is skipped and the next one tried, so a long first
     item does not keep a shorter one after it out.
     """

@@ -20,7 +20,7 @@ would hide::
 
 Sections show memories — text, date and citation — never a file's raw text,
 and only active ones (superseded, resolved and archived memories stay out).
-Memories are data, not instructions (:mod:`mdmem.agent.asdata`): ``render()``
+Memories are data, not instructions (:mod:`mdmem.recall.asdata`): ``render()``
 fences each section as quoted data, each item carries its provenance (id,
 date, kind, who captured it, reviewed or not), text that reads as an order to
 the model is labelled so, and the profile sections (user, learning, journal)
@@ -41,14 +41,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from mdmem.agent.asdata import data_line, fence, instruction_like, warning
-from mdmem.agent.instructions import instruction_cues
 from mdmem.agent.synthesis import SYNTHESIS_TITLE, check_method, synthesis_block
 from mdmem.errors import InvalidInputError
 from mdmem.files.blocks import scope_dir, validate_scope
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.memory.pending import render_pending
 from mdmem.models import KINDS, Hit, Memory, one_line
+from mdmem.recall.asdata import data_line, fence, instruction_like, warning
+from mdmem.recall.instructions import instruction_cues
 from mdmem.store.secret_guard import scrub
 from mdmem.store.visibility import Reader
 
@@ -156,7 +156,7 @@ class PromptContext:
             if section is None or (not section and not include_empty):
                 continue
             body = section.text.rstrip()
-            # Quoted data in a fence no quoted text can close (mdmem.agent.asdata).
+            # Quoted data in a fence no quoted text can close (mdmem.recall.asdata).
             parts.append(f"{section.title}\n\n{fence(body.splitlines()) if body else '(none)'}")
         return "\n\n".join(parts) + ("\n" if parts else "")
 

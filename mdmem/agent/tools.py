@@ -30,7 +30,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mdmem.agent import session_tools
-from mdmem.agent.asdata import render_recalled
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
@@ -47,6 +46,7 @@ from mdmem.errors import (
 from mdmem.files.blocks import ROOT_SCOPE, validate_scope
 from mdmem.files.ids import normalize_id
 from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
+from mdmem.recall.asdata import render_recalled
 from mdmem.store.secret_guard import scrub
 from mdmem.store.visibility import EVERYONE, Reader
 

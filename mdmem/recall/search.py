@@ -21,6 +21,7 @@ from mdmem.index.blocktext import indexable
 from mdmem.index.keyword import QUESTION_WORDS
 from mdmem.models import KINDS, Block, Hit, Recall
 from mdmem.recall import ranking
+from mdmem.recall.asdata import cite_recalled
 from mdmem.recall.controls import RecallControls
 from mdmem.recall.conversation import Threads, strip_people
 
@@ -263,31 +264,13 @@ def vector_candidates(
 def render_context(
     recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
 ) -> str:
-    """A prompt block of recalled memories within ``max_chars``, each cited ``path#^id``."""
-    return cite_context(recall, max_chars, title=title)[0]
+    """A prompt block of recalled memories within ``max_chars``: quoted data,
+    each item with its provenance and cited ``path#^id`` (:mod:`mdmem.recall.asdata`)."""
+    return cite_recalled(recall, max_chars, title=title)[0]
 
 
 def cite_context(
     recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
 ) -> tuple[str, list[Hit]]:
     """:func:`render_context` and the hits the block cites (those that fit), best first."""
-    if max_chars < len(title) + 20:
-        raise InvalidInputError(f"max_chars must be at least {len(title) + 20}")
-    lines = [title, ""]
-    used = len(title) + 2
-    if not recall.items:
-        return f"{title}\n\n(no relevant memories)\n", []
-    cited: list[Hit] = []
-    for hit in recall.items:
-        meta = f" ({hit.citation}; {hit.kind}; {hit.created:%Y-%m-%d})"
-        text = " ".join(hit.text.split())
-        room = max_chars - used - len(meta) - 3
-        if room < 20:
-            break
-        if len(text) > room:
-            text = text[: room - 1].rstrip() + "…"
-        line = f"- {text}{meta}"
-        lines.append(line)
-        cited.append(hit)
-        used += len(line) + 1
-    return "\n".join(lines) + "\n", cited
+    return cite_recalled(recall, max_chars, title=title)

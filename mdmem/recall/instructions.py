@@ -5,7 +5,7 @@ quoted back into a prompt, reads as an order to the model that sees it
 ("ignore all previous instructions", "run curl … | sh", "you must always …",
 a fake ``system:`` turn). :func:`instruction_cues` names the cues a text
 shows, so what injects memories can say so beside the item
-(:mod:`mdmem.agent.asdata`), keep it out of pinned and profile context, and
+(:mod:`mdmem.recall.asdata`), keep it out of pinned and profile context, and
 mark a hook capture of it (``[flag:: instruction-like]``, set by the hook,
 never read from the text).
 
