@@ -52,9 +52,10 @@ from mdmem.memory.parts import MemoryParts
 from mdmem.memory.session_desk import Sessions
 from mdmem.models import Block, Memory, Recall
 from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice, LLMClient
+from mdmem.recall.asdata import render_recalled
 from mdmem.recall.controls import RecallControls
 from mdmem.recall.recaller import Recaller
-from mdmem.recall.search import RecallQuery, render_context
+from mdmem.recall.search import RecallQuery
 from mdmem.recall.usefulness import UsefulnessDesk
 from mdmem.store.gitstore import Identity
 from mdmem.store.inputs import MAX_MEMORY_CHARS
@@ -369,7 +370,7 @@ class Vault:
 
     def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
         """A "## Recalled Memory" block for a prompt, citing each memory as path#^id."""
-        return render_context(self.recall(query, **filters), max_chars)
+        return render_recalled(self.recall(query, **filters), max_chars)
 
     def _written_by_human(self, block: Block) -> bool:
         """Whether a person wrote any line of the block (git blame, cached per file version)."""

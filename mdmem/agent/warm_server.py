@@ -73,7 +73,7 @@ from mdmem.agent.warm import (
 )
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.models import to_jsonable
-from mdmem.recall.search import cite_context
+from mdmem.recall.asdata import cite_recalled
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -746,7 +746,7 @@ def recall_method(vault: Vault, params: dict[str, Any]) -> Any:
 def context_result(vault: Vault, query: str, max_chars: int, filters: dict[str, Any]) -> Any:
     """``mdmem context --json``'s object: the block and the memories it cites."""
     result = vault.recall(query, **filters)
-    block, cited = cite_context(result, max_chars)
+    block, cited = cite_recalled(result, max_chars)
     return {
         "query": query,
         "context": block,

@@ -412,11 +412,11 @@ def context(
     obj: Context, query: str, max_chars: int, explain: bool, as_json: bool, **filters: Any
 ) -> None:
     """A "## Recalled Memory" block for a prompt, citing path#^id."""
-    from mdmem.recall.search import cite_context
+    from mdmem.recall.asdata import cite_recalled
 
     # vault.context() in two steps, so --json can list the ids the block cites.
     result = obj.vault().recall(query, **_filters(**filters))
-    block, cited = cite_context(result, max_chars)
+    block, cited = cite_recalled(result, max_chars)
     why = [{"id": h.id, "score": h.score, "scores": h.scores} for h in cited]
     data = {
         "query": query,

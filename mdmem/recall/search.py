@@ -3,8 +3,9 @@
 :class:`RecallQuery` is a checked question (query, k, kinds, tags, scopes,
 dates, mode, controls); the candidate functions ask the keyword index
 (BM25F), the vector index (FAISS), a substring scan or a plain scan for the
-blocks that pass its filters; :func:`render_context` turns an answer into a
-prompt block. The stages that rank candidates are :mod:`mdmem.recall.pipeline`.
+blocks that pass its filters. The stages that rank candidates are
+:mod:`mdmem.recall.pipeline`; :mod:`mdmem.recall.asdata` turns an answer into
+a prompt block.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from mdmem.errors import InvalidInputError
 from mdmem.files.blocks import parse_datetime, validate_scope
 from mdmem.index.blocktext import indexable
 from mdmem.index.keyword import QUESTION_WORDS
-from mdmem.models import KINDS, Block, Hit, Recall
+from mdmem.models import KINDS, Block
 from mdmem.recall import ranking
-from mdmem.recall.asdata import cite_recalled
 from mdmem.recall.controls import RecallControls
 from mdmem.recall.conversation import Threads, strip_people
 
@@ -34,10 +34,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MODES",
     "RecallQuery",
-    "cite_context",
     "keyword_candidates",
     "may_fall_back",
-    "render_context",
     "scan_candidates",
     "scannable",
     "to_datetime",
@@ -259,18 +257,3 @@ def vector_candidates(
         return kept[:pool]
     allowed = [i for i in vectors.ids() if (b := block_of(i)) is not None and q.admits(b)]
     return vectors.search(query_vec, pool, allowed=allowed)
-
-
-def render_context(
-    recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
-) -> str:
-    """A prompt block of recalled memories within ``max_chars``: quoted data,
-    each item with its provenance and cited ``path#^id`` (:mod:`mdmem.recall.asdata`)."""
-    return cite_recalled(recall, max_chars, title=title)[0]
-
-
-def cite_context(
-    recall: Recall, max_chars: int = 6000, *, title: str = "## Recalled Memory"
-) -> tuple[str, list[Hit]]:
-    """:func:`render_context` and the hits the block cites (those that fit), best first."""
-    return cite_recalled(recall, max_chars, title=title)
