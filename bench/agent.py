@@ -107,7 +107,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from mdmem.agent.hooks import MemoryHooks
-    from mdmem.agent.tools import Toolset
+    from mdmem.mcp.tools import Toolset
 
     base = scratch_dir("mdmem-bench-agent-")
     vault, queries, seed_s = seed(base, args.memories, args.embedder)

@@ -263,7 +263,7 @@ def main() -> None:
     start = time.perf_counter()
     this.run([*v, "serve", "--daemon", "--idle", "600"])
     start_ms = (time.perf_counter() - start) * 1000
-    from mdmem.agent.warm import request
+    from mdmem.warm.client import request
 
     # Ask it for its pid as the CLI would (the socket is keyed by the state dir).
     os.environ.update({k: this.env[k] for k in ("MDMEM_STATE_DIR", "MDMEM_RUNTIME_DIR")})

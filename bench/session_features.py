@@ -42,7 +42,7 @@ def main() -> None:
 
     os.environ.setdefault("MDMEM_EMBEDDER_PROVIDER", "hash")
     from mdmem import Vault
-    from mdmem.memory.toolcalls import ToolCall
+    from mdmem.memory.capture.toolcalls import ToolCall
 
     base = scratch_dir("mdmem-bench-session-")
     vault = Vault.init(base / "vault", agent="bench", consolidation={"auto": False})

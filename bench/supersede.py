@@ -86,7 +86,7 @@ def run_pipeline(
 ) -> tuple[list[bool], float]:
     """Remember each pair (old, then new) in its own scope; which olds got retired."""
     from mdmem import Vault
-    from mdmem.memory.lifecycle import similarity_only
+    from mdmem.memory.consolidation.lifecycle import similarity_only
 
     llm = {"base_url": base_url, "model": "oracle-judge", "max_retries": 0} if base_url else {}
     vault = Vault.init(
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from mdmem import __version__
     from mdmem.config import ConsolidationSettings
-    from mdmem.memory.subjects import compare
+    from mdmem.memory.consolidation.subjects import compare
     from mdmem.testing import ScriptedOpenAIServer
 
     sets = {"pairs": PAIRS, "held-out": HELD_OUT}
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{cfg.same_context_threshold} (same context) / {cfg.other_context_threshold} (other)"
     )
     print_table(
-        "The wording rule alone (mdmem.memory.subjects.compare) and the cosine gate",
+        "The wording rule alone (mdmem.memory.consolidation.subjects.compare) and the cosine gate",
         [
             "label",
             "pairs",

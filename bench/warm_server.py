@@ -44,7 +44,7 @@ from _common import emit_json, median, print_table, scratch_dir
 HERE = Path(__file__).resolve().parent.parent
 RSS_LIMIT_MB = 1500
 
-from mdmem.agent.warm import paths_for, request  # noqa: E402 - after the path setup
+from mdmem.warm.client import paths_for, request  # noqa: E402 - after the path setup
 
 
 class Checkout:

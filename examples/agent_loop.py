@@ -31,7 +31,7 @@ from typing import Any
 
 from mdmem import Vault
 from mdmem.agent.hooks import MemoryHooks
-from mdmem.agent.tools import Toolset
+from mdmem.mcp.tools import Toolset
 from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
 
 SYSTEM = (

@@ -11,7 +11,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see __ge
 if TYPE_CHECKING:
     from mdmem.agent.hooks import MemoryHooks, compact_with_vault
     from mdmem.agent.prompt import PromptContext, prompt_context
-    from mdmem.agent.tools import Toolset
     from mdmem.errors import (
         ConfigError,
         ConflictError,
@@ -35,12 +34,19 @@ if TYPE_CHECKING:
         VaultFileError,
         VaultNotFoundError,
     )
-    from mdmem.memory.sessions import Session
+    from mdmem.mcp.tools import Toolset
+    from mdmem.memory.capture.sessions import Session
     from mdmem.models import KINDS, STATUSES, Block, Hit, Memory, Recall
     from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMClient
     from mdmem.vault import Vault, VaultStatus, Version
 
 __version__ = "0.1.0"
+
+# Old module paths (mdmem.agent.tools, mdmem.memory.sessions, ...) keep importing,
+# with a warning, until the release mdmem.moved_modules names.
+from mdmem import moved_modules as _moved_modules  # noqa: E402
+
+_moved_modules.install()
 
 __all__ = [
     "KINDS",
@@ -93,8 +99,8 @@ _HOMES = {
     **{name: "mdmem.agent.hooks" for name in ("MemoryHooks", "compact_with_vault")},
     **{name: "mdmem.agent.prompt" for name in ("PromptContext", "prompt_context")},
     **{name: "mdmem.providers.llm" for name in ("USE_CONFIGURED_LLM", "LLMClient")},
-    "Toolset": "mdmem.agent.tools",
-    "Session": "mdmem.memory.sessions",
+    "Toolset": "mdmem.mcp.tools",
+    "Session": "mdmem.memory.capture.sessions",
 }
 
 

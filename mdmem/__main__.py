@@ -1,7 +1,7 @@
 """`python -m mdmem` and the `mdmem` command.
 
 :func:`run` first offers a read command to the vault's warm server (see
-:mod:`mdmem.agent.warm`: standard library only, so an answered call never
+:mod:`mdmem.warm.client`: standard library only, so an answered call never
 imports click, numpy or the indexes); otherwise, or when no server runs, it
 runs the full command line.
 """
@@ -13,7 +13,7 @@ import sys
 
 def run() -> None:
     """The `mdmem` entry point."""
-    from mdmem.agent.warm import thin_cli
+    from mdmem.warm.client import thin_cli
 
     code = None
     if "hook" in sys.argv[1:]:

@@ -158,7 +158,7 @@ class ConsolidationSettings:
     # consolidated without waiting for the count threshold (0: off).
     stale_minutes: int = 10
     # OrcBot memoryFlushSoftThreshold / memoryFlushCooldownMinutes: the
-    # flush reminder hosts can show the model (mdmem.memory.reminders).
+    # flush reminder hosts can show the model (mdmem.memory.capture.reminders).
     flush_soft_threshold: int = 25
     flush_cooldown_minutes: int = 30
     review: bool = False  # commit to a mdmem/consolidate-<date> branch for review
@@ -172,7 +172,7 @@ class ConsolidationSettings:
 
 @dataclass(frozen=True)
 class CleanupSettings:
-    """The whole-store LLM cleanup pass (mdmem.memory.cleanup; operator_use)."""
+    """The whole-store LLM cleanup pass (mdmem.memory.consolidation.cleanup; operator_use)."""
 
     # How often cleanup(if_due=True) runs; operator_use says only "periodically".
     interval_hours: float = 168.0

@@ -14,8 +14,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from mdmem.memory import documents
-from mdmem.memory.export import row_of
+from mdmem.memory.library import documents
+from mdmem.memory.library.export import row_of
 from mdmem.models import STATUSES, Memory
 
 __all__ = ["MOVED", "moved"]

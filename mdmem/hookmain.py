@@ -2,9 +2,9 @@
 
 ``python -m mdmem`` / the ``mdmem`` script hand any ``hook`` command line to
 :func:`thin_hook` before importing click or the CLI: the host's formats
-(:mod:`mdmem.agent.hostformats`) and the project policy
-(:mod:`mdmem.agent.projectpolicy`) are standard library, and the warm
-server's client (:mod:`mdmem.agent.warm`) too, so a hook the server answers
+(:mod:`mdmem.hookkit.hosts`) and the project policy
+(:mod:`mdmem.hookkit.policy`) are standard library, and the warm
+server's client (:mod:`mdmem.warm.client`) too, so a hook the server answers
 never loads Whoosh, FAISS, numpy or the embedder. Only when no server
 answers is the vault opened here (keyword recall, marked ``degraded``); the
 first such call starts a warm server in the background for the calls after
@@ -33,16 +33,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mdmem.agent import hostformats as hf
-from mdmem.agent.projectpolicy import Policy, named_vault, policy_to_json, resolve_policy
-from mdmem.agent.warm import MAX_DEPTH, loads_bounded
 from mdmem.config import config_home
+from mdmem.hookkit import hosts as hf
+from mdmem.hookkit.policy import Policy, named_vault, policy_to_json, resolve_policy
+from mdmem.ipc.boundedjson import MAX_DEPTH, loads_bounded
 
 __all__ = ["MAX_STDIN_BYTES", "PROBE_ENV", "answer_hook", "read_stdin", "thin_hook"]
 
 MAX_STDIN_BYTES = 16 * 1024 * 1024
 _TRANSPORT_S = 0.1  # connect, send, receive on a local socket, with room for a busy machine
-PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.agent.hostkit.PROBE_ENV
+PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.hookkit.runner.PROBE_ENV
 _GLOBAL_VALUES = ("--vault", "--agent")
 _GLOBAL_FLAGS = ("-q", "--quiet")
 _HOOK_VALUES = ("--host", "--vault-name", "--vault", "--agent")
@@ -189,7 +189,7 @@ def answer_hook(
             if not (root / "mdmem.toml").is_file():
                 raise FileNotFoundError(f"{root} is not an mdmem vault (no mdmem.toml)")
             return hf.render_output(host_name, event)
-        from mdmem.agent.hostkit import run_event
+        from mdmem.hookkit.runner import run_event
         from mdmem.vault import Vault
 
         with Vault.open(root, agent=agent or f"{host_name}-hooks") as vault:
@@ -202,7 +202,7 @@ def answer_hook(
 
 
 def _vault_root(vault_path: str | None, vault_name: str | None, policy: Policy) -> Path:
-    """The vault of this hook run (order: see :mod:`mdmem.agent.projectpolicy`).
+    """The vault of this hook run (order: see :mod:`mdmem.hookkit.policy`).
 
     Standard library only: importing :mod:`mdmem.vault` here would load the
     indexes even when the warm server answers.
@@ -239,8 +239,8 @@ def _warm_answer(
     ``("ok", stdout)``, or ``("absent" | "late" | "error", None)``: no server,
     no answer in time (it may still be working on it), or it refused.
     """
-    from mdmem.agent.hostproc import host_process
-    from mdmem.agent.warm import ask
+    from mdmem.ipc.hostproc import host_process
+    from mdmem.warm.client import ask
 
     timeout = _server_timeout(host_name, event, policy)
     params: dict[str, Any] = {
@@ -275,8 +275,8 @@ def _server_timeout(host_name: str, event: str, policy: Policy) -> float:
 
 def _start_server(root: Path, host_name: str, event: str) -> str:
     """Start the vault's warm server for the next hooks; a notice the first time."""
-    from mdmem.agent.projectpolicy import user_settings
-    from mdmem.agent.warm import paths_for, server_starting, spawn_server
+    from mdmem.hookkit.policy import user_settings
+    from mdmem.warm.client import paths_for, server_starting, spawn_server
 
     if os.environ.get("MDMEM_SERVER") == "off" or os.environ.get("MDMEM_NO_SERVER"):
         return ""

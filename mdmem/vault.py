@@ -5,14 +5,14 @@ a small class in the package it fronts, built from the same parts:
 
 ====================  ==========================================================
 ``vault.sessions``    conversations: open/record, summaries, tool calls, flush,
-                      pending messages, action notes (:mod:`mdmem.memory.session_desk`)
+                      pending messages, action notes (:mod:`mdmem.memory.desks.sessions`)
 ``vault.git``         changes since last session, authors, sync, reviews, undo,
                       purge (:mod:`mdmem.git.desk`)
 ``vault.admin``       doctor, watch, cleanup, retention, refresh, status
-                      (:mod:`mdmem.memory.admin`)
+                      (:mod:`mdmem.memory.desks.admin`)
 ``vault.library``     ingest documents, import/export, list, show
-                      (:mod:`mdmem.memory.library`)
-``vault.contacts``    people and their platform ids (:mod:`mdmem.memory.contacts`)
+                      (:mod:`mdmem.memory.desks.library`)
+``vault.contacts``    people and their platform ids (:mod:`mdmem.memory.desks.contacts`)
 ``vault.usefulness``  feedback on recalled memories (:mod:`mdmem.recall.usefulness`)
 ====================  ==========================================================
 
@@ -44,12 +44,12 @@ from mdmem.git.desk import GitDesk
 from mdmem.git.versions import Version, versions
 from mdmem.index.progress import Progress
 from mdmem.maintenance import adopt
-from mdmem.memory import reflect as reflection
-from mdmem.memory.admin import Admin, VaultStatus
-from mdmem.memory.contacts import Contacts
-from mdmem.memory.library import Library
-from mdmem.memory.parts import MemoryParts
-from mdmem.memory.session_desk import Sessions
+from mdmem.memory.consolidation import reflect as reflection
+from mdmem.memory.desks.admin import Admin, VaultStatus
+from mdmem.memory.desks.contacts import Contacts
+from mdmem.memory.desks.library import Library
+from mdmem.memory.desks.parts import MemoryParts
+from mdmem.memory.desks.sessions import Sessions
 from mdmem.models import Block, Memory, Recall
 from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice, LLMClient
 from mdmem.recall.asdata import render_recalled
@@ -65,9 +65,9 @@ from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.index.indexer import IndexStats
-    from mdmem.memory.consolidate import ConsolidationResult
-    from mdmem.memory.reflect import Reflection
-    from mdmem.memory.sessions import Session
+    from mdmem.memory.capture.sessions import Session
+    from mdmem.memory.consolidation.consolidate import ConsolidationResult
+    from mdmem.memory.consolidation.reflect import Reflection
 
 __all__ = ["MAX_MEMORY_CHARS", "Vault", "VaultStatus", "Version", "find_vault_root"]
 
@@ -298,18 +298,22 @@ class Vault:
         return self._store.unarchive(memory_id)
 
     @contextmanager
-    def batch(self, subject: str | None = "batch import") -> Iterator[Vault]:
+    def batch(
+        self, subject: str | None = "batch import", *, consolidate: bool = True
+    ) -> Iterator[Vault]:
         """Group many writes into one commit (and one file write per file).
 
         Auto-resolve (retiring what a new memory replaces) runs at the end of
         the batch, over its new memories in order and embedded together, so
         a ``Memory`` that ``remember`` returns inside a batch has an empty
         ``superseded``; the commit lists what was retired. Session turns
-        recorded inside join the commit; automatic consolidation runs once, after.
+        recorded inside join the commit; automatic consolidation runs once, after
+        (``consolidate=False``: not at all, for a caller that works in steps and
+        must hand the vault back quickly, as a hook capture does).
         """
         with self._store.batch(subject):
             yield self
-        if self._store.writer.current is None:  # the outermost batch has committed
+        if consolidate and self._store.writer.current is None:  # the outermost batch committed
             self._parts.maybe_consolidate()
 
     def session(

@@ -20,12 +20,14 @@ import click
 import pytest
 
 from mdmem import Vault
-from mdmem.agent import hostformats, mcp_server, tools
 from mdmem.agent.prompt import PromptBudgets
 from mdmem.cli import main
 from mdmem.cli.context import MOVED_COMMANDS
 from mdmem.config import Settings, setting_values
 from mdmem.deprecations import MOVED
+from mdmem.hookkit import hosts as hostformats
+from mdmem.mcp import server as mcp_server
+from mdmem.mcp import tools
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -101,7 +101,7 @@ def test_exports_are_exactly_the_intended_names() -> None:
 def test_the_door_classes_come_from_mdmem() -> None:
     from mdmem import MemoryHooks, Toolset
     from mdmem.agent.hooks import MemoryHooks as HooksHome
-    from mdmem.agent.tools import Toolset as ToolsetHome
+    from mdmem.mcp.tools import Toolset as ToolsetHome
 
     assert Toolset is ToolsetHome and MemoryHooks is HooksHome
 

@@ -39,8 +39,8 @@ from mdmem.recall.asdata import render_recalled
 from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:
-    from mdmem.memory.sessions import Session
-    from mdmem.memory.toolcalls import ToolCall
+    from mdmem.memory.capture.sessions import Session
+    from mdmem.memory.capture.toolcalls import ToolCall
     from mdmem.vault import Vault
 
 __all__ = ["MemoryHooks", "compact_with_vault", "extract_facts", "vault_llm"]

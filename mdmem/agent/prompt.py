@@ -16,7 +16,7 @@ would hide::
     changes     with ``session_start=True``: what changed since this agent's
                 last session (mdmem.git.seen), then marked seen    (changes_chars)
     pending     with ``pending_channel``: the messages that waited for this
-                task (mdmem.memory.pending), taken from the buffer once  (pending_n)
+                task (mdmem.memory.capture.pending), taken from the buffer once  (pending_n)
 
 Sections show memories — text, date and citation — never a file's raw text,
 and only active ones (superseded, resolved and archived memories stay out).
@@ -45,7 +45,7 @@ from mdmem.agent.synthesis import SYNTHESIS_TITLE, check_method, synthesis_block
 from mdmem.errors import InvalidInputError
 from mdmem.files.blocks import scope_dir, validate_scope
 from mdmem.git.seen import LAST_SESSION, render_changes
-from mdmem.memory.pending import render_pending
+from mdmem.memory.capture.pending import render_pending
 from mdmem.models import KINDS, Hit, Memory, one_line
 from mdmem.recall.asdata import data_line, fence, instruction_like, warning
 from mdmem.recall.instructions import instruction_cues

@@ -13,7 +13,7 @@ is what a summary can stand for. Steps are strings or dicts (a dict's
 ``content``/``observation``/``text`` is its text, its ``skill``/``tool``
 names what ran); the input is never mutated. The summariser is an LLM
 (:func:`step_summarizer`, steps sent as delimited data) or, without one or
-when it fails, extractive (:func:`mdmem.memory.extractive.summarize`), so
+when it fails, extractive (:func:`mdmem.memory.capture.extractive.summarize`), so
 the middle is always summarised, never just dropped. A summary item from an
 earlier round is part of the next middle, so rounds build on each other.
 """
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mdmem.errors import InvalidInputError
-from mdmem.memory import extractive
+from mdmem.memory.capture import extractive
 from mdmem.models import one_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 

@@ -150,7 +150,7 @@ class _Group(click.Group):
         # mdmem.__main__:run calls the group with no args: offer the command
         # line to the warm server here as well (run() passes args explicitly).
         if args is None:
-            from mdmem.agent.warm import thin_cli
+            from mdmem.warm.client import thin_cli
 
             code = thin_cli(sys.argv[1:])
             if code is not None:

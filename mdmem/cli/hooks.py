@@ -38,12 +38,12 @@ from typing import Any
 
 import click
 
-from mdmem.agent import hostformats as hf
-from mdmem.agent.capped import read_capped
-from mdmem.agent.projectpolicy import USER_FILE, policy_to_json, resolve_policy, user_settings
 from mdmem.cli.context import Context, emit, json_option, main
 from mdmem.config import config_home
+from mdmem.hookkit import hosts as hf
+from mdmem.hookkit.policy import USER_FILE, policy_to_json, resolve_policy, user_settings
 from mdmem.hookmain import PROBE_ENV, answer_hook, read_stdin
+from mdmem.ipc.capped import read_capped
 
 # -- mdmem hook <event> ---------------------------------------------------------
 
@@ -523,7 +523,7 @@ def policy_command(directory: str | None, as_json: bool) -> None:
 @click.pass_obj
 def hooks_log(obj: Context, limit: int, as_json: bool) -> None:
     """What the hooks injected (time, event, host, memory ids, tokens) and why."""
-    from mdmem.agent.hooklog import HookLog
+    from mdmem.hookkit.log import HookLog
 
     entries = HookLog(obj.vault().admin.state_dir).entries(limit)
     # Runs that failed before any vault could be opened are logged beside the user's config.
@@ -568,7 +568,7 @@ def hooks_log(obj: Context, limit: int, as_json: bool) -> None:
 
 
 def _doctor_payload(host_name: str, event: str, cwd: Path, prompt: str) -> dict[str, Any]:
-    """A payload shaped as the host documents it (see mdmem.agent.hostformats)."""
+    """A payload shaped as the host documents it (see mdmem.hookkit.hosts)."""
     h = hf.host(host_name)
     extra: dict[str, Any] = {}
     if event == "session-start":

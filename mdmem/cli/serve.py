@@ -92,7 +92,7 @@ def serve(
 
         start_daemon(obj, vault_override, idle)
         return
-    from mdmem.agent.mcp_server import run
+    from mdmem.mcp.server import run
 
     # stdout is the protocol on stdio: everything else goes to stderr.
     root_logger = logging.getLogger()
@@ -108,7 +108,7 @@ def serve(
     token = None
     socket_path = Path(unix_socket).expanduser().absolute() if unix_socket else None
     if http and socket_path is None:
-        from mdmem.agent.mcp_http import ensure_token, token_path
+        from mdmem.mcp.http import ensure_token, token_path
 
         token, how = ensure_token(renew=new_token)
         click.echo(

@@ -117,7 +117,7 @@ def summarize_session_cmd(obj: Context, session_id: str, scope: str | None, as_j
 
 
 def _calls(raw: str) -> list[Any]:
-    from mdmem.memory.toolcalls import ToolCall
+    from mdmem.memory.capture.toolcalls import ToolCall
 
     text = raw.strip()
     if not text:

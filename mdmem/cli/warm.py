@@ -1,12 +1,12 @@
 """``mdmem server …`` and ``mdmem serve --daemon``: the warm server from the command line.
 
-``serve --daemon`` (or ``server start``) starts :class:`~mdmem.agent.warm_server.WarmServer`
+``serve --daemon`` (or ``server start``) starts :class:`~mdmem.warm.server.WarmServer`
 for the vault in a background process and waits until it answers;
 ``server status`` and ``server stop`` talk to it; ``server run`` is the
 process itself (in the foreground, for a supervisor such as systemd).
 
 The server answers the ``cli`` method for the read commands of
-:data:`mdmem.agent.warm.READ_COMMANDS`: it runs the same click command
+:data:`mdmem.warm.client.READ_COMMANDS`: it runs the same click command
 against its open vault and hands back stdout, stderr and the exit code, so
 output through the server is the in-process output byte for byte.
 """
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mdmem.agent.warm import READ_COMMANDS, cli_command, paths_for, request, settings_env
 from mdmem.cli.context import (
     EXIT_ERROR,
     LOG_FORMAT,
@@ -36,6 +35,7 @@ from mdmem.cli.context import (
     main,
 )
 from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.warm.client import READ_COMMANDS, cli_command, paths_for, request, settings_env
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -49,7 +49,7 @@ START_SECONDS = 120.0  # opening a big vault and loading the embedder, on a busy
 def cli_method(vault: Vault, params: dict[str, Any], *, env: str | None = None) -> dict[str, Any]:
     """``cli``: run ``mdmem ARGV`` (a read command) against the open vault; its output.
 
-    ``env``: the server's :func:`~mdmem.agent.warm.settings_env`; a caller with
+    ``env``: the server's :func:`~mdmem.warm.client.settings_env`; a caller with
     another one is refused (it runs the command itself, with its settings).
     """
     from click.testing import CliRunner
@@ -109,7 +109,7 @@ def start_daemon(obj: Context, vault_override: str | None, idle: float | None) -
         click.echo(f"a warm server already runs for {root} (pid {info['pid']})")
         return
     paths = paths_for(root)
-    from mdmem.agent.warm_server import ensure_private_folder
+    from mdmem.ipc.sockets import ensure_private_folder
 
     ensure_private_folder(paths.folder)
     args = [sys.executable, "-m", "mdmem", "--vault", str(root)]
@@ -178,8 +178,9 @@ def server_run(obj: Context, idle: float | None) -> None:
     # value of these variables wins.
     for var in BLAS_THREAD_VARS:
         os.environ.setdefault(var, "1")
-    from mdmem.agent.warm_server import DEFAULT_IDLE_SECONDS, ServerLock, WarmServer, warm_up
+    from mdmem.hookkit.runner import serve_hook
     from mdmem.vault import Vault
+    from mdmem.warm.server import DEFAULT_IDLE_SECONDS, ServerLock, WarmServer, warm_up
 
     if idle is None:
         idle = float(os.environ.get("MDMEM_SERVER_IDLE") or DEFAULT_IDLE_SECONDS)
@@ -196,7 +197,9 @@ def server_run(obj: Context, idle: float | None) -> None:
     try:
         vault = Vault.open(root, agent=obj.agent)
         try:
-            server = WarmServer(vault, idle_seconds=idle, paths=paths, lock=lock)
+            server = WarmServer(
+                vault, idle_seconds=idle, paths=paths, lock=lock, hooks=serve_hook
+            )
             env = settings_env()
             # One at a time: the command runs with this process's stdout swapped.
             server.register("cli", lambda v, params: cli_method(v, params, env=env), lane="cli")
@@ -220,7 +223,7 @@ def server_run(obj: Context, idle: float | None) -> None:
 @click.pass_obj
 def server_status(obj: Context, as_json: bool) -> None:
     """Whether a warm server runs for this vault (exit 1 if not)."""
-    from mdmem.agent.warm_server import lock_holder
+    from mdmem.warm.server import lock_holder
 
     root = obj.root().expanduser().resolve()
     paths = paths_for(root)
@@ -257,7 +260,7 @@ def server_status(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def server_stop(obj: Context, as_json: bool) -> None:
     """Stop the warm server of this vault (nothing to do if none runs)."""
-    from mdmem.agent.warm_server import STOP_GRACE_SECONDS, lock_holder
+    from mdmem.warm.server import STOP_GRACE_SECONDS, lock_holder
 
     root = obj.root().expanduser().resolve()
     paths = paths_for(root)

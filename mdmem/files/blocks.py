@@ -126,7 +126,7 @@ def default_kind_for(path: str) -> str:
     if parts and parts[0] == "sessions":
         return "chat_message"
     if len(parts) == 2 and parts[0] == "documents":
-        return "document_chunk"  # mdmem.memory.documents writes these files
+        return "document_chunk"  # mdmem.memory.library.documents writes these files
     return "note"
 
 

@@ -11,7 +11,7 @@
   bug fix or other copy made from the memory is removed like the memory;
   an episode note, session summary or daily-log line made from it and from
   other sources is *regenerated* from what is left (extractively, by
-  :mod:`mdmem.memory.provenance`: the same in every version of it, renamed
+  :mod:`mdmem.memory.consolidation.regenerate`: the same in every version of it, renamed
   when its file name came from the old title); one with no source left is
   removed (an episode note leaves whole). List lines linking a removed
   memory (an episode's ``## Facts``, ``sources:``) go too. A raw tool

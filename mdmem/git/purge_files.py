@@ -67,7 +67,7 @@ def rewrite_file(
 
 
 def _rewrite_rows(data: bytes, rewrite: Rewrite, raw_paths: Collection[str] = ()) -> bytes:
-    """An export in the vault (``mdmem export --jsonl``, :mod:`mdmem.memory.export`).
+    """An export in the vault (``mdmem export --jsonl``, :mod:`mdmem.memory.library.export`).
 
     A memory row names the memory it copies by ``id``: a removed one's row
     leaves, a regenerated one's gets its new text. A file row (``file``,
@@ -104,7 +104,7 @@ def _rewrite_rows(data: bytes, rewrite: Rewrite, raw_paths: Collection[str] = ()
 
 
 def _is_trailer(row: dict[str, object]) -> bool:
-    # {"mdmem_export_end": 2, "rows": …, "sha256": …}: mdmem.memory.export's trailer.
+    # {"mdmem_export_end": 2, "rows": …, "sha256": …}: mdmem.memory.library.export's trailer.
     return "sha256" in row and "rows" in row and any(k.startswith("mdmem_export") for k in row)
 
 

@@ -66,7 +66,7 @@ __all__ = [
 log = logging.getLogger("mdmem")
 
 BRANCH_PREFIX = "mdmem/consolidate-"
-# The whole-store cleanup pass (mdmem.memory.cleanup) reviews on its own
+# The whole-store cleanup pass (mdmem.memory.consolidation.cleanup) reviews on its own
 # branches, so a person sees which pass wrote what; merge/reject/undo treat
 # both alike, and only consolidation branches hold session entries.
 CLEANUP_PREFIX = "mdmem/cleanup-"

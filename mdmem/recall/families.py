@@ -1,6 +1,6 @@
 """One hit per piece of knowledge: a turn, the facts and episode made from it.
 
-Consolidation (:mod:`mdmem.memory.consolidate`) writes what it learned from a
+Consolidation (:mod:`mdmem.memory.consolidation.consolidate`) writes what it learned from a
 conversation several times over, and links every copy (see
 :mod:`mdmem.store.derived`): source turns get ``[consolidated:: ^E]``, facts
 ``[episode:: ^E]``, the episode note holds the summary block ``^E`` and its

@@ -53,7 +53,7 @@ _ROUTES = {"preference": "USER.md", "world": "WORLD.md"}
 AutoResolve = Callable[[Memory, bool], Memory]
 # Writes derived copies again from what is left of their sources (purge,
 # retention): (links, what is reached, mark) -> the edits. Handed in by the
-# facade (mdmem.memory.provenance); without it the copies read the mark.
+# facade (mdmem.memory.consolidation.regenerate); without it the copies read the mark.
 Regenerate = Callable[[Provenance, Affected, str], Rewrite]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import openai
 
 from mdmem import Vault
-from mdmem.agent.tools import Toolset
+from mdmem.mcp.tools import Toolset
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.agent.scripted_agent import TOPICS, long_manual
 from tests.llm_fakes import llm_vault

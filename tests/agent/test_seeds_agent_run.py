@@ -24,10 +24,10 @@ from typing import Any
 from openai import OpenAI
 
 from mdmem import Vault
-from mdmem.agent.hooklog import HookLog
-from mdmem.agent.hostkit import run_event
-from mdmem.agent.projectpolicy import Policy
-from mdmem.agent.tools import Toolset
+from mdmem.hookkit.log import HookLog
+from mdmem.hookkit.policy import Policy
+from mdmem.hookkit.runner import run_event
+from mdmem.mcp.tools import Toolset
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.agent.scripted_agent import HOST_TOOLS, TOPICS, Repo, long_manual, tool_call
 from tests.conftest import git

@@ -20,7 +20,7 @@ from openai import OpenAI
 from mdmem import Vault
 from mdmem.agent.hooks import MemoryHooks
 from mdmem.agent.prompt import prompt_context
-from mdmem.memory.toolcalls import ToolCall
+from mdmem.memory.capture.toolcalls import ToolCall
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.agent.scripted_agent import HOST_TOOLS, Repo, tool_call
 from tests.llm_fakes import FakeModel, llm_vault, system_of

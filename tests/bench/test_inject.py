@@ -104,7 +104,7 @@ def test_the_cut_asked_for_is_the_one_the_warm_server_applies(scratch: Path) -> 
 def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mdmem.agent.relevance import RelevanceCut
+    from mdmem.hookkit.relevance import RelevanceCut
 
     def hits(*pairs: tuple[str, float, float]) -> list[dict[str, Any]]:
         return [{"id": i, "score": s, "vector": v, "chars": 80} for i, s, v in pairs]
@@ -136,7 +136,7 @@ def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
 
 
 def test_the_packing_stops_at_the_token_budget() -> None:
-    from mdmem.agent.relevance import RelevanceCut
+    from mdmem.hookkit.relevance import RelevanceCut
 
     many = [{"id": f"m-{i}", "score": 1.0, "vector": 0.9, "chars": 400} for i in range(20)]
     ids = inject.packed(many, RelevanceCut(max_items=20))

@@ -19,7 +19,7 @@ from mdmem import Vault
 from mdmem.cli import main
 from tests.conftest import git
 
-DATA = Path(__file__).parent.parent / "agent" / "data" / "hooks"
+DATA = Path(__file__).parent.parent / "hookkit" / "data" / "hooks"
 EXISTING = {
     "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},
     "model": "sonnet",
@@ -121,7 +121,7 @@ def test_shared_install_is_portable_merges_and_uninstall_restores(
     text = settings.read_text()
     assert str(vault_dir) not in text and str(Path(sys.executable).parent) not in text
     assert "/" not in "".join(_ours(data)) and "--vault-name v" in _ours(data)[0]
-    from mdmem.agent.projectpolicy import named_vault
+    from mdmem.hookkit.policy import named_vault
 
     assert named_vault("v") == vault_dir.resolve()
     installed = settings.read_bytes()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
-from mdmem.agent.warm import paths_for, request
+from mdmem.warm.client import paths_for, request
 
 HEAVY = ("numpy", "whoosh", "faiss", "git", "openai", "mcp", "click", "mdmem.vault", "yaml")
 
@@ -143,7 +143,7 @@ def test_thin_client_and_import_mdmem_load_no_heavy_module() -> None:
     code = (
         "import sys\n"
         "import mdmem\n"
-        "from mdmem.agent.warm import request\n"
+        "from mdmem.warm.client import request\n"
         "request('.', 'ping', timeout=0.1)\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
         "from mdmem import Vault, InvalidInputError, KINDS\n"

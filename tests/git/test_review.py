@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mdmem import ConfigError, ConflictError, InvalidInputError, Memory, Vault
 from mdmem.cli import main
 from mdmem.git.review import BRANCH_PREFIX
-from mdmem.memory.consolidate import pending_entries
+from mdmem.memory.consolidation.consolidate import pending_entries
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, llm_vault
 

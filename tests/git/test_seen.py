@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from mdmem import Vault
 from mdmem.agent.prompt import prompt_context
-from mdmem.agent.tools import Toolset
 from mdmem.cli import main
 from mdmem.git.history import Changes
+from mdmem.mcp.tools import Toolset
 from tests.conftest import git
 
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import LLMError, LLMResponseError
-from mdmem.memory.consolidate import pending_entries
+from mdmem.memory.consolidation.consolidate import pending_entries
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mdmem import Vault
-from mdmem.memory import extractive
+from mdmem.memory.capture import extractive
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, data_blocks, llm_vault, system_of
 

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from mdmem import Vault
-from mdmem.agent.tools import Toolset
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError, MemoryNotFoundError
+from mdmem.mcp.tools import Toolset
 
 
 def t(day: int, hour: int = 10) -> datetime:

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from mdmem import Vault
-from mdmem.agent.tools import Toolset
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError
+from mdmem.mcp.tools import Toolset
 
 PHONE = "whatsapp:+15550100"
 

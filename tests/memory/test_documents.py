@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError, SecretRefusedError
-from mdmem.memory.docconvert import MAX_CHUNK_CHARS
+from mdmem.memory.library.docconvert import MAX_CHUNK_CHARS
 from tests.secret_samples import FORMATS
 
 GUIDE = """Intro: the zebra handbook for new staff.

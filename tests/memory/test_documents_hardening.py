@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError, MdmemError
-from mdmem.memory.docconvert import safe_link
+from mdmem.memory.library.docconvert import safe_link
 
 GUIDE = (
     "# Install\n\nRun the installer.\n\n# Usage\n\nCall frobnicate() daily.\n\n# FAQ\n\nAsk Ana.\n"
@@ -295,7 +295,7 @@ def test_damaged_pdfs_and_deep_html_are_one_line_refusals(vault: Vault, tmp_path
 
     from pypdf import PdfReader, PdfWriter
 
-    from mdmem.memory.docconvert import to_markdown
+    from mdmem.memory.library.docconvert import to_markdown
     from tests.memory.test_documents import make_pdf
 
     good = make_pdf(["The wombat valve opens clockwise.", "Service every 90 days."])
@@ -361,7 +361,7 @@ def test_a_hostile_pdf_makes_a_bounded_number_of_chunks_quickly(
 ) -> None:
     import time
 
-    from mdmem.memory import docconvert
+    from mdmem.memory.library import docconvert
     from tests.memory.hostile import inflating_pdf
 
     # 64 KB whose one page inflates to 2.4 MB of text (it made 1,200 chunks in 69 s).

@@ -19,7 +19,7 @@ import pytest
 
 from mdmem import Vault
 from mdmem.errors import InvalidInputError
-from mdmem.memory import import_formats
+from mdmem.memory.library import import_formats
 from tests.memory import hostile
 
 

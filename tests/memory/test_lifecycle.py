@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from mdmem import Vault
 from mdmem.cli import main
-from mdmem.memory.lifecycle import REDACTED, contexts_of, nearest, share_context
+from mdmem.memory.consolidation.lifecycle import REDACTED, contexts_of, nearest, share_context
 from mdmem.recall.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, data_blocks, llm_vault, system_of

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from mdmem import Vault
-from mdmem.memory.consolidate import open_items
+from mdmem.memory.consolidation.consolidate import open_items
 
 _LINK = re.compile(r"\[\[([^\]|#]+)#\^(m-[0-9a-z]+)(?:\|[^\]]*)?\]\]")
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.agent.compaction import compact
 from mdmem.cli import main
-from mdmem.memory.extractive import covered, explicit_facts, keywords, slugify, summarize
+from mdmem.memory.capture.extractive import covered, explicit_facts, keywords, slugify, summarize
 from mdmem.testing import ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 

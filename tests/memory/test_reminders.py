@@ -83,7 +83,7 @@ def test_flush_reminder_at_the_soft_threshold_with_a_cooldown(vault: Vault) -> N
 
 
 def test_flush_reminder_cooldown_expires(vault: Vault) -> None:
-    from mdmem.memory.reminders import flush_reminder
+    from mdmem.memory.capture.reminders import flush_reminder
 
     s = vault.session("c")
     for n in range(25):

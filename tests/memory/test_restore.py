@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError, MdmemError
-from mdmem.memory.sessions import session_id_of
+from mdmem.memory.capture.sessions import session_id_of
 
 T0 = datetime(2024, 5, 3, 9, 0, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from mdmem.errors import (
     ScopeDeniedError,
     SecretRefusedError,
 )
-from mdmem.memory.sessions import TOOL_OUTPUT_DIR, validate_session_id
+from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, validate_session_id
 
 from ..conftest import git
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from mdmem.memory.subjects import compare, tokens
+from mdmem.memory.consolidation.subjects import compare, tokens
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.cli import main
 from mdmem.errors import InvalidInputError
-from mdmem.memory.toolcalls import ToolCall
+from mdmem.memory.capture.toolcalls import ToolCall
 from tests.conftest import git
 
 # A GitHub token built at run time, so no scanner flags this file.

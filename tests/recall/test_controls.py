@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from mdmem import InvalidInputError, Vault
 from mdmem.agent.prompt import prompt_context
-from mdmem.agent.tools import Toolset
 from mdmem.cli import main
+from mdmem.mcp.tools import Toolset
 
 
 def _ids(result: object) -> list[str]:

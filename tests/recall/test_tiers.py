@@ -10,9 +10,9 @@ import yaml
 from click.testing import CliRunner
 
 from mdmem import InvalidInputError, Vault
-from mdmem.agent.tools import Toolset
 from mdmem.cli import main
 from mdmem.git.purge import purge
+from mdmem.mcp.tools import Toolset
 
 TURNS = [
     ("user", "We are planning the Lisbon offsite for the platform team in October."),

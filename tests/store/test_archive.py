@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from mdmem import InvalidInputError, Vault
-from mdmem.agent.tools import ALL_TOOLS, Toolset
 from mdmem.cli import main
 from mdmem.errors import HumanNoteError
+from mdmem.mcp.tools import ALL_TOOLS, Toolset
 
 from ..conftest import git
 

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from mdmem import InvalidInputError, Vault
-from mdmem.agent.tools import Toolset
 from mdmem.cli import main
-from mdmem.memory.lifecycle import anonymize_retired
+from mdmem.mcp.tools import Toolset
+from mdmem.memory.consolidation.lifecycle import anonymize_retired
 from mdmem.store.importance import origin_of_tools
 
 from ..conftest import git

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from mdmem import ScopeDeniedError, Vault
-from mdmem.agent.hostkit import run_event
-from mdmem.agent.mcp_server import core_resources, read_resource_text
-from mdmem.agent.projectpolicy import Policy
 from mdmem.agent.prompt import prompt_context
-from mdmem.agent.tools import Toolset
+from mdmem.hookkit.policy import Policy
+from mdmem.hookkit.runner import run_event
+from mdmem.mcp.server import core_resources, read_resource_text
+from mdmem.mcp.tools import Toolset
 from mdmem.store.derived import origins_of
 from mdmem.store.visibility import EVERYONE, Reader
 from tests.conftest import git
@@ -28,7 +28,7 @@ from tests.mcp_client import mcp_session
 
 SECRET = "Alice's salary review is on the ninth of March"
 ROOT_ONLY = Reader.of("root")
-HOOKS = Path(__file__).parents[1] / "agent" / "data" / "hooks"
+HOOKS = Path(__file__).parents[1] / "hookkit" / "data" / "hooks"
 
 
 @pytest.fixture

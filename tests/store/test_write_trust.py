@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
-from mdmem.agent.tools import Toolset
 from mdmem.errors import InvalidInputError
+from mdmem.mcp.tools import Toolset
 from mdmem.models import Memory
 
 FORGED_FIELDS = (

@@ -1,0 +1,802 @@
+"""The hook kit's events: what ``mdmem hook <event> --host H`` does with a host's payload.
+
+Entry point (the warm server runs it by name, the CLI runs it in-process)::
+
+    from mdmem.hookkit.runner import run_event
+    stdout: str = run_event(vault, host, event, payload, policy, *, warm=False,
+                            probe=None, pause=None)
+
+``vault`` is an open :class:`mdmem.Vault`; ``host`` one of
+:data:`~mdmem.hookkit.hosts.HOSTS` (``claude-code``, ``codex``,
+``cursor``); ``event`` one of :data:`~mdmem.hookkit.hosts.EVENTS`;
+``payload`` the host's stdin JSON, already parsed (any value); ``policy`` a
+:class:`~mdmem.hookkit.policy.Policy` (``resolve_policy(cwd)``);
+``warm=True`` when the caller holds a warm vault (embedder loaded), so
+prompt-submit may use hybrid recall; otherwise it uses keyword recall and
+says ``degraded``. ``probe``: the token of a ``mdmem hooks doctor`` run
+(the hook writes nothing and says the token and its vault in the context);
+``pause``: called between the steps of a long capture (the warm server lets
+waiting reads in there). The return value is exactly what the host reads on
+stdout. ``run_event`` never raises: an error becomes a log entry and a
+one-line notice where the host shows one, with a valid (empty) answer.
+
+Events:
+
+* ``session-start`` — pinned profile facts (the active ``USER.md`` entries
+  and memories tagged ``#pinned``) and what changed since the host's last
+  session, within ``policy.session_tokens``.
+* ``prompt-submit`` — the top recalled memories within
+  ``policy.prompt_tokens`` and ``policy.prompt_latency_ms``.
+* ``post-tool-use`` / ``post-tool-failure`` — a failed call as a ``gotcha``
+  and a later fix as a linked ``bug_fix`` (``vault.sessions.capture_tool_results``;
+  ``summaries`` and up); with ``capture = "everything"`` also the call and
+  its output as a session turn (``Session.record_tool_output``: secrets
+  guard, large outputs stored once under a key). A call failed when the
+  host says so (its failure event, an exit code, an error flag) or, for a
+  shell command whose payload carries no verdict, when its output shows a
+  failure (:func:`mdmem.hookkit.toolfailure.failure_line`). A call the person
+  interrupted or refused is no gotcha.
+* ``pre-compact`` — a deterministic flush, no LLM: the transcript's turns into
+  the session file (``everything``; event ids make a second run a no-op;
+  written in steps of about :data:`STEP_SECONDS` each, one commit per step,
+  ``pause`` between them)
+  and extractive facts (``summaries`` and up).
+* ``stop`` / ``session-end`` — decisions, gotchas and bug fixes found in the
+  assistant's words, stored with ``[captured:: agent]`` so a person can review
+  them, and a session summary (LLM if configured, else extractive): of the
+  recorded session (``vault.sessions.summarize``) with ``everything``, else of
+  the transcript, rewritten only when new turns came. Hosts with a session
+  end (Claude Code, Cursor) summarise there, not after every reply.
+
+Session start lists what changed since the host's last session start
+(``vault.git.changes("last-session", agent="<host>-hooks")``, then
+``vault.git.mark_seen``).
+
+Tokens are estimated as ``ceil(chars / 4)`` (no tokenizer is installed; four
+characters a token is the usual rule of thumb for English text), and every
+injected block fits its budget by that estimate.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mdmem.errors import MdmemError
+from mdmem.files.blocks import validate_scope
+from mdmem.hookkit import relevance
+from mdmem.hookkit.hosts import (
+    EVENTS,
+    HOSTS,
+    HookInput,
+    can_inject,
+    parse_input,
+    render_output,
+)
+from mdmem.hookkit.log import HookLog
+from mdmem.hookkit.policy import Policy, policy_from_json, resolve_policy
+from mdmem.hookkit.toolfailure import failure_line
+from mdmem.hookkit.transcript import Turn, read_transcript
+from mdmem.memory.capture import extractive
+from mdmem.memory.capture.toolcalls import ToolCall
+from mdmem.models import Hit, one_line
+from mdmem.recall.asdata import (
+    INSTRUCTION_FLAG,
+    Provenance,
+    data_line,
+    fence,
+    instruction_like,
+    provenance_line,
+)
+from mdmem.recall.instructions import instruction_cues
+from mdmem.store.inputs import MAX_MEMORY_CHARS
+from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import Reader
+
+if TYPE_CHECKING:
+    from mdmem.vault import Vault
+
+__all__ = [
+    "PROBE_ENV",
+    "STEP_SECONDS",
+    "TURNS_PER_STEP",
+    "estimate_tokens",
+    "run_event",
+    "serve_hook",
+]
+
+log = logging.getLogger("mdmem.hookkit.runner")
+
+#: Set by ``mdmem hooks doctor``: run the hook for real but change no bookkeeping.
+PROBE_ENV = "MDMEM_HOOK_PROBE"
+_MAX_LINE_CHARS = 400
+_MAX_CAPTURES = 10
+_PROBE_BUDGET_S = 10.0
+#: Turns written per commit by a capture, to begin with: each step holds the
+#: vault (indexing included) for about :data:`STEP_SECONDS`, so reads get in
+#: between; the next step's size follows from how long the last one took.
+TURNS_PER_STEP = 64
+STEP_SECONDS = 1.0
+_STEP_LIMITS = (64, 1024)
+_MAX_TURN_CHARS = MAX_MEMORY_CHARS - 200  # room for the entry's fields
+_CUES = {
+    "decision": re.compile(
+        r"\b(?:decided|decision|we(?:'ll| will) go with|going with|chose|opted)\b", re.I
+    ),
+    "bug_fix": re.compile(
+        r"\b(?:fixed|the fix (?:was|is)|root cause|resolved the (?:bug|issue|error))\b", re.I
+    ),
+    "gotcha": re.compile(r"\b(?:gotcha|pitfall|caveat|watch out|turns out|beware)\b", re.I),
+}
+_TOOL_NAME_BAD = re.compile(r"[^\w.:/-]")
+
+
+def estimate_tokens(text: str) -> int:
+    """A dependency-free token estimate: one token per four characters, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def run_event(
+    vault: Vault,
+    host: str,
+    event: str,
+    payload: Any,
+    policy: Policy | dict[str, Any] | None = None,
+    *,
+    warm: bool | None = None,
+    probe: str | None = None,
+    pause: Callable[[], None] | None = None,
+) -> str:
+    """Handle one hook event and return the host's stdout; never raises (see module doc)."""
+    started = time.perf_counter()
+    probe = probe or os.environ.get(PROBE_ENV) or None
+    entry: dict[str, Any] = {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "event": event,
+        "host": host,
+    }
+    context = notice = ""
+    try:
+        if event not in EVENTS:
+            raise ValueError(f"unknown event {event!r}")
+        inp = parse_input(host, event, payload)
+        policy = _policy(policy, inp.cwd)
+        if warm is None:  # a long-lived server has loaded the embedder; a fresh process hasn't
+            warm = vault.admin.embedder_loaded
+        entry.update(session=inp.session_id, cwd=inp.cwd, policy=policy.source)
+        if policy.notes:
+            entry["policy_notes"] = list(policy.notes)
+            if event == "session-start":  # once a session, where a person will see it
+                notice = "mdmem policy: " + "; ".join(policy.notes)[:300]
+        if not policy.enabled:
+            entry["skipped"] = "disabled by policy"
+        else:
+            scope = validate_scope(policy.scope) or None
+            run = _Run(vault, inp, policy, scope, warm, entry, started, probe, pause)
+            context = run.handle()
+            if probe and can_inject(host, event):
+                # What `hooks doctor` looks for: this hook ran, in this vault.
+                context += f"\nmdmem hooks doctor probe {probe}: vault {vault.root}\n"
+                entry["probe"] = True
+    except Exception as exc:  # a hook must answer the host whatever went wrong
+        log.warning("hook %s (%s) failed: %s", event, host, exc, exc_info=True)
+        entry["error"] = f"{type(exc).__name__}: {one_line(str(exc))}"
+        notice = f"mdmem {event} hook failed: {one_line(str(exc))[:200]} (see mdmem hooks log)"
+        context = ""
+    entry["tokens"] = estimate_tokens(context)
+    entry["injected"] = bool(context)
+    entry["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    try:
+        HookLog(vault.admin.state_dir).append(entry)
+    except OSError as exc:
+        log.warning("could not write the hook log: %s", exc)
+    try:
+        return render_output(host, event, context, notice)
+    except ValueError:
+        return "{}"
+
+
+def _policy(policy: Policy | dict[str, Any] | None, cwd: str | None) -> Policy:
+    """A :class:`Policy` from itself, its JSON form (``policy_to_json``) or the payload's cwd."""
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, dict):
+        return policy_from_json(policy)
+    return resolve_policy(cwd)
+
+
+class _Run:
+    def __init__(
+        self,
+        vault: Vault,
+        inp: HookInput,
+        policy: Policy,
+        scope: str | None,
+        warm: bool,
+        entry: dict[str, Any],
+        started: float,
+        probe: str | None = None,
+        pause: Callable[[], None] | None = None,
+    ) -> None:
+        self.vault = vault
+        self.inp = inp
+        self.policy = policy
+        self.scope = scope
+        # The vault root's profile and the project's own scope (mdmem.store.visibility).
+        self.reader = Reader.of(dict.fromkeys(["", scope or ""]))
+        self.warm = warm
+        self.entry = entry
+        self.started = started
+        self.probe = bool(probe)
+        self.pause = pause
+        self.log = HookLog(vault.admin.state_dir)
+        # Captured host output is data nobody typed for storage: a secret in it is
+        # redacted (the rest kept) rather than refusing the whole turn; "off" stays off.
+        mode = vault.settings.secrets
+        self.secrets = "redact" if mode == "refuse" else mode
+
+    def handle(self) -> str:
+        event = self.inp.event
+        if event == "session-start":
+            return self.session_start()
+        if event == "prompt-submit":
+            return self.prompt_submit()
+        if event in ("post-tool-use", "post-tool-failure"):
+            self.post_tool_use()
+        elif event == "pre-compact":
+            self.pre_compact()
+        else:  # stop, session-end
+            self.stop()
+        return ""
+
+    # -- injection -------------------------------------------------------------
+
+    def _show(self, text: str) -> str:
+        """A memory as the host's prompt may carry it: one line, and a secret a person
+        typed into the vault by hand (the writer never stores one) redacted."""
+        return _clip(scrub(text, self.vault.settings.secrets))
+
+    def _line(self, item: Any, tail: str = "") -> str:
+        """One injected item: its provenance, an instruction-like label, the text."""
+        return data_line(item, self._show(item.text), tail)
+
+    def session_start(self) -> str:
+        budget = self.policy.session_tokens
+        if not self.probe:
+            # A line a person typed into USER.md is theirs: committed as theirs, it
+            # gets an id (mdmem.store.humanlines) and so reaches the profile below.
+            self.vault.admin.commit_human_edits()
+        self.vault.admin.refresh()  # a person's edits since the last index count as profile too
+        candidates = [
+            m
+            for m in self.vault.library.list(statuses="active", reader=self.reader)
+            if (m.path.endswith("USER.md") or "pinned" in m.tags)
+            # Pinned context is read as standing orders: text that reads as an order
+            # to the model is never promoted there (recall may still show it, marked).
+            and not instruction_like(m, m.text)
+        ]
+        # What the budget keeps first: explicitly pinned, then the newest profile entries.
+        candidates.sort(key=lambda b: ("pinned" not in b.tags, -b.created.timestamp()))
+        pinned = [(b.id, self._line(b, f"{b.path}#^{b.id}")) for b in candidates]
+        changed = self._changes()
+        sections = [
+            ("### Profile (pinned)", pinned),
+            ("### Changed since your last session", changed),
+        ]
+        text, ids = _fit("## mdmem memory", sections, budget)
+        self.entry["ids"] = ids
+        self.entry["source"] = self.inp.source
+        return text
+
+    def _changes(self) -> list[tuple[str, str]]:
+        """What changed since this host's last session start (``vault.git.changes``); marked."""
+        agent = f"{self.inp.host}-hooks"  # one mark per host: each has its own sessions
+        try:
+            diff = self.vault.git.changes("last-session", agent=agent, reader=self.reader)
+        except MdmemError as exc:
+            self.entry["changes_error"] = one_line(str(exc))
+            return []
+        finally:
+            if not self.probe:
+                self.vault.git.mark_seen(agent=agent)
+        if diff.base is None:
+            return []  # the host's first session here: everything is "new", nothing is news
+        lines: list[tuple[str, str]] = []
+        for change in reversed(diff.remembered):
+            if change.status == "active" and change.text and change.kind not in _TURN_KINDS:
+                line = self._changed(change.id, change.text, change.kind, change.date, change)
+                lines.append((change.id, line.replace("- ", "- new: ", 1)))
+        for sup in diff.superseded:
+            if sup.new_text:
+                memory_id = sup.new_id or sup.old_id
+                line = self._changed(memory_id, sup.new_text, None, sup.date, sup)
+                lines.append((memory_id, line.replace("- ", "- replaced: ", 1)))
+        for change in diff.forgotten:
+            text = change.text or change.id
+            line = self._changed(change.id, text, change.kind, change.date, change)
+            lines.append((change.id, line.replace("- ", "- forgotten: ", 1)))
+        if diff.human_edits:
+            lines.append(("", f"- {len(diff.human_edits)} edit(s) by a person since then"))
+        return lines
+
+    def _changed(self, memory_id: str, text: str, kind: str | None, date: str, change: Any) -> str:
+        """A line of "changed since": the memory's own provenance while it exists,
+        else what its commit says (an agent's or a person's)."""
+        try:
+            return self._line(self.vault.get(memory_id, reader=self.reader))
+        except MdmemError:
+            pass
+        shown = self._show(text)
+        prov = Provenance(
+            id=memory_id,
+            date=date[:10],
+            kind=kind or "memory",
+            by="agent" if change.is_agent else "person",
+            reviewed=not change.is_agent,
+            cues=instruction_cues(shown),
+        )
+        return provenance_line(prov, shown)
+
+    def prompt_submit(self) -> str:
+        prompt = (self.inp.prompt or "").strip()
+        if not prompt:
+            return ""
+        if not can_inject(self.inp.host, "prompt-submit"):
+            # Cursor's beforeSubmitPrompt has no context field: recalling would cost
+            # time for nothing (its agents get memory at sessionStart instead).
+            self.entry.update(ids=[], skipped="the host takes no context at this event")
+            return ""
+        budget_s = self.policy.prompt_latency_ms / 1000
+        if self.probe:
+            # The doctor checks the wiring and the format; a cold, loaded machine
+            # must not make that check flaky. Slowness is reported, not hidden.
+            budget_s = max(budget_s, _PROBE_BUDGET_S)
+        mode = "hybrid" if self.warm else "keyword"
+        degraded = not self.warm
+        k = max(1, min(20, self.policy.prompt_tokens // 60 or 1))
+        hits, timed_out = _bounded(
+            lambda: self.vault.recall(prompt[:2000], k=k, mode=mode, reader=self.reader),
+            budget_s - (time.perf_counter() - self.started),
+        )
+        if timed_out or hits is None:
+            self.entry.update(degraded=True, timed_out=timed_out, ids=[])
+            return (
+                "## Recalled Memory (mdmem, degraded)\n"
+                "_No memories in time: recall exceeded its latency budget._\n"
+            )
+        degraded = degraded or bool(hits.degraded)
+        elapsed_ms = (time.perf_counter() - self.started) * 1000
+        if elapsed_ms > self.policy.prompt_latency_ms:
+            self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
+        items = relevance.relevant(
+            [h for h in hits.items if h.kind not in ("tool_output",) and not self._own_session(h)],
+            recency_weight=self.vault.settings.recall.recency_weight,
+        )
+        lines = [(h.id, self._line(h, h.citation)) for h in items]
+        title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
+        text, ids = _fit(title, [("", lines)], self.policy.prompt_tokens)
+        chosen = set(ids)
+        self.entry.update(
+            degraded=degraded,
+            mode=mode,
+            ids=ids,
+            why=[_why(h) for h in items if h.id in chosen],
+        )
+        return text if ids else ""
+
+    def _own_session(self, item: Hit) -> bool:
+        """Whether ``item`` is this host session's own material — a summary or a turn
+        of it, already in the host's context — by the session id the hooks record."""
+        own = _session_id(self.inp)
+        if item.field("session") == own:
+            return True
+        # Turns recorded with capture = "everything" live in the session's own file.
+        return item.path.rsplit("/", 1)[-1] == f"{own}.md" and "/sessions/" in f"/{item.path}"
+
+    # -- capture ---------------------------------------------------------------
+
+    def post_tool_use(self) -> None:
+        if not self.policy.captures("summaries") or self.probe:
+            self.entry["captured"] = 0
+            return
+        sid = _session_id(self.inp)
+        ids: list[str] = []
+        if self.policy.captures("everything"):
+            tool = _TOOL_NAME_BAD.sub("_", self.inp.tool_name or "tool")[:64] or "tool"
+            output = self.inp.tool_output if self.inp.tool_output is not None else self.inp.error
+            body = f"input: {_as_text(self.inp.tool_input)}\n\noutput: {_as_text(output)}"
+            memory = self._session().record_tool_output(tool, body, secrets=self.secrets)
+            ids.append(memory.id)
+        call = _tool_call(self.inp)
+        if call is None:
+            self.entry.update(captured=len(ids), ids=ids, skipped="the person stopped the call")
+            return
+        # A failed call becomes a gotcha, a later fix a linked bug_fix (OAK's post-tool step).
+        captured = self.vault.sessions.capture_tool_results(sid, [call], scope=self.scope)
+        ids += [m.id for m in captured if m.was_new]
+        self.entry.update(captured=len(ids), ids=ids, failed=call.failed)
+
+    def _session(self) -> Any:
+        return self.vault.session(_session_id(self.inp), source=self.inp.host, scope=self.scope)
+
+    def _turns(self) -> list[Turn]:
+        path = self.inp.transcript_path
+        return read_transcript(path) if path else []
+
+    def _record_turns(self, turns: list[Turn]) -> list[str]:
+        """Turns into the session file; event ids make a re-run write nothing.
+
+        One commit per step of turns (:data:`TURNS_PER_STEP` at first, then
+        sized to take :data:`STEP_SECONDS`) where ``Session.record`` joins a
+        batch, with :attr:`pause` between the steps; where it can't (it
+        refuses its first turn inside one), one commit per new turn.
+        """
+        session = self._session()
+        new: list[str] = []
+        at, size = 0, TURNS_PER_STEP
+        while at < len(turns):
+            step = turns[at : at + size]
+            if at and self.pause is not None:
+                self.pause()
+            started = time.perf_counter()
+            try:
+                # The store's batch: automatic consolidation waits for the last step.
+                with self.vault.batch(
+                    f"hook {self.inp.event}: turns of {session.id}", consolidate=False
+                ):
+                    new += self._record_each(session, step, batched=True)
+            except _UnbatchableError:
+                new += self._record_each(session, step, batched=False)
+            at += len(step)
+            took = max(time.perf_counter() - started, 1e-3)
+            low, high = _STEP_LIMITS
+            size = max(low, min(high, int(len(step) * STEP_SECONDS / took)))
+        if new:
+            with self.vault.batch(None):
+                pass  # nothing to write: its end runs automatic consolidation, once
+        return new
+
+    def _record_each(self, session: Any, turns: list[Turn], *, batched: bool) -> list[str]:
+        new: list[str] = []
+        for i, turn in enumerate(turns):
+            try:
+                m = session.record(
+                    turn.role,
+                    _fit_turn(turn.text),
+                    event_id=turn.event_id,
+                    when=turn.when,
+                    secrets=self.secrets,
+                )
+            except MdmemError as exc:
+                if batched and i == 0:
+                    raise _UnbatchableError from exc  # nothing written yet: retry turn by turn
+                self.entry.setdefault("skipped_turns", []).append(one_line(str(exc))[:120])
+                continue
+            if m.was_new:
+                new.append(m.id)
+        return new
+
+    def pre_compact(self) -> None:
+        if not self.policy.captures("summaries") or self.probe:
+            return
+        turns = self._turns()
+        ids = self._record_turns(turns) if self.policy.captures("everything") else []
+        messages = [{"role": t.role, "content": t.text} for t in turns]
+        # No LLM here on purpose: compaction must not wait on (or pay for) a model.
+        result = self.vault.sessions.flush(
+            messages,
+            llm=None,
+            scope=self.scope,
+            session=_session_id(self.inp),
+        )
+        ids += [m.id for m in result.memories if m.was_new]
+        self.entry.update(captured=len(ids), ids=ids, turns=len(turns))
+
+    def stop(self) -> None:
+        if not self.policy.captures("summaries") or self.probe:
+            return
+        turns = self._turns()
+        ids = self._record_turns(turns) if self.policy.captures("everything") else []
+        ids += self._capture(turns)
+        # Claude Code and Cursor fire stop after every reply and have a session end:
+        # the summary waits for it. Codex has no session end, so its stop summarises.
+        if self.inp.event == "session-end" or "session-end" not in HOSTS[self.inp.host].events:
+            if self.policy.captures("everything"):
+                # The turns are in the session file: its summary covers each span once.
+                memory = self.vault.sessions.summarize(_session_id(self.inp), scope=self.scope)
+                summary = memory.id if memory is not None and memory.was_new else None
+            else:
+                summary = self._summary(turns)
+            if summary:
+                ids.append(summary)
+        self.entry.update(captured=len(ids), ids=ids, turns=len(turns))
+
+    def _fields(self, *texts: str) -> list[tuple[str, str]]:
+        # Set by the host side, never parsed from the text: a person reviews these.
+        # Text that reads as an order to a model is kept (it is what was said) and
+        # flagged, so nothing promotes it to pinned context and a reviewer sees it.
+        fields = [
+            ("captured", "agent"),
+            ("host", self.inp.host),
+            ("session", _session_id(self.inp)),
+        ]
+        if any(instruction_cues(text) for text in texts):
+            fields.append(("flag", INSTRUCTION_FLAG))
+        return fields
+
+    def _capture(self, turns: list[Turn]) -> list[str]:
+        found: list[tuple[str, str, str]] = []  # (kind, sentence, the turn it came from)
+        for turn in turns:
+            if turn.role != "assistant":
+                continue
+            for sentence in extractive.sentences(turn.text):
+                for kind, cue in _CUES.items():
+                    if cue.search(sentence) and len(sentence) >= 20:
+                        found.append((kind, sentence, turn.text))
+                        break
+        out: list[str] = []
+        with self.vault.batch(f"hook {self.inp.event}: capture from {_session_id(self.inp)}"):
+            for kind, text, source in found[-_MAX_CAPTURES:]:
+                try:
+                    m = self.vault.remember(
+                        text,
+                        kind=kind,
+                        scope=self.scope,
+                        # Judged on the whole turn too: extraction may cut the cue away.
+                        fields=self._fields(text, source),
+                        secrets=self.secrets,
+                    )
+                except MdmemError as exc:
+                    self.entry.setdefault("skipped_captures", []).append(one_line(str(exc))[:120])
+                    continue
+                if m.was_new:
+                    out.append(m.id)
+        return out
+
+    def _summary(self, turns: list[Turn]) -> str | None:
+        """One live summary per session, rewritten (superseded) only when new turns came."""
+        if not turns:
+            return None
+        sid = _session_id(self.inp)
+        key = f"summary:{self.inp.host}:{sid}"
+        state = self.log.state().get(key) or {}
+        span = turns[-1].event_id
+        if state.get("span") == span:
+            return None  # this span is summarised already
+        text = _summarize(self.vault, turns)
+        if not text:
+            return None
+        # remember stores identical text once: without the session in the text, two
+        # sessions summarised in the same words would share one memory (the second
+        # session left without a summary of its own). A sentence of its own, at the end,
+        # so the summary still starts with its method (as summaries.summarize_session).
+        text = f"{text.rstrip()} (Session {sid}, {len(turns)} turns.)"
+        # A summary of a session with a turn that reads as orders to a model is flagged.
+        fields = [*self._fields(text, *(t.text for t in turns)), ("turns", str(len(turns)))]
+        memory = self.vault.remember(
+            text, kind="session_summary", scope=self.scope, fields=fields, secrets=self.secrets
+        )
+        old = state.get("id")
+        if old and old != memory.id:
+            # The newer summary covers the older one's turns too; retire, don't delete.
+            try:
+                self.vault.resolve(old, status="superseded")
+            except MdmemError as exc:  # forgotten or edited away by a person meanwhile
+                self.entry["summary_note"] = one_line(str(exc))[:120]
+        self.log.update_state(key, {"span": span, "id": memory.id})
+        return memory.id if memory.was_new else None
+
+
+_TURN_KINDS = ("chat_message", "tool_output")
+
+
+class _UnbatchableError(Exception):
+    """The first turn was refused inside a batch: record the turns one by one."""
+
+
+def _summarize(vault: Vault, turns: list[Turn]) -> str:
+    pairs = [(t.role, t.text) for t in turns]
+    llm = vault.llm
+    if llm is not None:
+        from mdmem.providers.llm import DATA_INSTRUCTIONS, data_block
+
+        convo = "\n".join(f"{r}: {t}" for r, t in pairs)[-20_000:]
+        try:
+            reply = llm.chat(
+                [
+                    {
+                        "role": "system",
+                        "content": "Summarise this coding session in at most five sentences: "
+                        "the goal, what was done, decisions and open problems. "
+                        + DATA_INSTRUCTIONS,
+                    },
+                    {"role": "user", "content": data_block("session", convo)},
+                ]
+            )
+            text = " ".join(reply.split())
+            if text:
+                return "Session summary (LLM): " + text[:2000]
+        except MdmemError as exc:
+            log.warning("LLM summary failed, using the extractive one: %s", exc)
+    text = extractive.summarize(pairs, max_sentences=4, max_chars=900)
+    return f"Session summary (extractive): {text}" if text else ""
+
+
+_EXIT = re.compile(r"\bexit(?:ed with)?(?: code|_code| status)?:?\s*(-?\d+)", re.I)
+
+
+def _tool_call(inp: HookInput) -> ToolCall | None:
+    """The host's view of one call, or None for a call the person stopped.
+
+    Failure from the host's own word first (its failure event, an exit code,
+    an error flag), else, for a shell command, from what its output shows
+    (:func:`~mdmem.hookkit.toolfailure.failure_line`).
+    """
+    if inp.interrupted:
+        return None
+    out = inp.tool_output
+    success: bool | None = None
+    exit_code: int | None = None
+    if isinstance(out, dict):
+        meta = out.get("metadata")
+        for source in (out, meta if isinstance(meta, dict) else {}):
+            for key in ("exit_code", "exitCode", "returncode", "return_code"):
+                value = source.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    exit_code = value
+        if out.get("is_error") or out.get("isError") or out.get("interrupted"):
+            success = False
+        elif out.get("success") is not None:
+            success = bool(out["success"])
+        text = "\n".join(str(out.get(k) or "") for k in ("stdout", "stderr", "error", "output"))
+    else:
+        text = _as_text(out) if out is not None else ""
+    if inp.error is not None:  # the host's failure event: its message says what broke
+        success = False
+        text = f"{inp.error}\n{text}".strip()
+    first = text.strip().split("\n", 1)[0][:200]
+    if exit_code is None and (m := _EXIT.search(first)):
+        exit_code = int(m.group(1))  # e.g. "Exit code 1" on the first line
+    tool = _TOOL_NAME_BAD.sub("_", inp.tool_name or "tool")[:64] or "tool"
+    if success is None and exit_code is None:
+        command = inp.tool_input.get("command") if isinstance(inp.tool_input, dict) else None
+        if failure_line(tool, command if isinstance(command, str) else "", text):
+            success = False  # a shell run whose output shows it failed (no verdict sent)
+    call_id = inp.raw.get("tool_use_id") or inp.raw.get("tool_call_id")
+    return ToolCall(
+        tool=tool,
+        input=inp.tool_input
+        if isinstance(inp.tool_input, (str, dict))
+        else _as_text(inp.tool_input),
+        output=text.strip(),
+        success=success,
+        exit_code=exit_code,
+        id=str(call_id) if isinstance(call_id, str) and call_id else None,
+    )
+
+
+def _fit_turn(text: str) -> str:
+    """A turn short enough to be one memory; a longer one keeps its head and says so."""
+    if len(text) <= _MAX_TURN_CHARS:
+        return text
+    head = text[: _MAX_TURN_CHARS - 80].rstrip()
+    return f"{head}\n… ({len(text) - len(head):,} more characters in the host's transcript)"
+
+
+def _session_id(inp: HookInput) -> str:
+    raw = re.sub(r"[^A-Za-z0-9._-]", "-", inp.session_id).strip(".-") or "unknown"
+    return f"{inp.host}-{raw}"[:128].rstrip(".")
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_LINE_CHARS else flat[: _MAX_LINE_CHARS - 1] + "…"
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _why(hit: Hit) -> dict[str, Any]:
+    return {
+        "id": hit.id,
+        "score": round(hit.score, 4),
+        "scores": {k: round(v, 4) for k, v in hit.scores.items()},
+        "citation": hit.citation,
+    }
+
+
+def _fit(
+    title: str, sections: Iterable[tuple[str, list[tuple[str, str]]]], budget: int
+) -> tuple[str, list[str]]:
+    """A block of ``sections`` whose estimated tokens stay within ``budget``; cited ids.
+
+    Each section is fenced as quoted data (:func:`mdmem.recall.asdata.fence`). An
+    item that does not fit is skipped and the next one tried, so a long first
+    item does not keep a shorter one after it out.
+    """
+    chosen: list[tuple[str, list[str]]] = []
+    ids: list[str] = []
+
+    def render(parts: list[tuple[str, list[str]]]) -> str:
+        out = [title]
+        for heading, lines in parts:
+            out.extend([heading] if heading else [])
+            out.append(fence(lines))
+        return "\n".join(out) + "\n"
+
+    for heading, lines in sections:
+        kept: list[str] = []
+        for memory_id, line in lines:
+            trial = [*chosen, (heading, [*kept, line])]
+            if estimate_tokens(render(trial)) > budget:
+                continue
+            kept.append(line)
+            if memory_id:
+                ids.append(memory_id)
+        if kept:
+            chosen.append((heading, kept))
+    if not chosen:
+        return "", []
+    return render(chosen), ids
+
+
+def _bounded(func: Callable[[], Any], seconds: float) -> tuple[Any, bool]:
+    """``func()`` in a daemon thread, given ``seconds``: (result or None, timed out)."""
+    if seconds <= 0:
+        return None, True
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # handed back to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="mdmem-hook-recall", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        return None, True
+    if "error" in box:
+        raise box["error"]
+    return box.get("value"), False
+
+
+def serve_hook(
+    vault: Vault, params: dict[str, Any], *, pause: Callable[[], None] | None = None
+) -> Any:
+    """The warm server's ``hook`` method: one coding-agent hook event, by :func:`run_event`.
+
+    Params: ``host``, ``event``, ``payload`` (the host's hook JSON),
+    ``policy`` (the project's policy, as hostkit takes it), ``probe`` (the
+    token of a ``hooks doctor`` run) and ``client`` (the host's process, for
+    :class:`HostSessions`). ``pause``: called between a capture's steps.
+    """
+    probe = params.get("probe")
+    # Unchecked on purpose: run_event answers an odd host or event as it documents.
+    host: Any = params.get("host")
+    event: Any = params.get("event")
+    return run_event(
+        vault,
+        host,
+        event,
+        params.get("payload"),
+        params.get("policy"),
+        probe=probe if isinstance(probe, str) else None,
+        pause=pause,
+    )

@@ -1,0 +1,174 @@
+"""``mdmem list`` and ``mdmem show``: browse memories without an editor.
+
+:func:`list_memories` filters every memory (active or not; archived ones
+only when their status is asked for: archiving hides) by kind, scope,
+status, tag, creation date and git author, newest first, up to a limit.
+:func:`show` puts one memory's text and metadata (the export row), its
+versions from git and its line authors in one record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, time, tzinfo
+from typing import TYPE_CHECKING, Any
+
+from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.files import blocks as blk
+from mdmem.git.provenance import Provenance, blame, provenance
+from mdmem.git.versions import Version, versions
+from mdmem.memory.library.export import row_of
+from mdmem.models import Block, Memory
+from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import EVERYONE, Reader
+
+if TYPE_CHECKING:
+    from mdmem.store.memories import MemoryStore
+
+__all__ = ["Shown", "list_memories", "show"]
+
+
+@dataclass(frozen=True)
+class Shown:
+    memory: dict[str, Any]  # the export row: id, kind, scope, status, tags, fields, text...
+    history: list[Version]
+    provenance: Provenance | None
+    problems: list[str]  # a part that could not be read (history of an uncommitted file...)
+
+
+def _moment(
+    value: datetime | date | str | None, *, end: bool, zone: tzinfo | None
+) -> datetime | None:
+    """A bound of ``since``/``until``: a bare day is the whole day in the vault's zone."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) == 10:  # a bare day: the whole day
+            try:
+                value = date.fromisoformat(text)
+            except ValueError:
+                raise InvalidInputError(f"not a date: {value!r}") from None
+        else:
+            parsed = blk.parse_datetime(text)
+            if parsed is None:
+                raise InvalidInputError(f"not a date: {value!r}")
+            value = parsed
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.combine(value, time.max if end else time.min, tzinfo=zone or UTC)
+
+
+def _set(values: Iterable[str] | str | None) -> set[str] | None:
+    if values is None:
+        return None
+    items = [values] if isinstance(values, str) else list(values)
+    return {str(v).strip().lstrip("#").lower() for v in items} or None
+
+
+def list_memories(
+    store: MemoryStore,
+    *,
+    kinds: Iterable[str] | str | None = None,
+    scopes: Iterable[str] | str | None = None,
+    statuses: Iterable[str] | str | None = None,
+    tags: Iterable[str] | str | None = None,
+    since: datetime | date | str | None = None,
+    until: datetime | date | str | None = None,
+    author: str | None = None,
+    limit: int | None = None,
+    oldest_first: bool = False,
+    paths: Iterable[str] | None = None,
+    contact: str | None = None,
+    notes: bool = False,
+    reader: Reader = EVERYONE,
+) -> list[Memory]:
+    """Memories matching every filter given, newest first. ``scopes``: "" is the
+    vault root. ``author``: a git author name or email of any of the memory's
+    lines (``(uncommitted)`` for unsaved edits). ``paths``: only these files.
+    ``contact``: only what belongs to that contact (its entries, the file of its
+    conversation). ``notes``: with ``paths``, a person's own sections without an
+    id count too. ``reader``: only what it may see. Text a person typed with a secret in it is
+    shown redacted, as everywhere outside the file."""
+    if limit is not None and limit < 0:
+        raise InvalidInputError("limit must be >= 0")
+    kind_set, status_set, tag_set = _set(kinds), _set(statuses), _set(tags)
+    scope_set = None
+    if scopes is not None:
+        items = [scopes] if isinstance(scopes, str) else list(scopes)
+        scope_set = {blk.validate_scope(s or None) for s in items}
+    zone = store.clock.zone or datetime.now().astimezone().tzinfo
+    start = _moment(since, end=False, zone=zone)
+    end = _moment(until, end=True, zone=zone)
+    store.refresh()
+    store.writer.verify_manifest()
+    chosen: list[Block] = []
+    if paths is not None:
+        pool: Iterable[Block] = (
+            b
+            for path in dict.fromkeys(paths)
+            for b in store.catalog.blocks_in(path)
+            if b.is_memory or (notes and not b.id.endswith("#frontmatter"))
+        )
+    else:
+        pool = store.catalog.blocks(memories_only=True)
+    for block in pool:
+        if kind_set is not None and block.kind not in kind_set:
+            continue
+        if scope_set is not None and block.scope not in scope_set:
+            continue
+        if status_set is not None and block.status not in status_set:
+            continue
+        if status_set is None and block.status == "archived":
+            continue  # what archiving is for: out of sight until asked for
+        if tag_set is not None and not tag_set & {t.lower() for t in block.tags}:
+            continue
+        if start is not None and block.created < start:
+            continue
+        if end is not None and block.created > end:
+            continue
+        if contact is not None and store.visibility.contact_of(block) != contact:
+            continue
+        if not store.visibility.may_see(reader, block):
+            continue
+        chosen.append(block)
+    chosen.sort(key=lambda b: (b.created, b.id), reverse=not oldest_first)
+    out: list[Memory] = []
+    for block in chosen:
+        if limit is not None and len(out) >= limit:
+            break
+        if author is not None:
+            names = _authors(store, block)
+            if author.casefold() not in {n.casefold() for n in names}:
+                continue
+        memory = Memory.from_block(block, was_new=False)
+        out.append(replace(memory, text=scrub(block.text, store.settings.secrets)))
+    return out
+
+
+def _authors(store: MemoryStore, block: Block) -> set[str]:
+    """Names and emails of who wrote the block's lines (git blame, cached per file version)."""
+    try:
+        lines = blame(store, block.path, block.line_start, block.line_end)
+    except MdmemError:
+        return {"(uncommitted)"}
+    names = {line.author for line in lines} | {line.email for line in lines if line.email}
+    return names
+
+
+def show(store: MemoryStore, memory_id: str) -> Shown:
+    """One memory: its row, its versions in git (oldest first) and who wrote its lines."""
+    block = store.writer.sole_block(memory_id)
+    problems: list[str] = []
+    history: list[Version] = []
+    who: Provenance | None = None
+    try:
+        history = versions(store, block.id)
+    except MdmemError as exc:
+        problems.append(f"history: {exc}")
+    try:
+        who = provenance(store, block.id)
+    except MdmemError as exc:
+        problems.append(f"provenance: {exc}")
+    return Shown(row_of(block, store.settings.secrets), history, who, problems)
