@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.config import Settings
 from mdmem.deprecations import MOVED, moved
-from mdmem.errors import MdmemError
+from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.git import provenance as git_provenance
 from mdmem.git import timetravel
 from mdmem.git.desk import GitDesk
@@ -49,13 +49,12 @@ from mdmem.memory.desks.admin import Admin, VaultStatus
 from mdmem.memory.desks.contacts import Contacts
 from mdmem.memory.desks.library import Library
 from mdmem.memory.desks.parts import MemoryParts
+from mdmem.memory.desks.reading import Reading, reader_for
 from mdmem.memory.desks.sessions import Sessions
 from mdmem.models import Block, Memory, Recall
 from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice, LLMClient
 from mdmem.recall.asdata import render_recalled
-from mdmem.recall.controls import RecallControls
 from mdmem.recall.recaller import Recaller
-from mdmem.recall.search import RecallQuery
 from mdmem.recall.usefulness import UsefulnessDesk
 from mdmem.store.gitstore import Identity
 from mdmem.store.inputs import MAX_MEMORY_CHARS
@@ -358,19 +357,38 @@ class Vault:
         ``status``, ``scope_weights``, ``fallback``, and ``tier`` (0 abstracts,
         1 overviews, 2 full text).
         """
-        q = RecallQuery.build(
+        return self.reading(reader).recall(
             query,
-            self.settings.recall.k if k is None else k,
+            k,
             kinds,
             tags,
             scope,
             since,
             until,
             include_inactive,
-            mode,
-            RecallControls.build(**controls) if controls else None,
+            mode=mode,
+            as_of=as_of,
+            **controls,
         )
-        return self._recaller.recall(q, as_of=as_of, reader=reader)
+
+    def reading(
+        self,
+        reader: Reader | None = None,
+        *,
+        scopes: Iterable[str] | str | None = None,
+        contact: str | None = None,
+    ) -> Reading:
+        """Every read verb for one reader, returning only what it may see, redacted
+        (:class:`~mdmem.memory.desks.reading.Reading`). Give a :class:`Reader`, or
+        the ``scopes`` a door allows (None: all) and the ``contact`` it talks with;
+        nothing at all reads as everyone."""
+        if reader is None:
+            reader = reader_for(self.contacts, scopes, contact)
+        elif scopes is not None or contact is not None:
+            raise InvalidInputError("reading() takes a reader, or scopes and a contact: not both")
+        return Reading(
+            self._store, self._recaller, self.git, self.library, self.contacts, self.reflect, reader
+        )
 
     def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
         """A "## Recalled Memory" block for a prompt, citing each memory as path#^id."""
@@ -429,9 +447,12 @@ class Vault:
         """Bring the indexes up to date (incremental), or rebuild both from scratch."""
         return self._store.reindex(full, progress=progress)
 
-    def history(self, memory_id: str) -> list[Version]:
-        """Every version of one memory in git, oldest first, following moves."""
-        return versions(self._store, memory_id)
+    def history(self, memory_id: str, *, reader: Reader = EVERYONE) -> list[Version]:
+        """Every version of one memory in git, oldest first, following moves; with a
+        ``reader``, only the versions it may see (each judged by where it lived)."""
+        if reader.unrestricted:
+            return versions(self._store, memory_id)
+        return self.reading(reader).history(memory_id)
 
     def status(self) -> VaultStatus:
         """Counts by kind, scope and status, index health, git state, open reviews."""

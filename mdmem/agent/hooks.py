@@ -36,7 +36,6 @@ from mdmem.errors import InvalidInputError
 from mdmem.models import KINDS, Memory, one_line
 from mdmem.providers.llm import DATA_INSTRUCTIONS, LLMClient, data_block
 from mdmem.recall.asdata import render_recalled
-from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:
     from mdmem.memory.capture.sessions import Session
@@ -236,8 +235,6 @@ class MemoryHooks:
         self.session_id = session_id
         self.source = source
         self.contact = contact
-        # What the prefetch may show: these scopes, and nothing of another contact's.
-        self.reader = Reader.of(None, contact)
         self.background = background
         self._session: Session | None = None
         # The summary on_session_end wrote (or found), for the host to show.
@@ -281,19 +278,22 @@ class MemoryHooks:
             self._warm = (_key(query), self._generation, future)
 
     def _recall_block(self, query: str) -> str:
+        # What the prefetch may show: these scopes, and nothing of another person's
+        # (the contacts are read now: a link made since counts).
+        reading = self.vault.reading(contact=self.contact)
         if self.prefetch_method == "reflect":
             made = synthesis_block(
                 self.vault,
                 query,
                 k=self.k,
                 scope=self.read_scope,
-                reader=self.reader,
+                reading=reading,
                 max_chars=self.max_prompt_chars,
             )
             if made is not None:
                 return made[0]
         try:
-            result = self.vault.recall(query, k=self.k, scope=self.read_scope, reader=self.reader)
+            result = reading.recall(query, k=self.k, scope=self.read_scope)
         except Exception as exc:
             log.warning("prefetch recall failed: %s: %s", type(exc).__name__, exc)
             return ""

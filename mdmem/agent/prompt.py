@@ -49,8 +49,6 @@ from mdmem.memory.capture.pending import render_pending
 from mdmem.models import KINDS, Hit, Memory, one_line
 from mdmem.recall.asdata import data_line, fence, instruction_like, warning
 from mdmem.recall.instructions import instruction_cues
-from mdmem.store.secret_guard import scrub
-from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -225,14 +223,14 @@ class _Assembly:
         self.scopes = scopes
         self.b = budgets
         self.method = method
-        self.reader = Reader.of(scopes, contact)
+        self.reading = vault.reading(scopes=scopes, contact=contact)
         self.shown: set[str] = set()
         self.left = budgets.total_chars or None  # what the sections may still use together
 
     def safe(self, text: str) -> str:
         """Text as a prompt may carry it: a secret a person typed into the vault
         (the writer never stores one) is redacted."""
-        return scrub(text, self.vault.settings.secrets)
+        return self.reading.shown(text)
 
     def line(self, item: Memory | Hit) -> str:
         text = one_line(self.safe(item.text), self.b.entry_chars)
@@ -241,15 +239,15 @@ class _Assembly:
     def recall(self, query: str, k: int, kinds: Sequence[str] | None, **controls: Any) -> list[Hit]:
         if k <= 0:
             return []
-        found = self.vault.recall(
-            query, k=min(k, 200), kinds=kinds, scope=self.scopes, reader=self.reader, **controls
+        found = self.reading.recall(
+            query, k=min(k, 200), kinds=kinds, scope=self.scopes, **controls
         )
         return list(found.items)
 
     def newest(self, n: int, **filters: Any) -> list[Memory]:
         if n <= 0:
             return []
-        return self.vault.library.list(statuses="active", limit=n, reader=self.reader, **filters)
+        return self.reading.list(statuses="active", limit=n, **filters)
 
     def section(self, name: str, items: Iterable[tuple[str, str]], **kw: Any) -> PromptSection:
         """A section of ``items`` packed into its budget (and what is left of the total)."""
@@ -279,7 +277,7 @@ def _semantic(a: _Assembly) -> list[Hit] | tuple[str, list[str]]:
     b = a.b
     if a.method == "reflect" and b.semantic_k > 0:
         synthesis = synthesis_block(
-            a.vault, a.task, k=b.semantic_k, reader=a.reader, max_chars=b.semantic_chars
+            a.vault, a.task, k=b.semantic_k, reading=a.reading, max_chars=b.semantic_chars
         )
         if synthesis:
             return synthesis
@@ -371,7 +369,7 @@ def _build_synthesis(a: _Assembly, text: str, cited: list[str]) -> PromptSection
 
 
 def _build_changes(a: _Assembly, session: str | None) -> PromptSection:
-    result = a.vault.git.changes(LAST_SESSION, session=session, reader=a.reader)
+    result = a.reading.changes(LAST_SESSION, session=session)
     text, ids, cut = render_changes(result, max_chars=a.b.changes_chars)
     # Shown: from now on this agent has seen everything up to HEAD.
     a.vault.git.mark_seen(session=session)

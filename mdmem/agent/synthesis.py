@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.models import one_line
-from mdmem.store.secret_guard import scrub
-from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
+    from mdmem.memory.desks.reading import Reading
     from mdmem.vault import Vault
 
 __all__ = ["PREFETCH_METHODS", "SYNTHESIS_TITLE", "check_method", "synthesis_block"]
@@ -46,13 +45,14 @@ def synthesis_block(
     k: int,
     max_chars: int,
     scope: str | Sequence[str] | None = None,
-    reader: Reader = EVERYONE,
+    reading: Reading | None = None,
     title: str = SYNTHESIS_TITLE,
 ) -> tuple[str, list[str]] | None:
     """(the block, the ids it cites), or None when no synthesis ran; it draws only
-    on what ``reader`` may see."""
+    on what ``reading``'s reader may see (everyone's when None)."""
+    reading = reading or vault.reading()
     try:
-        answer = vault.reflect(query, k=max(1, min(k, 200)), scope=scope, reader=reader)
+        answer = reading.reflect(query, k=max(1, min(k, 200)), scope=scope)
     except MdmemError as exc:
         log.warning("synthesis for the prompt failed, recalling instead: %s", exc)
         return None
@@ -61,7 +61,7 @@ def synthesis_block(
     by_citation = {h.citation: h.id for h in answer.memories}
     ids = [by_citation[c] for c in answer.citations if c in by_citation]
     sources = ", ".join(answer.citations)
-    body = scrub(answer.answer, vault.settings.secrets)
+    body = answer.answer  # shown text: the reading view redacted it
     tail = f"\n\nSources: {sources}" if sources else ""
     room = max_chars - len(title) - len(tail) - 2
     if room < 40:

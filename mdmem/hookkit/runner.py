@@ -97,8 +97,6 @@ from mdmem.recall.asdata import (
 )
 from mdmem.recall.instructions import instruction_cues
 from mdmem.store.inputs import MAX_MEMORY_CHARS
-from mdmem.store.secret_guard import scrub
-from mdmem.store.visibility import Reader
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -229,8 +227,9 @@ class _Run:
         self.inp = inp
         self.policy = policy
         self.scope = scope
-        # The vault root's profile and the project's own scope (mdmem.store.visibility).
-        self.reader = Reader.of(dict.fromkeys(["", scope or ""]))
+        # The vault root's profile and the project's own scope: every read goes
+        # through the vault's reading view for this reader.
+        self.reading = vault.reading(scopes=dict.fromkeys(["", scope or ""]))
         self.warm = warm
         self.entry = entry
         self.started = started
@@ -261,7 +260,7 @@ class _Run:
     def _show(self, text: str) -> str:
         """A memory as the host's prompt may carry it: one line, and a secret a person
         typed into the vault by hand (the writer never stores one) redacted."""
-        return _clip(scrub(text, self.vault.settings.secrets))
+        return _clip(self.reading.shown(text))
 
     def _line(self, item: Any, tail: str = "") -> str:
         """One injected item: its provenance, an instruction-like label, the text."""
@@ -276,7 +275,7 @@ class _Run:
         self.vault.admin.refresh()  # a person's edits since the last index count as profile too
         candidates = [
             m
-            for m in self.vault.library.list(statuses="active", reader=self.reader)
+            for m in self.reading.list(statuses="active")
             if (m.path.endswith("USER.md") or "pinned" in m.tags)
             # Pinned context is read as standing orders: text that reads as an order
             # to the model is never promoted there (recall may still show it, marked).
@@ -299,7 +298,7 @@ class _Run:
         """What changed since this host's last session start (``vault.git.changes``); marked."""
         agent = f"{self.inp.host}-hooks"  # one mark per host: each has its own sessions
         try:
-            diff = self.vault.git.changes("last-session", agent=agent, reader=self.reader)
+            diff = self.reading.changes("last-session", agent=agent)
         except MdmemError as exc:
             self.entry["changes_error"] = one_line(str(exc))
             return []
@@ -330,7 +329,7 @@ class _Run:
         """A line of "changed since": the memory's own provenance while it exists,
         else what its commit says (an agent's or a person's)."""
         try:
-            return self._line(self.vault.get(memory_id, reader=self.reader))
+            return self._line(self.reading.get(memory_id))
         except MdmemError:
             pass
         shown = self._show(text)
@@ -362,7 +361,7 @@ class _Run:
         degraded = not self.warm
         k = max(1, min(20, self.policy.prompt_tokens // 60 or 1))
         hits, timed_out = _bounded(
-            lambda: self.vault.recall(prompt[:2000], k=k, mode=mode, reader=self.reader),
+            lambda: self.reading.recall(prompt[:2000], k=k, mode=mode),
             budget_s - (time.perf_counter() - self.started),
         )
         if timed_out or hits is None:

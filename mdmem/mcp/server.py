@@ -140,7 +140,7 @@ def read_resource_text(vault: Vault, toolset: Toolset, uri: str) -> str:
     InvalidInputError for anything but a core file or daily log under
     :data:`URI_PREFIX`; ScopeDeniedError for a scope ``toolset`` does not allow.
     """
-    return vault.library.file_text(_resolve_uri(vault, toolset, uri), reader=toolset.reader)
+    return toolset.reading.file_text(_resolve_uri(vault, toolset, uri))
 
 
 def build_server(

@@ -13,8 +13,6 @@ from typing import Any, Protocol
 
 from mdmem.git.seen import LAST_SESSION, render_changes
 from mdmem.models import first_line, one_line
-from mdmem.store.secret_guard import scrub
-from mdmem.store.visibility import Reader
 
 __all__ = ["HANDLERS", "SPECS"]
 
@@ -25,7 +23,7 @@ class _Tools(Protocol):
     """What a handler uses of :class:`mdmem.mcp.tools.Toolset`."""
 
     vault: Any
-    reader: Reader
+    reading: Any  # mdmem.memory.desks.reading.Reading
 
 
 SPECS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -64,15 +62,14 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
     vault = tools.vault
-    mode = vault.settings.secrets
 
     def safe(text: str) -> str:
         """A secret a person typed into the vault stays out of the model's context."""
-        return scrub(text, mode)
+        return tools.reading.shown(text)
 
     # Only what this toolset's reader may see: a block's effective scope (its
     # folder or its file's frontmatter) and the sources of a copy decide.
-    result = vault.git.changes(args.get("since") or LAST_SESSION, reader=tools.reader)
+    result = tools.reading.changes(args.get("since") or LAST_SESSION)
     if args.get("mark_seen"):
         vault.git.mark_seen()
     text, _ids, truncated = render_changes(result, max_chars=args.get("max_chars") or 4000)

@@ -26,7 +26,6 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import (
@@ -47,8 +46,6 @@ from mdmem.files.ids import normalize_id
 from mdmem.mcp import session_tools
 from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
 from mdmem.recall.asdata import render_recalled
-from mdmem.store.secret_guard import scrub
-from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -471,8 +468,9 @@ class Toolset:
         )
         if self.allowed is not None and not self.allowed:
             raise InvalidInputError("allowed_scopes is empty: the tools could reach nothing")
-        # Who the model reads as: every read path asks the vault's one visibility rule.
-        self.reader = EVERYONE if self.allowed is None else Reader(frozenset(self.allowed))
+        # Who the model reads as: every read goes through the vault's reading view.
+        self.reading = vault.reading(scopes=self.allowed)
+        self.reader = self.reading.reader
         if default_scope is None:
             self.default_scope = self.allowed[0] if self.allowed else ""
         else:
@@ -596,7 +594,7 @@ class Toolset:
 
     def _duplicate(self, exc: DuplicateIdError) -> tuple[str, str]:
         """A copied line's error, naming only the places in scopes this toolset may see."""
-        shown = [p for p in exc.places if self.allowed is None or p[2] in self.allowed]
+        shown = [p for p in exc.places if self.reader.admits_scope(p[2])]
         if not shown:
             return "scope_denied", (
                 f"memory {exc.memory_id} belongs to a scope this assistant may not access"
@@ -613,7 +611,7 @@ class Toolset:
     def _owned(self, memory_id: str) -> Memory:
         """The memory, if its scope is allowed; otherwise ScopeDeniedError, no data."""
         try:
-            return self.vault.get(memory_id, reader=self.reader)
+            return self.reading.get(memory_id)
         except ScopeDeniedError:
             raise ScopeDeniedError(
                 f"memory {normalize_id(memory_id)} belongs to a scope this assistant may not access"
@@ -638,13 +636,12 @@ class Toolset:
             # Weights name scopes as tools do ("root"); a weight can't reach past the allowed set.
             for name in controls["scope_weights"]:
                 self.readable_scopes(name)
-        result = self.vault.recall(
+        result = self.reading.recall(
             args["query"],
             k=args["top_k"],
             kinds=args.get("source_kinds") or None,
             scope=scopes,
             since=args.get("since"),
-            reader=self.reader,
             **controls,
         )
         items = [self._item(hit) for hit in result.items]
@@ -663,7 +660,7 @@ class Toolset:
 
     def _tool_output_key(self, memory_id: str) -> str | None:
         try:
-            key = self.vault.get(memory_id).field("tout")
+            key = self.reading.get(memory_id).field("tout")
         except MdmemError:
             return None
         return str(key) if key else None
@@ -735,7 +732,7 @@ class Toolset:
             "source_kind": memory.kind,
             "source_ref": ref,
             # A secret a person typed into the file stays there, not in the model's context.
-            "content": scrub(memory.text, self.vault.settings.secrets),
+            "content": self.reading.shown(memory.text),
             "event_time": memory.created.isoformat(),
             "path": memory.path,
             "line": memory.line,
@@ -748,25 +745,17 @@ class Toolset:
     def _history(self, args: dict[str, Any]) -> dict[str, Any]:
         memory_id = args["memory_id"]
         try:
-            self._owned(memory_id)
-        except MemoryNotFoundError:
-            # A forgotten memory has no scope left to check; only hosts that
-            # allow every scope may read its past.
-            if self.allowed is not None:
-                raise
-        mode = self.vault.settings.secrets
-        versions = [
-            replace(v, text=scrub(v.text, mode)) if v.text else v
-            for v in self.vault.history(memory_id)
-        ]
+            versions = self.reading.history(memory_id)
+        except ScopeDeniedError:
+            raise ScopeDeniedError(
+                f"memory {normalize_id(memory_id)} belongs to a scope this assistant may not access"
+            ) from None
         return {"id": memory_id, "versions": to_jsonable(versions)}
 
     def _context(self, args: dict[str, Any]) -> dict[str, Any]:
         scopes = self.readable_scopes(args.get("scope"))
         tier = {"tier": args["tier"]} if args["tier"] != 2 else {}
-        result = self.vault.recall(
-            args["query"], k=args["top_k"], scope=scopes, reader=self.reader, **tier
-        )
+        result = self.reading.recall(args["query"], k=args["top_k"], scope=scopes, **tier)
         return {"context": render_recalled(result, args["max_chars"]), "total": len(result.items)}
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -780,38 +769,11 @@ class Toolset:
 
     def _read_tool_output(self, args: dict[str, Any]) -> dict[str, Any]:
         key = args["key"]
-        if self.allowed is None:
-            return {"tool_output_key": key, "content": self.vault.sessions.read_tool_output(key)}
-        # The vault checks one scope at a time: the output must belong to one we allow.
-        for scope in self.allowed:
-            try:
-                content = self.vault.sessions.read_tool_output(key, scope=scope)
-            except ScopeDeniedError:
-                continue
-            return {"tool_output_key": key, "content": content}
-        raise ScopeDeniedError(
-            f"tool output {key} belongs to a scope this assistant may not access"
-        )
+        return {"tool_output_key": key, "content": self.reading.tool_output(key)}
 
     def _contact_profile(self, args: dict[str, Any]) -> dict[str, Any]:
-        # A person is a scope: a confined assistant sees only the people it serves,
-        # and of their facts only those in scopes it may read. Someone outside
-        # its scopes answers as an unknown id does: platform ids are guessable
-        # (phone numbers), and "denied" would tell that the number is known.
-        hidden = MemoryNotFoundError(
-            f"no contact profile for {args['who']} in the scopes this assistant may read"
-        )
-        try:
-            profile = self.vault.contacts.profile(args["who"])
-        except MemoryNotFoundError:
-            raise hidden from None
-        if self.allowed is not None and profile.person not in self.allowed:
-            raise hidden
-        facts = [
-            m.id
-            for m in (self.vault.get(i) for i in profile.facts)
-            if self.allowed is None or m.scope in self.allowed
-        ]
+        # Someone outside the reader's scopes answers as an unknown id (reading.py).
+        profile, facts = self.reading.contact_profile(args["who"])
         return {
             "person": profile.person,
             "display_name": profile.display_name,

@@ -1,12 +1,14 @@
 """Who may see what: the one visibility rule every read path asks.
 
-A **reader** is the scopes it may see (None: every scope) and the contact
-its conversation is with (None: no contact in particular). A block is
-visible to a reader when
+A **reader** is the scopes it may see (None: every scope), the contact
+its conversation is with (None: no contact in particular) and, for a
+contact's reader, the scopes of the *other* people the vault knows. A block
+is visible to a reader when
 
 * its effective scope — the folder it lives in, else what its file's
   frontmatter or (for a person's own line) its ``[scope:: …]`` field
-  declares (:attr:`Block.scope`) — is one of the reader's scopes, and
+  declares (:attr:`Block.scope`) — is one of the reader's scopes and not
+  another person's, and
 * it belongs to no other contact: neither its ``[contact:: …]`` field nor
   its file's ``contact`` frontmatter names someone else, and
 * the same holds for every source it was derived from: an episode, its
@@ -46,10 +48,13 @@ _ROOT_WORDS = frozenset({"root", "(root)"})
 
 @dataclass(frozen=True)
 class Reader:
-    """Who is reading: ``scopes`` it may see (None: all) and the ``contact`` it talks with."""
+    """Who is reading: ``scopes`` it may see (None: all), the ``contact`` it talks with,
+    and ``others``: the scopes of the other people a contact's reader may not see
+    (filled in by ``vault.reading``, which knows the contacts)."""
 
     scopes: frozenset[str] | None = None
     contact: str | None = None
+    others: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, scopes: Iterable[str] | str | None = None, contact: str | None = None) -> Reader:
@@ -65,14 +70,19 @@ class Reader:
 
     @property
     def unrestricted(self) -> bool:
-        return self.scopes is None and self.contact is None
+        return self.scopes is None and self.contact is None and not self.others
+
+    def admits_scope(self, scope: str) -> bool:
+        """Whether a block in ``scope`` (and of no other contact) could be shown to this reader."""
+        return (self.scopes is None or scope in self.scopes) and scope not in self.others
 
     def narrowed(self, scopes: Iterable[str] | None) -> Reader:
         """This reader asking only for ``scopes`` (None: all it may see)."""
         if scopes is None:
             return self
         wanted = frozenset(scopes)
-        return Reader(wanted if self.scopes is None else wanted & self.scopes, self.contact)
+        allowed = wanted if self.scopes is None else wanted & self.scopes
+        return Reader(allowed, self.contact, self.others)
 
 
 EVERYONE = Reader()
@@ -122,6 +132,8 @@ class Visibility:
             scope = declared.strip()
         if reader.scopes is not None and scope not in reader.scopes:
             return False
+        if scope in reader.others:
+            return False
         contact = meta.get("contact")
         return reader.contact is None or not contact or str(contact).strip() == reader.contact
 
@@ -135,6 +147,8 @@ class Visibility:
 
     def _admits(self, reader: Reader, block: Block) -> bool:
         if reader.scopes is not None and block.scope not in reader.scopes:
+            return False
+        if block.scope in reader.others:
             return False
         if reader.contact is not None:
             other = self.contact_of(block)

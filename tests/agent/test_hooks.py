@@ -10,6 +10,7 @@ import pytest
 from mdmem import Vault
 from mdmem.agent.compaction import SUMMARY_MARKER, is_summary_message
 from mdmem.agent.hooks import MemoryHooks, compact_with_vault, extract_facts
+from mdmem.memory.desks.reading import Reading
 from mdmem.providers.llm import LLMClient, LLMConfig
 from mdmem.testing.openai_server import Reply, ScriptedOpenAIServer
 from tests.agent.test_compaction import assert_tool_integrity, conversation_40
@@ -30,13 +31,17 @@ class FlushSpy:
 
 
 class RecallCounter:
-    def __init__(self, vault: Vault) -> None:
-        self.calls = 0
-        self._real = vault.recall
+    """Counts recalls through the reading view, which every door reads through."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        return self._real(*args, **kwargs)
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        real = Reading.recall
+
+        def counted(reading: Reading, *args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return real(reading, *args, **kwargs)
+
+        monkeypatch.setattr(Reading, "recall", counted)
 
 
 @pytest.fixture
@@ -69,8 +74,7 @@ def test_prefetch_is_empty_when_nothing_is_stored(vault: Vault) -> None:
 
 def test_queue_prefetch_warms_the_next_turn(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     vault.remember("The deploy window is Thursday 14:00 UTC.")
-    counter = RecallCounter(vault)
-    monkeypatch.setattr(vault, "recall", counter)
+    counter = RecallCounter(monkeypatch)
     hooks = MemoryHooks(vault)
     hooks.queue_prefetch("deploy window")
     block = hooks.prefetch("  Deploy   WINDOW ")  # same query, other spacing and case
@@ -185,8 +189,7 @@ def test_disabled_hooks_do_nothing(
 
 def test_prefetch_false_never_recalls(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     vault.remember("The deploy window is Thursday 14:00 UTC.")
-    counter = RecallCounter(vault)
-    monkeypatch.setattr(vault, "recall", counter)
+    counter = RecallCounter(monkeypatch)
     hooks = MemoryHooks(vault, prefetch=False, background=False)
     hooks.queue_prefetch("deploy window")
     assert hooks.prefetch("deploy window") == ""

@@ -1,0 +1,275 @@
+"""``vault.reading(...)``: every read verb, for one reader, returning only what it may see.
+
+The visibility rule (:mod:`mdmem.store.visibility`) has one home; this desk is
+the one door every front door reads through, so no door can forget to ask it.
+A :class:`Reading` carries its reader and answers recall, context, get,
+history, changes, list, show, file text, tool outputs, contact profiles and
+export with *shown* data: blocks (and copies of blocks) the reader may not
+see are left out, and a secret a person typed into a file is redacted.
+
+* **History** is judged version by version: a memory a person moved out of a
+  scope the reader may not see keeps its past there, and the versions (and
+  commit subjects) written while it lived there stay hidden.
+* **A contact reader** (a conversation with one person) sees the vault root,
+  the other shared scopes it is allowed, and its own person's scope; never the
+  scope of another person the vault has a profile for, nor anything belonging
+  to another contact.
+* **Everyone** (:data:`~mdmem.store.visibility.EVERYONE`) is a reader too: a
+  door with no restriction reads through ``vault.reading()`` all the same, and
+  still gets redacted text.
+
+Built like the other desks, from the store, the recaller and the desks it
+reads through; never from the :class:`~mdmem.vault.Vault`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import replace
+from datetime import date, datetime
+from typing import IO, TYPE_CHECKING, Any
+
+import yaml
+
+from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
+from mdmem.files import blocks as blk
+from mdmem.files.textfile import safe_path
+from mdmem.git.versions import Version, versions
+from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, read_tool_output
+from mdmem.models import Memory, Recall
+from mdmem.recall.asdata import render_recalled
+from mdmem.recall.controls import RecallControls
+from mdmem.recall.search import RecallQuery
+from mdmem.store.secret_guard import scrub
+from mdmem.store.visibility import Reader
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from mdmem.git.desk import GitDesk
+    from mdmem.git.seen import Changes
+    from mdmem.index.progress import Progress
+    from mdmem.memory.desks.contacts import Contacts, Profile
+    from mdmem.memory.desks.library import Library
+    from mdmem.memory.library.browse import Shown
+    from mdmem.recall.recaller import Recaller
+    from mdmem.store.memories import MemoryStore
+
+__all__ = ["Reading", "reader_for"]
+
+
+def reader_for(
+    contacts: Contacts,
+    scopes: Iterable[str] | str | None = None,
+    contact: str | None = None,
+) -> Reader:
+    """The reader of a door: ``scopes`` it is allowed (None: all) and the ``contact``
+    its conversation is with, which shuts out every other person's scope."""
+    reader = Reader.of(scopes, contact)
+    if reader.contact is None:
+        return reader
+    own = contacts.scope_for(reader.contact)
+    people = {p.person for p in contacts.list()}
+    return replace(reader, others=frozenset(people - {own} if own else people))
+
+
+class Reading:
+    """Every read verb for one :class:`Reader` (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        recaller: Recaller,
+        git: GitDesk,
+        library: Library,
+        contacts: Contacts,
+        reflect: Callable[..., Any],
+        reader: Reader,
+    ) -> None:
+        self._store = store
+        self._recaller = recaller
+        self._git = git
+        self._library = library
+        self._contacts = contacts
+        self._reflect = reflect
+        self.reader = reader
+
+    def shown(self, text: str) -> str:
+        """Text as a door may show it: a secret a person typed into the vault (the
+        writer never stores one) redacted. For what a door renders itself (a model's
+        answer drawn from recalled memories, a changes listing)."""
+        return scrub(text, self._store.settings.secrets)
+
+    def reflect(self, query: str, **filters: Any) -> Any:
+        """:meth:`Vault.reflect <mdmem.vault.Vault.reflect>` drawing only on what this
+        reader may see; the answer is shown (redacted) text."""
+        answer = self._reflect(query, reader=self.reader, **filters)
+        return replace(answer, answer=self.shown(answer.answer))
+
+    def _memory(self, memory: Memory) -> Memory:
+        return replace(memory, text=self.shown(memory.text))
+
+    # ---------------------------------------------------------------- recall --
+
+    def recall(
+        self,
+        query: str,
+        k: int | None = None,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        scope: Iterable[str] | str | None = None,
+        since: datetime | date | str | None = None,
+        until: datetime | date | str | None = None,
+        include_inactive: bool = False,
+        *,
+        mode: str = "hybrid",
+        as_of: str | date | datetime | None = None,
+        **controls: Any,
+    ) -> Recall:
+        """:meth:`Vault.recall <mdmem.vault.Vault.recall>` as this reader may see it."""
+        q = RecallQuery.build(
+            query,
+            self._store.settings.recall.k if k is None else k,
+            kinds,
+            tags,
+            scope,
+            since,
+            until,
+            include_inactive,
+            mode,
+            RecallControls.build(**controls) if controls else None,
+        )
+        return self._recaller.recall(q, as_of=as_of, reader=self.reader)
+
+    def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
+        """A "## Recalled Memory" block of what this reader may see, fenced as data."""
+        return render_recalled(self.recall(query, **filters), max_chars)
+
+    # ----------------------------------------------------------------- one --
+
+    def get(self, memory_id: str) -> Memory:
+        """One memory; ScopeDeniedError (naming nothing of it) when hidden from this reader."""
+        memory = self._store.get(memory_id)
+        if not self.reader.unrestricted:
+            self._store.visibility.require(self.reader, self._store.block(memory.id))
+        return self._memory(memory)
+
+    def history(self, memory_id: str) -> list[Version]:
+        """The versions of a memory this reader may see, oldest first: each judged by
+        the file it lived in then, its commit subject with it."""
+        found = self._hidden_if_current_denied(memory_id)
+        return self._visible_versions(found)
+
+    def show(self, memory_id: str) -> Shown:
+        """One memory's row, history and line authors, as this reader may see them."""
+        self.get(memory_id)  # refuses a hidden memory before anything of it is read
+        shown = self._library.show(memory_id)
+        return replace(shown, history=self._visible_versions(shown.history))
+
+    def _hidden_if_current_denied(self, memory_id: str) -> list[Version]:
+        try:
+            self.get(memory_id)
+        except MemoryNotFoundError:
+            # Forgotten: only its versions can be judged, each by where it lived.
+            pass
+        return versions(self._store, memory_id)
+
+    def _visible_versions(self, found: list[Version]) -> list[Version]:
+        rule = self._store.visibility
+        out: list[Version] = []
+        last_seen = self.reader.unrestricted
+        for version in found:
+            if version.path is None:
+                visible = last_seen  # forgotten: as visible as where it last lived
+            else:
+                visible = rule.may_see_file(self.reader, version.path)
+                last_seen = visible
+            if not visible:
+                continue
+            text = self.shown(version.text) if version.text else version.text
+            out.append(replace(version, text=text, subject=self.shown(version.subject)))
+        if found and not out and not self.reader.unrestricted:
+            raise ScopeDeniedError(
+                "that memory belongs to a scope or contact this reader may not access"
+            )
+        return out
+
+    # ---------------------------------------------------------------- many --
+
+    def changes(
+        self,
+        since: str | date | datetime = "last-session",
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> Changes:
+        """What changed since ``since`` that this reader may see."""
+        return self._git.changes(since, agent=agent, session=session, reader=self.reader)
+
+    def list(self, **filters: Any) -> list[Memory]:
+        """:meth:`Library.list <mdmem.memory.desks.library.Library.list>` for this reader."""
+        return [self._memory(m) for m in self._library.list(reader=self.reader, **filters)]
+
+    def file_text(self, path: str) -> str:
+        """A vault file's markdown without the lines this reader may not see, redacted."""
+        return self._library.file_text(path, reader=self.reader)
+
+    def export(self, out: IO[str], *, progress: Progress | None = None) -> int:
+        """The JSONL export of what this reader may see."""
+        return self._library.export(out, progress=progress, reader=self.reader)
+
+    # -------------------------------------------------------- side records --
+
+    def tool_output(self, key: str) -> str:
+        """A large tool output recorded in a session, when its scope is this reader's."""
+        text = read_tool_output(self._store, key)
+        if not self.reader.unrestricted and not self._may_see_output(key):
+            raise ScopeDeniedError(
+                f"tool output {key.strip()} belongs to a scope this reader may not access"
+            )
+        return self.shown(text)
+
+    def _may_see_output(self, key: str) -> bool:
+        raw = safe_path(self._store.root, f"{TOOL_OUTPUT_DIR}/{key.strip()}.md").read_bytes()
+        head = raw.decode("utf-8").split("\n---\n", 1)[0].removeprefix("---\n")
+        try:
+            meta = yaml.safe_load(head) or {}
+        except yaml.YAMLError:
+            return False
+        if not isinstance(meta, dict):
+            return False
+        scope = blk.validate_scope(str(meta.get("output_scope") or "") or None)
+        reader = self.reader
+        if reader.scopes is not None and scope not in reader.scopes:
+            return False
+        if scope in reader.others:
+            return False
+        contact = meta.get("contact")
+        return reader.contact is None or not contact or str(contact).strip() == reader.contact
+
+    def contact_profile(self, who: str) -> tuple[Profile, builtins.list[str]]:
+        """A person's profile and the ids of the facts about them this reader may see.
+
+        Someone whose scope is hidden answers as an unknown id does: platform ids
+        are guessable (phone numbers), and "denied" would tell that one is known.
+        """
+        hidden = MemoryNotFoundError(
+            f"no contact profile for {who} in the scopes this reader may read"
+        )
+        try:
+            profile = self._contacts.profile(who)
+        except (MemoryNotFoundError, InvalidInputError):
+            raise hidden from None
+        rule = self._store.visibility
+        reader = self.reader
+        if not reader.unrestricted:
+            if reader.scopes is not None and profile.person not in reader.scopes:
+                raise hidden
+            if profile.person in reader.others:
+                raise hidden
+        facts = [
+            i
+            for i in profile.facts
+            if reader.unrestricted or rule.may_see_id(reader, i, None)
+        ]
+        return profile, facts
