@@ -64,13 +64,19 @@ def reader_for(
     contact: str | None = None,
 ) -> Reader:
     """The reader of a door: ``scopes`` it is allowed (None: all) and the ``contact``
-    its conversation is with, which shuts out every other person's scope."""
+    its conversation is with. A contact's reader sees the vault root and the scope of
+    the person that contact is linked to (or, given ``scopes``, those), and never the
+    scope of another person the vault has a profile for."""
     reader = Reader.of(scopes, contact)
     if reader.contact is None:
         return reader
     own = contacts.scope_for(reader.contact)
     people = {p.person for p in contacts.list()}
-    return replace(reader, others=frozenset(people - {own} if own else people))
+    others = frozenset(people - {own} if own else people)
+    allowed = reader.scopes
+    if allowed is None:
+        allowed = frozenset({"", own} if own else {""})
+    return Reader(allowed - others, reader.contact, others)
 
 
 class Reading:
