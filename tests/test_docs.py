@@ -340,3 +340,11 @@ def test_relative_links_land(page: Path) -> None:
         if not lands:
             broken.append(target)
     assert not broken, f"{page.name}: links that land nowhere: {broken}"
+
+
+def test_every_moved_module_path_of_0_1_x_is_in_its_table() -> None:
+    from mdmem.moved_modules import MOVED_MODULES
+
+    table = section(text(DOCS / "api.md"), "Modules that moved in 0.1.x")
+    for old, new in MOVED_MODULES.items():
+        assert f"| `{old}` | `{new}` |" in table, old

@@ -69,7 +69,7 @@ EXPORTED = {
 VAULT_NAMES = {
     *("init", "open", "close", "remember", "log", "journal", "learn", "get", "forget"),
     *("supersede", "resolve", "archive", "unarchive", "recall", "context", "batch"),
-    *("consolidate", "reflect", "reindex", "history", "status", "session"),
+    *("consolidate", "reflect", "reindex", "history", "status", "session", "reading"),
     *("sessions", "git", "admin", "library", "contacts", "usefulness"),
     *("root", "settings", "agent", "llm"),
 }
