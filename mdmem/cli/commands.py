@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,9 @@ from mdmem.cli.git import purge_cmd
 from mdmem.cli.recall_controls import control_options, controls_of
 from mdmem.models import KINDS, one_line
 from mdmem.store.importance import ORIGINS
+
+if TYPE_CHECKING:
+    from mdmem.memory.desks.reading import Reading
 
 # ------------------------------------------------------------------ writes ----
 
@@ -242,7 +245,7 @@ def resolve(obj: Context, memory_id: str, status: str, as_json: bool) -> None:
 @click.pass_obj
 def get(obj: Context, memory_id: str, as_json: bool) -> None:
     """Show one memory."""
-    memory = obj.vault().get(memory_id)
+    memory = obj.vault().reading().get(memory_id)
 
     def human() -> None:
         tags = " ".join(f"#{t}" for t in memory.tags)
@@ -263,7 +266,7 @@ def get(obj: Context, memory_id: str, as_json: bool) -> None:
 @click.pass_obj
 def history(obj: Context, memory_id: str, as_json: bool) -> None:
     """Every version of one memory, from git."""
-    versions = obj.vault().history(memory_id)
+    versions = obj.vault().reading().history(memory_id)
 
     def human() -> None:
         if not versions:
@@ -376,6 +379,14 @@ def _filters(
     }
 
 
+def _reading(obj: Context, filters: dict[str, Any]) -> Reading:
+    """``--scope`` reads as a reader of those scopes (copies made from other scopes'
+    memories stay out too), not only as a filter; no ``--scope`` reads as everyone."""
+    scopes = filters.get("scopes") or ()
+    vault = obj.vault()
+    return vault.reading(scopes=scopes) if scopes else vault.reading()
+
+
 @main.command()
 @click.argument("query")
 @_recall_options
@@ -383,7 +394,7 @@ def _filters(
 @click.pass_obj
 def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
     """The memories most relevant to QUERY, with file, lines and scores."""
-    result = obj.vault().recall(query, **_filters(**filters))
+    result = _reading(obj, filters).recall(query, **_filters(**filters))
 
     def human() -> None:
         if result.degraded:
@@ -415,7 +426,7 @@ def context(
     from mdmem.recall.asdata import cite_recalled
 
     # vault.context() in two steps, so --json can list the ids the block cites.
-    result = obj.vault().recall(query, **_filters(**filters))
+    result = _reading(obj, filters).recall(query, **_filters(**filters))
     block, cited = cite_recalled(result, max_chars)
     why = [{"id": h.id, "score": h.score, "scores": h.scores} for h in cited]
     data = {
