@@ -576,13 +576,11 @@ def _doctor_payload(host_name: str, event: str, cwd: Path, prompt: str) -> dict[
     elif event == "prompt-submit":
         extra["prompt"] = prompt
     elif event == "post-tool-use":
-        output_key = "tool_output" if host_name == "cursor" else "tool_response"
-        extra.update(tool_name="Bash", tool_input={"command": "true"}, **{output_key: ""})
+        extra.update(tool_name="Bash", tool_input={"command": "true"}, **{h.output_field: ""})
     elif event == "post-tool-failure":
-        error_key = "error_message" if host_name == "cursor" else "error"
         extra.update(tool_name="Bash", tool_input={"command": "false"})
-        extra[error_key] = "Exit code 1"
-    if host_name == "cursor":
+        extra[h.error_field] = "Exit code 1"
+    if h.conversation_ids:
         return {
             "conversation_id": "mdmem-doctor",
             "generation_id": "mdmem-doctor",

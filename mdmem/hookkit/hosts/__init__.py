@@ -1,41 +1,11 @@
 """What each coding-agent host sends a hook and expects back, and its hook config file.
 
 Pure standard library: ``mdmem hook`` imports this before it knows whether it
-needs a vault at all. Each format is written from the host's own documentation:
-
-* Claude Code — https://docs.claude.com/en/docs/claude-code/hooks (settings.json
-  ``hooks``: event → ``[{"matcher", "hooks": [{"type": "command", "command",
-  "timeout"}]}]``; stdin ``session_id``, ``transcript_path``, ``cwd``,
-  ``hook_event_name`` plus ``source`` / ``prompt`` / ``tool_name``,
-  ``tool_input``, ``tool_response`` / ``trigger``; SessionStart and
-  UserPromptSubmit add ``hookSpecificOutput.additionalContext`` to the model's
-  context; ``systemMessage`` is shown to the user). PostToolUse fires only
-  after a tool *succeeded*; a failed call (a Bash command exiting non-zero, an
-  edit that did not apply) goes to PostToolUseFailure with ``tool_use_id``,
-  ``error`` (the failure message) and ``is_interrupt`` (the user stopped it).
-  Settings files: ``.claude/settings.json`` (the project's, committed),
-  ``.claude/settings.local.json`` (the project's, personal: git-ignored) and
-  ``~/.claude/settings.json`` (the user's).
-* Codex CLI — https://developers.openai.com/codex/hooks (``.codex/hooks.json``
-  or ``~/.codex/hooks.json``, the same event → matcher group → handlers shape
-  and the same common input fields; SessionStart, UserPromptSubmit,
-  PostToolUse, PreCompact, Stop; ``hookSpecificOutput.additionalContext`` and
-  ``systemMessage`` as in Claude Code; Stop wants JSON on stdout). Codex has
-  no failure event: PostToolUse fires for every call and ``tool_response``
-  is the tool's output (for a shell command, its text), so a failure is read
-  from the output's documented shapes (:mod:`mdmem.hookkit.toolfailure`).
-  Codex reads no per-project personal file: the personal one is the user's.
-* Cursor — https://cursor.com/docs/agent/hooks (``.cursor/hooks.json`` /
-  ``~/.cursor/hooks.json``: ``{"version": 1, "hooks": {event: [{"command"}]}}``;
-  stdin ``conversation_id``, ``generation_id``, ``hook_event_name``,
-  ``workspace_roots``, ``transcript_path``; ``sessionStart`` answers
-  ``{"continue": true, "additional_context"}``; ``beforeSubmitPrompt`` answers
-  only ``{"continue": bool}`` — Cursor gives that event no way to add context,
-  so recall reaches a Cursor agent at session start; ``postToolUse`` carries
-  ``tool_name``, ``tool_input``, ``tool_output``; ``postToolUseFailure``
-  carries ``tool_name``, ``tool_input``, ``error_message``, ``failure_type``
-  — ``error``, ``timeout`` or ``permission_denied`` — and ``is_interrupt``).
-  Like Codex, no per-project personal file.
+needs a vault at all. One module per host holds what is that host's own, written
+from its documentation: :mod:`~mdmem.hookkit.hosts.claude_code`,
+:mod:`~mdmem.hookkit.hosts.codex`, :mod:`~mdmem.hookkit.hosts.cursor`. Each
+records every event's stdin in ``tests/hookkit/data/hooks/<host>.<event>.json``;
+a new host is a new module here, its entry in :data:`HOSTS`, and those fixtures.
 """
 
 from __future__ import annotations
@@ -46,9 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mdmem.hookkit.hosts import claude_code, codex, cursor
+from mdmem.hookkit.hosts.base import EVENTS, INJECTING, LOCATIONS, Host
+
 __all__ = [
     "EVENTS",
     "HOSTS",
+    "INJECTING",
     "LOCATIONS",
     "HookInput",
     "Host",
@@ -64,103 +38,7 @@ __all__ = [
     "render_output",
 ]
 
-#: mdmem's own event names, the words of ``mdmem hook <event>``.
-EVENTS = (
-    "session-start",
-    "prompt-submit",
-    "post-tool-use",
-    "post-tool-failure",
-    "pre-compact",
-    "stop",
-    "session-end",
-)
-INJECTING = ("session-start", "prompt-submit")
-#: Where ``hooks install`` writes: the person's own file (the default), the
-#: project's shared (committed) file, or the user's file for every project.
-LOCATIONS = ("personal", "shared", "user")
-
-
-@dataclass(frozen=True)
-class Host:
-    name: str
-    events: dict[str, str]  # mdmem event -> the host's event name
-    config_project: str  # relative to the project root: the shared, committed file
-    config_user: str  # relative to the home folder
-    nested: bool  # Claude/Codex: matcher groups holding handlers; Cursor: flat list
-    timeouts: dict[str, int]  # seconds the host waits, per mdmem event
-    # Relative to the project root: the project's personal (git-ignored) file,
-    # or None when the host reads none (then the user's file is the personal one).
-    config_personal: str | None = None
-
-    def native(self, event: str) -> str:
-        return self.events[event]
-
-    def event_of(self, native: str) -> str | None:
-        for ours, theirs in self.events.items():
-            if theirs == native:
-                return ours
-        return None
-
-
-_TIMEOUTS = {
-    "session-start": 30,
-    "prompt-submit": 10,  # the hook answers within its own budget; this is the host's ceiling
-    "post-tool-use": 30,
-    "post-tool-failure": 30,
-    "pre-compact": 120,
-    "stop": 120,
-    "session-end": 120,
-}
-
-HOSTS: dict[str, Host] = {
-    "claude-code": Host(
-        "claude-code",
-        {
-            "session-start": "SessionStart",
-            "prompt-submit": "UserPromptSubmit",
-            "post-tool-use": "PostToolUse",
-            "post-tool-failure": "PostToolUseFailure",
-            "pre-compact": "PreCompact",
-            "stop": "Stop",
-            "session-end": "SessionEnd",
-        },
-        ".claude/settings.json",
-        ".claude/settings.json",
-        True,
-        _TIMEOUTS,
-        ".claude/settings.local.json",
-    ),
-    "codex": Host(
-        "codex",
-        {
-            "session-start": "SessionStart",
-            "prompt-submit": "UserPromptSubmit",
-            "post-tool-use": "PostToolUse",
-            "pre-compact": "PreCompact",
-            "stop": "Stop",
-        },
-        ".codex/hooks.json",
-        ".codex/hooks.json",
-        True,
-        _TIMEOUTS,
-    ),
-    "cursor": Host(
-        "cursor",
-        {
-            "session-start": "sessionStart",
-            "prompt-submit": "beforeSubmitPrompt",
-            "post-tool-use": "postToolUse",
-            "post-tool-failure": "postToolUseFailure",
-            "pre-compact": "preCompact",
-            "stop": "stop",
-            "session-end": "sessionEnd",
-        },
-        ".cursor/hooks.json",
-        ".cursor/hooks.json",
-        False,
-        _TIMEOUTS,
-    ),
-}
+HOSTS: dict[str, Host] = {h.name: h for h in (claude_code.HOST, codex.HOST, cursor.HOST)}
 
 
 def host(name: str) -> Host:
@@ -226,7 +104,7 @@ def parse_input(host_name: str, event: str, data: Any) -> HookInput:
     tool_output = raw.get("tool_response", raw.get("tool_output"))
     tool_name = _text(raw.get("tool_name"))
     tool_input = raw.get("tool_input")
-    if tool_name is None and h.name == "cursor" and _text(raw.get("command")):
+    if tool_name is None and h.shell_payloads and _text(raw.get("command")):
         # afterShellExecution-style payloads: the command and its output.
         tool_name, tool_input, tool_output = "Shell", {"command": raw["command"]}, raw.get("output")
     error = _text(raw.get("error")) or _text(raw.get("error_message"))
@@ -255,9 +133,7 @@ def parse_input(host_name: str, event: str, data: Any) -> HookInput:
 
 def can_inject(host_name: str, event: str) -> bool:
     """Whether the host lets a hook add context to the model at ``event``."""
-    if event not in INJECTING:
-        return False
-    return not (host(host_name).name == "cursor" and event == "prompt-submit")
+    return event in host(host_name).inject_events
 
 
 def render_output(host_name: str, event: str, context: str = "", notice: str = "") -> str:
@@ -267,41 +143,17 @@ def render_output(host_name: str, event: str, context: str = "", notice: str = "
     JSON on stdout, Claude Code accepts it.
     """
     h = host(host_name)
-    out: dict[str, Any]
-    if h.name == "cursor":
-        out = {}
-        if event == "session-start":
-            out = {"continue": True}
-            if context:
-                out["additional_context"] = context
-        elif event == "prompt-submit":
-            out = {"continue": True}  # the only field Cursor reads here
-        if notice and event in ("pre-compact", "session-start"):
-            out["user_message"] = notice
-        return json.dumps(out, ensure_ascii=False)
-    out = {}
-    if context and event in INJECTING:
-        out["hookSpecificOutput"] = {
-            "hookEventName": h.native(event),
-            "additionalContext": context,
-        }
-    if notice:
-        out["systemMessage"] = notice
-    return json.dumps(out, ensure_ascii=False)
+    return json.dumps(h.answer(h, event, context, notice), ensure_ascii=False)
 
 
 def context_of(host_name: str, stdout: str) -> str:
     """The context an answer gives the model (what ``hooks doctor`` checks); "" if none."""
+    h = host(host_name)
     try:
         data = json.loads(stdout)
     except ValueError:
-        return stdout.strip() if host_name != "cursor" else ""
-    if not isinstance(data, dict):
-        return ""
-    if host_name == "cursor":
-        return str(data.get("additional_context") or "")
-    inner = data.get("hookSpecificOutput")
-    return str(inner.get("additionalContext") or "") if isinstance(inner, dict) else ""
+        return stdout.strip() if h.plain_stdout_is_context else ""
+    return h.context_in(data) if isinstance(data, dict) else ""
 
 
 # -- the config file --------------------------------------------------------
