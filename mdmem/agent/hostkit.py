@@ -222,8 +222,9 @@ class _Run:
         self.inp = inp
         self.policy = policy
         self.scope = scope
-        # The vault root's profile and the project's own scope (mdmem.store.visibility).
-        self.reader = Reader.of(dict.fromkeys(["", scope or ""]))
+        # The vault root's profile, the project's own scope and the old short-name
+        # scopes the person adopted for it (mdmem.store.visibility).
+        self.reader = Reader.of(dict.fromkeys(["", scope or "", *policy.also_reads]))
         self.warm = warm
         self.entry = entry
         self.started = started
