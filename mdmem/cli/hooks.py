@@ -510,9 +510,14 @@ def policy_command(directory: str | None, as_json: bool) -> None:
         where = f" (from the {policy.scope_from})" if policy.scope_from else ""
         reads = ", ".join(["the root", *policy.also_reads])
         click.echo(f"scope: {policy.scope or 'root'}{where}; recall also reads {reads}")
-        if policy.legacy_scope and policy.legacy_scope not in policy.also_reads:
+        old = policy.legacy_scope
+        # Named only where the old scope has files (or the vault is the hook command's).
+        there = True
+        if old is not None and policy.vault is not None:
+            there = (policy.vault / "scopes" / "project" / old.split(":", 1)[1]).is_dir()
+        if old and old not in policy.also_reads and there:
             click.echo(
-                f"older captures: {policy.legacy_scope} is not read here; if it holds this "
+                f"older captures: {old} is not read here; if it holds this "
                 "repository's memories alone, run: mdmem hooks adopt"
             )
         click.echo(f"capture: {data['capture']}")

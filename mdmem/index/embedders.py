@@ -1,11 +1,8 @@
-"""Moved to :mod:`mdmem.providers.embedders`; this import path stays for one release (0.1.x)."""
+"""Moved to :mod:`mdmem.providers.embedders`.
 
-import sys
-import warnings
+This path answers, with a warning, until 0.2.0 (:data:`mdmem.aliases.MODULES`).
+"""
 
-from mdmem.providers import embedders as moved
+from mdmem.aliases import moved_module
 
-warnings.warn(
-    "mdmem.index.embedders moved to mdmem.providers.embedders", DeprecationWarning, stacklevel=2
-)
-sys.modules[__name__] = moved
+moved_module(__name__)

@@ -1,11 +1,8 @@
-"""Moved to :mod:`mdmem.providers.minilm`; this import path stays for one release (0.1.x)."""
+"""Moved to :mod:`mdmem.providers.minilm`.
 
-import sys
-import warnings
+This path answers, with a warning, until 0.2.0 (:data:`mdmem.aliases.MODULES`).
+"""
 
-from mdmem.providers import minilm as moved
+from mdmem.aliases import moved_module
 
-warnings.warn(
-    "mdmem.index.minilm moved to mdmem.providers.minilm", DeprecationWarning, stacklevel=2
-)
-sys.modules[__name__] = moved
+moved_module(__name__)

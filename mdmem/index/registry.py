@@ -1,11 +1,8 @@
-"""Moved to :mod:`mdmem.providers.registry`; this import path stays for one release (0.1.x)."""
+"""Moved to :mod:`mdmem.providers.registry`.
 
-import sys
-import warnings
+This path answers, with a warning, until 0.2.0 (:data:`mdmem.aliases.MODULES`).
+"""
 
-from mdmem.providers import registry as moved
+from mdmem.aliases import moved_module
 
-warnings.warn(
-    "mdmem.index.registry moved to mdmem.providers.registry", DeprecationWarning, stacklevel=2
-)
-sys.modules[__name__] = moved
+moved_module(__name__)

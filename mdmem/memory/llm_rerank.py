@@ -1,11 +1,8 @@
-"""Moved to :mod:`mdmem.recall.llm_rerank`; this import path stays for one release (0.1.x)."""
+"""Moved to :mod:`mdmem.recall.llm_rerank`.
 
-import sys
-import warnings
+This path answers, with a warning, until 0.2.0 (:data:`mdmem.aliases.MODULES`).
+"""
 
-from mdmem.recall import llm_rerank as moved
+from mdmem.aliases import moved_module
 
-warnings.warn(
-    "mdmem.memory.llm_rerank moved to mdmem.recall.llm_rerank", DeprecationWarning, stacklevel=2
-)
-sys.modules[__name__] = moved
+moved_module(__name__)

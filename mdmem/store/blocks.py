@@ -1,9 +1,8 @@
-"""Moved to :mod:`mdmem.files.blocks`; this import path stays for one release (0.1.x)."""
+"""Moved to :mod:`mdmem.files.blocks`.
 
-import sys
-import warnings
+This path answers, with a warning, until 0.2.0 (:data:`mdmem.aliases.MODULES`).
+"""
 
-from mdmem.files import blocks as moved
+from mdmem.aliases import moved_module
 
-warnings.warn("mdmem.store.blocks moved to mdmem.files.blocks", DeprecationWarning, stacklevel=2)
-sys.modules[__name__] = moved
+moved_module(__name__)

@@ -1,9 +1,8 @@
-"""Moved to :mod:`mdmem.files.catalog`; this import path stays for one release (0.1.x)."""
+"""Moved to :mod:`mdmem.files.catalog`.
 
-import sys
-import warnings
+This path answers, with a warning, until 0.2.0 (:data:`mdmem.aliases.MODULES`).
+"""
 
-from mdmem.files import catalog as moved
+from mdmem.aliases import moved_module
 
-warnings.warn("mdmem.store.catalog moved to mdmem.files.catalog", DeprecationWarning, stacklevel=2)
-sys.modules[__name__] = moved
+moved_module(__name__)
