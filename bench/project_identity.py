@@ -46,6 +46,7 @@ def _baseline(rev: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location("baseline_projectpolicy", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
