@@ -96,7 +96,7 @@ TABLES: list[AliasTable] = []
 
 # The modules that hold an alias table, above this one: imported by name, so
 # the bottom of the house does not depend on them.
-_HOLDERS = ("mdmem.deprecations", "mdmem.git.desk", "mdmem.cli.context")
+_HOLDERS = ("mdmem.deprecations", "mdmem.git.desk", "mdmem.cli.context", "mdmem.agent.tools")
 
 
 def all_tables() -> list[AliasTable]:

@@ -29,8 +29,9 @@ def test_every_alias_table_has_the_one_shape() -> None:
         "the git wrapper on vault.git",
         "command names",
         "Vault arguments",
+        "tool arguments",
     }
-    assert len(ALL) == 109 and all(isinstance(a, Alias) for a in ALL)
+    assert len(ALL) == 110 and all(isinstance(a, Alias) for a in ALL)
     assert all(a.old and a.new and version_key(a.removal) > (0, 0, 0) for a in ALL)
 
 
