@@ -9,6 +9,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see __getattr__)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
     from mdmem.agent.hooks import MemoryHooks, compact_with_vault
     from mdmem.agent.prompt import PromptContext, prompt_context
     from mdmem.errors import (
@@ -42,11 +46,53 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# Old module paths (mdmem.agent.tools, mdmem.memory.sessions, ...) keep importing,
-# with a warning, until the release mdmem.moved_modules names.
-from mdmem import moved_modules as _moved_modules  # noqa: E402
 
-_moved_modules.install()
+
+class _MovedModuleFinder:
+    """Imports an old module path (``mdmem.agent.tools``, ``mdmem.store.ids``, ...) as the
+    module it became, the same object, with a ``DeprecationWarning`` naming the new path and
+    the release that removes the old one (:data:`mdmem.aliases.MODULES`).
+
+    Last on ``sys.meta_path``, so it is asked only about modules no file provides; the
+    table is read then, keeping ``import mdmem`` as cheap as a hook needs.
+    """
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if not fullname.startswith("mdmem."):
+            return None
+        from mdmem.aliases import MODULES
+
+        if fullname not in MODULES:
+            return None
+        from importlib.util import spec_from_loader
+
+        return spec_from_loader(fullname, self)  # type: ignore[arg-type]
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        import importlib
+        import warnings
+
+        from mdmem.aliases import MODULES
+
+        alias = MODULES[spec.name]
+        warnings.warn(alias.message, DeprecationWarning, stacklevel=2)
+        # The new module itself: the import system keeps its name and spec.
+        return importlib.import_module(alias.new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module at the new path ran when it was imported."""
+
+
+def _install_moved_module_finder() -> None:
+    import sys
+
+    if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder())
+
+
+_install_moved_module_finder()
 
 __all__ = [
     "KINDS",

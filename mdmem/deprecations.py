@@ -1,32 +1,25 @@
 """Names of the 0.0.x :class:`~mdmem.vault.Vault` that moved to desks in 0.1.0.
 
-Each old name still answers for one release: ``Vault.__getattr__`` looks it
-up in :data:`MOVED`, warns (``DeprecationWarning``, naming the new place) and
-hands back the new verb, adapted where its shape changed. One table, so the
-list of what moved is written down once and a test can walk it.
+Each old name still answers until its removal version: ``Vault.__getattr__``
+calls :func:`answer`, which warns (``DeprecationWarning``, naming the new
+place and the removal version, from :data:`MOVED`, an
+:class:`~mdmem.aliases.AliasTable` like every alias table) and hands back
+the new verb, adapted where its shape changed (:data:`_ADAPT`).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import warnings
 from collections.abc import Callable
 from typing import Any
 
+from mdmem.aliases import Alias, AliasTable
 from mdmem.memory.library import documents
 from mdmem.memory.library.export import row_of
 from mdmem.models import STATUSES, Memory
 
-__all__ = ["MOVED", "moved"]
-
-
-def moved(old: str, where: str) -> None:
-    warnings.warn(
-        f"Vault.{old} is deprecated and goes in 0.2: use {where}",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+__all__ = ["ARGUMENTS", "MOVED", "answer"]
 
 
 def _path(dotted: str) -> Callable[[Any], Any]:
@@ -78,8 +71,8 @@ def _ingest_one(vault: Any) -> Callable[..., Any]:
 
 
 # Every public name of the 0.0.x Vault that moved: where it went, and how to
-# reach it from a vault. Each answers for one release with a DeprecationWarning.
-MOVED: dict[str, tuple[str, Callable[[Any], Any]]] = {
+# reach it from a vault.
+_MOVED: dict[str, tuple[str, Callable[[Any], Any]]] = {
     **{
         old: (f"vault.{new}", _path(new))
         for old, new in {
@@ -136,3 +129,22 @@ MOVED: dict[str, tuple[str, Callable[[Any], Any]]] = {
     ),
     "compact_steps": ("mdmem.agent.steps.compact_steps(steps, vault.llm)", _steps),
 }
+
+MOVED = AliasTable(
+    "Vault attributes", {old: Alias(f"Vault.{old}", new) for old, (new, _) in _MOVED.items()}
+)
+_ADAPT: dict[str, Callable[[Any], Any]] = {old: adapt for old, (_, adapt) in _MOVED.items()}
+
+
+def answer(vault: Any, name: str) -> Any:
+    """The 0.0.x attribute ``name`` of ``vault``, with its warning (KeyError: not an old name)."""
+    adapt = _ADAPT[name]
+    MOVED[name].warn(stacklevel=3)  # past this call and Vault.__getattr__: the user's line
+    return adapt(vault)
+
+
+# Arguments of a contract verb that moved to a desk verb.
+ARGUMENTS = AliasTable(
+    "Vault arguments",
+    {"forget(purge=True)": Alias("Vault.forget(purge=True)", "vault.git.purge(id, confirm=True)")},
+)

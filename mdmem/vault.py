@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.config import Settings
-from mdmem.deprecations import MOVED, moved
+from mdmem.deprecations import ARGUMENTS, MOVED, answer
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.git import provenance as git_provenance
 from mdmem.git import timetravel
@@ -267,7 +267,7 @@ class Vault:
         from history too, see ``vault.git.purge``)."""
         if not purge:
             return self._store.forget(memory_id, reason=reason)
-        moved("forget(purge=True)", "vault.git.purge")
+        ARGUMENTS["forget(purge=True)"].warn()
         block = self._store.writer.sole_block(memory_id)
         self.git.purge(memory_id, confirm=confirm)
         return Memory.from_block(block, was_new=False)
@@ -465,6 +465,4 @@ class Vault:
         def __getattr__(self, name: str) -> Any:
             if name.startswith("_") or name not in MOVED:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            where, adapt = MOVED[name]
-            moved(name, where)
-            return adapt(self)
+            return answer(self, name)

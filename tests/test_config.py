@@ -179,16 +179,18 @@ def test_config_show_and_trust_commands(tmp_path: Path) -> None:
     Vault.init(root, agent="test-agent").close()
     (root / "mdmem.toml").write_text('[llm]\nmodel = "m1"\n[recall]\nk = 9\n')
     runner = CliRunner()
-    shown = runner.invoke(main, ["--vault", str(root), "config", "--show", "--json"])
+    shown = runner.invoke(main, ["--vault", str(root), "admin", "config", "--show", "--json"])
     assert shown.exit_code == 0, shown.output
     data = json.loads(shown.output)
     by_name = {r["setting"]: r for r in data["settings"]}
     assert by_name["recall.k"] == {"setting": "recall.k", "value": 9, "source": "mdmem.toml"}
     assert by_name["llm.model"]["value"] == "" and by_name["llm.model"]["source"] == "default"
     assert [i["setting"] for i in data["ignored"]] == ["llm.model"]
-    trusted = runner.invoke(main, ["--vault", str(root), "trust", "--json"])
+    trusted = runner.invoke(main, ["--vault", str(root), "admin", "trust", "--json"])
     assert trusted.exit_code == 0 and json.loads(trusted.output)["trusted"] == {"llm.model": "m1"}
-    again = json.loads(runner.invoke(main, ["--vault", str(root), "config", "--json"]).output)
+    again = json.loads(
+        runner.invoke(main, ["--vault", str(root), "admin", "config", "--json"]).output
+    )
     assert {r["setting"]: r for r in again["settings"]}["llm.model"]["source"] == (
         "mdmem.toml (trusted)"
     )

@@ -116,13 +116,16 @@ def test_a_vault_is_a_table_of_contents(vault: Vault) -> None:
 
 
 def test_every_moved_name_answers_with_a_warning_naming_its_new_place(vault: Vault) -> None:
-    for name, (where, _adapt) in MOVED.items():
+    for name, alias in MOVED.items():
         with pytest.warns(
             DeprecationWarning, match=re.escape(f"Vault.{name} is deprecated")
         ) as record:
             value = getattr(vault, name)
         assert value is not None, name
-        assert where in str(record[0].message)
+        assert str(record[0].message) == (
+            f"Vault.{name} is deprecated and is removed in {alias.removal}: use {alias.new}"
+        )
+        assert record[0].filename == __file__  # the warning points at the caller's line
 
 
 def test_a_misspelt_name_is_still_an_attribute_error(vault: Vault) -> None:
@@ -174,7 +177,8 @@ def test_none_means_no_model_and_the_default_means_the_configured_one(vault: Vau
 @pytest.mark.parametrize("old", sorted(OLD_PATHS))
 def test_old_import_paths_are_the_new_modules(old: str) -> None:
     sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"{old} moved to {OLD_PATHS[old]}"):
+    message = f"{old} is deprecated and is removed in 0.2.0: use {OLD_PATHS[old]}"
+    with pytest.warns(DeprecationWarning, match=re.escape(message)):
         module = importlib.import_module(old)
     assert module is importlib.import_module(OLD_PATHS[old])
 

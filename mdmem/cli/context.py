@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from mdmem.aliases import Alias, AliasTable
 from mdmem.errors import MdmemError
 from mdmem.models import Memory, one_line, to_jsonable
 
@@ -104,32 +105,44 @@ def memory_line(verb: str, memory: Memory) -> None:
 
 
 # Commands that moved into a noun group in 0.1.0: the old name still runs the
-# command (hidden from --help) for one release.
+# command (hidden from --help), with one line on stderr, until its removal version.
+CLI_ALIASES = AliasTable(
+    "command names",
+    {
+        old: Alias(f"mdmem {old}", f"mdmem {new}")
+        for old, new in {
+            "import": "library import",
+            "export": "library export",
+            "list": "library list",
+            "show": "library show",
+            "ingest": "library ingest",
+            "changes": "git changes",
+            "provenance": "git provenance",
+            "sync": "git sync",
+            "purge": "git purge",
+            "review": "git review",
+            "undo": "git undo",
+            "cleanup": "admin cleanup",
+            "retention": "admin retention",
+            "config": "admin config",
+            "trust": "admin trust",
+            "providers": "admin providers",
+            "feedback": "usefulness feedback",
+            "summarize-session": "session summarize",
+            "resolve-session": "session resolve",
+            "capture-tools": "session capture-tools",
+            "flush-reminder": "session flush-reminder",
+            "consolidate-stale": "session consolidate-stale",
+            "pending": "session pending",
+            "action": "session action",
+        }.items()
+    },
+)
+# (group, command) each old name runs.
 MOVED_COMMANDS: dict[str, tuple[str, str]] = {
-    "import": ("library", "import"),
-    "export": ("library", "export"),
-    "list": ("library", "list"),
-    "show": ("library", "show"),
-    "ingest": ("library", "ingest"),
-    "changes": ("git", "changes"),
-    "provenance": ("git", "provenance"),
-    "sync": ("git", "sync"),
-    "purge": ("git", "purge"),
-    "review": ("git", "review"),
-    "undo": ("git", "undo"),
-    "cleanup": ("admin", "cleanup"),
-    "retention": ("admin", "retention"),
-    "config": ("admin", "config"),
-    "trust": ("admin", "trust"),
-    "providers": ("admin", "providers"),
-    "feedback": ("usefulness", "feedback"),
-    "summarize-session": ("session", "summarize"),
-    "resolve-session": ("session", "resolve"),
-    "capture-tools": ("session", "capture-tools"),
-    "flush-reminder": ("session", "flush-reminder"),
-    "consolidate-stale": ("session", "consolidate-stale"),
-    "pending": ("session", "pending"),
-    "action": ("session", "action"),
+    old: (words[1], words[2])
+    for old, alias in CLI_ALIASES.items()
+    if len(words := alias.new.split()) == 3
 }
 
 
@@ -142,6 +155,8 @@ class _Group(click.Group):
             group_name, sub_name = MOVED_COMMANDS[cmd_name]
             group = super().get_command(ctx, group_name)
             if isinstance(group, click.Group):
+                if not ctx.resilient_parsing:  # not while the shell completes a line
+                    click.echo(f"warning: {CLI_ALIASES[cmd_name].message}", err=True)
                 return group.get_command(ctx, sub_name)
         return found
 

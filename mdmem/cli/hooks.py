@@ -501,10 +501,25 @@ def policy_command(directory: str | None, as_json: bool) -> None:
 
     def human() -> None:
         click.echo(f"policy file: {policy.source or '(none: the defaults)'}")
-        for key in ("enabled", "vault"):
-            click.echo(f"{key}: {data[key]}")
+        click.echo(f"enabled: {data['enabled']}")
+        # No vault here means the hook command's (--vault), else $MDMEM_VAULT, else nearest.
+        fallback = "(the hook command's, else $MDMEM_VAULT)"
+        click.echo(f"vault: {data['vault'] or fallback}")
+        if policy.identity:
+            click.echo(f"identity: {policy.identity} (from the {policy.identity_from})")
         where = f" (from the {policy.scope_from})" if policy.scope_from else ""
-        click.echo(f"scope: {policy.scope or 'root'}{where}; recall also reads the root")
+        reads = ", ".join(["the root", *policy.also_reads])
+        click.echo(f"scope: {policy.scope or 'root'}{where}; recall also reads {reads}")
+        old = policy.legacy_scope
+        # Named only where the old scope has files (or the vault is the hook command's).
+        there = True
+        if old is not None and policy.vault is not None:
+            there = (policy.vault / "scopes" / "project" / old.split(":", 1)[1]).is_dir()
+        if old and old not in policy.also_reads and there:
+            click.echo(
+                f"older captures: {old} is not read here; if it holds this "
+                "repository's memories alone, run: mdmem hooks adopt"
+            )
         click.echo(f"capture: {data['capture']}")
         for key in ("session_tokens", "prompt_tokens", "prompt_latency_ms"):
             click.echo(f"{key}: {data[key]}")

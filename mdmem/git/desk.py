@@ -10,10 +10,10 @@ on the facade as a contract verb.
 from __future__ import annotations
 
 import shutil
-import warnings
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
+from mdmem.aliases import Alias, AliasTable
 from mdmem.files.ids import normalize_id
 from mdmem.git import provenance as git_provenance
 from mdmem.git import purge as git_purge
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mdmem.git.seen import Seen
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["GitDesk"]
+__all__ = ["GIT_WRAPPER", "GitDesk"]
 
 
 class GitDesk:
@@ -142,16 +142,46 @@ class GitDesk:
         timetravel.forget_snapshots(self._store)
         return result
 
-    def __getattr__(self, name: str) -> Any:
-        # `vault.git` was the git wrapper itself before 0.1.0: its methods
-        # (`run`, `dirty_paths`, ...) still answer for one release.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        target = getattr(self._store.git, name)
-        warnings.warn(
-            f"vault.git.{name} is the git wrapper's, not the git desk's: use "
-            f"vault.admin.store.git.{name} (diagnostics) or a desk verb",
-            DeprecationWarning,
-            stacklevel=2,
+    if not TYPE_CHECKING:  # mypy flags an old name in our own code instead of Any
+
+        def __getattr__(self, name: str) -> Any:
+            # `vault.git` was the git wrapper itself before 0.1.0: the names it had
+            # (GIT_WRAPPER, and only those) still answer until their removal version.
+            if name.startswith("_") or name not in GIT_WRAPPER:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            GIT_WRAPPER[name].warn()
+            return getattr(self._store.git, name)
+
+
+# The git wrapper's public names of 0.0.x that the desk does not answer itself.
+GIT_WRAPPER = AliasTable(
+    "the git wrapper on vault.git",
+    {
+        name: Alias(f"vault.git.{name}", f"vault.admin.store.git.{name} (or a desk verb)")
+        for name in (
+            "changed_between",
+            "commit",
+            "commit_contents",
+            "config",
+            "config_guard",
+            "dirty_paths",
+            "execute",
+            "execute_bytes",
+            "forget_tracked",
+            "human_identity",
+            "init",
+            "is_repo",
+            "log",
+            "maintain",
+            "operation_in_progress",
+            "popen",
+            "program_settings",
+            "refs_under",
+            "root",
+            "run",
+            "run_bytes",
+            "show",
+            "tracked",
         )
-        return target
+    },
+)

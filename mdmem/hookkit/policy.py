@@ -21,6 +21,7 @@ program. The user's own ``hooks.toml`` in the mdmem config folder
     enabled = true
     capture = "summaries"         # default for projects without .mdmem.toml
     capture_max = "everything"    # the most a project file may ask for
+    outside_repositories = "off"  # or "folder": capture outside a repository too
     session_tokens = 1500
     prompt_tokens = 800
     prompt_latency_ms = 300
@@ -32,13 +33,18 @@ Without a project file: memory on, the user's default vault, and
 ``capture = "summaries"`` (a session summary plus decisions, gotchas and bug
 fixes; no raw turns or tool output).
 
-Scope: a project without ``scope`` in its file gets one derived from its
-repository (:func:`project_scope`): ``project:<name>``, the name from the
-``origin`` remote's URL (the same in every clone) or else the folder of the
-git top level, so one project's captures never reach another project's
-prompt. Outside a git repository the scope is the vault root. Recall in a
-project reads the vault root (the user's own profile) *and* the project's
-scope; captures go to the project's scope.
+Scope: a project gets one derived from what is unique to its repository
+(:mod:`mdmem.projects.identity`): ``project:<name>-<hash>``, the hash of the
+``origin`` remote normalised with its host and owner, else of an id recorded
+in the repository's own git config on first use, so no two repositories share
+one. A project file may name another scope, and may capture more than the
+user's default, only once the person confirmed that file (``mdmem hooks
+trust``, bound to its content: :mod:`mdmem.projects.trust`); a file owned by
+another user is ignored. Outside a git repository nothing is captured (recall
+reads the root) unless the user's ``outside_repositories = "folder"`` gives the
+folder a scope of its own. Recall in a project reads the vault root (the
+user's own profile), the project's scope and any old short-name scope the
+person adopted for it (``mdmem hooks adopt``); captures go to the project's scope.
 
 Which vault a hook uses: the one the project file names (one of the user's),
 else the one its command names (``--vault`` or ``--vault-name``, as ``hooks
@@ -50,7 +56,6 @@ user's default never overrides a vault a hook command names.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -59,6 +64,8 @@ from typing import Any
 
 from mdmem.config import config_home
 from mdmem.ipc.capped import read_capped
+from mdmem.projects import trust
+from mdmem.projects.identity import folder_identity, legacy_scope, project_identity
 
 __all__ = [
     "CAPTURE_LEVELS",
@@ -83,7 +90,11 @@ DEFAULTS: dict[str, Any] = {
     "session_tokens": 1500,
     "prompt_tokens": 800,
     "prompt_latency_ms": 300,
+    "outside_repositories": "off",
 }
+# Outside any repository: "off" captures nothing (recall reads the root);
+# "folder" captures into a scope of the working folder's own (folder_identity).
+OUTSIDE_CHOICES = ("off", "folder")
 _BUDGETS = ("session_tokens", "prompt_tokens", "prompt_latency_ms")
 _PROJECT_KEYS = {"enabled", "vault", "scope", "capture", *_BUDGETS}
 
@@ -98,8 +109,13 @@ class Policy:
     vault: Path | None = None
     vault_from_project: bool = False
     scope: str | None = None
-    # Where the scope came from: "project file", "repository" (derived), or None (root).
+    # Where the scope came from: "project file (confirmed)", "repository" (derived),
+    # "folder" (outside a repository, when the user asked for it) or None (root).
     scope_from: str | None = None
+    identity: str | None = None  # what the derived scope is a hash of (remote, id, path)
+    identity_from: str | None = None  # "remote", "git config", "new id", "path", "folder"
+    legacy_scope: str | None = None  # the short-name scope of before (project:api)
+    also_reads: tuple[str, ...] = ()  # old scopes this project adopted (recall only)
     capture: str = "summaries"
     session_tokens: int = 1500
     prompt_tokens: int = 800
@@ -130,17 +146,22 @@ _MAX_FILE_BYTES = 256 * 1024  # a settings file, not a data file
 
 
 def _read(path: Path) -> tuple[dict[str, Any], str | None]:
+    values, problem, _ = _read_bytes(path)
+    return values, problem
+
+
+def _read_bytes(path: Path) -> tuple[dict[str, Any], str | None, bytes]:
     # A project file comes with the repository: a FIFO or a device there must
     # not hang or flood the hook, so only a regular file is read, and only so much.
     data = read_capped(path, _MAX_FILE_BYTES + 1)
     if data is None:
-        return {}, f"{path}: not a readable regular file"
+        return {}, f"{path}: not a readable regular file", b""
     if len(data) > _MAX_FILE_BYTES:
-        return {}, f"{path}: larger than {_MAX_FILE_BYTES // 1024} KB"
+        return {}, f"{path}: larger than {_MAX_FILE_BYTES // 1024} KB", b""
     try:
-        return tomllib.loads(data.decode("utf-8")), None
+        return tomllib.loads(data.decode("utf-8")), None, data
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
-        return {}, f"{path}: unreadable ({' '.join(str(exc).split())})"
+        return {}, f"{path}: unreadable ({' '.join(str(exc).split())})", b""
 
 
 def _level(value: Any, default: str) -> str:
@@ -164,6 +185,11 @@ def user_settings(env: Mapping[str, str] | None = None) -> tuple[dict[str, Any],
             out[key] = data[key]
     out["capture_max"] = _level(data.get("capture_max"), DEFAULTS["capture_max"])
     out["capture"] = _level(data.get("capture"), DEFAULTS["capture"])
+    outside = data.get("outside_repositories", DEFAULTS["outside_repositories"])
+    if outside not in OUTSIDE_CHOICES:
+        notes.append(f"{USER_FILE}: outside_repositories must be one of {OUTSIDE_CHOICES}")
+        outside = DEFAULTS["outside_repositories"]
+    out["outside_repositories"] = outside
     for key in _BUDGETS:
         value = _budget(data.get(key))
         if value is not None:
@@ -184,12 +210,20 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
     user, notes = user_settings(env)
     path = find_policy_file(cwd)
     project: dict[str, Any] = {}
+    confirmed = False
     if path is not None:
-        project, problem = _read(path)
-        if problem:
-            notes.append(problem)
+        foreign = trust.owner_if_foreign(path)
+        if foreign is not None:
+            # Another local user's file (a shared parent folder) says nothing for us.
+            notes.append(f"{path}: ignored, owned by another user (uid {foreign})")
+        else:
+            project, problem, data = _read_bytes(path)
+            if problem:
+                notes.append(problem)
+            confirmed = bool(data) and trust.is_confirmed(path, data, env)
     for key in sorted(set(project) - _PROJECT_KEYS):
         notes.append(f"{POLICY_FILE}: ignored key {key!r} (a project file can't set it)")
+    unconfirmed = f"is not confirmed (run: mdmem hooks trust {path.parent if path else ''})"
 
     enabled = bool(user["enabled"])
     if project.get("enabled") is False:
@@ -204,14 +238,29 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
         if note:
             notes.append(note)
 
+    identity = project_identity(cwd)
+    capture_ceiling = user["capture_max"]
+    if identity is None and cwd and Path(cwd).is_absolute():
+        if user["outside_repositories"] == "folder":
+            identity = folder_identity(cwd)
+        else:
+            # Captured into the root, a session anywhere would reach every project's prompt.
+            capture_ceiling = "off"
+    derived = identity.scope if identity is not None else None
     scope = project.get("scope")
     if scope is not None and not isinstance(scope, str):
         notes.append(f"{POLICY_FILE}: scope must be a string")
         scope = None
-    scope_from = "project file" if scope else None
+    if scope and scope != derived and not confirmed:
+        notes.append(f"{path}: scope {scope!r} refused: this file {unconfirmed}")
+        scope = None
+    scope_from = "project file (confirmed)" if scope else None
     if not scope:
-        scope = project_scope(cwd)
-        scope_from = "repository" if scope else None
+        scope = derived
+        from_folder = identity is not None and identity.source == "folder"
+        scope_from = ("folder" if from_folder else "repository") if scope else None
+    old = legacy_scope(cwd)
+    also_reads = trust.adopted(identity.key, env) if identity is not None else ()
 
     cap_max = CAPTURE_LEVELS.index(user["capture_max"])
     capture = user["capture"]
@@ -219,11 +268,15 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
         asked = project["capture"]
         if asked not in CAPTURE_LEVELS:
             notes.append(f"{POLICY_FILE}: capture must be one of {', '.join(CAPTURE_LEVELS)}")
+        elif CAPTURE_LEVELS.index(asked) > CAPTURE_LEVELS.index(capture) and not confirmed:
+            notes.append(f"{path}: capture {asked!r} refused: this file {unconfirmed}")
         else:
             capture = asked
     if CAPTURE_LEVELS.index(capture) > cap_max:
         notes.append(f"capture {capture!r} is above the user's capture_max; using it")
         capture = CAPTURE_LEVELS[cap_max]
+    if CAPTURE_LEVELS.index(capture) > CAPTURE_LEVELS.index(capture_ceiling):
+        capture = capture_ceiling  # outside a repository, by the user's outside_repositories
 
     budgets: dict[str, int] = {}
     for key in _BUDGETS:
@@ -240,6 +293,10 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
         vault_from_project=from_project,
         scope=scope or None,
         scope_from=scope_from,
+        identity=identity.key if identity is not None else None,
+        identity_from=identity.source if identity is not None else None,
+        legacy_scope=old if old != scope else None,
+        also_reads=tuple(s for s in also_reads if s != scope),
         capture=capture,
         source=str(path) if path is not None else None,
         notes=tuple(notes),
@@ -275,7 +332,11 @@ def policy_to_json(policy: Policy) -> dict[str, Any]:
     out = {f.name: getattr(policy, f.name) for f in fields(Policy)}
     out["vault"] = str(policy.vault) if policy.vault is not None else None
     out["notes"] = list(policy.notes)
+    out["also_reads"] = list(policy.also_reads)
     return out
+
+
+_TEXT_FIELDS = ("scope", "scope_from", "source", "identity", "identity_from", "legacy_scope")
 
 
 def policy_from_json(data: Mapping[str, Any]) -> Policy:
@@ -287,7 +348,7 @@ def policy_from_json(data: Mapping[str, Any]) -> Policy:
             continue
         if key == "vault":
             values[key] = Path(str(value))
-        elif key == "notes":
+        elif key in ("notes", "also_reads"):
             values[key] = tuple(str(n) for n in value) if isinstance(value, list) else ()
         elif key == "capture":
             values[key] = _level(value, "summaries")
@@ -297,81 +358,12 @@ def policy_from_json(data: Mapping[str, Any]) -> Policy:
             budget = _budget(value)
             if budget is not None:
                 values[key] = budget
-        elif key in ("scope", "scope_from", "source") and isinstance(value, str):
+        elif key in _TEXT_FIELDS and isinstance(value, str):
             values[key] = value
     return Policy(**values)
 
 
-_REMOTE = re.compile(r'^\s*\[remote\s+"origin"\]\s*$')
-_SECTION = re.compile(r"^\s*\[")
-_URL = re.compile(r"^\s*url\s*=\s*(\S.*?)\s*$", re.I)
-_NAME_BAD = re.compile(r"[^a-z0-9._-]+")
-_MAX_GIT_FILE = 64 * 1024
-
-
 def project_scope(cwd: str | os.PathLike[str] | None) -> str | None:
-    """``project:<name>`` for the git repository ``cwd`` is in, or None outside one.
-
-    The name is the ``origin`` remote's repository name (``…/shop.git`` ->
-    ``shop``), the same in every clone, else the top-level folder's name;
-    lower-cased, runs of other characters as ``-``. Read from the files, not
-    by running git: a hook answers within its latency budget.
-    """
-    if not cwd:
-        return None
-    here = Path(cwd).expanduser()
-    if not here.is_absolute():
-        return None
-    for top in (here, *here.parents):
-        dot_git = top / ".git"
-        if dot_git.exists():
-            break
-    else:
-        return None
-    name = _origin_name(_git_config(dot_git)) or top.name
-    return _as_scope(name)
-
-
-def _git_config(dot_git: Path) -> Path | None:
-    """The repository's ``config``: ``.git/config``, or a worktree's common dir's."""
-    if dot_git.is_dir():
-        return dot_git / "config"
-    data = read_capped(dot_git, _MAX_GIT_FILE)  # a worktree's or submodule's "gitdir: …"
-    if not data:
-        return None
-    text = data.decode("utf-8", "replace").strip()
-    if not text.startswith("gitdir:"):
-        return None
-    gitdir = Path(text[len("gitdir:") :].strip())
-    if not gitdir.is_absolute():
-        gitdir = dot_git.parent / gitdir
-    common = read_capped(gitdir / "commondir", _MAX_GIT_FILE)
-    if common:
-        other = Path(common.decode("utf-8", "replace").strip())
-        gitdir = other if other.is_absolute() else gitdir / other
-    return gitdir / "config"
-
-
-def _origin_name(config: Path | None) -> str | None:
-    data = read_capped(config, _MAX_GIT_FILE) if config is not None else None
-    if not data:
-        return None
-    inside = False
-    for line in data.decode("utf-8", "replace").splitlines():
-        if _SECTION.match(line):
-            inside = bool(_REMOTE.match(line))
-        elif inside and (m := _URL.match(line)):
-            url = m.group(1).strip("\"'").rstrip("/")
-            # https://host/o/shop.git, git@host:o/shop.git, /srv/git/shop
-            last = re.split(r"[/:\\]", url)[-1]
-            return last[:-4] if last.endswith(".git") else last
-    return None
-
-
-def _as_scope(name: str) -> str | None:
-    clean = _NAME_BAD.sub("-", name.lower()).strip(".-_")[:64].rstrip(".-_")
-    if not clean:
-        return None
-    if not clean[0].isalnum():
-        clean = "p" + clean
-    return f"project:{clean}"
+    """The scope of the repository ``cwd`` is in (:mod:`mdmem.projects.identity`), or None."""
+    found = project_identity(cwd)
+    return found.scope if found is not None else None

@@ -227,9 +227,10 @@ class _Run:
         self.inp = inp
         self.policy = policy
         self.scope = scope
-        # The vault root's profile and the project's own scope: every read goes
-        # through the vault's reading view for this reader.
-        self.reading = vault.reading(scopes=dict.fromkeys(["", scope or ""]))
+        # The vault root's profile, the project's own scope and the old short-name
+        # scopes the person adopted for it: every read goes through the vault's
+        # reading view for this reader.
+        self.reading = vault.reading(scopes=dict.fromkeys(["", scope or "", *policy.also_reads]))
         self.warm = warm
         self.entry = entry
         self.started = started

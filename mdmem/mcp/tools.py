@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mdmem.aliases import Alias, AliasTable
 from mdmem.errors import (
     ConflictError,
     DuplicateIdError,
@@ -55,6 +56,7 @@ __all__ = [
     "DEFAULT_TOOLS",
     "MAX_TOP_K",
     "ROOT_SCOPE",
+    "TOOL_ARGUMENTS",
     "TOOL_HINTS",
     "WRITABLE_KINDS",
     "Toolset",
@@ -159,8 +161,12 @@ def _params(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[st
     }
 
 
-# Argument names a tool accepted before, mapped to the schema's name. Callers
-# written against an older schema keep working; the schema shows only the new name.
+# Argument names a tool accepted before (tool → old → new name): callers written
+# against an older schema keep working, with a warning; the schema shows only the new name.
+TOOL_ARGUMENTS = AliasTable(
+    "tool arguments",
+    {"read_tool_output.tool_output_key": Alias("read_tool_output(tool_output_key=…)", "key=…")},
+)
 _ALIASES: dict[str, dict[str, str]] = {"read_tool_output": {"tool_output_key": "key"}}
 
 _MEMORY_ID = {
@@ -375,6 +381,7 @@ def _unalias(name: str, raw: Mapping[str, Any]) -> Mapping[str, Any]:
     for old, new in aliases.items():
         if old not in out:
             continue
+        TOOL_ARGUMENTS[f"{name}.{old}"].warn(stacklevel=4)  # past dispatch: the host's call
         value = out.pop(old)
         if out.get(new) is None:
             out[new] = value

@@ -75,7 +75,9 @@ def test_the_setting_shows_in_mdmem_config(vault: Vault) -> None:
     toml.write_text(
         toml.read_text().replace('prefetch_method = "recall"', 'prefetch_method = "reflect"')
     )
-    out = CliRunner().invoke(main, ["--vault", str(vault.root), "config", "--show", "--json"])
+    out = CliRunner().invoke(
+        main, ["--vault", str(vault.root), "admin", "config", "--show", "--json"]
+    )
     assert out.exit_code == 0, out.output
     rows = {r["setting"]: r for r in json.loads(out.output)["settings"]}
     assert rows["recall.prefetch_method"]["value"] == "reflect"

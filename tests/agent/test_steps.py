@@ -85,7 +85,7 @@ def test_action_notes_live_until_the_action_completes(vault: Vault) -> None:
 
 def test_action_cli(vault: Vault) -> None:
     runner = CliRunner()
-    base = ["--vault", str(vault.root), "action"]
+    base = ["--vault", str(vault.root), "session", "action"]
     out = runner.invoke(main, [*base, "add", "deploy-7", "Ran the migration.", "--step", "1"])
     assert out.exit_code == 0, out.output
     listed = json.loads(runner.invoke(main, [*base, "list", "deploy-7", "--json"]).output)

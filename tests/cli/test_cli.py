@@ -107,7 +107,7 @@ def test_vault_discovery_env_and_walk_up(
         (["remember", "x", "--no-such-option"], "No such option", 2),
         (["no-such-command"], "No such command 'no-such-command' (see mdmem --help)", 2),
         (["--bogus", "status"], "No such option '--bogus'", 2),
-        (["review", "--merge", "--reject"], "not both (see mdmem review --help)", 2),
+        (["git", "review", "--merge", "--reject"], "not both (see mdmem git review --help)", 2),
     ],
 )
 def test_errors_are_one_line(

@@ -302,15 +302,51 @@ def test_hooks_doctor_passes_then_fails_when_the_command_is_broken(
 
 
 def test_hooks_policy_shows_what_applies_and_why(runner: CliRunner, repo: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@h.org:acme/shop.git"])
     (repo / ".mdmem.toml").write_text('capture = "off"\nscope = "project:shop"\nendpoint = "x"\n')
     result = runner.invoke(main, ["hooks", "policy", "--dir", str(repo / ".claude"), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["source"] == str(repo / ".mdmem.toml")
-    assert (data["capture"], data["scope"], data["enabled"]) == ("off", "project:shop", True)
+    assert (data["capture"], data["enabled"], data["identity"]) == ("off", True, "h.org/acme/shop")
+    # Naming a scope needs the person's confirmation: refused, with the one line saying how.
+    assert data["scope"].startswith("project:shop-") and data["legacy_scope"] == "project:shop"
     assert any("endpoint" in n for n in data["notes"])
+    assert any("refused" in n and "mdmem hooks trust" in n for n in data["notes"])
     human = runner.invoke(main, ["hooks", "policy", "--dir", str(repo)]).output
     assert "capture: off" in human and "note:" in human
+    assert "identity: h.org/acme/shop (from the remote)" in human
+    assert "vault: None" not in human and "vault: (the hook command's" in human
+
+    trusted = runner.invoke(main, ["hooks", "trust", str(repo / ".claude")])
+    assert trusted.exit_code == 0, trusted.output
+    assert "confirmed: " + str(repo / ".mdmem.toml") in trusted.output
+    result = runner.invoke(main, ["hooks", "policy", "--dir", str(repo), "--json"])
+    assert json.loads(result.output)["scope"] == "project:shop"
+    (repo / ".mdmem.toml").write_text('scope = "project:shop"\n')  # edited: asks again
+    result = runner.invoke(main, ["hooks", "policy", "--dir", str(repo), "--json"])
+    assert json.loads(result.output)["scope"].startswith("project:shop-")
+
+
+def test_hooks_adopt_lets_one_project_read_its_old_scope(
+    runner: CliRunner, repo: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other" / "repo"
+    for path, owner in ((repo, "acme"), (other, "otherco")):
+        subprocess.run(["git", "init", "-q", str(path)], check=True)
+        url = f"git@h.org:{owner}/shop.git"
+        subprocess.run(["git", "-C", str(path), "remote", "add", "origin", url], check=True)
+    human = runner.invoke(main, ["hooks", "policy", "--dir", str(repo)]).output
+    assert "older captures: project:shop is not read here" in human
+    done = runner.invoke(main, ["hooks", "adopt", "--dir", str(repo), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["adopted"] == "project:shop"
+    data = json.loads(runner.invoke(main, ["hooks", "policy", "--dir", str(repo), "--json"]).output)
+    assert data["also_reads"] == ["project:shop"]
+    refused = runner.invoke(main, ["hooks", "adopt", "--dir", str(other)])
+    assert refused.exit_code != 0 and "never merged" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
 
 
 # -- never failing the host, whatever it sends ------------------------------------

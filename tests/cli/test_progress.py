@@ -54,7 +54,13 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_import_bar_on_a_terminal_only(vault: Vault, tmp_path: Path, cli_env: dict) -> None:
-    args = ["--vault", str(vault.root), "import", str(DATA / "claude_conversations.json")]
+    args = [
+        "--vault",
+        str(vault.root),
+        "library",
+        "import",
+        str(DATA / "claude_conversations.json"),
+    ]
     code, out, err = _run(args, tty=True, env=cli_env)
     assert code == 0, err
     assert "import" in err and "100/100" in err  # the bar (per cent read), on the terminal

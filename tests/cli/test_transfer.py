@@ -34,18 +34,29 @@ def cli(runner: CliRunner, vault_dir: Path, *args: str, input: str | None = None
 
 def test_import_json_report_and_twice(runner: CliRunner, vault_dir: Path) -> None:
     claude = str(DATA / "claude_conversations.json")
-    report = json.loads(cli(runner, vault_dir, "import", claude, "--json"))
+    report = json.loads(cli(runner, vault_dir, "library", "import", claude, "--json"))
     assert (report["format"], report["added"], report["refused"]) == ("claude", 3, 0)
     assert report["first"] == "2024-03-04T09:15:01+00:00"
-    again = json.loads(cli(runner, vault_dir, "import", claude, "--format", "claude", "--json"))
+    again = json.loads(
+        cli(runner, vault_dir, "library", "import", claude, "--format", "claude", "--json")
+    )
     assert (again["added"], again["duplicates"], again["commits"]) == (0, 3, 0)
-    human = cli(runner, vault_dir, "import", str(DATA / "messages.jsonl"))
+    human = cli(runner, vault_dir, "library", "import", str(DATA / "messages.jsonl"))
     assert "imported 4 of 6 messages (jsonl)" in human and "2 refused" in human
 
 
 def test_import_refuses_an_unknown_format_in_one_line(runner: CliRunner, vault_dir: Path) -> None:
     result = runner.invoke(
-        main, ["--vault", str(vault_dir), "import", str(DATA / "messages.jsonl"), "--format", "x"]
+        main,
+        [
+            "--vault",
+            str(vault_dir),
+            "library",
+            "import",
+            str(DATA / "messages.jsonl"),
+            "--format",
+            "x",
+        ],
     )
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
 
@@ -54,22 +65,24 @@ def test_export_list_show(runner: CliRunner, vault_dir: Path, tmp_path: Path) ->
     cli(runner, vault_dir, "remember", "Deploys go out on Tuesdays", "-t", "ops")
     cli(runner, vault_dir, "remember", "Prefers tea", "--kind", "preference")
     out = tmp_path / "dump.jsonl"
-    cli(runner, vault_dir, "export", "--jsonl", "-o", str(out))
+    cli(runner, vault_dir, "library", "export", "--jsonl", "-o", str(out))
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     rows = [r for r in lines if "kind" in r]
     assert {r["kind"] for r in rows} == {"fact", "preference"}
-    stdout_rows = [json.loads(r) for r in cli(runner, vault_dir, "export", "--jsonl").splitlines()]
+    stdout_rows = [
+        json.loads(r) for r in cli(runner, vault_dir, "library", "export", "--jsonl").splitlines()
+    ]
     assert [r["id"] for r in stdout_rows if "kind" in r] == [r["id"] for r in rows]
 
-    listed = json.loads(cli(runner, vault_dir, "list", "--kind", "preference", "--json"))
+    listed = json.loads(cli(runner, vault_dir, "library", "list", "--kind", "preference", "--json"))
     assert [r["text"] for r in listed] == ["Prefers tea"]
-    assert "Deploys go out on Tuesdays" in cli(runner, vault_dir, "list", "-t", "ops")
+    assert "Deploys go out on Tuesdays" in cli(runner, vault_dir, "library", "list", "-t", "ops")
     fact = next(r for r in rows if r["kind"] == "fact")
-    shown = json.loads(cli(runner, vault_dir, "show", fact["id"], "--json"))
+    shown = json.loads(cli(runner, vault_dir, "library", "show", fact["id"], "--json"))
     assert shown["memory"]["id"] == fact["id"]
     assert shown["history"][0]["author"] == "cli-agent"
     assert shown["provenance"]["authors"] == ["cli-agent"]
-    text = cli(runner, vault_dir, "show", fact["id"])
+    text = cli(runner, vault_dir, "library", "show", fact["id"])
     assert "history:" in text and "authors:" in text and "#ops" in text
 
 

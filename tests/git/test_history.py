@@ -114,12 +114,12 @@ def test_changes_cli_text_and_json(vault: Vault) -> None:
     start = head(vault)
     fact = vault.remember("The deploy key rotates monthly")
     runner = CliRunner()
-    text = runner.invoke(main, ["--vault", str(vault.root), "changes", "--since", start])
+    text = runner.invoke(main, ["--vault", str(vault.root), "git", "changes", "--since", start])
     assert text.exit_code == 0, text.output
     assert "Remembered (1)" in text.output and fact.id in text.output
     assert "The deploy key rotates monthly" in text.output
     as_json = runner.invoke(
-        main, ["--vault", str(vault.root), "changes", "--since", start, "--json"]
+        main, ["--vault", str(vault.root), "git", "changes", "--since", start, "--json"]
     )
     data = json.loads(as_json.stdout)
     assert set(data) == {
@@ -130,9 +130,9 @@ def test_changes_cli_text_and_json(vault: Vault) -> None:
     assert set(data["remembered"][0]) == {
         "id", "text", "path", "kind", "status", "commit", "author", "date", "is_agent", "op",
     }  # fmt: skip
-    empty = runner.invoke(main, ["--vault", str(vault.root), "changes", "--since", "HEAD"])
+    empty = runner.invoke(main, ["--vault", str(vault.root), "git", "changes", "--since", "HEAD"])
     assert empty.exit_code == 0 and "No changes" in empty.output
-    bad = runner.invoke(main, ["--vault", str(vault.root), "changes", "--since", "nonsense"])
+    bad = runner.invoke(main, ["--vault", str(vault.root), "git", "changes", "--since", "nonsense"])
     assert bad.exit_code == 1 and bad.output.startswith("error:")
 
 
@@ -197,7 +197,7 @@ def test_provenance_of_agent_human_and_uncommitted_memories(vault: Vault) -> Non
 def test_provenance_cli(vault: Vault) -> None:
     memory = vault.remember("Provenance via the CLI")
     result = CliRunner().invoke(
-        main, ["--vault", str(vault.root), "provenance", memory.id, "--json"]
+        main, ["--vault", str(vault.root), "git", "provenance", memory.id, "--json"]
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -260,7 +260,7 @@ def test_purge_needs_confirmation(vault: Vault) -> None:
     with pytest.raises(InvalidInputError, match="clones"):
         purge(vault.admin.store, memory.id, confirm=False)
     assert vault.get(memory.id).text == "Keep unless confirmed"
-    result = CliRunner().invoke(main, ["--vault", str(vault.root), "purge", memory.id])
+    result = CliRunner().invoke(main, ["--vault", str(vault.root), "git", "purge", memory.id])
     assert result.exit_code == 1 and "--yes" in result.output
     assert vault.get(memory.id).text == "Keep unless confirmed"
 
@@ -298,7 +298,7 @@ def test_sync_after_purge_needs_force_push(tmp_path: Path) -> None:
 def test_purge_cli(vault: Vault) -> None:
     memory = vault.remember("Purge me from the CLI, code 5511")
     result = CliRunner().invoke(
-        main, ["--vault", str(vault.root), "purge", memory.id, "--yes", "--json"]
+        main, ["--vault", str(vault.root), "git", "purge", memory.id, "--yes", "--json"]
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -394,11 +394,13 @@ def test_nothing_is_left_in_refs_reflogs_stashes_tags_or_the_state_dir(vault: Va
 def test_cli_purge_reports_mentions_it_left_alone(vault: Vault) -> None:
     gone = vault.remember("Blue Heron Ltd")
     other = vault.remember("Blue Heron Ltd sent the contract.")
-    result = CliRunner().invoke(main, ["--vault", str(vault.root), "purge", gone.id, "--yes"])
+    result = CliRunner().invoke(
+        main, ["--vault", str(vault.root), "git", "purge", gone.id, "--yes"]
+    )
     assert result.exit_code == 0, result.output
     assert other.id in result.output and "left as they are" in result.output
     again = CliRunner().invoke(
-        main, ["--vault", str(vault.root), "purge", gone.id, "--yes", "--json"]
+        main, ["--vault", str(vault.root), "git", "purge", gone.id, "--yes", "--json"]
     )
     assert again.exit_code == 1 and "error:" in again.output  # nothing left to purge
     assert vault.get(other.id).text == "Blue Heron Ltd sent the contract."

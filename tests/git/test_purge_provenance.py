@@ -164,7 +164,9 @@ def test_cli_purge_says_what_it_removed_and_wrote_again(vault: Vault) -> None:
     ids = _conversation(vault)
     vault.consolidate()
 
-    out = CliRunner().invoke(main, ["--vault", str(vault.root), "purge", ids["secret"], "--yes"])
+    out = CliRunner().invoke(
+        main, ["--vault", str(vault.root), "git", "purge", ids["secret"], "--yes"]
+    )
 
     assert out.exit_code == 0, out.output
     assert "removed with it, made from it: m-" in out.output

@@ -486,30 +486,30 @@ def test_cli_review_flow_and_json(vault: Vault) -> None:
     human = runner.invoke(main, [*base, "consolidate", "--review"])
     assert human.exit_code == 0 and "nothing to consolidate" in human.output
 
-    listed = runner.invoke(main, [*base, "review", "--json"])
+    listed = runner.invoke(main, [*base, "git", "review", "--json"])
     assert listed.exit_code == 0, listed.output
     (item,) = json.loads(listed.output)
     assert item["branch"] == branch and item["added"] == 2 and item["entries"] == 2
     assert item["diff"] == ""
-    shown = runner.invoke(main, [*base, "review"])  # the only open one, in full
+    shown = runner.invoke(main, [*base, "git", "review"])  # the only open one, in full
     assert shown.exit_code == 0, shown.output
     assert "2 facts added, 0 superseded, 0 dropped" in shown.output
     assert "+++ b/MEMORY.md" in shown.output
-    one = json.loads(runner.invoke(main, [*base, "review", branch, "--json"]).output)
+    one = json.loads(runner.invoke(main, [*base, "git", "review", branch, "--json"]).output)
     assert one["branch"] == branch and "+++ b/sessions/c1.md" in one["diff"]
 
-    merged = runner.invoke(main, [*base, "review", "--merge", branch, "--json"])
+    merged = runner.invoke(main, [*base, "git", "review", "--merge", branch, "--json"])
     assert merged.exit_code == 0, merged.output
     decision = json.loads(merged.output)
     assert decision["action"] == "merged" and decision["review"]["added"] == 2
 
-    undone = runner.invoke(main, [*base, "undo", decision["commit"], "--json"])
+    undone = runner.invoke(main, [*base, "git", "undo", decision["commit"], "--json"])
     assert undone.exit_code == 0, undone.output
     assert json.loads(undone.output)["merge"] is True
     assert len(pending_entries(vault.admin.store)) == 2
 
     runner.invoke(main, [*base, "consolidate", "--review"])
-    rejected = runner.invoke(main, [*base, "review", "--reject"])
+    rejected = runner.invoke(main, [*base, "git", "review", "--reject"])
     assert rejected.exit_code == 0, rejected.output
     assert "rejected mdmem/consolidate-" in rejected.output
     assert "2 entries are pending" in rejected.output

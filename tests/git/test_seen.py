@@ -71,11 +71,11 @@ def test_changes_cli_tool_and_session_start_context(vault: Vault) -> None:
     news = vault.remember("The database password rotates monthly.", scope="project:ops")
     private = vault.remember("Alice's birthday is in May.", scope="user:alice")
     runner = CliRunner()
-    out = runner.invoke(main, ["--vault", str(vault.root), "changes", "--json"])
+    out = runner.invoke(main, ["--vault", str(vault.root), "git", "changes", "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert {c["id"] for c in data["remembered"]} == {news.id, private.id}
-    human = runner.invoke(main, ["--vault", str(vault.root), "changes"])
+    human = runner.invoke(main, ["--vault", str(vault.root), "git", "changes"])
     assert news.id in human.output
     # The tool is confined to the host's scopes.
     tools = Toolset(vault, allowed_scopes=["project:ops"], tools=["changes"])

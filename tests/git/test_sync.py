@@ -243,10 +243,10 @@ def test_the_cli_prints_conflicting_paths_and_exits_non_zero(pair: tuple[Vault, 
     sync(a.admin.store)
     _edit_line(b, "opens at 9", "opens at 10")
     runner = CliRunner()
-    result = runner.invoke(main, ["--vault", str(b.root), "sync"])
+    result = runner.invoke(main, ["--vault", str(b.root), "git", "sync"])
     assert result.exit_code == 3
     assert "MEMORY.md" in result.output
-    as_json = runner.invoke(main, ["--vault", str(b.root), "sync", "--json"])
+    as_json = runner.invoke(main, ["--vault", str(b.root), "git", "sync", "--json"])
     assert as_json.exit_code == 3
     data = json.loads(as_json.stdout)
     assert data["conflicts"][0]["path"] == "MEMORY.md"
@@ -256,7 +256,7 @@ def test_the_cli_prints_conflicting_paths_and_exits_non_zero(pair: tuple[Vault, 
 def test_cli_sync_json_shape(pair: tuple[Vault, Vault]) -> None:
     a, b = pair
     a.remember("CLI sync works")
-    result = CliRunner().invoke(main, ["--vault", str(a.root), "sync", "--json"])
+    result = CliRunner().invoke(main, ["--vault", str(a.root), "git", "sync", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) == {
@@ -264,7 +264,7 @@ def test_cli_sync_json_shape(pair: tuple[Vault, Vault]) -> None:
         "old_head", "new_head", "forced",
     }  # fmt: skip
     assert data["pushed"] == 1 and data["conflicts"] == []
-    text = CliRunner().invoke(main, ["--vault", str(b.root), "sync"])
+    text = CliRunner().invoke(main, ["--vault", str(b.root), "git", "sync"])
     assert text.exit_code == 0 and "pulled 1" in text.output and "M MEMORY.md" in text.output
 
 

@@ -203,7 +203,7 @@ def test_cli_lists_the_providers(fake_provider: Path) -> None:
 
     from mdmem.cli import main
 
-    out = CliRunner().invoke(main, ["providers", "--json"])
+    out = CliRunner().invoke(main, ["admin", "providers", "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["embedder"][:2] == ["minilm", "openai"] and "tiny" in data["embedder"]

@@ -286,9 +286,13 @@ def test_read_tool_output_respects_scopes(vault: Vault) -> None:
     assert list(schema["function"]["parameters"]["properties"]) == ["key"]
     assert alice.dispatch("read_tool_output", {"key": key})["content"] == big
     assert alice.dispatch("read_tool_output", json.dumps({"key": key}))["content"] == big
-    # The argument's old name still works, alone or repeating the same key.
-    assert alice.dispatch("read_tool_output", {"tool_output_key": key})["content"] == big
-    both = alice.dispatch("read_tool_output", {"key": key, "tool_output_key": key})
+    # The argument's old name still works, alone or repeating the same key, with a warning.
+    with pytest.warns(DeprecationWarning, match=r"tool_output_key=…\) is deprecated") as record:
+        assert alice.dispatch("read_tool_output", {"tool_output_key": key})["content"] == big
+    assert "removed in 0.2.0: use key=…" in str(record[0].message)
+    assert record[0].filename == __file__
+    with pytest.warns(DeprecationWarning):
+        both = alice.dispatch("read_tool_output", {"key": key, "tool_output_key": key})
     assert both["content"] == big
     _assert_error(
         alice.dispatch("read_tool_output", {"key": key, "tool_output_key": "tout_" + "0" * 20}),

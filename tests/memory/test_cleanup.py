@@ -285,13 +285,15 @@ def test_cli_cleanup(
     runner = CliRunner()
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("MDMEM_LLM_MODEL", "local-test")
-    dry = runner.invoke(main, ["--vault", str(vault.root), "cleanup", "--dry-run", "--json"])
+    dry = runner.invoke(
+        main, ["--vault", str(vault.root), "admin", "cleanup", "--dry-run", "--json"]
+    )
     assert dry.exit_code == 0, dry.output
     data = json.loads(dry.output)
     assert data["dry_run"] and data["actions"][0]["id"] == ids[2] and data["diff"]
-    real = runner.invoke(main, ["--vault", str(vault.root), "cleanup"])
+    real = runner.invoke(main, ["--vault", str(vault.root), "admin", "cleanup"])
     assert real.exit_code == 0 and "committed" in real.output
-    again = runner.invoke(main, ["--vault", str(vault.root), "cleanup", "--if-due"])
+    again = runner.invoke(main, ["--vault", str(vault.root), "admin", "cleanup", "--if-due"])
     assert again.exit_code == 0 and "skipped: not due" in again.output
 
 

@@ -238,13 +238,14 @@ def test_scoped_ingest_and_cli(tmp_path: Path) -> None:
     doc = tmp_path / "faq.md"
     doc.write_text("# Billing\n\nInvoices go out on the 3rd.\n")
     out = runner.invoke(
-        main, ["--vault", str(root), "ingest", str(doc), "--scope", "project:acme", "--json"]
+        main,
+        ["--vault", str(root), "library", "ingest", str(doc), "--scope", "project:acme", "--json"],
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data[0]["path"] == "scopes/project/acme/documents/faq.md" and data[0]["written"]
     again = runner.invoke(
-        main, ["--vault", str(root), "ingest", str(doc), "--scope", "project:acme"]
+        main, ["--vault", str(root), "library", "ingest", str(doc), "--scope", "project:acme"]
     )
     assert again.exit_code == 0 and "unchanged" in again.output
     hits = runner.invoke(
@@ -257,7 +258,9 @@ def test_scoped_ingest_and_cli(tmp_path: Path) -> None:
         ["--vault", str(root), "recall", "invoices", "--exclude-kind", "document_chunk", "--json"],
     )
     assert all(i["kind"] != "document_chunk" for i in json.loads(left_out.output)["items"])
-    missing = runner.invoke(main, ["--vault", str(root), "ingest", str(tmp_path / "nope.md")])
+    missing = runner.invoke(
+        main, ["--vault", str(root), "library", "ingest", str(tmp_path / "nope.md")]
+    )
     assert missing.exit_code != 0 and "Traceback" not in missing.output
 
 
@@ -272,6 +275,6 @@ def test_cli_ingests_a_folder(tmp_path: Path) -> None:
     (docs / "c.bin").write_bytes(b"\x00\x01")
     (docs / ".hidden").mkdir()
     (docs / ".hidden" / "d.md").write_text("secret drafts\n")
-    out = runner.invoke(main, ["--vault", str(root), "ingest", str(docs), "--json"])
+    out = runner.invoke(main, ["--vault", str(root), "library", "ingest", str(docs), "--json"])
     assert out.exit_code == 0, out.output
     assert [r["path"] for r in json.loads(out.output)] == ["documents/a.md", "documents/b.md"]

@@ -192,7 +192,9 @@ def test_a_folder_ingest_skips_symlinks_and_the_vault(tmp_path: Path) -> None:
     inner = Vault.init(docs / "inner-vault")
     inner.close()
     assert [r.source for r in vault.library.ingest([docs])] == ["docs/a.md"]
-    out = CliRunner().invoke(main, ["--vault", str(vault.root), "ingest", str(docs), "--json"])
+    out = CliRunner().invoke(
+        main, ["--vault", str(vault.root), "library", "ingest", str(docs), "--json"]
+    )
     assert out.exit_code == 0, out.output
     assert [r["source"] for r in json.loads(out.stdout)] == ["docs/a.md"]
 
@@ -234,7 +236,7 @@ def test_a_reingest_that_would_overwrite_a_hand_edit_is_refused_unless_forced(
     forced = vault.library.ingest(doc, force=True)[0]
     assert forced.changed == [first.chunks[1]]
     assert vault.get(first.chunks[1]).text == "Call frobnicate() weekly."
-    out = CliRunner().invoke(main, ["--vault", str(vault.root), "ingest", "--help"])
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "library", "ingest", "--help"])
     assert "--force" in out.output
 
 
@@ -350,7 +352,7 @@ def test_a_fifo_or_a_bad_file_does_not_stop_a_folder_ingest(tmp_path: Path) -> N
         ("docs/d.md", True),
     ]
     assert "UTF-8" in (results[1].error or "")
-    out = CliRunner().invoke(main, ["--vault", str(vault.root), "ingest", str(docs)])
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "library", "ingest", str(docs)])
     assert out.exit_code == 1
     assert "skipped" in out.stderr and "b.md (not a regular file)" in out.stderr
     assert "not ingested docs/c.txt" in out.stderr and "unchanged documents/d.md" in out.stdout

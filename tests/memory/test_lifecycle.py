@@ -371,7 +371,9 @@ def test_resolve_session_resolves_entries_and_facts_in_one_commit(vault: Vault) 
     assert "Session: work-1" in git(vault.root, "log", "-1", "--format=%B")
     assert vault.sessions.resolve("work-1") == []
     runner = CliRunner()
-    out = runner.invoke(main, ["--vault", str(vault.root), "resolve-session", "work-2", "--json"])
+    out = runner.invoke(
+        main, ["--vault", str(vault.root), "session", "resolve", "work-2", "--json"]
+    )
     assert out.exit_code == 0, out.output
     assert [m["id"] for m in json.loads(out.output)] == [other.id]
 
@@ -406,7 +408,7 @@ def test_retention_redacts_old_retired_memories_keeping_blocks_and_links(vault: 
     assert vault.history(old.id)[0].text == "The VPN password hint is the cat's name. #vpn"
     assert vault.admin.retention(days=0).memories == []
     runner = CliRunner()
-    out = runner.invoke(main, ["--vault", str(vault.root), "retention", "--days", "0"])
+    out = runner.invoke(main, ["--vault", str(vault.root), "admin", "retention", "--days", "0"])
     assert out.exit_code == 0 and "no retired memories older than 0 days" in out.output
 
 
@@ -562,10 +564,13 @@ def test_recall_hits_nudge_trust_and_feedback_moves_it(vault: Vault) -> None:
     # Not in the markdown.
     assert "trust" not in (vault.root / "MEMORY.md").read_text()
     runner = CliRunner()
-    out = runner.invoke(main, ["--vault", str(vault.root), "feedback", m.id, "--unhelpful"])
+    out = runner.invoke(
+        main, ["--vault", str(vault.root), "usefulness", "feedback", m.id, "--unhelpful"]
+    )
     assert out.exit_code == 0 and "trust 0.90" in out.output
     bad = runner.invoke(
-        main, ["--vault", str(vault.root), "feedback", "m-00000000000000", "--helpful"]
+        main,
+        ["--vault", str(vault.root), "usefulness", "feedback", "m-00000000000000", "--helpful"],
     )
     assert bad.exit_code == 1 and "no memory" in bad.output
 

@@ -88,7 +88,7 @@ def test_prompt_section_hands_messages_to_the_next_task_once(vault: Vault) -> No
 
 def test_pending_cli(vault: Vault) -> None:
     runner = CliRunner()
-    base = ["--vault", str(vault.root), "pending"]
+    base = ["--vault", str(vault.root), "session", "pending"]
     out = runner.invoke(main, [*base, "add", "Deploy freeze starts Friday.", "--sender", "dan"])
     assert out.exit_code == 0, out.output
     listed = runner.invoke(main, [*base, "list", "--json"])

@@ -60,7 +60,9 @@ def test_a_recent_conversation_waits_and_stale_minutes_zero_turns_it_off(tmp_pat
     _age(vault, "b", 5)
     assert vault.sessions.consolidate_stale() is None  # 5 < 10 minutes
     _age(vault, "b", 15)
-    result = CliRunner().invoke(main, ["--vault", str(vault.root), "consolidate-stale", "--json"])
+    result = CliRunner().invoke(
+        main, ["--vault", str(vault.root), "session", "consolidate-stale", "--json"]
+    )
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)["episodes"]) == 1
 
@@ -77,7 +79,9 @@ def test_flush_reminder_at_the_soft_threshold_with_a_cooldown(vault: Vault) -> N
     assert text is not None and "25 entries" in text and "remember" in text
     assert vault.sessions.flush_reminder(session="long") is None  # cooling down
     assert vault.sessions.flush_reminder(session="other") is None  # counts only its own turns
-    out = CliRunner().invoke(main, ["--vault", str(vault.root), "flush-reminder", "--json"])
+    out = CliRunner().invoke(
+        main, ["--vault", str(vault.root), "session", "flush-reminder", "--json"]
+    )
     assert out.exit_code == 0, out.output
     assert "approaching consolidation" in json.loads(out.output)["reminder"]  # vault-wide key
 

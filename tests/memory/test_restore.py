@@ -274,14 +274,15 @@ def test_cli_restore_and_its_refusals(vault: Vault, tmp_path: Path) -> None:
     runner = CliRunner()
     target = tmp_path / "target"
     assert runner.invoke(main, ["init", str(target)]).exit_code == 0
-    out = runner.invoke(main, ["--vault", str(target), "import", "--restore", str(dump)])
+    out = runner.invoke(main, ["--vault", str(target), "library", "import", "--restore", str(dump)])
     assert out.exit_code == 0, out.output
     assert "restored 1 files from the export of vault: 1 of 1 memories new" in out.output
     usage = runner.invoke(
-        main, ["--vault", str(target), "import", "--restore", "--scope", "user:x", str(dump)]
+        main,
+        ["--vault", str(target), "library", "import", "--restore", "--scope", "user:x", str(dump)],
     )
     assert usage.exit_code == 2 and "--restore" in usage.output
-    plain = runner.invoke(main, ["--vault", str(target), "import", str(dump), "--json"])
+    plain = runner.invoke(main, ["--vault", str(target), "library", "import", str(dump), "--json"])
     report = json.loads(plain.output)
     assert report["duplicates"] == 1 and any("--restore" in n for n in report["notes"])
 

@@ -121,7 +121,7 @@ def test_resolve_session_summarises_first_and_keeps_the_summary_active(vault: Va
     # The CLI path does the same.
     vault.session("work-10").record("user", "Rotate the staging certificates on Friday.")
     out = CliRunner().invoke(
-        main, ["--vault", str(vault.root), "resolve-session", "work-10", "--json"]
+        main, ["--vault", str(vault.root), "session", "resolve", "work-10", "--json"]
     )
     assert out.exit_code == 0, out.output
     assert [m["kind"] for m in json.loads(out.output)] == ["chat_message"]
@@ -142,13 +142,15 @@ def test_hooks_session_end_writes_one_summary(vault: Vault) -> None:
 def test_summarize_session_cli(vault: Vault) -> None:
     vault.session("cli-s").record("user", "Archive the 2024 invoices into cold storage.")
     runner = CliRunner()
-    out = runner.invoke(main, ["--vault", str(vault.root), "summarize-session", "cli-s", "--json"])
+    out = runner.invoke(
+        main, ["--vault", str(vault.root), "session", "summarize", "cli-s", "--json"]
+    )
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["kind"] == "session_summary" and data["was_new"] is True
-    again = runner.invoke(main, ["--vault", str(vault.root), "summarize-session", "cli-s"])
+    again = runner.invoke(main, ["--vault", str(vault.root), "session", "summarize", "cli-s"])
     assert again.exit_code == 0 and data["id"] in again.output
-    none = runner.invoke(main, ["--vault", str(vault.root), "summarize-session", "nope"])
+    none = runner.invoke(main, ["--vault", str(vault.root), "session", "summarize", "nope"])
     assert none.exit_code == 0 and "has no turns" in none.output
 
 
@@ -236,5 +238,5 @@ def test_a_contact_session_is_summarised_where_its_turns_are(vault: Vault) -> No
     block = vault.admin.store.block(summary.id)
     assert block.scope == "user:alice" and block.field("session") == "tg-1"
     assert block.field("turns") == "2"
-    out = CliRunner().invoke(main, ["--vault", str(vault.root), "summarize-session", "tg-1"])
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "session", "summarize", "tg-1"])
     assert out.exit_code == 0 and summary.id in out.output  # the same span: no second one

@@ -146,13 +146,13 @@ def test_capture_tools_cli_reads_jsonl(vault: Vault, tmp_path: Path) -> None:
         encoding="utf-8",
     )
     runner = CliRunner()
-    args = ["--vault", str(vault.root), "capture-tools", "s-cli", str(calls), "--json"]
+    args = ["--vault", str(vault.root), "session", "capture-tools", "s-cli", str(calls), "--json"]
     out = runner.invoke(main, args)
     assert out.exit_code == 0, out.output
     assert [m["kind"] for m in json.loads(out.output)] == ["gotcha", "bug_fix"]
     assert json.loads(runner.invoke(main, args).output) == []  # idempotent
     bad = runner.invoke(
-        main, ["--vault", str(vault.root), "capture-tools", "s-cli", "-"], input="[{}]"
+        main, ["--vault", str(vault.root), "session", "capture-tools", "s-cli", "-"], input="[{}]"
     )
     assert bad.exit_code != 0 and "'tool'" in bad.output
 

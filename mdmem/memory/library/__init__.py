@@ -9,14 +9,10 @@ def __getattr__(name: str) -> object:
     if name == "Library":
         import warnings
 
+        from mdmem.aliases import Alias
         from mdmem.memory.desks.library import Library
-        from mdmem.moved_modules import REMOVED_IN
 
-        warnings.warn(
-            "mdmem.memory.library.Library moved to mdmem.memory.desks.library.Library; "
-            f"the old path goes in {REMOVED_IN}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        alias = Alias("mdmem.memory.library.Library", "mdmem.memory.desks.library.Library")
+        warnings.warn(alias.message, DeprecationWarning, stacklevel=2)
         return Library
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
