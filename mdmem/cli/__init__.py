@@ -2,7 +2,7 @@
 
 The contract verbs are top-level commands (``commands``, ``consolidation``);
 everything else sits in a noun group named after the vault's desk it calls:
-``session``, ``git``, ``admin``, ``library``, ``contacts``, ``usefulness``,
+``session``, ``git``, ``admin``, ``library``, ``contacts``, ``usefulness``, ``team``,
 plus the front doors ``hook``/``hooks``, ``server`` and ``serve``. ``context``
 holds what every command shares (the group, the vault, output, one-line errors,
 and the pre-0.1 command names that still answer as hidden aliases).
@@ -19,6 +19,7 @@ from mdmem.cli import (
     library,
     serve,
     sessions,
+    team,
     usefulness,
     warm,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "main",
     "serve",
     "sessions",
+    "team",
     "usefulness",
     "warm",
 ]
