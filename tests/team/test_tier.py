@@ -114,3 +114,21 @@ def test_the_block_merge_mode_keeps_both_sides_appends_and_refuses_a_real_confli
     left = base.replace("One.", "One, reworded.")
     right = base.replace("One.", "One, said otherwise.")
     assert merge_texts(base, left, right, ".mdmem/team/gotchas.md", mode="blocks") is None
+
+
+def test_prompt_context_reads_the_team_tier_of_a_trusted_repo(repo: Path, tmp_path: Path) -> None:
+    from mdmem import Vault, prompt_context
+
+    add_line(repo, accepted("m-0000000000cc08", "The ledger job needs LEDGER_TZ=UTC set."))
+    with Vault.init(tmp_path / "vault") as vault:
+        vault.remember("Ada likes short commit messages.")
+        ctx = prompt_context(vault, "Why does the ledger job drift? LEDGER_TZ", repo=repo)
+        assert ctx["team"].ids == ["m-0000000000cc08"]
+        rendered = ctx.render()
+        assert "## Team Memory (accepted by teammates)" in rendered
+        assert "team memory · gotcha · proposed by Ada, accepted by Bob on 2026-11-02" in rendered
+        assert "team" not in prompt_context(vault, "ledger LEDGER_TZ").sections
+        checkout = find_checkout(repo)
+        assert checkout is not None
+        trust_checkout(checkout, revoke=True)
+        assert prompt_context(vault, "ledger LEDGER_TZ", repo=repo)["team"].ids == []
