@@ -160,7 +160,9 @@ def _decision(verb: str, ids: tuple[str, ...], repo: str | None, as_json: bool, 
     emit(
         done,
         as_json,
-        lambda: click.echo(f"{verb}ed {shown} as {done.by} (commit {str(done.commit)[:10]})"),
+        lambda: click.echo(
+            f"{verb.rstrip('e')}ed {shown} as {done.by} (commit {str(done.commit)[:10]})"
+        ),
     )
 
 
@@ -194,9 +196,7 @@ def remove_cmd(
     memory_ids: tuple[str, ...], reason: str | None, repo: str | None, as_json: bool
 ) -> None:
     """Remove accepted team memories, in one commit as you (push it for review)."""
-    done = _folder(repo).remove(list(memory_ids), reason=reason)
-    shown = ", ".join(f"^{i}" for i in done.ids)
-    emit(done, as_json, lambda: click.echo(f"removed {shown} (commit {str(done.commit)[:10]})"))
+    _decision("remove", memory_ids, repo, as_json, reason=reason)
 
 
 @team_group.command("check")

@@ -59,7 +59,7 @@ DRIVER_NAME = "mdmem-team"
 ATTRIBUTES_LINE = f"{TEAM_DIR}/*.md merge={DRIVER_NAME}"
 README = f"""# Team memory
 
-This folder is the team tier of [mdmem](https://github.com/): memories the
+This folder is the team tier of mdmem: memories the
 team agreed on, read by every teammate's coding agent (mdmem's recall and
 prompt hooks) once they trust this checkout (`mdmem team trust`).
 

@@ -265,3 +265,37 @@ def test_outside_a_repository_every_command_says_so_in_one_line(tmp_path: Path) 
         assert result.exit_code == 1
         assert result.output.strip().count("\n") == 0
         assert "not inside a git repository" in result.output
+
+
+def test_reject_accept_many_and_remove_are_commits_by_the_person(
+    team: tuple[Person, Person],
+) -> None:
+    ada, _ = team
+    ids = [
+        ada.remember(f"Service {n} needs WORKERS_{n}=4 in staging.", kind="gotcha")
+        for n in (1, 2, 3)
+    ]
+    for memory_id in ids:
+        ada.team("propose", memory_id)
+    rejected = ada.team("reject", ids[0], "--reason", "only true on my laptop")
+    assert rejected.output.startswith(f"rejected ^{ids[0]} as Ada")
+    log = git(ada.clone, "log", "-1", "--format=%an|%s|%b").stdout
+    assert log.startswith(f"Ada|team: reject ^{ids[0]}|Reason: only true on my laptop")
+    both = ada.team_json("accept", ids[1], ids[2])
+    assert both["ids"] == ids[1:] and len(both["files"]) == 1
+    assert (
+        git(ada.clone, "rev-list", "--count", "HEAD").stdout.strip() == "7"
+    )  # code, init, 3 proposals, reject, one accept
+    # A rejected or accepted proposal can't be decided again; an accepted line is removed.
+    assert "no open proposal" in ada.team("accept", ids[1], ok=False).output
+    assert "no team memory" in ada.team("reject", ids[0], ok=False).output
+    ada.team("remove", ids[1])
+    text = (ada.clone / ".mdmem" / "team" / "gotchas.md").read_text()
+    assert ids[0] not in text and ids[1] not in text and ids[2] in text
+    # A team file with uncommitted edits is never swept into a command's commit.
+    path = ada.clone / ".mdmem" / "team" / "gotchas.md"
+    path.write_text(text + "\nA draft paragraph.\n")
+    refused = ada.team("remove", ids[2], ok=False)
+    assert "uncommitted changes" in refused.output and path.read_text().endswith(
+        "draft paragraph.\n"
+    )
