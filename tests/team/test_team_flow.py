@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,21 @@ def test_propose_review_accept_pull_inject_blame_delete(team: tuple[Person, Pers
         assert "```memory" in context
         # Unrelated prompts get no team memory.
         assert "team memory" not in person.hook("How do I rename a CSS class?").lower()
+
+    # The same through the command a host runs (a fresh `python -m mdmem hook` process).
+    raw = json.loads((HOOKS / "claude-code.prompt-submit.json").read_text())
+    raw.update(cwd=str(bob.clone), prompt=PROMPT)
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [sys.executable, "-m", "mdmem", "--vault", str(bob.vault), "hook", "prompt-submit"],
+        input=json.dumps(raw).encode(),
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": root},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert GOTCHA in team_part(context) and "accepted by Bob" in context
 
     gotchas = ada.clone / ".mdmem" / "team" / "gotchas.md"
     number = _line_number(gotchas, gotcha)
