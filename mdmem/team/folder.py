@@ -357,8 +357,9 @@ class TeamFolder:
                 edit(tf, parsed)
             data = tf.to_bytes()
             self._parse(rel, decode(data))  # what is written must parse again
-            for finding in scan(data.decode("utf-8")):
-                raise InvalidInputError(f"refused: {rel} would hold a secret ({finding.kind})")
+            found = scan(data.decode("utf-8"))
+            if found:  # a secret a person left in the file: never committed by us
+                raise InvalidInputError(f"refused: {rel} would hold a secret ({found[0].kind})")
             staged[rel] = data
         for rel, data in staged.items():
             atomic_write(self.checkout.root / rel, data)
