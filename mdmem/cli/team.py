@@ -153,8 +153,23 @@ def review_cmd(repo: str | None, as_json: bool) -> None:
     emit({"proposals": open_}, as_json, human)
 
 
-def _decision(verb: str, ids: tuple[str, ...], repo: str | None, as_json: bool, **kw: Any) -> None:
+def _decision(
+    verb: str,
+    ids: tuple[str, ...],
+    repo: str | None,
+    as_json: bool,
+    *,
+    every: bool = False,
+    **kw: Any,
+) -> None:
     folder = _folder(repo)
+    if every == bool(ids):
+        raise click.UsageError("name the ids, or pass --all (not both)")
+    if every:
+        ids = tuple(line.id for line in folder.proposals())
+        if not ids:
+            emit({"ids": []}, as_json, lambda: click.echo("no open proposals"))
+            return
     done = getattr(folder, verb)(list(ids), **kw)
     shown = ", ".join(f"^{i}" for i in done.ids)
     emit(
@@ -167,24 +182,26 @@ def _decision(verb: str, ids: tuple[str, ...], repo: str | None, as_json: bool, 
 
 
 @team_group.command("accept")
-@click.argument("memory_ids", nargs=-1, required=True)
+@click.argument("memory_ids", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every open proposal.")
 @repo_option
 @json_option
-def accept_cmd(memory_ids: tuple[str, ...], repo: str | None, as_json: bool) -> None:
+def accept_cmd(memory_ids: tuple[str, ...], every: bool, repo: str | None, as_json: bool) -> None:
     """Accept proposals: one commit as you; every teammate's agent sees them after a pull."""
-    _decision("accept", memory_ids, repo, as_json)
+    _decision("accept", memory_ids, repo, as_json, every=every)
 
 
 @team_group.command("reject")
-@click.argument("memory_ids", nargs=-1, required=True)
+@click.argument("memory_ids", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every open proposal.")
 @click.option("--reason", default=None, help="Why (goes in the commit message).")
 @repo_option
 @json_option
 def reject_cmd(
-    memory_ids: tuple[str, ...], reason: str | None, repo: str | None, as_json: bool
+    memory_ids: tuple[str, ...], every: bool, reason: str | None, repo: str | None, as_json: bool
 ) -> None:
     """Reject proposals: their lines go, in one commit as you."""
-    _decision("reject", memory_ids, repo, as_json, reason=reason)
+    _decision("reject", memory_ids, repo, as_json, every=every, reason=reason)
 
 
 @team_group.command("remove")

@@ -297,7 +297,8 @@ def test_reject_accept_many_and_remove_are_commits_by_the_person(
     assert rejected.output.startswith(f"rejected ^{ids[0]} as Ada")
     log = git(ada.clone, "log", "-1", "--format=%an|%s|%b").stdout
     assert log.startswith(f"Ada|team: reject ^{ids[0]}|Reason: only true on my laptop")
-    both = ada.team_json("accept", ids[1], ids[2])
+    assert ada.team("accept", ok=False).exit_code == 2  # neither ids nor --all
+    both = ada.team_json("accept", "--all")
     assert both["ids"] == ids[1:] and len(both["files"]) == 1
     assert (
         git(ada.clone, "rev-list", "--count", "HEAD").stdout.strip() == "7"
