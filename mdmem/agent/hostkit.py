@@ -99,7 +99,7 @@ from mdmem.recall.instructions import instruction_cues
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.secret_guard import scrub
 from mdmem.store.visibility import Reader
-from mdmem.team.tier import team_context
+from mdmem.team.tier import team_context, untrusted_hint
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -169,6 +169,8 @@ def run_event(
             entry["policy_notes"] = list(policy.notes)
             if event == "session-start":  # once a session, where a person will see it
                 notice = "mdmem policy: " + "; ".join(policy.notes)[:300]
+        if event == "session-start" and (hint := untrusted_hint(inp.cwd)):
+            notice = "; ".join(n for n in (notice, hint) if n)
         if not policy.enabled:
             entry["skipped"] = "disabled by policy"
         else:

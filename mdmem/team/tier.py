@@ -45,7 +45,7 @@ from mdmem.team.lines import PROPOSED, TeamLine, team_line
 from mdmem.team.repo import Checkout, find_checkout, team_files
 from mdmem.team.trust import is_trusted
 
-__all__ = ["TEAM_NOTE", "TeamContext", "render_team", "team_context"]
+__all__ = ["TEAM_NOTE", "TeamContext", "render_team", "team_context", "untrusted_hint"]
 
 log = logging.getLogger("mdmem.team")
 
@@ -181,6 +181,21 @@ def team_context(
     except (OSError, MdmemError, ValueError, KeyError, TypeError) as exc:
         log.warning("team memory not read: %s", exc)
         return TeamContext("error")
+
+
+def untrusted_hint(cwd: str | os.PathLike[str] | None) -> str:
+    """A one-line hint for the person when ``cwd``'s repository has a team folder
+    they have not trusted ("" otherwise): shown at session start, never to the model."""
+    try:
+        checkout = find_checkout(cwd)
+        if checkout is None or not checkout.team_dir.is_dir() or is_trusted(checkout):
+            return ""
+    except OSError:
+        return ""
+    return (
+        f"{checkout.name} has team memory (.mdmem/team) your agent does not read yet: "
+        "run `mdmem team trust` in it to let it in"
+    )
 
 
 def _context(

@@ -63,6 +63,17 @@ class Person:
         out = json.loads(result.output) if result.output.strip() else {}
         return str(out.get("hookSpecificOutput", {}).get("additionalContext", ""))
 
+    def session_start(self) -> Any:
+        raw = json.loads((HOOKS / "claude-code.session-start.json").read_text())
+        raw.update(cwd=str(self.clone))
+        result = CliRunner().invoke(
+            main,
+            ["--vault", str(self.vault), "hook", "session-start", "--host", "claude-code"],
+            input=json.dumps(raw),
+        )
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
     def remember(self, text: str, **kw: Any) -> str:
         with Vault.open(self.vault, agent=f"{self.name.lower()}-agent") as v:
             return v.remember(text, **kw).id
@@ -127,7 +138,10 @@ def test_propose_review_accept_pull_inject_blame_delete(team: tuple[Person, Pers
     assert bob.pull().returncode == 0
     # A freshly cloned repository is a stranger's text until Bob trusts it.
     assert "team memory" not in bob.hook().lower()
+    # Bob (not his agent) is told once a session how to let it in.
+    assert "run `mdmem team trust`" in bob.session_start()["systemMessage"]
     bob.team("trust")
+    assert "systemMessage" not in bob.session_start()
     [open_] = bob.team_json("review")["proposals"]
     assert open_["id"] == gotcha and open_["text"] == GOTCHA
     assert open_["captured_by"] == "agent ada-agent" and open_["proposed_by"] == "Ada"
