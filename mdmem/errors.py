@@ -208,3 +208,8 @@ class ScopeDeniedError(MdmemError):
 class VaultFileError(MdmemError):
     """A vault file mdmem must write to cannot be parsed (binary, bad UTF-8,
     malformed or oversized frontmatter, conflict markers); fix or move it."""
+
+
+class TeamError(MdmemError):
+    """The repository's team tier can't do what was asked: no repository, no team
+    folder, an id that is no proposal, a team file with uncommitted edits."""

@@ -17,6 +17,9 @@ would hide::
                 last session (mdmem.git.seen), then marked seen    (changes_chars)
     pending     with ``pending_channel``: the messages that waited for this
                 task (mdmem.memory.capture.pending), taken from the buffer once  (pending_n)
+    team        with ``repo``: the accepted team memories of that repository
+                relevant to the task, once the checkout is trusted
+                (mdmem.team.tier)                                   (team_k, team_chars)
 
 Sections show memories — text, date and citation — never a file's raw text,
 and only active ones (superseded, resolved and archived memories stay out).
@@ -35,6 +38,7 @@ joins the non-empty sections into one prompt string.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -49,6 +53,7 @@ from mdmem.memory.capture.pending import render_pending
 from mdmem.models import KINDS, Hit, Memory, one_line
 from mdmem.recall.asdata import data_line, fence, instruction_like, warning
 from mdmem.recall.instructions import instruction_cues
+from mdmem.team.tier import team_context
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -82,6 +87,8 @@ class PromptBudgets:
     changes_chars: int = 2000  # "what changed since the last session", at session start
     pending_n: int = 20  # waiting messages handed to a task at most (as recent_n)
     pending_chars: int = 3000
+    team_k: int = 3  # team memories of the repository (with ``repo``)
+    team_chars: int = 1500
     total_chars: int = 0  # all sections together at most (0: only each section's own)
 
     def __post_init__(self) -> None:
@@ -114,6 +121,7 @@ _ORDER = (
     "journal",
     "episodes",
     "semantic",
+    "team",
     "recent",
     "thread",
 )
@@ -123,6 +131,7 @@ _TITLES = {
     "journal": "## Journal",
     "episodes": "## Relevant Episodes",
     "semantic": "## Recalled Memory",
+    "team": "## Team Memory (accepted by teammates)",
     "recent": "## Recent Memory",
     "thread": "## Thread Context",
     "changes": "## Changed since your last session",
@@ -421,6 +430,7 @@ def prompt_context(
     pending_channel: str | None = None,
     lean: bool = False,
     prefetch_method: str | None = None,
+    repo: str | os.PathLike[str] | None = None,
     **budgets: int,
 ) -> PromptContext:
     """Assemble the memory context for ``task`` (see the module docstring).
@@ -439,7 +449,9 @@ def prompt_context(
     retrieval; the sections are there, empty. ``prefetch_method``: "recall"
     (the top memories in the semantic section) or "reflect" (an LLM synthesis
     of them there, titled "## Memory Synthesis"; recall when none can run);
-    default ``[recall] prefetch_method``.
+    default ``[recall] prefetch_method``. ``repo``: a folder the agent works
+    in; its repository's team tier, if the person trusts that checkout, adds
+    the ``team`` section (:mod:`mdmem.team`).
     """
     method = check_method(prefetch_method, vault)
     if not isinstance(lean, bool):
@@ -487,6 +499,9 @@ def prompt_context(
     else:
         sections["semantic"] = _build_ranked(a, "semantic", semantic)
     sections["recent"] = _build_ranked(a, "recent", found["recent"])
+    if repo is not None:
+        team = team_context(repo, task, vault.admin.state_dir, k=a.b.team_k)
+        sections["team"] = a.section("team", team.lines)
     return PromptContext(
         task=task.strip(),
         contact=contact,

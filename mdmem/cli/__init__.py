@@ -2,7 +2,7 @@
 
 The contract verbs are top-level commands (``commands``, ``consolidation``);
 everything else sits in a noun group named after the vault's desk it calls:
-``session``, ``git``, ``admin``, ``library``, ``contacts``, ``usefulness``,
+``session``, ``git``, ``admin``, ``library``, ``contacts``, ``usefulness``, ``team``,
 plus the front doors ``hook``/``hooks``, ``server`` and ``serve``. ``context``
 holds what every command shares (the group, the vault, output, one-line errors,
 and the pre-0.1 command names that still answer as hidden aliases).
@@ -20,6 +20,7 @@ from mdmem.cli import (
     projects,
     serve,
     sessions,
+    team,
     usefulness,
     warm,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "projects",
     "serve",
     "sessions",
+    "team",
     "usefulness",
     "warm",
 ]

@@ -45,19 +45,29 @@ if TYPE_CHECKING:
 
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["driver_config", "merge_blocks", "merge_texts"]
+__all__ = ["driver_command", "driver_config", "merge_blocks", "merge_texts"]
 
 
-def driver_config(store: MemoryStore) -> list[str]:
-    """``-c`` settings that make git merge markdown with the block-aware driver."""
-    folder, module = _driver_module(store.state_dir)
+def driver_command(state_dir: Path) -> str:
+    """The shell command git runs as the driver (its arguments follow: mode %O %A %B %P).
+
+    Modes: ``union`` (append-only files), ``default`` (the ledgers by name),
+    ``blocks`` (any file of memory lines, such as a repository's team tier:
+    git's line merge, then the strict block merge where that conflicts).
+    """
+    folder, module = _driver_module(state_dir)
     # A module (not a script) so Python caches its bytecode: git starts the
     # driver once per merged file, and compiling it each time doubled that.
     program = (
         f"import sys; sys.path.insert(0, {str(folder)!r}); "
         f"from {module} import _driver_main; sys.exit(_driver_main(sys.argv))"
     )
-    command = f"{shlex.quote(sys.executable)} -S -I -c {shlex.quote(program)}"
+    return f"{shlex.quote(sys.executable)} -S -I -c {shlex.quote(program)}"
+
+
+def driver_config(store: MemoryStore) -> list[str]:
+    """``-c`` settings that make git merge markdown with the block-aware driver."""
+    command = driver_command(store.state_dir)
     append = []
     for name in (APPEND_DRIVER, *LEGACY_APPEND_DRIVERS):
         append += [
@@ -347,7 +357,7 @@ def _merge_paths(
     ``line_merge`` is git's line merge (``git merge-file``).
     """
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    blockwise = mode == "union" or (name in _LEDGER_NAMES and path.endswith(".md"))
+    blockwise = mode in ("union", "blocks") or (name in _LEDGER_NAMES and path.endswith(".md"))
     if mode == "union":
         texts = _read_texts(base, ours, theirs)
         result = merge_blocks(texts[0], texts[1], texts[2], items=False, strict=False)

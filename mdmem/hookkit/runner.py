@@ -97,6 +97,7 @@ from mdmem.recall.asdata import (
 )
 from mdmem.recall.instructions import instruction_cues
 from mdmem.store.inputs import MAX_MEMORY_CHARS
+from mdmem.team.tier import team_context, untrusted_hint
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -173,6 +174,8 @@ def run_event(
             entry["policy_notes"] = list(policy.notes)
             if event == "session-start":  # once a session, where a person will see it
                 notice = "mdmem policy: " + "; ".join(policy.notes)[:300]
+        if event == "session-start" and (hint := untrusted_hint(inp.cwd)):
+            notice = "; ".join(n for n in (notice, hint) if n)
         if not policy.enabled:
             entry["skipped"] = "disabled by policy"
         else:
@@ -380,8 +383,12 @@ class _Run:
             recency_weight=self.vault.settings.recall.recency_weight,
         )
         lines = [(h.id, self._line(h, h.citation)) for h in items]
+        # The repository's team tier (read from the working tree only, once trusted).
+        team = team_context(self.inp.cwd, prompt[:2000], self.vault.admin.state_dir)
+        self.entry["team"] = {"status": team.status, "ids": [i.id for i in team.items]}
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
-        text, ids = _fit(title, [("", lines)], self.policy.prompt_tokens)
+        sections = [("", lines), (team.heading, team.lines)]
+        text, ids = _fit(title, sections, self.policy.prompt_tokens)
         chosen = set(ids)
         self.entry.update(
             degraded=degraded,
