@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from mdmem import Vault
 from mdmem.cli import main
 
-HOOKS = Path(__file__).parent.parent / "agent" / "data" / "hooks"
+HOOKS = Path(__file__).parent.parent / "hookkit" / "data" / "hooks"
 GOTCHA = "The payments service needs PAYMENTS_SANDBOX=1 in its tests, or charges hit Stripe."
 PROMPT = "Why do the payments service tests charge real cards? Check PAYMENTS_SANDBOX."
 # A GitHub token shape the secret guard knows (made up, never valid).

@@ -15,8 +15,8 @@ from mdmem.files.blocks import validate_scope
 from mdmem.hookkit.policy import resolve_policy
 from mdmem.hookmain import answer_hook
 from mdmem.projects import trust
-from tests.agent.test_hostkit import payload, transcript_with
 from tests.conftest import git
+from tests.hookkit.test_runner import payload, transcript_with
 
 SECRET_PLAN = "We decided the api rollout goes to the blue cluster first, codename MARMALADE."
 
