@@ -299,8 +299,10 @@ def _gather(store: MemoryStore, memory_id: str) -> _Target:
         frontier = set(reached.removed | reached.regenerated) - known
         known |= frontier
         if not frontier:
-            # Copies that repeat the text but cite other sources go with it too.
-            purged = {t for i in reached.removed for t in graph.texts.get(i, ())}
+            # Copies that repeat the text but cite other sources go with it too
+            # (compared with what the links reach: one such copy is no new source).
+            linked = graph.affected({memory_id}, remove=True).removed
+            purged = {t for i in linked for t in graph.texts.get(i, ())}
             touched = reached.removed | reached.regenerated
             wrong = miscited(graph, store.catalog.blocks(memories_only=True), purged, touched)
             roots |= wrong

@@ -149,7 +149,7 @@ def miscited(
     purged one. A fact, bug fix or other copy counts as the purged text's
     copy when it holds one of its lines, or when it came from a consolidation
     the purged text was part of (its episode is touched) and repeats its
-    content words (:func:`is_copy_of`).
+    content words (:func:`is_copy_of`) more than it repeats any source it cites.
     """
     raw = Sweep.of(purged, mark="")
     found = set()
@@ -157,11 +157,20 @@ def miscited(
         piece = graph.pieces.get(block.id)
         if block.id in touched or piece is None or piece.rule not in _COPY_RULES:
             continue
-        if raw.found_in(block.text.encode("utf-8", "surrogateescape")) or (
-            piece.episode in touched and is_copy_of(block.text, purged)
-        ):
+        if raw.found_in(block.text.encode("utf-8", "surrogateescape")):
             found.add(block.id)
+        elif piece.episode in touched and is_copy_of(block.text, purged):
+            # Only when its own sources explain it less than the purged text
+            # does: a fact drawn from a turn that says much the same stays.
+            cited = [t for i in graph.sources(block.id) for t in graph.texts.get(i, ())]
+            if _shared(block.text, purged) > _shared(block.text, cited):
+                found.add(block.id)
     return found
+
+
+def _shared(text: str, others: Iterable[str]) -> int:
+    mine = words(text)
+    return max((len(mine & words(o)) for o in others), default=0)
 
 
 _COPY_RULES = frozenset({"fact", "fix", "copy"})

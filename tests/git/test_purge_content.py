@@ -93,10 +93,21 @@ def _plant_everywhere(vault: Vault) -> None:
     git(root, "tag", "-a", "v1", "-m", f"release one\n\nNote to self: {SECRET}", human=True)
     _commit_on_branch(root, "side", "side.md", f"On a branch:\n{SECRET}\n", "side work")
     git(root, "notes", "add", "-m", f"reviewed; {SECRET}", "HEAD", human=True)
+    # A plain-text file, and a note that said it once and was deleted since.
+    (root / "notes" / "todo.txt").write_text(f"- [ ] {SECRET}\n- [ ] call Bea\n")
+    gone = root / "notes" / "old.md"
+    gone.write_text(f"Once: {SECRET}\n")
+    git(root, "add", "notes/todo.txt", "notes/old.md", human=True)
+    git(root, "commit", "-q", "-m", "todo and an old note", human=True)
+    git(root, "rm", "-q", "notes/old.md")
+    git(root, "commit", "-q", "-m", "drop the old note", human=True)
     scratch = root / "notes" / "scratch.md"
     scratch.write_text(f"a stash of: {SECRET}\n")
     git(root, "add", "notes/scratch.md", human=True)
     git(root, "stash", "push", "-q", "-m", "scratch", human=True)
+    # A stash whose own message quotes it.
+    (root / "notes" / "plans.md").write_text("# Plans\n\nnothing yet\n")
+    git(root, "stash", "push", "-q", "-m", f"wip {SECRET}", human=True)
 
 
 def test_a_planted_text_is_gone_from_notes_bodies_tags_branches_stashes_and_git_notes(
@@ -126,7 +137,9 @@ def test_a_planted_text_is_gone_from_notes_bodies_tags_branches_stashes_and_git_
     # The note follows its commit, rewritten with a new sha.
     noted = git(vault.root, "log", "--format=%H", "--grep=my plans").split()[0]
     assert git(vault.root, "notes", "show", noted) == f"reviewed; {PURGED}\n"
-    assert len(git(vault.root, "stash", "list").splitlines()) == 1
+    stashes = git(vault.root, "stash", "list").splitlines()
+    assert len(stashes) == 2 and f"wip {PURGED}" in stashes[0] and "scratch" in stashes[1]
+    assert (vault.root / "notes" / "todo.txt").read_text() == f"- [ ] {PURGED}\n- [ ] call Bea\n"
     assert vault.get(keep.id).text == "The garden gate code is 1234 and nothing else."
     subprocess.run(["git", "fsck", "--strict"], cwd=vault.root, check=True, capture_output=True)
 
@@ -163,6 +176,40 @@ def test_a_copy_citing_the_wrong_source_goes_with_the_purged_text(
     assert wrong.id in purged.derived
     assert vault.get(by_text["The user's manager is Joao."].id).text.endswith("Joao.")
     assert "dark mode" in (vault.root / "USER.md").read_text()
+
+
+def test_a_fact_its_own_source_explains_stays_though_it_sounds_like_the_purged_one(
+    tmp_path: Path, server: ScriptedOpenAIServer, model: FakeModel
+) -> None:
+    def consolidate(blocks: dict[str, str]) -> dict[str, Any]:
+        return {
+            "summary": "Alice likes dark mode.",
+            "facts": [
+                {"text": "The user prefers dark mode in every terminal.", "sources": [2]},
+                {"text": "The user prefers dark mode in every editor.", "sources": [1]},
+                {"text": "The user's manager is Joao.", "sources": [4]},
+            ],
+            "pending": [],
+            "preferences": [],
+            "tone": "brisk",
+            "confidence": 0.9,
+        }
+
+    model.consolidate = consolidate
+    vault = llm_vault(tmp_path, server)
+    s = vault.session("s2", source="cli", contact="alice")
+    s.record("user", "Good morning.")
+    s.record("user", "Dark mode in every terminal too, please.")
+    editor = s.record("user", "I prefer dark mode in every editor, always.").id
+    s.record("user", "Also, my manager is Joao.")
+    facts = {m.text: m for m in vault.consolidate().facts}
+    terminal = facts["The user prefers dark mode in every terminal."]
+    miscited = facts["The user prefers dark mode in every editor."]  # cites "Good morning."
+
+    purged = vault.git.purge(editor, confirm=True)
+
+    assert miscited.id in purged.derived and terminal.id not in purged.derived
+    assert vault.get(terminal.id).text == "The user prefers dark mode in every terminal."
 
 
 def _md(vault: Vault) -> list[Path]:
