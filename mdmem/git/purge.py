@@ -25,10 +25,17 @@
   commits, pseudo-refs and ``rr-cache`` removed, unreachable objects pruned;
   the keyword index is rebuilt, the manifest vacuumed and the time-travel
   snapshots dropped.
-* **Checked**: afterwards each text the purge removed (long enough to be
-  told apart, and no longer in any file of the vault) is looked for in every
-  git object, every file under ``.git`` and the state dir; any place still
-  holding it is named in a :class:`~mdmem.errors.PurgeIncompleteError`.
+* **By content** (:mod:`mdmem.git.sweep`): a fact or other copy that
+  repeats the text but cites other sources goes as a copy; any other quote
+  of the text (its lines in any case, spacing or markdown escaping) - in a
+  person's note, any file of any ref, a commit body, a tag message, a git
+  note, a stash message - reads ``[PURGED]``: today's files through the
+  writer, older versions in the history rewrite. Git notes follow their
+  rewritten commits; the embedding cache keeps only vectors a block says.
+* **Checked**: afterwards the same search runs over every git object, every
+  file of the vault (``.git`` included) and the state dir; any place still
+  holding the text is named in a :class:`~mdmem.errors.PurgeIncompleteError`
+  (words another memory says are that memory's, ``also_in``, and not searched).
 
 The rewrite streams ``git fast-export | rewrite | git fast-import`` (git
 plumbing, always available) and keeps the number of commits. ``git
@@ -59,7 +66,7 @@ from mdmem.git.leftovers import check_gone, expire_and_prune, move_notes
 from mdmem.git.provenance import clear_blame_cache
 from mdmem.git.purge_files import rewrite_file
 from mdmem.git.revisions import parsed_at
-from mdmem.git.sweep import Sweep, is_copy_of, miscited
+from mdmem.git.sweep import Sweep, is_copy_of, miscited, read_bytes
 from mdmem.index.blocktext import embed_key
 from mdmem.index.progress import Progress, silent
 from mdmem.models import first_line, one_line
@@ -71,11 +78,9 @@ from mdmem.store.derived import (
     front_ids,
     is_episode_note,
 )
-from mdmem.store.editors import Edit, Editor
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
-    from mdmem.files.textfile import TextFile
     from mdmem.store.memories import MemoryStore
 
 __all__ = [
@@ -443,7 +448,7 @@ def _forget_now(store: MemoryStore, target: _Target, sweep: Sweep) -> bool:
         ):
             files.add(path)
     # A person's note (or any file) quoting the text: the quote reads [PURGED].
-    holding = {p for p in store.catalog.files if sweep.found_in(_read_file(store, p))}
+    holding = {p for p in store.catalog.files if sweep.found_in(read_bytes(store.root / p))}
     files |= holding
     if not files:
         return False
@@ -462,27 +467,9 @@ def _forget_now(store: MemoryStore, target: _Target, sweep: Sweep) -> bool:
         for path in sorted(files):
             tx.apply(path, rewrite.editor(), subject, [])
             if path in holding:
-                tx.apply(path, _redactor(sweep), subject, [])
+                tx.apply(path, sweep.editor(), subject, [])
         tx.set_message(subject, trailers)
     return memory_id in present
-
-
-def _read_file(store: MemoryStore, path: str) -> bytes:
-    try:
-        return (store.root / path).read_bytes()
-    except OSError:
-        return b""
-
-
-def _redactor(sweep: Sweep) -> Editor:
-    def edit(tf: TextFile, parsed: object) -> Edit:
-        text = tf.text
-        new = sweep.redact_text(text)
-        if new != text:
-            tf.lines = new.splitlines(keepends=True)
-        return Edit()
-
-    return edit
 
 
 def _mentioned_in(store: MemoryStore, target: _Target, forms: Collection[str]) -> tuple[str, ...]:

@@ -34,13 +34,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.store.derived import COPY_SHARE, words
+from mdmem.store.editors import Edit, Editor
 
 if TYPE_CHECKING:
+    from mdmem.files import blocks as blk
+    from mdmem.files.textfile import TextFile
     from mdmem.models import Block
     from mdmem.store.derived import Provenance
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["MIN_CHARS", "Sweep", "holders", "is_copy_of", "miscited"]
+__all__ = ["MIN_CHARS", "Sweep", "holders", "is_copy_of", "miscited", "read_bytes"]
 
 # A line shorter than this is not searched for: "ok" sits inside other words
 # everywhere, and the memory's own block was removed by its id anyway.
@@ -110,6 +113,18 @@ class Sweep:
         if not self.needles:
             return text
         return self._compiled[0].sub(self.mark, text)
+
+    def editor(self) -> Editor:
+        """:meth:`redact_text` as an editor for the writer's transaction (today's files)."""
+
+        def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+            text = tf.text
+            new = self.redact_text(text)
+            if new != text:
+                tf.lines = new.splitlines(keepends=True)
+            return Edit()
+
+        return edit
 
 
 def _pattern(line: str) -> str:
@@ -187,7 +202,7 @@ def holders(store: MemoryStore, sweep: Sweep) -> list[str]:
     places = list(_objects_holding(store, sweep))
     for base in (store.root, store.state_dir):
         for path in _files_under(base, skip=git_dir / "objects"):
-            if sweep.found_in(_read(path)):
+            if sweep.found_in(read_bytes(path)):
                 places.append(_shown(store, path))
     return places
 
@@ -209,7 +224,8 @@ def _files_under(base: Path, *, skip: Path) -> Iterator[Path]:
             yield path
 
 
-def _read(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; none when it can't be read (gone meanwhile, a socket)."""
     try:
         return path.read_bytes()
     except OSError:
