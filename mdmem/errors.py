@@ -176,6 +176,8 @@ class GitError(MdmemError):
 class PurgeIncompleteError(GitError):
     """A purge rewrote what it knew how to, but the text is still somewhere it names."""
 
+    places: tuple[str, ...] = ()  # every holder left, the message shows the first few
+
 
 class IndexError_(MdmemError):  # noqa: N801, N818 - must not shadow the builtin IndexError
     """A derived index (keyword, vector, manifest) is unusable; reindex rebuilds it."""

@@ -171,7 +171,11 @@ def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json
 @json_option
 @click.pass_obj
 def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
-    """Forget a memory and erase its text from every commit (rewrites history)."""
+    """Forget a memory and erase its text from every commit (rewrites history).
+
+    Afterwards the text is searched for in every file, git object and cache;
+    each place still holding it is named and the command fails.
+    """
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
         result = vault.git.purge(memory_id, confirm=yes, progress=progress)
@@ -187,6 +191,8 @@ def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
             click.echo(f"written again from their other sources: {', '.join(result.regenerated)}")
         for old, new in result.renamed:
             click.echo(f"renamed {old} -> {new} (its name came from the purged text)")
+        for place in result.cleaned:
+            click.echo(f"redacted where it was quoted: {place}")
         if result.also_in:
             click.echo(
                 f"the text also appears in {', '.join(result.also_in)}: "

@@ -25,10 +25,17 @@
   commits, pseudo-refs and ``rr-cache`` removed, unreachable objects pruned;
   the keyword index is rebuilt, the manifest vacuumed and the time-travel
   snapshots dropped.
-* **Checked**: afterwards each text the purge removed (long enough to be
-  told apart, and no longer in any file of the vault) is looked for in every
-  git object, every file under ``.git`` and the state dir; any place still
-  holding it is named in a :class:`~mdmem.errors.PurgeIncompleteError`.
+* **By content** (:mod:`mdmem.git.sweep`): a fact or other copy that
+  repeats the text but cites other sources goes as a copy; any other quote
+  of the text (its lines in any case, spacing or markdown escaping) - in a
+  person's note, any file of any ref, a commit body, a tag message, a git
+  note, a stash message - reads ``[PURGED]``: today's files through the
+  writer, older versions in the history rewrite. Git notes follow their
+  rewritten commits; the embedding cache keeps only vectors a block says.
+* **Checked**: afterwards the same search runs over every git object, every
+  file of the vault (``.git`` included) and the state dir; any place still
+  holding the text is named in a :class:`~mdmem.errors.PurgeIncompleteError`
+  (words another memory says are that memory's, ``also_in``, and not searched).
 
 The rewrite streams ``git fast-export | rewrite | git fast-import`` (git
 plumbing, always available) and keeps the number of commits. ``git
@@ -52,13 +59,15 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
-from mdmem.errors import GitError, InvalidInputError, MemoryNotFoundError, Spelled
+from mdmem.errors import GitError, IndexError_, InvalidInputError, MemoryNotFoundError, Spelled
 from mdmem.files.ids import normalize_id
 from mdmem.git import timetravel
-from mdmem.git.leftovers import check_gone, expire_and_prune
+from mdmem.git.leftovers import check_gone, expire_and_prune, move_notes
 from mdmem.git.provenance import clear_blame_cache
 from mdmem.git.purge_files import rewrite_file
 from mdmem.git.revisions import parsed_at
+from mdmem.git.sweep import Sweep, is_copy_of, miscited, read_bytes
+from mdmem.index.blocktext import embed_key
 from mdmem.index.progress import Progress, silent
 from mdmem.models import first_line, one_line
 from mdmem.store.derived import (
@@ -108,6 +117,8 @@ class PurgeResult:
     episodes: tuple[str, ...] = ()  # episodes and summaries it was a source of
     regenerated: tuple[str, ...] = ()  # copies written again from their other sources
     renamed: tuple[tuple[str, str], ...] = ()  # notes whose file name came from the text
+    # Places the content search found the text in and redacted (notes, messages, refs...).
+    cleaned: tuple[str, ...] = ()
 
 
 @dataclass
@@ -180,7 +191,8 @@ def purge(
     with store.writer.writing():
         tell("purge", 0, 3)
         target = _gather(store, memory_id)
-        forgotten_now = _forget_now(store, target)
+        sweep = _sweep_of(store, target)
+        forgotten_now = _forget_now(store, target, sweep)
         store.refresh()
         forms = message_forms(target.texts(target.touched))
         also_in = _mentioned_in(store, target, message_forms(target.texts(target.removed)))
@@ -188,7 +200,7 @@ def purge(
         before = set(_all_commits(store))
         old_head = store.git.head()
         stashes = _hold_stashes(store)
-        rewriter = _Rewriter(target, forms, own)
+        rewriter = _Rewriter(target, forms, own, sweep)
         tell("purge", 1, 3)
         try:
             _rewrite_history(store, rewriter, old_head)
@@ -199,7 +211,7 @@ def purge(
             raise
         tell("purge", 2, 3)
         expire_and_prune(store)
-        _restore_stashes(store, stashes, forms, own)
+        _restore_stashes(store, stashes, forms, own, sweep)
         after = _all_commits(store)
         store.git.forget_tracked()
         clear_blame_cache()
@@ -213,7 +225,11 @@ def purge(
     store.indexer.manifest.scrub()
     shutil.rmtree(store.state_dir / "asof", ignore_errors=True)
     timetravel.forget_snapshots(store)
-    check_gone(store, target.memory_id, target.texts(target.removed))
+    try:
+        dropped, left = _drop_cached_vectors(store), []
+    except IndexError_ as exc:
+        dropped, left = 0, [f"embedding cache ({exc})"]
+    check_gone(store, target.memory_id, sweep, left)
     affected = target.affected
     return PurgeResult(
         memory_id=memory_id,
@@ -230,7 +246,32 @@ def purge(
         episodes=tuple(sorted(_episodes(target))),
         regenerated=tuple(sorted(affected.regenerated)),
         renamed=tuple(sorted(target.rewrite.renames.items())),
+        cleaned=(
+            *sorted(rewriter.cleaned),
+            *([f"embedding cache ({dropped} vectors dropped)"] if dropped else []),
+        ),
     )
+
+
+def _sweep_of(store: MemoryStore, target: _Target) -> Sweep:
+    """The purged text to search for: the lines of everything removed, and the lines of
+    regenerated copies' old text that repeat it; not what a kept memory still says."""
+    removed = target.texts(target.removed)
+    old = {
+        line
+        for text in target.texts(target.affected.regenerated)
+        for line in text.splitlines()
+        if is_copy_of(line, removed)
+    }
+    kept = [b.text for b in store.catalog.blocks(memories_only=True) if b.id not in target.touched]
+    return Sweep.of([*removed, *old], kept=kept, mark=PURGED)
+
+
+def _drop_cached_vectors(store: MemoryStore) -> int:
+    """Vectors of texts no block says any more leave the embedding cache, keys and all:
+    a cached key is the hash of a text, so it would confirm a guessed purged text."""
+    live = {embed_key(b) for b in store.catalog.blocks()}
+    return store.embedding.cache.keep_only(live)
 
 
 def _episodes(target: _Target) -> set[str]:
@@ -249,6 +290,7 @@ def _gather(store: MemoryStore, memory_id: str) -> _Target:
     """The memory, what was derived from it (any version, any ref), and the edits."""
     graph = Provenance.of(state.parsed for state in list(store.catalog.files.values()))
     tool_keys: dict[str, set[str]] = {}
+    roots = {memory_id}
     known = {memory_id}
     frontier = {memory_id}
     while frontier:
@@ -258,10 +300,20 @@ def _gather(store: MemoryStore, memory_id: str) -> _Target:
         _summaries_over(store, frontier, graph, tool_keys)
         if memory_id not in graph.texts:
             raise MemoryNotFoundError(f"no memory {memory_id} in the vault or its history")
-        reached = graph.affected({memory_id}, remove=True)
+        reached = graph.affected(roots, remove=True)
         frontier = set(reached.removed | reached.regenerated) - known
         known |= frontier
-    affected = graph.affected({memory_id}, remove=True)
+        if not frontier:
+            # Copies that repeat the text but cite other sources go with it too
+            # (compared with what the links reach: one such copy is no new source).
+            linked = graph.affected({memory_id}, remove=True).removed
+            purged = {t for i in linked for t in graph.texts.get(i, ())}
+            touched = reached.removed | reached.regenerated
+            wrong = miscited(graph, store.catalog.blocks(memories_only=True), purged, touched)
+            roots |= wrong
+            frontier = wrong - known
+            known |= frontier
+    affected = graph.affected(roots, remove=True)
     rewrite = (store.regenerate or marked_rewrite)(graph, affected, PURGED)
     target = _Target(memory_id, graph, affected, rewrite, tool_keys)
     target.raw_paths = _raw_outputs(store, target)
@@ -373,7 +425,7 @@ def _raw_outputs(store: MemoryStore, target: _Target) -> set[str]:
     return {p for p in paths if PurePosixPath(p).name in names}
 
 
-def _forget_now(store: MemoryStore, target: _Target) -> bool:
+def _forget_now(store: MemoryStore, target: _Target, sweep: Sweep) -> bool:
     """One commit: today's files as the rewritten history will hold them.
 
     Removed blocks leave, copies read their regenerated text. (A note that
@@ -395,6 +447,9 @@ def _forget_now(store: MemoryStore, target: _Target) -> bool:
             for i in front_ids(meta, key)
         ):
             files.add(path)
+    # A person's note (or any file) quoting the text: the quote reads [PURGED].
+    holding = {p for p in store.catalog.files if sweep.found_in(read_bytes(store.root / p))}
+    files |= holding
     if not files:
         return False
     memory_id = target.memory_id
@@ -411,6 +466,8 @@ def _forget_now(store: MemoryStore, target: _Target) -> bool:
         # what the rewritten history holds.
         for path in sorted(files):
             tx.apply(path, rewrite.editor(), subject, [])
+            if path in holding:
+                tx.apply(path, sweep.editor(), subject, [])
         tx.set_message(subject, trailers)
     return memory_id in present
 
@@ -576,8 +633,17 @@ class _Rewriter:
     note changes its path in every commit.
     """
 
-    def __init__(self, target: _Target, forms: Collection[str], own: set[str]) -> None:
+    def __init__(
+        self, target: _Target, forms: Collection[str], own: set[str], sweep: Sweep
+    ) -> None:
         self.rewrite = target.rewrite
+        self.sweep = sweep
+        # What the content search redacted: blobs (by mark) until a commit
+        # names their path, then "<ref>:<path>"; messages of commits and tags.
+        self.redacted: set[bytes] = set()
+        self.cleaned: set[str] = set()
+        self.ref = ""
+        self.commits: dict[str, str] = {}  # a commit's mark -> its sha before the rewrite
         self.forms = forms
         self.own = own
         # A block names its id after a caret; an export row quotes it.
@@ -601,7 +667,7 @@ class _Rewriter:
         self.messages = 0
 
     def stream(self, src: IO[bytes], dst: IO[bytes]) -> None:
-        command, sha = b"", ""
+        command, sha, name, commit_mark = b"", "", "", ""
         blob: list[bytes] | None = None
         mark = b""
         back: bytes | None = None
@@ -621,12 +687,22 @@ class _Rewriter:
                         after = src.readline()
                         back = None if after == b"\n" else after
                     else:
+                        redacted = self.sweep.redact(payload)
+                        if redacted is not payload:
+                            self.redacted.add(mark)
+                            self.blobs += 1
                         dst.write(b"".join(blob))
-                        _write_data(dst, payload)
+                        _write_data(dst, redacted)
                     blob = None
                     continue
                 if command == b"commit":
                     payload = self.message(payload, sha)
+                elif command == b"tag":
+                    redacted = self.sweep.redact(payload)
+                    if redacted is not payload:
+                        self.cleaned.add(f"message of tag {name}")
+                        self.messages += 1
+                    payload = redacted
                 _write_data(dst, payload)
                 continue
             if blob is not None:
@@ -636,8 +712,15 @@ class _Rewriter:
                 continue
             if line.startswith(b"original-oid "):
                 sha = line[13:].strip().decode("ascii")
+                if command == b"commit" and commit_mark:
+                    self.commits[commit_mark] = sha
+            elif command == b"commit" and line.startswith(b"mark "):
+                commit_mark = line[5:].strip().decode("ascii")
             elif line[:1].isalpha() and line.split(b" ", 1)[0].strip() in _COMMANDS:
                 command, sha = line.split(b" ", 1)[0].strip(), ""
+                name = line.partition(b" ")[2].strip().decode("utf-8", "surrogateescape")
+                if command == b"commit":
+                    self.ref, commit_mark = name, ""
             if command == b"commit" and self.file_change(line, dst):
                 continue
             if command == b"tag" and line.startswith(b"from ") and line[5:].strip() in self.held:
@@ -667,6 +750,8 @@ class _Rewriter:
         name = _unquote_path(path)
         if name in self.raw_paths:
             return True  # the raw output never existed
+        if ref in self.redacted:
+            self.cleaned.add(f"{self.ref}:{name}")
         moved = self.renames.get(path, path)
         if ref not in self.held:
             if moved == path:
@@ -686,6 +771,11 @@ class _Rewriter:
         if key not in self.done:
             data = self.held[ref]
             new = rewrite_file(path, data, self.rewrite, self.spans, self.raw_paths)
+            if new is not None:
+                swept = self.sweep.redact(new)
+                if swept is not new:
+                    self.cleaned.add(f"{self.ref}:{path}")
+                new = swept
             self.blobs += new != data
             self.done[key] = new
         return self.done[key]
@@ -695,6 +785,10 @@ class _Rewriter:
         new = scrub_message(text, self.forms, own=sha in self.own, own_commits=self.own)
         for old, moved in self.paths.items():
             new = new.replace(old, moved)
+        swept = self.sweep.redact_text(new)
+        if swept != new:
+            self.cleaned.add(f"message of commit {sha[:12]} ({self.ref})")
+        new = swept
         self.messages += new != text
         return new.encode("utf-8", "surrogateescape")
 
@@ -729,6 +823,7 @@ def _rewrite_history(store: MemoryStore, rewriter: _Rewriter, old_head: str | No
     """fast-export | rewriter | fast-import --force; then move the files to the new tree."""
     store.state_dir.mkdir(parents=True, exist_ok=True)
     with (
+        tempfile.TemporaryDirectory(dir=store.state_dir) as marks_dir,
         tempfile.TemporaryFile(dir=store.state_dir) as err_out,
         tempfile.TemporaryFile(dir=store.state_dir) as err_in,
     ):
@@ -746,6 +841,7 @@ def _rewrite_history(store: MemoryStore, rewriter: _Rewriter, old_head: str | No
             "fast-import",
             "--force",
             "--quiet",
+            f"--export-marks={Path(marks_dir) / 'marks'}",
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=err_in,
@@ -764,6 +860,13 @@ def _rewrite_history(store: MemoryStore, rewriter: _Rewriter, old_head: str | No
                 (err_out.read() + err_in.read()).decode("utf-8", "replace").strip().splitlines()
             )
             raise GitError(f"history rewrite failed: {message[0] if message else 'exit status'}")
+        marks = (Path(marks_dir) / "marks").read_text(encoding="ascii").split()
+    moved = {
+        rewriter.commits[mark]: new
+        for mark, new in zip(marks[::2], marks[1::2], strict=True)
+        if mark in rewriter.commits and rewriter.commits[mark] != new
+    }
+    move_notes(store, moved)
     new_head = store.git.run("rev-parse", "--verify", "HEAD")
     if old_head and new_head != old_head:
         # Move index and files from the old tree to the rewritten one (a two-way
@@ -795,7 +898,7 @@ def _hold_stashes(store: MemoryStore) -> list[str]:
 
 
 def _restore_stashes(
-    store: MemoryStore, messages: list[str], forms: Collection[str], own: set[str]
+    store: MemoryStore, messages: list[str], forms: Collection[str], own: set[str], sweep: Sweep
 ) -> None:
     if not messages:
         return
@@ -803,7 +906,8 @@ def _restore_stashes(
     for n, message in enumerate(messages):
         ref = f"{_HELD_STASH}{n}"
         sha = store.git.run("rev-parse", "--verify", ref)
-        store.git.run("stash", "store", "-m", _scrub_quoted_commit(message, forms, own), sha)
+        message = sweep.redact_text(_scrub_quoted_commit(message, forms, own))
+        store.git.run("stash", "store", "-m", message, sha)
         store.git.run("update-ref", "-d", ref)
 
 

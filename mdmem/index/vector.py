@@ -861,6 +861,28 @@ class EmbeddingCache:
         except sqlite3.DatabaseError as e:
             raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
 
+    def keep_only(self, content_hashes: Collection[str]) -> int:
+        """Forget every vector whose hash is not in ``content_hashes``, leaving no trace.
+
+        Returns how many left. A purge calls this: a key is the hash of a
+        text, so a row kept for a purged text would confirm a guess of it;
+        VACUUM and a truncated WAL take the deleted rows' pages with them.
+        """
+        keep = set(content_hashes)
+        try:
+            with self._lock:
+                hashes = [h for (h,) in self._db.execute("SELECT DISTINCT hash FROM vectors")]
+                gone = [h for h in hashes if h not in keep]
+                for start in range(0, len(gone), 500):
+                    chunk = gone[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    self._db.execute(f"DELETE FROM vectors WHERE hash IN ({marks})", chunk)
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return len(gone)
+        except sqlite3.DatabaseError as e:
+            raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
+
     def __len__(self) -> int:
         try:
             with self._lock:
