@@ -244,7 +244,8 @@ class _Assembly:
         found = self.vault.recall(
             query, k=min(k, 200), kinds=kinds, scope=self.scopes, reader=self.reader, **controls
         )
-        return list(found.items)
+        # The relevance gate's items: none when nothing in the vault is relevant.
+        return found.relevant_items
 
     def newest(self, n: int, **filters: Any) -> list[Memory]:
         if n <= 0:
