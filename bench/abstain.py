@@ -69,9 +69,9 @@ CODING_GROUPS = 5
 # What each held-out fold's fit aims at on its training groups: silence this
 # share of the negatives of every set, and keep the median items under these.
 SILENCE = 0.92
-ITEMS = {"locomo": 7.0, "realtalk": 7.0, "coding": 3.0}
-RATIOS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
-MOSTS = (3, 4, 5, 6, 7, 8, 10, 13)
+ITEMS = {"locomo": 7.5, "realtalk": 7.5, "coding": 3.5}
+RATIOS = (0.0, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+MOSTS = (3, 4, 5, 6, 7, 8, 9, 10, 11, 13)
 
 
 @dataclass

@@ -8,9 +8,10 @@ ordinary coding question that shares "before" or "team" with a memory, got
 the nearest few anyway. The gate reads the finished ranking and answers:
 
 * :func:`features`: numbers that keep their meaning from a vault of ten
-  memories to one of thousands — how much of the query's IDF weight the best
-  hits hold (a query's rare words are what it is about), how much of it the
-  vault has never seen at all, the best cosine and how far it stands above
+  memories to one of thousands — how much of the IDF weight of the query's
+  words the vault knows the best hits hold (a query's rare words are what it
+  is about), how much of it the vault has never seen at all (weighed by how
+  big the vault is), the best cosine and how far it stands above
   the rest of the vault's cosines for this query, whether the keyword and
   vector sides agree on the best hit, its final score, and whether a rare
   exact identifier matched;
@@ -117,12 +118,17 @@ def features(g: GateInput) -> dict[str, float]:
     n = max(g.doc_count, 1)
     weight = {t: _idf(g.df.get(t, 0), n) for t in terms}
     total = sum(weight.values())
+    known = sum(w for t, w in weight.items() if g.df.get(t, 0) > 0)
     cover = 0.0
     absent = 0.0
-    if total > 0:
+    if known > 0:
         for held in g.hit_terms[:3]:
-            cover = max(cover, sum(w for t, w in weight.items() if t in held) / total)
-        absent = sum(w for t, w in weight.items() if g.df.get(t, 0) == 0) / total
+            cover = max(cover, sum(w for t, w in weight.items() if t in held) / known)
+    if total > 0:
+        # A word the vault never saw says the query is about something else only
+        # as far as the vault is big enough to have seen it: in five memories
+        # "work" is absent from a question about deploys that they answer.
+        absent = (total - known) / total * n / (n + GATE.absent_prior)
     cos = sorted((max(0.0, c) for c in g.cosines), reverse=True)
     cos1 = cos[0] if cos else 0.0
     # The rest of the vault's cosines for this query: a best match means
