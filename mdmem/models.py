@@ -181,6 +181,15 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class Relevance:
+    """The relevance gate's verdict on one recall (mdmem.recall.gate)."""
+
+    confidence: float  # the gate's probability that some hit is relevant
+    keep: int  # how many leading items are worth putting in front of a model (0: none)
+    features: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Recall:
     """The answer to a recall: ranked hits plus how they were produced."""
 
@@ -191,6 +200,19 @@ class Recall:
     took_ms: float = 0.0
     # Why the recall was degraded, one clause per missing part (None when it was not).
     degraded_reason: str | None = None
+    # The gate found nothing in the vault relevant to the query: ``items`` are
+    # the closest matches only, and hooks and prompt_context inject none of them.
+    nothing_relevant: bool = False
+    relevance: Relevance | None = None  # the gate's verdict (None: the gate did not run)
+
+    @property
+    def relevant_items(self) -> list[Hit]:
+        """The leading items the gate says are worth reading: none when nothing is relevant."""
+        if self.nothing_relevant:
+            return []
+        if self.relevance is None:
+            return list(self.items)
+        return list(self.items[: self.relevance.keep])
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.items)

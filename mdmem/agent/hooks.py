@@ -297,7 +297,7 @@ class MemoryHooks:
         except Exception as exc:
             log.warning("prefetch recall failed: %s: %s", type(exc).__name__, exc)
             return ""
-        if not result.items:
+        if not result.relevant_items:
             return ""
         return render_recalled(result, self.max_prompt_chars)
 

@@ -251,7 +251,8 @@ class _Assembly:
         found = self.reading.recall(
             query, k=min(k, 200), kinds=kinds, scope=self.scopes, **controls
         )
-        return list(found.items)
+        # The relevance gate's items: none when nothing in the vault is relevant.
+        return found.relevant_items
 
     def newest(self, n: int, **filters: Any) -> list[Memory]:
         if n <= 0:

@@ -403,6 +403,9 @@ def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
             )
         if not result.items:
             click.echo("no relevant memories")
+        elif result.nothing_relevant:
+            # The gate's answer first; the closest matches stay visible to audit it.
+            click.echo("nothing relevant (closest matches, below the relevance gate:)")
         for hit in result.items:
             where = f"lines {hit.line_start}-{hit.line_end}, {hit.kind}"
             click.echo(f"{hit.score:.3f}  {hit.citation}  ({where})")

@@ -50,7 +50,10 @@ class RelevanceCut:
 # questions about other people inject nothing). The grid's best caps at 13
 # items (REALTALK evidence 0.64); 10 keeps a margin under the median of 8.
 FITTED = RelevanceCut(gate=0.65, floor=0.0, ratio=0.7, max_items=10)
-# What the hook applies today: no cut. FITTED is not switched on because,
+# What the hook applies on top of recall's relevance gate (mdmem.recall.gate,
+# which decides "nothing relevant" and how many items are worth reading, for
+# recall, prompt_context and the hooks alike): no further cut. FITTED, a cut
+# of scores alone, was not switched on because,
 # measured through the hook (`bench/inject.py --cut none|fitted --only conv-30,
 # realtalk-Chat_3_Kevin_Paola`), it buys its items (13 -> 6, 11 -> 8.5) and its
 # silence on other people (0.00 -> 1.00) with evidence (0.77 -> 0.70 LoCoMo,

@@ -378,8 +378,10 @@ class _Run:
         elapsed_ms = (time.perf_counter() - self.started) * 1000
         if elapsed_ms > self.policy.prompt_latency_ms:
             self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
+        # The relevance gate's items (mdmem.recall.gate): none when nothing is relevant.
+        shown = [h for h in hits.relevant_items if h.kind != "tool_output"]
         items = relevance.relevant(
-            [h for h in hits.items if h.kind not in ("tool_output",) and not self._own_session(h)],
+            [h for h in shown if not self._own_session(h)],
             recency_weight=self.vault.settings.recall.recency_weight,
         )
         lines = [(h.id, self._line(h, h.citation)) for h in items]

@@ -725,6 +725,17 @@ class KeywordIndex:
         field = self._schema["text"]
         return frozenset(t for t in field.process_text(_norm_text(text), mode="index"))
 
+    def document_frequencies(self, terms: Collection[str]) -> tuple[int, dict[str, int]]:
+        """How many documents the index holds, and how many of them hold each of
+        ``terms`` in the text field (terms as :meth:`terms_of` gives them): what
+        the relevance gate weighs a query's words by (mdmem.recall.gate)."""
+
+        def run(searcher: Any) -> tuple[int, dict[str, int]]:
+            return searcher.doc_count(), {t: searcher.doc_frequency("text", t) for t in terms}
+
+        result: tuple[int, dict[str, int]] = self._read(run)
+        return result
+
     def rarest_terms(self, text: str, n: int, *, skip: Collection[str] = ()) -> list[str]:
         """The ``n`` terms of ``text`` (as the text field analyses it) that the
         fewest documents hold, at least two (a term only one block has finds

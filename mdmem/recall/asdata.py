@@ -177,7 +177,9 @@ def cite_recalled(
     the best one is shortened rather than leaving the block empty."""
     if max_chars < len(title) + 20:
         raise InvalidInputError(f"max_chars must be at least {len(title) + 20}")
-    if not recall.items:
+    # The relevance gate's items only (mdmem.recall.gate): none when nothing is relevant.
+    items = recall.relevant_items
+    if not items:
         return f"{title}\n\n(no relevant memories)\n", []
     kept: list[str] = []
     cited: list[Hit] = []
@@ -185,13 +187,13 @@ def cite_recalled(
     def size(lines: list[str]) -> int:
         return len(f"{title}\n\n{fence(lines)}\n")
 
-    for hit in recall.items:
+    for hit in items:
         line = data_line(hit, " ".join(hit.text.split()), hit.citation)
         if size([*kept, line]) <= max_chars:
             kept.append(line)
             cited.append(hit)
     if not kept:  # none fits whole: the best one, shortened
-        hit = recall.items[0]
+        hit = items[0]
         room = max_chars - size([data_line(hit, "", hit.citation)])
         if room >= 20:
             kept.append(data_line(hit, one_line(hit.text, room), hit.citation))

@@ -1,0 +1,49 @@
+"""The relevance gate's fitted constants (mdmem.recall.gate), in one place.
+
+Refit with ``python bench/abstain.py --fit`` (LoCoMo dev, the REALTALK dev
+chats and bench/data/coding-dev.json); it prints the held-out table and the
+constants to paste here. How they were fitted: see :data:`GATE`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["GATE", "GateConstants"]
+
+
+@dataclass(frozen=True)
+class GateConstants:
+    weights: dict[str, float] = field(default_factory=dict)  # logistic model, "bias" included
+    threshold: float = 0.5  # below it: nothing relevant
+    ratio: float = 0.0  # each next item scores at least this share of the best
+    most: int = 20  # at most this many items are worth reading
+    exact_most: int = 3  # a token held exactly by at most this many blocks lifts them
+    exact_vault: int = 200  # ...an ordinary-looking word only in a vault of this many blocks
+    # Blocks at which a word's absence counts half (chosen, not fitted): absence
+    # from a small vault says little (mdmem.recall.gate.features).
+    absent_prior: float = 50.0
+    # Keyword-only recall (no vectors): relevant when a best hit holds at least
+    # this share of the IDF weight of the query's words the vault knows (chosen,
+    # not fitted: the dev sets are measured hybrid, as the warm hook recalls).
+    keyword_cover: float = 0.5
+
+
+# Fitted by `python bench/abstain.py --vaults DIR --rows FILE --limit-questions 25
+# --others 15 --fit` on every group (546 prompts: 25 questions of each of the 5
+# LoCoMo and 5 REALTALK dev conversations and 15 questions of the next
+# conversation asked of each, and bench/data/coding-dev.json): logistic
+# weights with each set's positives and negatives weighing alike, the
+# threshold that silences 0.92 of every set's negatives, and the (ratio, most)
+# of a grid that keeps the most evidence with a median of at most 7.5 items on
+# the chat sets and 3.5 on the coding set. Held out (each conversation scored by
+# the gate fitted on the others; see docs/architecture.md, "What the prompt
+# hook injects"): evidence 0.59 LoCoMo / 0.54 REALTALK / 0.99 coding, median
+# items 7 / 7 / 3, strangers' and unrelated prompts silenced 1.00 / 0.92 / 1.00.
+GATE = GateConstants(
+    weights={"bias": -4.0006, "cover": 1.2076, "absent": -3.9101, "cos1": 1.1825,
+             "cos_gap": 2.4056, "agree": 0.3809, "score1": 5.9491, "exact": 0.5972},
+    threshold=0.5417,
+    ratio=0.4,
+    most=7,
+)  # fmt: skip

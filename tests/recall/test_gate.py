@@ -1,0 +1,161 @@
+"""The relevance gate: "nothing relevant" as an answer, a short list, exact identifiers first."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from mdmem import Vault
+from mdmem.hookkit.runner import run_event
+from mdmem.hookkit.policy import Policy
+from mdmem.recall import gate, pipeline
+from mdmem.recall.gate_weights import GATE
+
+MEMORIES = (
+    "Production deploys go out through the release pipeline every Tuesday at 14:00 UTC.",
+    "The card processor client timeout is 8 seconds; the gateway gives up at 10.",
+    "Amounts are stored as integer minor units (cents); never use floats for money.",
+    "The team standup is at 09:30 CET in the payments channel.",
+    "PAY-1234 tracks the double-charge bug on refunds issued within a minute of capture.",
+)
+
+
+@pytest.fixture
+def coding(tmp_path: Path) -> Vault:
+    vault = Vault.init(tmp_path / "coding", agent="test-agent")
+    with vault.batch():
+        for text in MEMORIES:
+            vault.remember(text)
+    return vault
+
+
+def _prompt(repo: Path, prompt: str) -> dict[str, object]:
+    return {
+        "session_id": "s",
+        "transcript_path": None,
+        "cwd": str(repo),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+
+
+def test_an_unrelated_question_is_answered_nothing_relevant(coding: Vault) -> None:
+    found = coding.recall("Write a regex that matches an email address.")
+    assert found.nothing_relevant
+    assert found.relevance is not None and found.relevance.keep == 0
+    assert found.relevant_items == []
+    assert "(no relevant memories)" in coding.context(
+        "Write a regex that matches an email address."
+    )
+
+
+def test_a_related_question_keeps_its_memory_first(coding: Vault) -> None:
+    found = coding.recall("What is the timeout of the card processor client?")
+    assert not found.nothing_relevant
+    assert found.relevance is not None and found.relevance.confidence >= GATE.threshold
+    kept = found.relevant_items
+    assert kept and "timeout is 8 seconds" in kept[0].text
+    assert len(kept) <= GATE.most
+
+
+def test_the_prompt_hook_answers_an_empty_object_when_nothing_is_relevant(
+    coding: Vault, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    policy = Policy()
+
+    def ask(prompt: str) -> dict[str, object]:
+        out = json.loads(
+            run_event(coding, "claude-code", "prompt-submit", _prompt(repo, prompt), policy)
+        )
+        assert isinstance(out, dict)
+        return out
+
+    assert ask("Explain Python decorators with an example.") == {}
+    related = ask("When do production deploys go out?")
+    assert "Tuesday at 14:00" in json.dumps(related)
+
+
+def test_a_rare_identifier_puts_its_block_in_the_top_three(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = Vault.init(tmp_path / "ids", agent="test-agent")
+    with vault.batch():
+        # Look-alikes that share every other word of the query.
+        for i in range(12):
+            vault.remember(f"The refund ticket status is pending review for merchant number {i}.")
+        target = vault.remember("PAY-4711 was closed after the double charge was fixed.")
+    query = "what is the refund ticket status of PAY-4711"
+    top = [h.id for h in vault.recall(query, k=5).items[:3]]
+    assert target.id in top
+    # Without the exact rule the look-alikes win: what the rule is for.
+    monkeypatch.setattr(pipeline, "GATE", replace(GATE, exact_most=0))
+    assert target.id not in [h.id for h in vault.recall(query, k=5).items[:3]]
+
+
+def test_exact_tokens_and_identifier_shapes() -> None:
+    assert gate.exact_tokens("Why does parse_config fail on src/pay/api.py?") == [
+        "Why",
+        "does",
+        "parse_config",
+        "fail",
+        "src/pay/api.py",
+    ]
+    for token in (
+        "E1234",
+        "ERR_CONN_RESET",
+        "PAY-1234",
+        "src/pay/api.py",
+        "parseConfig",
+        "9f3c2ab",
+    ):
+        assert gate.identifier_like(token), token
+    for token in ("before", "team", "Unit", "about", "A1"):
+        assert not gate.identifier_like(token), token
+    assert gate.holds_exactly("see PAY-1234 now", "pay-1234")
+    assert not gate.holds_exactly("see PAY-12345 now", "PAY-1234")
+    assert not gate.holds_exactly("src/pay/api.py.bak", "src/pay/api.py")
+
+
+def test_keep_stops_when_the_next_item_adds_little() -> None:
+    assert gate.keep([1.0, 0.95, 0.9, 0.3, 0.29], ratio=0.8, most=10) == 3
+    assert gate.keep([1.0, 0.95, 0.9, 0.85], ratio=0.5, most=2) == 2
+    assert gate.keep([], ratio=0.5, most=2) == 0
+
+
+def test_features_weigh_the_query_by_its_rare_words() -> None:
+    common = gate.features(
+        gate.GateInput(
+            query_terms=["team", "football", "favourite"],
+            doc_count=100,
+            df={"team": 30},
+            hit_terms=[{"team", "standup"}],
+            cosines=[0.3, 0.25, 0.2],
+            top_keyword_rank=1,
+            top_vector_rank=4,
+            top_score=0.4,
+            exact=False,
+        )
+    )
+    rare = gate.features(
+        gate.GateInput(
+            query_terms=["standup", "time"],
+            doc_count=100,
+            df={"standup": 1, "time": 20},
+            hit_terms=[{"team", "standup", "time"}],
+            cosines=[0.6, 0.25, 0.2],
+            top_keyword_rank=1,
+            top_vector_rank=1,
+            top_score=0.9,
+            exact=False,
+        )
+    )
+    # "football" and "favourite" are words this vault never saw: the query is
+    # about something else, however well "team" matches.
+    assert common["absent"] > 0.5
+    assert rare["cover"] == 1.0 and rare["absent"] == 0.0 and rare["agree"] == 1.0
+    assert gate.confidence(rare) > gate.confidence(common)
