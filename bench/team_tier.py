@@ -27,9 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import emit_json, median, print_table, scratch_dir
-from mdmem.hookkit.runner import run_event
 
 from mdmem import Vault
+from mdmem.hookkit.runner import run_event
 from mdmem.team import TeamFolder, team_context
 
 WORDS = [

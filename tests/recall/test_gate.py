@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
-from mdmem.hookkit.runner import run_event
 from mdmem.hookkit.policy import Policy
+from mdmem.hookkit.runner import run_event
 from mdmem.recall import gate, pipeline
 from mdmem.recall.gate_weights import GATE
 
