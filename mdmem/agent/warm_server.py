@@ -62,7 +62,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from mdmem.agent.hostformats import render_output
 from mdmem.agent.hostproc import is_alive
+from mdmem.agent.projectpolicy import policy_to_json, resolve_route
 from mdmem.agent.warm import (
     PROTOCOL,
     ServerPaths,
@@ -780,15 +782,36 @@ def hook_method(
     except ImportError:
         raise InvalidInputError("this mdmem has no hook kit (mdmem.agent.hostkit)") from None
     probe = params.get("probe")
+    policy = params.get("policy")
+    if "route" in params:  # mdmem.hookclient: the server decides as the hook process would
+        routed = hook_route(vault, params)
+        if isinstance(routed, str):
+            return routed
+        policy = routed
     return hostkit.run_event(
         vault,
         params.get("host"),
         params.get("event"),
         params.get("payload"),
-        params.get("policy"),
+        policy,
         probe=probe if isinstance(probe, str) else None,
         pause=pause,
     )
+
+
+def hook_route(vault: Vault, params: dict[str, Any]) -> dict[str, Any] | str:
+    """The policy of a routed hook request (see :func:`~mdmem.agent.projectpolicy.resolve_route`),
+    or the answer itself: the host's empty answer where the hooks are off. A request
+    whose vault is another one is refused, so its client runs the hook itself."""
+    try:
+        root, policy = resolve_route(params["route"] if isinstance(params["route"], dict) else {})
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"hook route: {exc}"[:300]) from None
+    if os.path.realpath(root) != os.path.realpath(vault.root):
+        raise InvalidInputError(f"hook route: the hook's vault is {root}, not this one")
+    if not policy.enabled:
+        return render_output(str(params.get("host")), str(params.get("event")))
+    return policy_to_json(policy)
 
 
 def warm_up(vault: Vault) -> None:
