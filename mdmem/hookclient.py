@@ -306,20 +306,13 @@ def server_timeout(host: str, event: str, latency_ms: int) -> float:
     return max(1.0, HOST_TIMEOUTS.get(event, 30) - _HOST_MARGIN_S)
 
 
-_SETTINGS: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
-
-
 def _settings(route: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The user's ``hooks.toml`` and the project's ``.mdmem.toml`` ({} where none is read)."""
     home = route["env"].get("MDMEM_CONFIG_HOME") or config_home()
-    cwd = route.get("cwd") or ""
-    key = (home, cwd)
-    if key not in _SETTINGS:
-        user_file = os.path.join(home, "hooks.toml")
-        user = _read_toml(user_file) if os.path.isfile(user_file) else {}
-        found = _policy_file(cwd)
-        _SETTINGS[key] = (user, _read_toml(found) if found else {})
-    return _SETTINGS[key]
+    user_file = os.path.join(home, "hooks.toml")
+    user = _read_toml(user_file) if os.path.isfile(user_file) else {}
+    found = _policy_file(route.get("cwd") or "")
+    return user, (_read_toml(found) if found else {})
 
 
 def _policy_file(cwd: str) -> str | None:

@@ -87,7 +87,6 @@ def decide_fast(
     monkeypatch.chdir(workdir)
     options = {k: v for k, v in (("--vault", vault), ("--vault-name", name)) if v}
     route = hookclient.hook_route(options, {"cwd": str(cwd)})
-    hookclient._SETTINGS.clear()  # each case writes other files
     return hookclient.guess_root(route), hookclient.prompt_latency_ms(route)
 
 

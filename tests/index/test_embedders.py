@@ -136,9 +136,9 @@ def test_a_query_runs_on_one_blas_thread_with_the_reference_numerics(
     """A recall's query (one short text) is one small batch: it runs with numpy's
     BLAS pinned to one thread even with several workers, and gives the
     sentence-transformers vector and the vector of BLAS's own threading."""
-    from mdmem.providers.minilm import BLAS_PIN, MiniLM
+    from mdmem.providers.minilm import BLAS_PIN, MiniLM, load_minilm
 
-    model = minilm._model()
+    model = load_minilm()
     seen: list[int | None] = []
     forward = MiniLM.encode_packed
 
