@@ -37,19 +37,10 @@ from _common import emit_json, median, percentile, print_table, scratch_dir
 HERE = Path(__file__).resolve().parent.parent
 PAYLOADS = HERE / "tests" / "agent" / "data" / "hooks"
 
+from warm_server import seed  # noqa: E402 - the same seeded vault
+
 from mdmem import hookclient  # noqa: E402 - after the path setup
 from mdmem.agent.warm import ask, request  # noqa: E402
-
-
-def seed(root: Path, memories: int) -> None:
-    from mdmem import Vault
-
-    vault = Vault.init(root, agent="bench")
-    with vault.batch("seed"):
-        for i in range(memories):
-            vault.remember(f"Deploy note {i}: the shop service runs on fly.io machine {i}.")
-        vault.remember("We deploy the shop service to fly.io in the ams region.")
-    vault.close()
 
 
 def payload(host: str, event: str, cwd: Path, transcript: Path) -> bytes:

@@ -30,7 +30,7 @@ import time
 
 from mdmem.agent.capped import read_capped
 from mdmem.agent.hostproc import host_process
-from mdmem.agent.warm import MAX_DEPTH, ask, loads_bounded
+from mdmem.agent.warm import MAX_DEPTH, ask, find_root, loads_bounded
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ __all__ = [
     "guess_root",
     "hook_route",
     "parse_hook_line",
+    "print_answer",
     "prompt_latency_ms",
     "read_stdin",
     "run",
@@ -57,30 +58,21 @@ MAX_STDIN_BYTES = 16 * 1024 * 1024
 PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.agent.hostkit.PROBE_ENV
 #: The events of each host (mdmem's words), as :data:`mdmem.agent.hostformats.HOSTS`
 #: has them (a test keeps the two equal): an unknown one goes the cold way.
+_EVERY_EVENT = frozenset(
+    {
+        "session-start",
+        "prompt-submit",
+        "post-tool-use",
+        "post-tool-failure",
+        "pre-compact",
+        "stop",
+        "session-end",
+    }
+)
 HOST_EVENTS: dict[str, frozenset[str]] = {
-    "claude-code": frozenset(
-        {
-            "session-start",
-            "prompt-submit",
-            "post-tool-use",
-            "post-tool-failure",
-            "pre-compact",
-            "stop",
-            "session-end",
-        }
-    ),
+    "claude-code": _EVERY_EVENT,
     "codex": frozenset({"session-start", "prompt-submit", "post-tool-use", "pre-compact", "stop"}),
-    "cursor": frozenset(
-        {
-            "session-start",
-            "prompt-submit",
-            "post-tool-use",
-            "post-tool-failure",
-            "pre-compact",
-            "stop",
-            "session-end",
-        }
-    ),
+    "cursor": _EVERY_EVENT,
 }
 #: Seconds each host waits for a hook, per event (every host alike, as in hostformats).
 HOST_TIMEOUTS: dict[str, int] = {
@@ -121,12 +113,17 @@ def run(argv: list[str]) -> int | Handoff | None:
         out, prior = None, None
     if out is None:
         return raw, prior
+    print_answer(out)
+    return 0
+
+
+def print_answer(out: str) -> None:
+    """The hook's answer on stdout, a line; a host that stopped reading is no error."""
     try:
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
     except (OSError, ValueError):
         pass  # the host stopped reading: nothing left to tell it
-    return 0
 
 
 def _ask_server(
@@ -278,14 +275,7 @@ def guess_root(route: dict[str, Any]) -> str | None:
         return os.path.expanduser(given)
     if default:
         return default
-    here = os.path.realpath(route.get("workdir") or os.getcwd())
-    while True:
-        if os.path.isfile(os.path.join(here, "mdmem.toml")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
+    return find_root([], route.get("workdir"))  # MDMEM_VAULT was looked at above
 
 
 def prompt_latency_ms(route: dict[str, Any]) -> int:

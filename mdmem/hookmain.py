@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import time
 import traceback
 from datetime import UTC, datetime
@@ -42,6 +41,7 @@ from mdmem.hookclient import (
     PROBE_ENV,
     Prior,
     parse_hook_line,
+    print_answer,
     read_stdin,
     server_timeout,
 )
@@ -84,11 +84,7 @@ def thin_hook(
         )
     except BaseException as exc:  # the host gets an answer, always
         out = _failed(host_name, event, f"{type(exc).__name__}: {exc}", exc)
-    try:
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass  # the host stopped reading: nothing left to tell it
+    print_answer(out)
     return 0
 
 
