@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import time
 import traceback
 from datetime import UTC, datetime
@@ -34,39 +33,45 @@ from pathlib import Path
 from typing import Any
 
 from mdmem.config import config_home
+from mdmem.hookclient import (
+    MAX_STDIN_BYTES,
+    PROBE_ENV,
+    Prior,
+    parse_hook_line,
+    print_answer,
+    read_stdin,
+    server_timeout,
+)
 from mdmem.hookkit import hosts as hf
-from mdmem.hookkit.policy import Policy, named_vault, policy_to_json, resolve_policy
+from mdmem.hookkit.policy import Policy, hook_vault_root, policy_to_json, resolve_policy
 from mdmem.ipc.boundedjson import MAX_DEPTH, loads_bounded
 
 __all__ = ["MAX_STDIN_BYTES", "PROBE_ENV", "answer_hook", "read_stdin", "thin_hook"]
 
-MAX_STDIN_BYTES = 16 * 1024 * 1024
-_TRANSPORT_S = 0.1  # connect, send, receive on a local socket, with room for a busy machine
-PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.hookkit.runner.PROBE_ENV
-_GLOBAL_VALUES = ("--vault", "--agent")
-_GLOBAL_FLAGS = ("-q", "--quiet")
-_HOOK_VALUES = ("--host", "--vault-name", "--vault", "--agent")
 _ERRORS_FILE = "hook-errors.jsonl"
 _MAX_ERRORS_BYTES = 2 * 1024 * 1024
-_HOST_MARGIN_S = 5.0  # answer this long before the host's own timeout kills the hook
 _STARTED_NOTE = "announced"  # beside the server's socket: the start was told once
 
 
-def thin_hook(argv: list[str]) -> int | None:
+def thin_hook(
+    argv: list[str], *, raw: bytes | None = None, prior: Prior | None = None
+) -> int | None:
     """Answer ``mdmem [global options] hook EVENT [--host H] [--vault-name N]`` on stdout.
 
     None only when ARGV is not a hook line (or asks for help): the full CLI
     takes it. Any hook line is answered here and returns 0, whatever is odd
-    about it (logged, never raised).
+    about it (logged, never raised). ``raw``: the payload when
+    :mod:`mdmem.hookclient` read it already; ``prior``: what its server said.
     """
-    parsed = _parse(argv)
+    parsed = parse_hook_line(argv)
     if parsed is None:
         return None
     _route_logging()
     options, event, unknown = parsed
     host_name = options.get("--host", "claude-code")
     try:
-        raw = read_stdin()
+        if raw is None:
+            raw = read_stdin()
         out = answer_hook(
             options.get("--vault"),
             options.get("--agent"),
@@ -75,66 +80,12 @@ def thin_hook(argv: list[str]) -> int | None:
             raw,
             vault_name=options.get("--vault-name"),
             unknown=unknown,
+            prior=prior,
         )
     except BaseException as exc:  # the host gets an answer, always
         out = _failed(host_name, event, f"{type(exc).__name__}: {exc}", exc)
-    try:
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass  # the host stopped reading: nothing left to tell it
+    print_answer(out)
     return 0
-
-
-def _parse(argv: list[str]) -> tuple[dict[str, str], str, list[str]] | None:
-    """(options, event, words not understood) of a hook line; None for anything else."""
-    options: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word in _GLOBAL_VALUES and i + 1 < len(argv):
-            options[word] = argv[i + 1]
-            i += 2
-        elif word.startswith(tuple(f"{o}=" for o in _GLOBAL_VALUES)):
-            name, _, value = word.partition("=")
-            options[name] = value
-            i += 1
-        elif word in _GLOBAL_FLAGS:
-            i += 1
-        else:
-            break
-    rest = argv[i:]
-    if not rest or rest[0] != "hook" or any(w in ("-h", "--help") for w in rest):
-        return None
-    event = rest[1] if len(rest) > 1 else ""
-    tail, unknown = rest[2:], []
-    j = 0
-    while j < len(tail):
-        word = tail[j]
-        name, eq, value = word.partition("=")
-        if name in _HOOK_VALUES and eq:
-            options[name] = value
-            j += 1
-        elif word in _HOOK_VALUES and j + 1 < len(tail):
-            options[word] = tail[j + 1]
-            j += 2
-        else:
-            unknown.append(word)
-            j += 1
-    return options, event, unknown
-
-
-def read_stdin() -> bytes:
-    """The host's payload: at most ``MAX_STDIN_BYTES + 1`` bytes; nothing from a terminal."""
-    stream = sys.stdin
-    if stream is None:
-        return b""
-    try:
-        if stream.isatty():
-            return b""  # run by hand: no host is sending anything
-        return stream.buffer.read(MAX_STDIN_BYTES + 1)
-    except (OSError, ValueError, AttributeError):
-        return b""
 
 
 def answer_hook(
@@ -146,8 +97,12 @@ def answer_hook(
     *,
     vault_name: str | None = None,
     unknown: list[str] | None = None,
+    prior: Prior | None = None,
 ) -> str:
-    """The stdout for one hook run (``raw``: the host's stdin); never raises."""
+    """The stdout for one hook run (``raw``: the host's stdin); never raises.
+
+    ``prior``: the warm server's answer to :mod:`mdmem.hookclient` (not asked
+    again when it was this run's vault)."""
     if host_name not in hf.HOSTS:
         _note_error(host_name, event, f"unknown host {host_name!r} (one of {', '.join(hf.HOSTS)})")
         return "{}"  # every host reads an empty object as "nothing to add"
@@ -170,11 +125,14 @@ def answer_hook(
         if not policy.enabled:
             return hf.render_output(host_name, event)
         root = _vault_root(vault_path, vault_name, policy)
-        started = time.monotonic()
-        status, warm = _warm_answer(root, host_name, event, payload, policy)
-        if warm is not None:
-            return warm
-        waited = time.monotonic() - started
+        if prior is not None and prior[0] == os.path.realpath(root):
+            status, warm, waited = prior[1], None, prior[2]
+        else:
+            started = time.monotonic()
+            status, warm = _warm_answer(root, host_name, event, payload, policy)
+            if warm is not None:
+                return warm
+            waited = time.monotonic() - started
         if status == "late" and event == "prompt-submit":
             # A server is there but busy: a cold in-process recall would only be slower.
             return _late(host_name, event, waited)
@@ -202,33 +160,11 @@ def answer_hook(
 
 
 def _vault_root(vault_path: str | None, vault_name: str | None, policy: Policy) -> Path:
-    """The vault of this hook run (order: see :mod:`mdmem.hookkit.policy`).
-
-    Standard library only: importing :mod:`mdmem.vault` here would load the
-    indexes even when the warm server answers.
-    """
-    if policy.vault is not None and policy.vault_from_project:
-        return policy.vault
-    if vault_path:
-        return Path(vault_path).expanduser()
-    if vault_name:
-        named = named_vault(vault_name)
-        if named is not None:
-            return named
-        _note_error("-", "-", f"no vault named {vault_name!r} in hooks.toml [vaults]")
-    given = os.environ.get("MDMEM_VAULT")
-    if given:
-        return Path(given).expanduser()
-    if policy.vault is not None:
-        return policy.vault
-    here = Path.cwd().resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / "mdmem.toml").is_file():
-            return candidate
-    raise FileNotFoundError(
-        "no vault for the hooks: pass --vault to `mdmem hooks install`, set MDMEM_VAULT, "
-        "or `vault` in hooks.toml"
-    )
+    """The vault of this hook run (see :func:`mdmem.hookkit.policy.hook_vault_root`)."""
+    root, notes = hook_vault_root(policy, vault_path, vault_name)
+    for note in notes:
+        _note_error("-", "-", note)
+    return root
 
 
 def _warm_answer(
@@ -265,12 +201,7 @@ def _warm_answer(
 
 
 def _server_timeout(host_name: str, event: str, policy: Policy) -> float:
-    """How long to wait for the server: the prompt's latency budget (the server keeps
-    it too, and answers ``degraded`` when recall runs out) plus the socket round trip;
-    for the other events, until shortly before the host would give up on the hook."""
-    if event == "prompt-submit":
-        return max(0.05, policy.prompt_latency_ms / 1000) + _TRANSPORT_S
-    return max(1.0, hf.host(host_name).timeouts.get(event, 30) - _HOST_MARGIN_S)
+    return server_timeout(host_name, event, policy.prompt_latency_ms)
 
 
 def _start_server(root: Path, host_name: str, event: str) -> str:
@@ -300,8 +231,8 @@ def _start_server(root: Path, host_name: str, event: str) -> str:
 
 
 def _shows_notice(host_name: str, event: str) -> bool:
-    """Whether the host shows a notice for ``event`` (Cursor only at a few events)."""
-    return host_name != "cursor" or event in ("session-start", "pre-compact")
+    """Whether the host shows a notice for ``event`` (Cursor only at a few)."""
+    return event in hf.host(host_name).notice_events
 
 
 def _with_notice(host_name: str, event: str, out: str, notice: str) -> str:
@@ -313,7 +244,7 @@ def _with_notice(host_name: str, event: str, out: str, notice: str) -> str:
         return out
     if not isinstance(data, dict):
         return out
-    key = "user_message" if host_name == "cursor" else "systemMessage"
+    key = hf.host(host_name).notice_key
     data[key] = f"{data[key]}\n{notice}" if data.get(key) else notice
     return json.dumps(data, ensure_ascii=False)
 

@@ -72,11 +72,13 @@ __all__ = [
     "POLICY_FILE",
     "Policy",
     "find_policy_file",
+    "hook_vault_root",
     "named_vault",
     "policy_from_json",
     "policy_to_json",
     "project_scope",
     "resolve_policy",
+    "resolve_route",
 ]
 
 POLICY_FILE = ".mdmem.toml"
@@ -307,6 +309,67 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
 def named_vault(name: str, env: Mapping[str, str] | None = None) -> Path | None:
     """The vault the user's ``hooks.toml`` lists under ``name`` in ``[vaults]``, or None."""
     return user_settings(env)[0]["vaults"].get(name)
+
+
+def hook_vault_root(
+    policy: Policy,
+    vault_path: str | None,
+    vault_name: str | None,
+    env: Mapping[str, str] | None = None,
+    workdir: str | None = None,
+) -> tuple[Path, list[str]]:
+    """The vault of a hook run (the order: see the module doc) and what was ignored.
+
+    ``vault_path``/``vault_name``: the hook command's ``--vault``/``--vault-name``;
+    ``workdir``: the hook process's own folder (default: this process's).
+    Raises FileNotFoundError when no vault is named and none is found.
+    """
+    env = os.environ if env is None else env
+    notes: list[str] = []
+    if policy.vault is not None and policy.vault_from_project:
+        return policy.vault, notes
+    if vault_path:
+        return Path(vault_path).expanduser(), notes
+    if vault_name:
+        named = named_vault(vault_name, env)
+        if named is not None:
+            return named, notes
+        notes.append(f"no vault named {vault_name!r} in hooks.toml [vaults]")
+    given = env.get("MDMEM_VAULT")
+    if given:
+        return Path(given).expanduser(), notes
+    if policy.vault is not None:
+        return policy.vault, notes
+    here = Path(workdir or os.getcwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "mdmem.toml").is_file():
+            return candidate, notes
+    raise FileNotFoundError(
+        "no vault for the hooks: pass --vault to `mdmem hooks install`, set MDMEM_VAULT, "
+        "or `vault` in hooks.toml"
+    )
+
+
+def resolve_route(route: Mapping[str, Any]) -> tuple[Path, Policy]:
+    """The vault and policy of a hook run that :mod:`mdmem.hookclient` described.
+
+    ``route`` carries what the hook process would have decided them from:
+    ``cwd`` (the payload's, else the process's), ``workdir`` (the process's),
+    ``vault``/``vault_name`` (its options) and ``env`` (``MDMEM_CONFIG_HOME``
+    already resolved, ``MDMEM_VAULT``), so the warm server decides as the
+    hook process itself would. Raises FileNotFoundError (no vault) or ValueError.
+    """
+    env = route.get("env")
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise ValueError("a hook route needs an 'env' of strings")
+    words = {k: route.get(k) for k in ("cwd", "workdir", "vault", "vault_name")}
+    if any(v is not None and not isinstance(v, str) for v in words.values()):
+        raise ValueError("a hook route's cwd, workdir, vault and vault_name are strings")
+    policy = resolve_policy(words["cwd"], env)
+    root, _ = hook_vault_root(policy, words["vault"], words["vault_name"], env, words["workdir"])
+    return root, policy
 
 
 def _choose_vault(wanted: Any, user: dict[str, Any]) -> tuple[Path | None, str | None]:

@@ -69,7 +69,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mdmem.errors import MdmemError
+from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.files.blocks import validate_scope
 from mdmem.hookkit import relevance
 from mdmem.hookkit.hosts import (
@@ -81,7 +81,13 @@ from mdmem.hookkit.hosts import (
     render_output,
 )
 from mdmem.hookkit.log import HookLog
-from mdmem.hookkit.policy import Policy, policy_from_json, resolve_policy
+from mdmem.hookkit.policy import (
+    Policy,
+    policy_from_json,
+    policy_to_json,
+    resolve_policy,
+    resolve_route,
+)
 from mdmem.hookkit.toolfailure import failure_line
 from mdmem.hookkit.transcript import Turn, read_transcript
 from mdmem.memory.capture import extractive
@@ -800,12 +806,33 @@ def serve_hook(
     # Unchecked on purpose: run_event answers an odd host or event as it documents.
     host: Any = params.get("host")
     event: Any = params.get("event")
+    policy = params.get("policy")
+    if "route" in params:  # mdmem.hookclient: the server decides as the hook process would
+        routed = hook_route(vault, params)
+        if isinstance(routed, str):
+            return routed
+        policy = routed
     return run_event(
         vault,
         host,
         event,
         params.get("payload"),
-        params.get("policy"),
+        policy,
         probe=probe if isinstance(probe, str) else None,
         pause=pause,
     )
+
+
+def hook_route(vault: Vault, params: dict[str, Any]) -> dict[str, Any] | str:
+    """The policy of a routed hook request (see :func:`~mdmem.hookkit.policy.resolve_route`),
+    or the answer itself: the host's empty answer where the hooks are off. A request
+    whose vault is another one is refused, so its client runs the hook itself."""
+    try:
+        root, policy = resolve_route(params["route"] if isinstance(params["route"], dict) else {})
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"hook route: {exc}"[:300]) from None
+    if os.path.realpath(root) != os.path.realpath(vault.root):
+        raise InvalidInputError(f"hook route: the hook's vault is {root}, not this one")
+    if not policy.enabled:
+        return render_output(str(params.get("host")), str(params.get("event")))
+    return policy_to_json(policy)

@@ -32,6 +32,7 @@ import numpy as np
 from mdmem.errors import EmbedderError, IndexError_
 from mdmem.files.health import DERIVED_ERRORS, Gate
 from mdmem.index.blocktext import embed_key, embed_text
+from mdmem.index.queryvectors import QueryVectors
 from mdmem.models import Block
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class EmbeddingService:
         # refresh embeds (one forward pass instead of two), and its vector.
         self._ahead: str | None = None
         self._query_vector: tuple[str, str, np.ndarray] | None = None
+        self.queries = QueryVectors()
 
     # ------------------------------------------------------- the embedder --
 
@@ -252,16 +254,21 @@ class EmbeddingService:
             raise EmbedderError(self.error or "no embedder")
         ahead, self._query_vector = self._query_vector, None
         if ahead is not None and ahead[:2] == (embedder.name, text):
+            self.queries.put(embedder.name, text, ahead[2])
             return ahead[2]
         if self._gate.resting():
             # No call: it failed moments ago.
             raise EmbedderError(self._gate.reason or "embedder unavailable")
+        kept = self.queries.get(embedder.name, text)
+        if kept is not None:
+            return kept
         try:
             vector = embedder.embed_query(text)
         except EmbedderError as exc:
             self._gate.failed(exc)
             raise
         self._gate.answered()
+        self.queries.put(embedder.name, text, vector)
         return vector
 
     def close(self) -> None:

@@ -9,14 +9,12 @@ its fast path.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import stat
-import struct
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    import socket
     from pathlib import Path
 
 __all__ = ["ensure_private_folder", "peer_uid", "private_folder_ok"]
@@ -42,6 +40,8 @@ def private_folder_ok(folder: str | os.PathLike[str]) -> bool:
 
 def ensure_private_folder(folder: Path) -> None:
     """Create ``folder`` 0700, or check it: ours, a real directory, closed to others."""
+    import contextlib
+
     from mdmem.errors import MdmemError
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -60,6 +60,9 @@ def ensure_private_folder(folder: Path) -> None:
 
 def peer_uid(conn: socket.socket) -> int | None:
     """The uid of the process at the other end (Linux ``SO_PEERCRED``), or None if unknown."""
+    import socket  # the server's side only: the hook client keeps to the C module
+    import struct
+
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None  # elsewhere the 0700 folder is the guard

@@ -88,6 +88,8 @@ DEFAULT_TOKEN_BUDGET = 4096
 # threads: below ~512 rows the GEMMs lose much of their efficiency.
 _MIN_PARALLEL_BUDGET = 512
 _MAX_DEFAULT_WORKERS = 4
+# Tokens up to which one batch runs on one BLAS thread even when workers > 1.
+_SMALL_BATCH = 128
 #: Worker threads for embedding (0: one stream, BLAS threading left alone).
 ENV_THREADS = "MDMEM_EMBED_THREADS"
 # OpenBLAS runs a GEMM single-threaded up to M*N*K = 65536 * 4 (its
@@ -405,9 +407,13 @@ class MiniLM:
             token_budget = max(min(token_budget, per_batch), _MIN_PARALLEL_BUDGET)
         batches = _plan_batches(ids, token_budget, max_batch)
         if n_workers <= 1 or len(batches) == 1:
-            # One batch at a time (a recall's query): BLAS may use every core
-            # for it, which takes a query from ~10 to ~6 ms on two cores.
-            with BLAS_PIN.pinned(n_workers == 1):
+            # One batch at a time. BLAS may use every core for a large one; a
+            # small one (a recall's query) runs on one thread: its GEMMs are a
+            # few rows, and OpenBLAS spin-waiting on a thread that another
+            # process holds the core of made a 15-token query take 400 ms of
+            # CPU (2.4 s wall) instead of 22 ms at load 16 on two cores, and
+            # the idle gain (~10 to ~6 ms) is not worth that tail.
+            with BLAS_PIN.pinned(n_workers == 1 or (n_workers > 1 and total <= _SMALL_BATCH)):
                 for batch in batches:
                     out[batch] = self.encode_packed([ids[i] for i in batch])
             return out

@@ -24,12 +24,19 @@ from __future__ import annotations
 
 # Standard library only, and only what a call needs: a CLI call or a hook that
 # the server answers pays for every import here (no pathlib, typing, tempfile).
-import hashlib
+import _socket as socket  # the C module: socket.py adds enum, selectors and array
 import json
 import os
-import socket
 import sys
 import time
+
+try:  # the built-in digest: hashlib would load OpenSSL first (~10 ms on a hook's start)
+    from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
 from mdmem.ipc.boundedjson import loads_bounded
 from mdmem.ipc.sockets import private_folder_ok
@@ -131,7 +138,7 @@ def _locate(vault_root: str | os.PathLike[str]) -> tuple[str, str]:
     """The socket folder and the vault's key (a hash of its real path and state dir)."""
     real = os.path.realpath(os.fspath(vault_root))
     seed = f"{real}\n{os.environ.get('MDMEM_STATE_DIR', '')}"
-    key = hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    key = sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:24]
     folder = _runtime_dir()
     if len(os.path.join(folder, f"{key}.sock").encode()) > _SUN_PATH_MAX:
         # A deep runtime dir would overflow sockaddr_un: fall back to the short one.
@@ -374,7 +381,7 @@ def settings_env() -> str:
         or k in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
     )
     seed = "\0".join(f"{k}={os.environ[k]}" for k in names)
-    return hashlib.sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return sha256(seed.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def thin_cli(argv: list[str]) -> int | None:

@@ -130,6 +130,37 @@ def test_minilm_matches_sentence_transformers(minilm: MiniLMEmbedder) -> None:
 
 
 @needs_weights
+def test_a_query_runs_on_one_blas_thread_with_the_reference_numerics(
+    minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall's query (one short text) is one small batch: it runs with numpy's
+    BLAS pinned to one thread even with several workers, and gives the
+    sentence-transformers vector and the vector of BLAS's own threading."""
+    from mdmem.providers.minilm import BLAS_PIN, MiniLM, load_minilm
+
+    model = load_minilm()
+    seen: list[int | None] = []
+    forward = MiniLM.encode_packed
+
+    def spy(self: MiniLM, seqs: Any) -> Any:
+        seen.append(BLAS_PIN.threads())
+        return forward(self, seqs)
+
+    monkeypatch.setattr(MiniLM, "encode_packed", spy)
+    for text, reference in ST_REFERENCE.items():
+        fast = model.embed([text], workers=2)[0]
+        free = model.embed([text], workers=0)[0]  # BLAS threading left alone
+        np.testing.assert_allclose(fast[:8], reference, atol=1e-5, err_msg=text[:40])
+        assert float(np.dot(fast, free)) > 1 - 1e-5
+        np.testing.assert_allclose(fast, free, atol=1e-6)
+    if BLAS_PIN.available:  # a long text is no query: BLAS may thread it
+        short = [len(ids) <= 128 for ids in model.tokenize(list(ST_REFERENCE))]
+        assert short.count(True) >= 3
+        pinned = [t for s, t in zip(short, seen[0::2], strict=True) if s]
+        assert pinned == [1] * short.count(True)
+
+
+@needs_weights
 def test_minilm_semantic_ordering(minilm: MiniLMEmbedder) -> None:
     a, b, c = minilm.embed(
         [

@@ -1,0 +1,257 @@
+"""The hook's fast client: standard library only, and deciding as the cold path does."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mdmem import Vault, hookclient
+from mdmem.config import config_home
+from mdmem.errors import InvalidInputError
+from mdmem.hookkit.hosts import HOSTS
+from mdmem.hookkit.policy import hook_vault_root, resolve_policy
+from mdmem.warm.client import ask
+
+DATA = Path(__file__).parent / "agent" / "data" / "hooks"
+REPO = Path(__file__).resolve().parents[1]
+# What the fast path may load besides the standard library: itself and the
+# standard-library-only helpers it calls.
+OURS = {
+    "mdmem",
+    "mdmem.__main__",
+    "mdmem.hookclient",
+    "mdmem.agent",
+    "mdmem.warm.client",
+    "mdmem.ipc.capped",
+    "mdmem.ipc.hostproc",
+}
+
+
+def payload(host: str, event: str, cwd: Path) -> bytes:
+    text = (DATA / f"{host}.{event}.json").read_text(encoding="utf-8")
+    return text.replace("{CWD}", str(cwd)).replace("{TRANSCRIPT}", "").encode()
+
+
+def write_user_config(text: str) -> None:
+    home = Path(os.environ["MDMEM_CONFIG_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "hooks.toml").write_text(text, encoding="utf-8")
+
+
+def test_the_host_tables_are_hostformats_own() -> None:
+    assert {name: frozenset(h.events) for name, h in HOSTS.items()} == hookclient.HOST_EVENTS
+    for h in HOSTS.values():
+        assert h.timeouts == hookclient.HOST_TIMEOUTS
+
+
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/somewhere/cfg"])
+def test_config_home_agrees_with_mdmem_config(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert hookclient.config_home() == str(config_home())  # MDMEM_CONFIG_HOME (conftest)
+    monkeypatch.delenv("MDMEM_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    assert hookclient.config_home() == str(config_home())
+
+
+def decide_cold(
+    cwd: Path, workdir: Path, vault: str | None, name: str | None
+) -> tuple[str | None, int]:
+    """The vault and latency budget the cold path (mdmem.hookmain) decides."""
+    policy = resolve_policy(str(cwd))
+    try:
+        root, _ = hook_vault_root(policy, vault, name, workdir=str(workdir))
+    except FileNotFoundError:
+        return None, policy.prompt_latency_ms
+    return str(root), policy.prompt_latency_ms
+
+
+def decide_fast(
+    cwd: Path, workdir: Path, vault: str | None, name: str | None, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str | None, int]:
+    monkeypatch.chdir(workdir)
+    options = {k: v for k, v in (("--vault", vault), ("--vault-name", name)) if v}
+    route = hookclient.hook_route(options, {"cwd": str(cwd)})
+    return hookclient.guess_root(route), hookclient.prompt_latency_ms(route)
+
+
+USER_FILES = [
+    "",
+    'vault = "{default}"\nprompt_latency_ms = 250\n[vaults]\nwork = "{work}"\n',
+    '[vaults]\nwork = "{work}"\nempty = ""\n',
+    "prompt_latency_ms = true\nvault = 3\n",
+    "not toml [",
+]
+PROJECT_FILES = [
+    None,
+    'vault = "work"\nprompt_latency_ms = 100\n',
+    'vault = "{work}"\n',  # a path, allowed when it is one of the user's
+    'vault = "/tmp/attacker-vault"\nprompt_latency_ms = 9000\n',
+    'vault = ""\nprompt_latency_ms = -1\n',
+    "vault = [1]\n",
+]
+OPTIONS = [(None, None), ("{other}", None), (None, "work"), (None, "nope")]
+
+
+@pytest.mark.parametrize("user", USER_FILES)
+@pytest.mark.parametrize("project", PROJECT_FILES)
+def test_the_client_decides_vault_and_budget_as_the_cold_path(
+    user: str, project: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = {k: str(tmp_path / k) for k in ("default", "work", "other")}
+    repo = tmp_path / "repo" / "sub"
+    repo.mkdir(parents=True)
+    workdir = tmp_path / "here" / "deeper"
+    workdir.mkdir(parents=True)
+    (tmp_path / "here" / "mdmem.toml").write_text("")
+    write_user_config(user.format(**names))
+    if project is not None:
+        (tmp_path / "repo" / ".mdmem.toml").write_text(project.format(**names))
+    for vault, name in OPTIONS:
+        given = vault.format(**names) if vault else None
+        for env_vault in (None, names["other"]):
+            if env_vault:
+                monkeypatch.setenv("MDMEM_VAULT", env_vault)
+            else:
+                monkeypatch.delenv("MDMEM_VAULT", raising=False)
+            cold = decide_cold(repo, workdir, given, name)
+            fast = decide_fast(repo, workdir, given, name, monkeypatch)
+            assert fast == cold, (vault, name, env_vault)
+
+
+@pytest.fixture
+def served(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
+    """The vault, its warm server running in this process (a short socket path)."""
+    from mdmem.warm.server import WarmServer
+
+    runtime = Path(tempfile.mkdtemp(prefix="mdr"))
+    monkeypatch.setenv("MDMEM_RUNTIME_DIR", str(runtime / "rt"))
+    vault.remember("We deploy the shop service to fly.io in the ams region.")
+    server = WarmServer(vault, idle_seconds=60)
+    server.bind()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield vault
+    finally:
+        server.stop()
+        thread.join(10)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+SERVED_RUN = """
+import sys
+before = set(sys.modules)
+sys.argv = ["mdmem", "hook", {event!r}, "--host", {host!r}, "--vault", {root!r}]
+from mdmem.__main__ import run
+try:
+    run()
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+stdlib = sys.stdlib_module_names
+new = sorted(
+    m for m in set(sys.modules) - before if m.split(".")[0] not in stdlib
+)
+print(repr(new), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("host", "event"),
+    [
+        ("claude-code", "prompt-submit"),
+        ("claude-code", "session-start"),
+        ("claude-code", "post-tool-use"),
+        ("codex", "prompt-submit"),
+        ("cursor", "session-start"),
+    ],
+)
+def test_a_served_hook_imports_the_standard_library_only(
+    served: Vault, host: str, event: str, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    before = ask(served.root, "ping", timeout=10)[1]["requests"]
+    code = SERVED_RUN.format(event=event, host=host, root=str(served.root))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        input=payload(host, event, repo),
+        capture_output=True,
+        env=env,
+        cwd=repo,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    loaded = set(ast.literal_eval(proc.stderr.decode().strip().splitlines()[-1]))
+    assert loaded <= OURS, loaded - OURS
+    answer = json.loads(proc.stdout)
+    assert "failed" not in json.dumps(answer)
+    if event == "prompt-submit" and host != "cursor":
+        context = answer["hookSpecificOutput"]["additionalContext"]
+        assert "fly.io" in context and "degraded" not in context
+    # Answered by the server (this request and the ping counting it), not in-process.
+    assert ask(served.root, "ping", timeout=10)[1]["requests"] == before + 2
+
+
+def run_hook(argv: list[str], stdin: bytes, cwd: Path, **env: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mdmem", *argv],
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        cwd=cwd,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr.decode()
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def test_warm_and_cold_answers_agree(served: Vault, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    argv = ["hook", "session-start", "--vault", str(served.root)]
+    data = payload("claude-code", "session-start", repo)
+    before = ask(served.root, "ping", timeout=10)[1]["requests"]
+    warm = run_hook(argv, data, repo)
+    assert ask(served.root, "ping", timeout=10)[1]["requests"] == before + 2
+    cold = run_hook(argv, data, repo, MDMEM_RUNTIME_DIR=str(tmp_path / "no-server"))
+    assert warm == cold
+
+
+def test_hooks_switched_off_by_the_user_answer_empty_warm_and_cold(
+    served: Vault, tmp_path: Path
+) -> None:
+    write_user_config("enabled = false\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    argv = ["hook", "prompt-submit", "--vault", str(served.root)]
+    data = payload("claude-code", "prompt-submit", repo)
+    warm = run_hook(argv, data, repo)
+    cold = run_hook(argv, data, repo, MDMEM_RUNTIME_DIR=str(tmp_path / "no-server"))
+    assert warm == cold == {}
+
+
+def test_the_server_refuses_a_route_to_another_vault(served: Vault, tmp_path: Path) -> None:
+    route = hookclient.hook_route({"--vault": str(tmp_path / "elsewhere")}, {"cwd": "/"})
+    params = {"host": "claude-code", "event": "session-start", "payload": {}, "route": route}
+    with pytest.raises(InvalidInputError, match="not this one"):
+        ask(served.root, "hook", params, timeout=30)
+    with pytest.raises(InvalidInputError, match="route"):
+        ask(served.root, "hook", {**params, "route": {"env": {"HOME": 1}}}, timeout=30)
