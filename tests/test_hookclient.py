@@ -21,6 +21,7 @@ from mdmem.config import config_home
 from mdmem.errors import InvalidInputError
 from mdmem.hookkit.hosts import HOSTS
 from mdmem.hookkit.policy import hook_vault_root, resolve_policy
+from mdmem.hookkit.runner import serve_hook
 from mdmem.warm.client import ask
 
 DATA = Path(__file__).parent / "agent" / "data" / "hooks"
@@ -142,7 +143,7 @@ def served(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> Iterator[Vault]:
     runtime = Path(tempfile.mkdtemp(prefix="mdr"))
     monkeypatch.setenv("MDMEM_RUNTIME_DIR", str(runtime / "rt"))
     vault.remember("We deploy the shop service to fly.io in the ams region.")
-    server = WarmServer(vault, idle_seconds=60)
+    server = WarmServer(vault, idle_seconds=60, hooks=serve_hook)
     server.bind()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
