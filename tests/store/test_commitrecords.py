@@ -108,7 +108,7 @@ def test_a_lost_or_damaged_record_is_diffed_instead(vault: Vault) -> None:
     expected = changes_after(store, start, "x", records=False)
     db = sqlite3.connect(vault.admin.state_dir / "commits.sqlite")
     with db:
-        db.execute("UPDATE records SET body='{\"v\": 1, \"plus\": 7}' WHERE rowid % 2 = 0")
+        db.execute('UPDATE records SET body=\'{"v": 1, "plus": 7}\' WHERE rowid % 2 = 0')
         db.execute("DELETE FROM records WHERE rowid % 3 = 0")
     db.close()
     assert changes_after(store, start, "x") == expected
