@@ -14,8 +14,9 @@ seen and ``--new`` commits arrive. Three ways they arrive, timed separately:
 
 Each row times ``vault.git.changes("last-session")`` (first call, then the
 p50 of ``--repeat`` calls) and, in the same run and process, the same call
-through the whole-file diff it replaced (``record=False``), with the load
-average beside them.
+through the whole-range diff it replaced (``records=False``), and a floor:
+one ``git log -1`` through the same git wrapper, with the load average
+beside them (on a loaded machine, read the ratios).
 
     .venv/bin/python bench/changes.py --older 1000 20000
 """
@@ -122,11 +123,14 @@ def time_changes(vault: Vault, repeat: int) -> tuple[list[float], list[float], i
     first_rec, result = timed(True)
     first_diff, plain = timed(False)
     assert plain.remembered == result.remembered and plain.human_edits == result.human_edits
-    rec, diff = [], []
+    rec, diff, floor = [], [], []
     for _ in range(repeat):
         rec.append(timed(True)[0])
         diff.append(timed(False)[0])
-    return [first_rec, median(rec)], [first_diff, median(diff)], result.commits
+        start = time.perf_counter()
+        store.git.run("log", "-1", "--format=%H")
+        floor.append((time.perf_counter() - start) * 1000)
+    return [first_rec, median(rec), median(floor)], [first_diff, median(diff)], result.commits
 
 
 def person_commits(root: Path, ids: list[str], n: int) -> None:
@@ -166,7 +170,8 @@ def one(base: Path, older: int, memories: int, new: int, repeat: int, how: str) 
     after, before, commits = time_changes(vault, repeat)
     vault.close()
     load = os.getloadavg()[0]
-    return [older, how, commits, *before, *after, before[1] / after[1], f"{load:.2f}"]
+    ratios = [before[1] / after[1], after[1] / after[2]]
+    return [older, how, commits, *before, *after, *ratios, f"{load:.2f}"]
 
 
 def main() -> None:
@@ -193,7 +198,9 @@ def main() -> None:
             "diff p50 ms",
             "record first ms",
             "record p50 ms",
+            "floor ms",
             "speed-up",
+            "record / floor",
             "load",
         ],
         rows,
