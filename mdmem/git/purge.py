@@ -61,6 +61,7 @@ from mdmem.git.purge_files import rewrite_file
 from mdmem.git.revisions import parsed_at
 from mdmem.index.progress import Progress, silent
 from mdmem.models import first_line, one_line
+from mdmem.store.commitrecords import drop_records
 from mdmem.store.derived import (
     Affected,
     NoteText,
@@ -212,6 +213,7 @@ def purge(
     store.reindex(full=True, progress=progress)
     store.indexer.manifest.scrub()
     shutil.rmtree(store.state_dir / "asof", ignore_errors=True)
+    drop_records(store.state_dir)
     timetravel.forget_snapshots(store)
     check_gone(store, target.memory_id, target.texts(target.removed))
     affected = target.affected

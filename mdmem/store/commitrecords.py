@@ -18,6 +18,7 @@ record can never describe a commit it does not belong to.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -32,7 +33,15 @@ if TYPE_CHECKING:
     from mdmem.models import Block
     from mdmem.store.editors import Pending
 
-__all__ = ["CommitRecord", "Side", "keep_record", "of_transaction", "read_records", "save_record"]
+__all__ = [
+    "CommitRecord",
+    "Side",
+    "drop_records",
+    "keep_record",
+    "of_transaction",
+    "read_records",
+    "save_record",
+]
 
 log = logging.getLogger("mdmem")
 
@@ -149,6 +158,14 @@ def keep_record(state_dir: Path, sha: str | None, pending: Mapping[str, Pending]
         save_record(state_dir, sha, of_transaction(pending))
     except DERIVED_ERRORS as exc:  # the commit exists: the write succeeded
         log.debug("no record of %s kept: %s", sha, exc)
+
+
+def drop_records(state_dir: Path) -> None:
+    """Forget every record: a history rewrite (purge) gave its commits new shas,
+    and the old records name what was purged."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            (state_dir / f"commits.sqlite{suffix}").unlink()
 
 
 def read_records(state_dir: Path, shas: Iterable[str]) -> dict[str, CommitRecord]:

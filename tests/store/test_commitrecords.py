@@ -140,3 +140,17 @@ def test_records_hold_no_memory_text(vault: Vault) -> None:
         data += extra.read_bytes()
     assert tea.id.encode() in data
     assert b"oolong" not in data
+
+
+def test_a_purge_drops_the_records_that_name_what_it_removed(vault: Vault) -> None:
+    secret = vault.remember("The door code is 4711")
+    kept = vault.remember("The office opens at 9")
+    assert secret.id.encode() in (vault.admin.state_dir / "commits.sqlite").read_bytes()
+    vault.git.purge(secret.id, confirm=True)
+    leftovers = list(vault.admin.state_dir.glob("commits.sqlite*"))
+    assert all(secret.id.encode() not in p.read_bytes() for p in leftovers)
+    later = vault.remember("The office closes at 5")
+    found = changes_after(vault.admin.store, None, "x")
+    assert {c.id for c in found.remembered} >= {kept.id, later.id}
+    assert secret.id not in {c.id for c in found.remembered}
+    assert read_records(vault.admin.state_dir, [head(vault)])  # new writes record again
