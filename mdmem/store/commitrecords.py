@@ -7,9 +7,9 @@ commits, which memories it appended, rewrote or removed: it records that here,
 keyed by the commit's sha, and :func:`mdmem.git.history.changes_after` reads
 the records of the commits it lists instead of their patches.
 
-A record holds ids, paths, statuses and the ``by`` of a superseded memory:
-never memory text, so a purge (which rewrites the commits, and so their shas)
-leaves nothing of what it removed here. It is derived state (the state dir,
+A record holds ids, paths, statuses and the ``by`` of a superseded memory,
+never memory text; a purge (which rewrites the commits, and so their shas)
+drops them all (:func:`drop_records`). It is derived state (the state dir,
 not the vault): only commits this clone's writer made have one, and a commit
 without one (a person's edit, a pulled or rebased commit, a record lost with
 the state dir) is diffed as before. A sha names exactly one content, so a
