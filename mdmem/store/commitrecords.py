@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec
 
 from mdmem.files.health import DERIVED_ERRORS
 from mdmem.store.statedb import state_db
@@ -40,10 +40,12 @@ __all__ = [
     "keep_record",
     "of_transaction",
     "read_records",
+    "recorded",
     "save_record",
 ]
 
 log = logging.getLogger("mdmem")
+P = ParamSpec("P")
 
 _VERSION = 1
 _SCHEMA = """
@@ -150,14 +152,35 @@ def save_record(state_dir: Path, sha: str, record: CommitRecord) -> None:
         )
 
 
-def keep_record(state_dir: Path, sha: str | None, pending: Mapping[str, Pending]) -> None:
-    """Record the commit ``sha`` a transaction just made; a failure only costs a diff later."""
+def keep_record(state_dir: Path, sha: str | None, record: CommitRecord) -> None:
+    """Keep the record of the commit ``sha``; a failure only costs a diff later."""
     if sha is None:
         return
     try:
-        save_record(state_dir, sha, of_transaction(pending))
+        save_record(state_dir, sha, record)
     except DERIVED_ERRORS as exc:  # the commit exists: the write succeeded
         log.debug("no record of %s kept: %s", sha, exc)
+
+
+def recorded(
+    commit: Callable[P, str | None], state_dir: Path, pending: Mapping[str, Pending]
+) -> Callable[P, str | None]:
+    """``commit`` (returning the new sha), then the record of what it committed kept.
+
+    The record is taken now, from the transaction as it will be committed;
+    kept after the commit, in the thread that waits on git while the caller
+    indexes, it adds nothing to the write's time. A commit replaced after
+    this (the writer's amend when a person saved meanwhile) has another sha
+    and no record: it is diffed.
+    """
+    record = of_transaction(pending)
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> str | None:
+        sha = commit(*args, **kwargs)
+        keep_record(state_dir, sha, record)
+        return sha
+
+    return run
 
 
 def drop_records(state_dir: Path) -> None:

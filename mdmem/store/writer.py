@@ -44,7 +44,7 @@ from mdmem.files.textfile import FileStat, SkipFile, TextFile, decode, file_stat
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
 from mdmem.store import typed_secrets as typed
-from mdmem.store.commitrecords import keep_record
+from mdmem.store.commitrecords import recorded
 from mdmem.store.editors import (
     Edit,
     Editor,
@@ -891,9 +891,9 @@ class Writer:
                 kept = self._kept_out.intersection(installed)
                 ours = {rel: done.ours for rel, done in installed.items()}
                 mode = self.settings.secrets
-                committed = pool.submit(
-                    typed.commit_written, self.git, message, agent, ours, kept, mode
-                )
+                # The commit is recorded (commitrecords) in the same thread, off the index's.
+                commit = recorded(typed.commit_written, self.state_dir, tx.pending)
+                committed = pool.submit(commit, self.git, message, agent, ours, kept, mode)
                 tx.index_written(written, self.indexer, self.catalog)
                 failure = committed.exception()
             if failure is not None:
@@ -903,7 +903,6 @@ class Writer:
                     raise failure  # the commit exists (what failed came after it)
                 raise self._undo(tx, installed, failure) from failure
             self._check_commit(before, message, agent, installed)
-            keep_record(self.state_dir, self.git.head(), tx.pending)  # history skips the diff
             if intent is not None:
                 intent.clear()
         else:
