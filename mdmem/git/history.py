@@ -23,6 +23,7 @@ from mdmem.errors import InvalidInputError
 from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN
 from mdmem.git.revisions import parsed_at, rev_parse
+from mdmem.store.commitrecords import CommitRecord, Side, read_records
 from mdmem.store.gitstore import is_agent_email
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ __all__ = [
     "Superseded",
     "changes",
     "changes_after",
+    "changes_within",
     "visible_changes",
 ]
 
@@ -107,12 +109,6 @@ class Changes:
 
 
 @dataclass
-class _Side:
-    path: str
-    line: str
-
-
-@dataclass
 class _Commit:
     sha: str
     author: str
@@ -121,8 +117,8 @@ class _Commit:
     subject: str
     trailers: list[tuple[str, str]]
     paths: list[str]
-    plus: dict[str, _Side]
-    minus: dict[str, _Side]
+    plus: dict[str, Side]
+    minus: dict[str, Side]
     hunks: dict[str, list[tuple[int, int]]]  # path -> (new start, new count)
 
     @property
@@ -141,15 +137,61 @@ def changes(store: MemoryStore, since: str | datetime | date) -> Changes:
     return changes_after(store, base, label)
 
 
-def changes_after(store: MemoryStore, base: str | None, label: str) -> Changes:
+def changes_after(
+    store: MemoryStore, base: str | None, label: str, *, records: bool = True
+) -> Changes:
     """What happened after the commit ``base`` (a sha git knows; None: from the
-    first commit): one ``git log -p`` over that range, however long the
-    history before it."""
+    first commit), however long the history before it.
+
+    The commits are listed without their patches; those the writer recorded
+    (:mod:`mdmem.store.commitrecords`) are read from their records, and only
+    the others (a person's edits, pulled commits) are diffed. ``records=False``
+    diffs every commit (one ``git log -p`` over the range), as before records.
+    """
     head = store.git.head()
     if head is None:
         return Changes(label, base, None, 0, 0, 0, (), (), (), (), ())
-    commits = _log_patches(store, base)
-    return _summarise(store, label, base, head, commits)
+    if not records:
+        return _summarise(store, label, base, head, _log_patches(store, base))
+    commits = _log_commits(store, base)
+    assert commits is not None  # a base git knows
+    return _summarise(store, label, base, head, _with_patches(store, commits))
+
+
+def changes_within(store: MemoryStore, base: str | None, label: str, limit: int) -> Changes | None:
+    """:func:`changes_after` over the newest ``limit`` commits after ``base`` at
+    most (the label says when the cut applies); None when git does not know
+    ``base`` (a purge rewrote it away). One ``git log`` lists and bounds them."""
+    head = store.git.head()
+    if head is None:
+        return Changes(label, base, None, 0, 0, 0, (), (), (), (), ())
+    commits = _log_commits(store, base, limit + 1)
+    if commits is None:
+        return None
+    if len(commits) > limit:
+        base, commits = commits[0].sha, commits[1:]
+        label += f" (the last {limit} commits)"
+    return _summarise(store, label, base, head, _with_patches(store, commits))
+
+
+def _with_patches(store: MemoryStore, commits: list[_Commit]) -> list[_Commit]:
+    """``commits`` filled from their records, or from their patches where none was kept."""
+    kept = read_records(store.state_dir, [c.sha for c in commits])
+    for commit in commits:
+        record = kept.get(commit.sha)
+        if record is not None:
+            _fill(commit, record)
+    missing = [c for c in commits if c.sha not in kept]
+    if missing:
+        patched = {c.sha: c for c in _patches_of(store, [c.sha for c in missing])}
+        commits = [patched.get(c.sha, c) for c in commits]
+    return commits
+
+
+def _fill(commit: _Commit, record: CommitRecord) -> None:
+    commit.plus.update(record.plus)
+    commit.minus.update(record.minus)
+    commit.paths.extend(record.paths())
 
 
 def _resolve_since(store: MemoryStore, since: str | datetime | date) -> tuple[str | None, str]:
@@ -191,24 +233,46 @@ def _resolve_since(store: MemoryStore, since: str | datetime | date) -> tuple[st
     return (out.strip() or None), (since if isinstance(since, str) else approx)
 
 
+_FORMAT = "--format=%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%(trailers:only,unfold)%x1f"
+_PATCH = ("-p", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv")
+
+
 def _log_patches(store: MemoryStore, base: str | None) -> list[_Commit]:
     rng = [f"{base}..HEAD"] if base else ["HEAD"]
-    fmt = "%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%(trailers:only,unfold)%x1f"
     out = store.git.run(
-        "log",
-        "--reverse",
-        "--no-merges",
-        "-p",
-        "-U0",
-        "-M",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        f"--format={fmt}",
-        *rng,
-        "--",
-        strip=False,
+        "log", "--reverse", "--no-merges", *_PATCH, _FORMAT, *rng, "--", strip=False
     )
+    return _parse_log(out)
+
+
+def _log_commits(
+    store: MemoryStore, base: str | None, limit: int | None = None
+) -> list[_Commit] | None:
+    """The (newest ``limit``) commits after ``base``, oldest first, without
+    their patches; None when ``base`` is unknown."""
+    rng = [f"{base}..HEAD"] if base else ["HEAD"]
+    most = [f"--max-count={limit}"] if limit is not None else []
+    status, out, _err = store.git.execute(
+        "log", "--reverse", "--no-merges", *most, _FORMAT, *rng, "--", strip=False
+    )
+    return _parse_log(out) if status == 0 else None
+
+
+def _patches_of(store: MemoryStore, shas: list[str]) -> list[_Commit]:
+    """Those commits with their patches: each diffs only the files it touched."""
+    out = store.git.run_bytes(
+        "log",
+        "--stdin",
+        "--no-walk=unsorted",
+        *_PATCH,
+        _FORMAT,
+        "--",
+        input="".join(f"{sha}\n" for sha in shas).encode(),
+    )
+    return _parse_log(out.decode("utf-8", "replace"))
+
+
+def _parse_log(out: str) -> list[_Commit]:
     commits: list[_Commit] = []
     for record in out.split("\x1e"):
         if not record.strip():
@@ -277,11 +341,11 @@ def _parse_patch(patch: str, commit: _Commit) -> None:
         if line.startswith("+"):
             match = _ID_AT_END.search(line[1:])
             if match and new_path:
-                commit.plus[match.group(1)] = _Side(new_path, line[1:])
+                commit.plus[match.group(1)] = _side(new_path, line[1:])
         elif line.startswith("-"):
             match = _ID_AT_END.search(line[1:])
             if match and old_path:
-                commit.minus[match.group(1)] = _Side(old_path, line[1:])
+                commit.minus[match.group(1)] = _side(old_path, line[1:])
     commit.paths = list(dict.fromkeys(commit.paths))
 
 
@@ -290,6 +354,12 @@ def _field(line: str, name: str) -> str | None:
         if key == name:
             return value.strip()
     return None
+
+
+def _side(path: str, line: str) -> Side:
+    return Side(
+        path, _field(line, "status") or "active", (_field(line, "by") or "").lstrip("^") or None
+    )
 
 
 @dataclass
@@ -341,14 +411,9 @@ def _summarise(
         for memory_id in sorted(minus - plus):
             removed[memory_id] = _Event(commit, commit.minus[memory_id].path)
         for memory_id in sorted(plus & minus):
-            new_status = _field(commit.plus[memory_id].line, "status") or "active"
-            old_status = _field(commit.minus[memory_id].line, "status") or "active"
-            if new_status != old_status:
-                status_events[memory_id] = (
-                    new_status,
-                    _Event(commit, commit.plus[memory_id].path),
-                    (_field(commit.plus[memory_id].line, "by") or "").lstrip("^") or None,
-                )
+            after, before = commit.plus[memory_id], commit.minus[memory_id]
+            if after.status != before.status:
+                status_events[memory_id] = (after.status, _Event(commit, after.path), after.by)
         if not commit.is_agent:
             human.append(_human_edit(commit, texts))
 

@@ -70,6 +70,7 @@ from mdmem.git.sweep import Sweep, is_copy_of, miscited, read_bytes
 from mdmem.index.blocktext import embed_key
 from mdmem.index.progress import Progress, silent
 from mdmem.models import first_line, one_line
+from mdmem.store.commitrecords import drop_records
 from mdmem.store.derived import (
     Affected,
     NoteText,
@@ -224,6 +225,7 @@ def purge(
     store.reindex(full=True, progress=progress)
     store.indexer.manifest.scrub()
     shutil.rmtree(store.state_dir / "asof", ignore_errors=True)
+    drop_records(store.state_dir)
     timetravel.forget_snapshots(store)
     try:
         dropped, left = _drop_cached_vectors(store), []

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
-from mdmem.git.history import Changes, changes, changes_after
+from mdmem.git.history import Changes, changes, changes_within
 from mdmem.models import first_line, one_line
 from mdmem.store.gitstore import Identity
 from mdmem.store.statedb import state_db
@@ -142,38 +142,11 @@ def _base(store: MemoryStore, agent: str, session: str | None) -> tuple[str | No
     """(base commit or None for the whole history, a label) of "last session"."""
     mark = last_seen(store, agent, session) if session else None
     if mark is not None:
-        base, label = mark.base, f"the session before {session}"
-    else:
-        mine = last_seen(store, agent)
-        if mine is not None:
-            base, label = mine.commit, f"{agent}'s last session ({mine.at})"
-        else:
-            base, label = _rebuilt_base(store, agent), f"{agent}'s last summarised session"
-    # A first session of a new agent in an old vault (or one back after
-    # months) would parse the whole history for a section of a few lines:
-    # look back MAX_COMMITS at most, and say so. One rev-list, which also
-    # tells whether the mark is still in history (a purge rewrites it).
-    if store.git.head() is None:
-        return base, label
-    listed = _newest(store, base)
-    if listed is None:
-        base = _rebuilt_base(store, agent)
-        listed = _newest(store, base) or []
-    if len(listed) > MAX_COMMITS:
-        base = listed[MAX_COMMITS]
-        label += f" (the last {MAX_COMMITS} commits)"
-    return base, label
-
-
-def _newest(store: MemoryStore, base: str | None) -> list[str] | None:
-    """The newest MAX_COMMITS + 1 commits after ``base`` (None: ``base`` is unknown)."""
-    rng = f"{base}..HEAD" if base else "HEAD"
-    status, out, _err = store.git.execute(
-        "rev-list", "--no-merges", f"--max-count={MAX_COMMITS + 1}", rng, "--"
-    )
-    if status != 0:
-        return None
-    return out.split()
+        return mark.base, f"the session before {session}"
+    mine = last_seen(store, agent)
+    if mine is not None:
+        return mine.commit, f"{agent}'s last session ({mine.at})"
+    return _rebuilt_base(store, agent), f"{agent}'s last summarised session"
 
 
 def changes_since(
@@ -187,20 +160,18 @@ def changes_since(
     if not (isinstance(since, str) and since.strip() == LAST_SESSION):
         return changes(store, since)
     base, label = _base(store, agent, session)
-    result = changes_after(store, base, label)
-    return Changes(
-        since=label,
-        base=result.base,
-        head=result.head,
-        commits=result.commits,
-        agent_commits=result.agent_commits,
-        human_commits=result.human_commits,
-        remembered=result.remembered,
-        superseded=result.superseded,
-        resolved=result.resolved,
-        forgotten=result.forgotten,
-        human_edits=result.human_edits,
-    )
+    # A first session of a new agent in an old vault (or one back after
+    # months) would parse the whole history for a section of a few lines:
+    # look back MAX_COMMITS at most, and say so. The one git log that lists
+    # them also tells whether the mark is still in history (a purge rewrites it).
+    result = changes_within(store, base, label, MAX_COMMITS)
+    if result is None:
+        base = _rebuilt_base(store, agent)
+        result = changes_within(store, base, label, MAX_COMMITS)
+    if result is None:  # the rebuilt base is gone too: from the start, still bounded
+        result = changes_within(store, None, label, MAX_COMMITS)
+    assert result is not None  # git knows HEAD's history
+    return result
 
 
 def render_changes(

@@ -78,6 +78,8 @@ class Pending:
     # The file's stat when ``original`` was read (None: unknown, or it changed
     # during the read): tells whether git already has those bytes.
     seen: FileStat | None = None
+    # The blocks as first read: what a commit record compares a re-parsed file with.
+    first: tuple[Block, ...] = ()
 
 
 def require(parsed: blk.ParsedFile | None, memory_id: str) -> Block:

@@ -44,6 +44,7 @@ from mdmem.files.textfile import FileStat, SkipFile, TextFile, decode, file_stat
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
 from mdmem.store import typed_secrets as typed
+from mdmem.store.commitrecords import recorded
 from mdmem.store.editors import (
     Edit,
     Editor,
@@ -82,9 +83,8 @@ _STREAM_CHUNK = 100
 _MAX_ID_TRAILERS = 100
 _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
 _EDITOR_ACTIVE_FOR = 10.0  # seconds a foreign edit keeps the writer careful
-# A file's ctime comes from a coarse clock that may lag time.time() by a tick
-# (1-10 ms): a file counts as unchanged since a moment only if its ctime is
-# this much older.
+# A file's ctime comes from a coarse clock that may lag time.time() by a tick (1-10 ms): a
+# file counts as unchanged since a moment only if its ctime is this much older.
 _CTIME_SLACK_NS = 20_000_000
 
 
@@ -727,12 +727,11 @@ class Writer:
     ) -> None:
         """Make sure the agent's commit holds exactly what the agent wrote.
 
-        ``git commit -- path`` reads the file when it runs; a person who saved
-        between our rename and that read would see their lines committed as
-        the agent's. A file whose stat is the same after the commit as right
-        after our rename was not touched meanwhile; if any other was, the
-        commit is replaced by one with exactly our bytes for it (their lines
-        stay in the file, to be committed as theirs).
+        ``git commit -- path`` reads the file when it runs; a person who saved between our
+        rename and that read would see their lines committed as the agent's. A file whose stat
+        is the same after the commit as right after our rename was not touched meanwhile; if
+        any other was, the commit is replaced by one with exactly our bytes for it (their
+        lines stay in the file, to be committed as theirs).
         """
         self._head_moved(before, installed)
         touched: dict[str, bytes] = {}
@@ -790,7 +789,7 @@ class Writer:
         parsed = parsed.copy()
         assert parsed.file is not None
         tf = parsed.file = parsed.file.copy()
-        return Pending(original=raw, tf=tf, parsed=parsed, seen=seen)
+        return Pending(original=raw, tf=tf, parsed=parsed, seen=seen, first=tuple(parsed.blocks))
 
     def reparse(self, rel: str, pending: Pending, result: Edit, tx: Transaction) -> blk.ParsedFile:
         """Bring the pending parse and the catalog up to date with the pending text.
@@ -892,9 +891,9 @@ class Writer:
                 kept = self._kept_out.intersection(installed)
                 ours = {rel: done.ours for rel, done in installed.items()}
                 mode = self.settings.secrets
-                committed = pool.submit(
-                    typed.commit_written, self.git, message, agent, ours, kept, mode
-                )
+                # The commit is recorded (commitrecords) in the same thread, off the index's.
+                commit = recorded(typed.commit_written, self.state_dir, tx.pending)
+                committed = pool.submit(commit, self.git, message, agent, ours, kept, mode)
                 tx.index_written(written, self.indexer, self.catalog)
                 failure = committed.exception()
             if failure is not None:
