@@ -19,6 +19,7 @@ from mdmem.cli import (
     library,
     serve,
     sessions,
+    ui,
     usefulness,
     warm,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "main",
     "serve",
     "sessions",
+    "ui",
     "usefulness",
     "warm",
 ]
