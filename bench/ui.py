@@ -8,8 +8,9 @@ documents, git history; built once into --cache, default /tmp/mdmem-ui-bench-cac
 A copy of it is opened, ``mdmem ui``'s server started on it (UiServer, a real
 HTTP server on 127.0.0.1) and each page requested --rounds times over real HTTP
 with the session cookie the printed URL sets: the first page of memories, a
-deep page (page 20), a kind filter, a file filter, a search (hybrid recall), a
-memory with its git history, and the hook log. The table shows median and
+deep page (page 20, reached by its "older" links), a kind filter, a file
+filter, a search (hybrid recall), a memory with its git history, and the hook
+log. The table shows median and
 worst milliseconds per page and size, and each page's median as a ratio to the
 same page at the smallest size (the baseline, measured in the same run), beside
 the load average.
@@ -18,8 +19,10 @@ the load average.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -28,9 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import scale  # noqa: E402  (bench/scale.py: the corpora and their cache)
+import scale
 
-from tests.ui.conftest import login, request  # noqa: E402
+from tests.ui.conftest import login, request
 
 
 def pages(vault: Any) -> dict[str, str]:
@@ -39,7 +42,7 @@ def pages(vault: Any) -> dict[str, str]:
     first = vault.library.list(limit=1)[0]
     return {
         "memories, page 1": "/",
-        "memories, page 20": "/?page=20",
+        "memories, page 20": "",  # filled in by following "older →" (a cursor)
         "kind=fact": "/?kind=fact",
         "file=MEMORY.md": "/?file=MEMORY.md",
         "search": "/?" + urlencode({"q": "what did we decide about the release schedule"}),
@@ -62,7 +65,16 @@ def run_size(n: int, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
         try:
             cookie = login(server)
             out: dict[str, Any] = {"memories": info["memories"]}
-            for name, path in pages(vault).items():
+            listed = pages(vault)
+            deep = "/"
+            for _ in range(19):
+                body = request(server, "GET", deep, headers={"Cookie": cookie}).body
+                found = re.search(r'<a href="([^"]+)">older →</a>', body)
+                if found is None:
+                    break
+                deep = html.unescape(found.group(1))
+            listed["memories, page 20"] = deep
+            for name, path in listed.items():
                 times = []
                 for _ in range(args.rounds):
                     start = time.perf_counter()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mdmem.agent.hooklog import HookLog
@@ -52,16 +53,35 @@ def _snippet(text: str) -> str:
     return text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…"
 
 
-def _pager(view: View, path: str, has_more: bool) -> str:
+def _pager(view: View, path: str, has_more: bool, cursor: Mapping[str, str] | None = None) -> str:
+    """Links to the next page (by ``cursor`` when given, else by number) and the first."""
     number = view.page_number()
-    params = {k: v for k, v in view.params.items() if k not in ("page", "done")}
+    params = {k: v for k, v in view.params.items() if k not in ("page", "done", "before")}
     links = []
     if number > 1:
-        links.append(f'<a href="{href(path, {**params, "page": number - 1})}">← newer</a>')
+        back = {**params} if cursor is not None else {**params, "page": number - 1}
+        label = "← newest" if cursor is not None else "← newer"
+        links.append(f'<a href="{href(path, back)}">{label}</a>')
     links.append(f"<span>page {number}</span>")
     if has_more:
-        links.append(f'<a href="{href(path, {**params, "page": number + 1})}">older →</a>')
+        ahead = {**params, **(cursor or {}), "page": number + 1}
+        links.append(f'<a href="{href(path, ahead)}">older →</a>')
     return f'<div class="pager">{"".join(links)}</div>'
+
+
+def _cursor(value: str) -> tuple[tuple[datetime, str] | None, int]:
+    """(time, id) of the last row shown and how many rows of that instant were shown
+    (``<iso time>~<id>~<count>``); (None, 0): the newest page."""
+    parts = value.split("~")
+    if len(parts) != 3:
+        return None, 0
+    try:
+        moment, ties = datetime.fromisoformat(parts[0]), max(0, int(parts[2]))
+    except ValueError:
+        return None, 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment, parts[1]), ties
 
 
 def _select(name: str, options: tuple[str, ...], chosen: str) -> str:
@@ -124,18 +144,25 @@ def browse(vault: Vault, view: View) -> str:
         ]
         heading = ("id", "text", "kind", "file", "status", "created", "score")
     else:
+        # Older pages start below a cursor (the last row's time and id), so page 200
+        # costs what page 1 does: the list reads one page, never the ones before it.
+        cursor, ties = _cursor(view.get("before"))
         listed = vault.library.list(
             kinds=kind,
             scopes=scope if scope else None,
             statuses=status or None,
             author=author or None,
             paths=[path] if path else None,
-            limit=want,
+            until=cursor[0] if cursor else None,
+            limit=PAGE_SIZE + 1 + ties,
         )
+        if cursor is not None:
+            listed = [m for m in listed if (m.created, m.id) < cursor]
         rows = [
             (m.id, m.text, m.kind, m.path, m.line, m.status, m.created, m.scope or "root")
             for m in listed
         ]
+        offset = 0
         heading = ("id", "text", "kind", "file", "status", "created", "scope")
     shown = rows[offset : offset + PAGE_SIZE]
     cells = [
@@ -155,7 +182,16 @@ def browse(vault: Vault, view: View) -> str:
     if note:
         body += f'<div class="notice">{esc(note)}</div>'
     body += table(heading, cells) if cells else "<p>No memory matches.</p>"
-    body += _pager(view, "/", len(rows) > offset + PAGE_SIZE)
+    more = len(rows) > offset + PAGE_SIZE
+    if query or not shown:
+        body += _pager(view, "/", more)
+    else:
+        last = shown[-1]
+        # Rows of the last row's instant shown so far: the next list skips them.
+        same = sum(1 for row in shown if row[6] == last[6])
+        if cursor is not None and cursor[0] == last[6]:
+            same += ties
+        body += _pager(view, "/", more, {"before": f"{last[6].isoformat()}~{last[0]}~{same}"})
     title = f"Search: {query}" if query else "Memories"
     return page(title, body, vault_name=view.vault_name, notice=view.notice)
 
