@@ -210,7 +210,8 @@ def memory(vault: Vault, view: View, memory_id: str) -> str:
         ("created", esc(row.get("created"))),
         ("updated", esc(row.get("updated") or "")),
     ]
-    fields += [(str(k), esc(v)) for k, v in row.get("fields") or []]
+    shown_keys = {name for name, _ in fields}
+    fields += [(str(k), esc(v)) for k, v in row.get("fields") or [] if k not in shown_keys]
     if shown.provenance is not None:
         fields.append(("written by", esc(", ".join(shown.provenance.authors))))
     versions = [

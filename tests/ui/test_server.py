@@ -107,6 +107,14 @@ def test_browse_filters_and_pages_without_listing_everything(ui: UiServer, fille
         pages += 1
         link = older_link(body)
         assert pages <= 5
+    for junk in ("x", "2026-01-01~m-1", "not-a-date~m-1~3", "2026-01-01T00:00~m-1~-5"):
+        odd = request(
+            ui,
+            "GET",
+            "/?" + urlencode({"kind": "fact", "before": junk}),
+            headers={"Cookie": cookie},
+        )
+        assert odd.status == 200 and "<h1>Memories</h1>" in odd.body
     expected = [m.id for m in vault.library.list(kinds="fact")]
     assert seen == expected and len(seen) == 2 * PAGE_SIZE + 20 + 1 and pages == 3
     prefs = request(ui, "GET", "/?kind=preference&file=USER.md", headers={"Cookie": cookie}).body
