@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["ACTIONS", "PAGE_SIZE", "Action", "View", "browse", "hooks", "memory", "reviews"]
 
 PAGE_SIZE = 50
+#: How a search matches: both (hybrid, the default), words only (fast), meaning only.
+_MODES = ("hybrid", "keyword", "vector")
 _HOOK_PAGE = 20
 _SNIPPET = 240
 
@@ -103,6 +105,7 @@ def _filters(view: View) -> str:
         '<form class="filters" method="get" action="/">'
         f'<input type="search" name="q" value="{esc(view.get("q"))}" '
         'placeholder="search by meaning or words" size="40" autofocus>'
+        f"{_select('mode', _MODES, view.get('mode'))}"
         f"{_select('kind', KINDS, view.get('kind'))}"
         f"{_select('status', STATUSES, view.get('status'))}"
         f"{text('scope', 'scope, e.g. project:x')}{text('file', 'file, e.g. USER.md')}"
@@ -130,6 +133,7 @@ def browse(vault: Vault, view: View) -> str:
             kinds=kind,
             scope=scope or None,
             include_inactive=bool(status and status != "active"),
+            mode=view.get("mode") if view.get("mode") in _MODES else "hybrid",
         )
         hits = [h for h in found.items if (not path or h.path == path)]
         if status:

@@ -129,6 +129,8 @@ def test_search_history_hooks_and_reviews_pages(ui: UiServer, filled: Filled) ->
     cookie = login(ui)
     found = request(ui, "GET", "/?q=metric+units", headers={"Cookie": cookie}).body
     assert f'href="/m/{filled.units}"' in found
+    words = request(ui, "GET", "/?q=metric+units&mode=keyword", headers={"Cookie": cookie}).body
+    assert f'href="/m/{filled.units}"' in words and '<option value="keyword" selected>' in words
     memory = request(ui, "GET", f"/m/{filled.old_units}", headers={"Cookie": cookie}).body
     history = memory.split("<h2>History</h2>", 1)[1]
     assert history.count("<tr>") == 3  # heading, the write and the supersede
