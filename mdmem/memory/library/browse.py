@@ -9,6 +9,7 @@ versions from git and its line authors in one record.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, tzinfo
@@ -133,7 +134,13 @@ def list_memories(
         if not store.visibility.may_see(reader, block):
             continue
         chosen.append(block)
-    chosen.sort(key=lambda b: (b.created, b.id), reverse=not oldest_first)
+    if limit is not None and author is None:
+        # One page of a large vault (mdmem ui): picking the first ``limit`` costs
+        # about n comparisons, sorting everything n log n (half of the call at 10k).
+        pick = heapq.nsmallest if oldest_first else heapq.nlargest
+        chosen = pick(limit, chosen, key=_created_order)
+    else:
+        chosen.sort(key=_created_order, reverse=not oldest_first)
     out: list[Memory] = []
     for block in chosen:
         if limit is not None and len(out) >= limit:
@@ -145,6 +152,10 @@ def list_memories(
         memory = Memory.from_block(block, was_new=False)
         out.append(replace(memory, text=scrub(block.text, store.settings.secrets)))
     return out
+
+
+def _created_order(block: Block) -> tuple[datetime, str]:
+    return (block.created, block.id)
 
 
 def _authors(store: MemoryStore, block: Block) -> set[str]:
