@@ -3,8 +3,9 @@
 Reads go through the Vault's reading view (``vault.reading()``: ``recall``, ``list``,
 ``show``, ``get``: shown text, a secret a person typed redacted), ``git.reviews`` /
 ``review`` and the hook log the hooks write; every page lists at most one page of
-rows, so a vault of 100k memories renders as fast as one of a hundred. The actions are the CLI's own verbs
-(:data:`ACTIONS`), run by :mod:`mdmem.ui.server` only for a POST from the page.
+rows, so a vault of 100k memories renders as fast as one of a hundred. The actions
+are the CLI's own verbs (:data:`ACTIONS`), run by :mod:`mdmem.ui.server` only for a
+POST from the page.
 """
 
 from __future__ import annotations
