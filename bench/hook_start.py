@@ -4,7 +4,7 @@ Usage: python bench/hook_start.py [--runs 30] [--memories 200] [--host claude-co
                                   [--events prompt-submit,session-start,post-tool-use] [--json]
 
 A seeded vault gets a real warm server (``mdmem server run``); then, for each
-event, the host's documented payload (``tests/agent/data/hooks/``) is piped
+event, the host's documented payload (``tests/hookkit/data/hooks/``) is piped
 into the ``mdmem`` console script of this checkout's venv, alternating run by
 run with a bare ``python3 -c pass`` (and the venv's ``python -c pass``, which
 also pays for the venv's site-packages), hyperfine-style. The table prints
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit_json, median, percentile, print_table, scratch_dir
 
 HERE = Path(__file__).resolve().parent.parent
-PAYLOADS = HERE / "tests" / "agent" / "data" / "hooks"
+PAYLOADS = HERE / "tests" / "hookkit" / "data" / "hooks"
 
 from warm_server import seed  # noqa: E402 - the same seeded vault
 

@@ -24,7 +24,7 @@ from mdmem.hookkit.policy import hook_vault_root, resolve_policy
 from mdmem.hookkit.runner import serve_hook
 from mdmem.warm.client import ask
 
-DATA = Path(__file__).parent / "agent" / "data" / "hooks"
+DATA = Path(__file__).parent / "hookkit" / "data" / "hooks"
 REPO = Path(__file__).resolve().parents[1]
 # What the fast path may load besides the standard library: itself and the
 # standard-library-only helpers it calls.
@@ -32,8 +32,11 @@ OURS = {
     "mdmem",
     "mdmem.__main__",
     "mdmem.hookclient",
-    "mdmem.agent",
+    "mdmem.warm",
     "mdmem.warm.client",
+    "mdmem.ipc",
+    "mdmem.ipc.boundedjson",
+    "mdmem.ipc.sockets",
     "mdmem.ipc.capped",
     "mdmem.ipc.hostproc",
 }

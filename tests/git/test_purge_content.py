@@ -256,7 +256,7 @@ def test_cli_purge_prints_holders_cleaned_and_left(vault: Vault, tmp_path: Path)
     ids = _conversation(vault)
     _plant_everywhere(vault)
     out = CliRunner().invoke(
-        main, ["--vault", str(vault.root), "purge", ids["secret"], "--yes", "--json"]
+        main, ["--vault", str(vault.root), "git", "purge", ids["secret"], "--yes", "--json"]
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
@@ -266,7 +266,7 @@ def test_cli_purge_prints_holders_cleaned_and_left(vault: Vault, tmp_path: Path)
     secret = _conversation(other)["secret"]
     stray = other.admin.state_dir / "someone-elses-cache.txt"  # no mdmem cache: not cleaned
     stray.write_text(f"pasted: {SECRET}\n")
-    out = CliRunner().invoke(main, ["--vault", str(other.root), "purge", secret, "--yes"])
+    out = CliRunner().invoke(main, ["--vault", str(other.root), "git", "purge", secret, "--yes"])
     assert out.exit_code != 0 and "someone-elses-cache.txt" in out.output
 
 

@@ -15,7 +15,7 @@ from mdmem.hookkit.policy import Policy
 from mdmem.hookkit.runner import run_event
 from mdmem.ui import UiServer
 
-HOOKS = Path(__file__).resolve().parents[1] / "agent" / "data" / "hooks"
+HOOKS = Path(__file__).resolve().parents[1] / "hookkit" / "data" / "hooks"
 #: Text a memory may hold that a careless page would run.
 PAYLOAD = (
     '<script>document.title="pwned"</script><img src=x onerror="document.title=\'img\'">'
