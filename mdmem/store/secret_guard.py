@@ -58,16 +58,16 @@ from typing import Any
 
 from mdmem.errors import SecretRefusedError, Spelled, add_message_filter
 from mdmem.store.payment_cards import CARD_GATE, find_cards
+from mdmem.store.secret_forms import INVISIBLE, forms, may_hide
 from mdmem.store.secret_rules import PREFIX_RULES
 
 __all__ = ["MODES", "Finding", "guard", "redact_spans", "refuse_in_metadata", "scan", "scrub"]
 
 MODES = ("refuse", "redact", "off")
 
-# Invisible characters that split a key without showing: zero-width space,
-# joiners, word joiner, invisible operators, BOM, soft hyphen, Mongolian vowel
-# separator. NFKC leaves them alone, so they are dropped explicitly.
-_INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
+# Invisible characters (see secret_forms.INVISIBLE) are dropped explicitly:
+# NFKC leaves them alone.
+_INVISIBLE = INVISIBLE
 _INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
 
 
@@ -619,10 +619,24 @@ def _load_rules() -> tuple[_Rule, ...]:
 
 
 def scan(text: str, *, quick: bool = True) -> list[Finding]:
-    """The secrets in ``text``, as spans of ``text`` itself, in order.
+    """The secrets in ``text``, as spans of ``text`` itself, in order: as
+    written, and in each form a reader would undo (entities, URL escapes,
+    look-alike letters, a prefix's case, dotted or broken digit groups: see
+    :mod:`mdmem.store.secret_forms`).
 
     ``quick=False`` skips the quick check (for tests that compare both).
     """
+    found = _scan_written(text, quick)
+    if not may_hide(text):
+        return found
+    for form in forms(text):
+        found.extend(
+            Finding(f.kind, *form.span(f.start, f.end)) for f in _scan_written(form.text, quick)
+        )
+    return _merge(found)
+
+
+def _scan_written(text: str, quick: bool) -> list[Finding]:
     if quick and text.isascii():
         # The common case, before any object is built: most text stops here.
         words = text.lower().split()

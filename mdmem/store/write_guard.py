@@ -1,0 +1,104 @@
+"""The secrets guard at the one place every write passes: the writer's flush.
+
+The doors (``remember``, sessions, import, hooks, tools, documents...) guard
+what they are given, the memory text by the vault's mode (refuse or redact)
+and everything around it (tags, fields, scope, session ids, titles) always by
+refusal. This is the backstop behind them, so that a door that forgets one
+string cannot put a secret on disk: before any file of a transaction is
+written, it scans
+
+* the path of every file the transaction writes (file and folder names; a
+  slug may have cut a token apart, so a long random-looking run counts too),
+* every line the transaction adds or changes in each file,
+* the commit message (subject and trailers),
+
+and refuses the whole transaction, one line naming the kind and where, never
+the secret itself, if any holds a secret that was not already there. A
+secret a person typed into the file themselves stays theirs (a line mdmem
+rewrites around it, to add an id or a field, is not refused for it); what is
+derived from their file is scrubbed elsewhere
+(:func:`mdmem.store.secret_guard.scrub`).
+
+There is no redact mode here: the doors have redacted the memory text by the
+time it reaches the writer, so what is still found is in a name, a field or
+a message, where a redacted value would be a broken one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+
+from mdmem.errors import SecretRefusedError
+from mdmem.store.editors import Pending
+from mdmem.store.secret_guard import Finding, scan
+
+__all__ = ["refuse_new_secrets"]
+
+
+def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) -> None:
+    """Raise SecretRefusedError if writing the ``pending`` files of a transaction
+    (path -> its state) or its commit ``message`` would store a new secret.
+
+    ``mode`` is the vault's guard setting; ``off`` checks nothing.
+    """
+    if mode == "off":
+        return
+    for rel, state in pending.items():
+        before, after = state.original, state.tf.to_bytes()
+        if scan(rel) or _random_run(rel):
+            _refuse("a file or folder name", None)
+        old = before.decode("utf-8", "replace") if before else ""
+        new = after.decode("utf-8", "replace")
+        added = _added_lines(old, new)
+        if not added:
+            continue
+        found = [f for f in scan(added) if added[f.start : f.end] not in old]
+        if found:
+            _refuse(f"the file {rel}", found)
+    if message and scan(message):
+        _refuse("the commit message", None)
+
+
+# A name is made from what a caller chose (a session id, a title, a scope)
+# after it was cut to a slug, which may have split a token's prefix from its
+# body ("sk&#45;proj…" becomes "sk-45-proj-45-…"): a long run that switches
+# between upper case, lower case and digits as random data does is refused
+# too. Words in CamelCase or ids (lower case and digits) are not such runs.
+_RUN = re.compile(r"[A-Za-z0-9]{24,}")
+_LOWER = re.compile(r"[a-z]+")
+
+
+def _random_run(name: str) -> bool:
+    for match in _RUN.finditer(name):
+        run = match.group()
+        if run.islower() or run.isupper() or not any(c.isdigit() for c in run):
+            continue  # one case, or no digit: words, ids, hex
+        # Random data has short lower-case runs; words in CamelCase long ones.
+        lower = [len(part) for part in _LOWER.findall(run)]
+        if lower and sum(lower) / len(lower) <= 2.5:
+            return True
+    return False
+
+
+def _added_lines(old: str, new: str) -> str:
+    """The lines of ``new`` that ``old`` lacks (as many times as they are new), in order."""
+    if not old:
+        return new
+    have = Counter(old.split("\n"))
+    out: list[str] = []
+    for line in new.split("\n"):
+        if have[line] > 0:
+            have[line] -= 1
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _refuse(where: str, found: list[Finding] | None) -> None:
+    kinds = ", ".join(sorted({f.kind for f in found})) if found else "a secret"
+    raise SecretRefusedError(
+        f"refused: the write would store what looks like a secret ({kinds}) in {where}; "
+        "nothing was written"
+    )
