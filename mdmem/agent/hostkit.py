@@ -96,6 +96,7 @@ from mdmem.recall.asdata import (
     provenance_line,
 )
 from mdmem.recall.instructions import instruction_cues
+from mdmem.recall.pins import pin_note, pinned_by
 from mdmem.store.inputs import MAX_MEMORY_CHARS
 from mdmem.store.secret_guard import scrub
 from mdmem.store.visibility import Reader
@@ -270,14 +271,14 @@ class _Run:
         candidates = [
             m
             for m in self.vault.library.list(statuses="active", reader=self.reader)
-            if (m.path.endswith("USER.md") or "pinned" in m.tags)
+            if (m.path.endswith("USER.md") or pinned_by(m))
             # Pinned context is read as standing orders: text that reads as an order
             # to the model is never promoted there (recall may still show it, marked).
             and not instruction_like(m, m.text)
         ]
         # What the budget keeps first: explicitly pinned, then the newest profile entries.
-        candidates.sort(key=lambda b: ("pinned" not in b.tags, -b.created.timestamp()))
-        pinned = [(b.id, self._line(b, f"{b.path}#^{b.id}")) for b in candidates]
+        candidates.sort(key=lambda b: (pinned_by(b) is None, -b.created.timestamp()))
+        pinned = [(b.id, self._line(b, f"{b.path}#^{b.id}; {pin_note(b)}")) for b in candidates]
         changed = self._changes()
         sections = [
             ("### Profile (pinned)", pinned),

@@ -21,7 +21,10 @@ derived from their file is scrubbed elsewhere
 
 There is no redact mode here: the doors have redacted the memory text by the
 time it reaches the writer, so what is still found is in a name, a field or
-a message, where a redacted value would be a broken one.
+a message, where a redacted value would be a broken one. A caller who turns
+the guard off for one text (``secrets="off"``) has that text let through
+(:func:`allow_unguarded`, called by :func:`mdmem.store.inputs.clean_text`);
+everything around it is still checked.
 """
 
 from __future__ import annotations
@@ -29,12 +32,22 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
+from contextvars import ContextVar
 
 from mdmem.errors import SecretRefusedError
 from mdmem.store.editors import Pending
 from mdmem.store.secret_guard import Finding, scan
 
-__all__ = ["refuse_new_secrets"]
+__all__ = ["allow_unguarded", "refuse_new_secrets"]
+
+# Texts a caller stored with the guard off, until the next flush of this context.
+_UNGUARDED: ContextVar[tuple[str, ...]] = ContextVar("mdmem_unguarded", default=())
+
+
+def allow_unguarded(text: str) -> None:
+    """Let ``text`` (a memory text the caller stores with ``secrets="off"``) through
+    the next flush in this thread or task."""
+    _UNGUARDED.set((*_UNGUARDED.get(), text))
 
 
 def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) -> None:
@@ -43,6 +56,8 @@ def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) 
 
     ``mode`` is the vault's guard setting; ``off`` checks nothing.
     """
+    allowed = _UNGUARDED.get()
+    _UNGUARDED.set(())
     if mode == "off":
         return
     for rel, state in pending.items():
@@ -54,10 +69,18 @@ def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) 
         added = _added_lines(old, new)
         if not added:
             continue
-        found = [f for f in scan(added) if added[f.start : f.end] not in old]
+        found = [
+            f
+            for f in scan(added)
+            if added[f.start : f.end] not in old
+            and not _OURS.fullmatch(added[f.start : f.end])
+            and not any(added[f.start : f.end] in text for text in allowed)
+        ]
         if found:
             _refuse(f"the file {rel}", found)
-    if message and scan(message):
+    if message and [
+        f for f in scan(message) if not any(message[f.start : f.end] in t for t in allowed)
+    ]:
         _refuse("the commit message", None)
 
 
@@ -66,6 +89,9 @@ def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) 
 # body ("sk&#45;proj…" becomes "sk-45-proj-45-…"): a long run that switches
 # between upper case, lower case and digits as random data does is refused
 # too. Words in CamelCase or ids (lower case and digits) are not such runs.
+# What mdmem itself writes that reads like a key next to a key word (a tool
+# output's ``key: tout_…``, a content hash, a block id): never a caller's secret.
+_OURS = re.compile(r"tout_[0-9a-f]{20}|m-[0-9a-z]{12,32}|[0-9a-f]{40}|[0-9a-f]{64}")
 _RUN = re.compile(r"[A-Za-z0-9]{24,}")
 _LOWER = re.compile(r"[a-z]+")
 
