@@ -29,7 +29,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["CONFUSABLES", "INVISIBLE", "Form", "forms", "may_hide"]
+__all__ = ["CONFUSABLES", "INVISIBLE", "Form", "forms", "may_hide", "may_hide_digits"]
 
 # Invisible characters that split a key without showing (zero-width space,
 # joiners, word joiner, invisible operators, BOM, soft hyphen, Mongolian vowel
@@ -91,9 +91,7 @@ def may_hide(text: str) -> bool:
         return True
     if ("&" in text or "%" in text) and _ESCAPE_HINT.search(text):
         return True
-    if ("." in text or "\n" in text) and any(
-        "." in m.group() or "\n" in m.group() for m in _SPREAD_DIGITS.finditer(text)
-    ):
+    if may_hide_digits(text):
         return True
     lower = text.lower()
     if not any(prefix in lower for prefix in _CANONICAL):
@@ -103,6 +101,18 @@ def may_hide(text: str) -> bool:
             return True
         word = _GROUPED.match(text, m.start())
         if word is not None and _spaced_groups(word) != word.group():
+            return True
+    return False
+
+
+def may_hide_digits(text: str) -> bool:
+    """Whether ``text`` has 13 digits with a dot or a line break among them, or
+    both dashes and spaces (separators the card finder takes one kind at a time)."""
+    if "." not in text and "\n" not in text and "-" not in text:
+        return False
+    for match in _SPREAD_DIGITS.finditer(text):
+        run = match.group()
+        if "." in run or "\n" in run or ("-" in run and " " in run):
             return True
     return False
 
