@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mdmem.store.write_guard import safe_id
+
 __all__ = [
     "EVENTS",
     "HOSTS",
@@ -220,6 +222,7 @@ def parse_input(host_name: str, event: str, data: Any) -> HookInput:
     h = host(host_name)
     raw = data if isinstance(data, dict) else {}
     session = _text(raw.get("session_id")) or _text(raw.get("conversation_id")) or "unknown"
+    session = safe_id(session)  # it becomes a file name, a field, a commit message
     cwd = _text(raw.get("cwd"))
     if cwd is None and isinstance(raw.get("workspace_roots"), list) and raw["workspace_roots"]:
         cwd = _text(raw["workspace_roots"][0])  # Cursor names the workspace, not a cwd

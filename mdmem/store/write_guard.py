@@ -29,16 +29,18 @@ everything around it is still checked.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Mapping
 from contextvars import ContextVar
+from typing import Any
 
 from mdmem.errors import SecretRefusedError
 from mdmem.store.editors import Pending
-from mdmem.store.secret_guard import Finding, scan
+from mdmem.store.secret_guard import Finding, scan, scrub
 
-__all__ = ["allow_unguarded", "refuse_new_secrets"]
+__all__ = ["allow_unguarded", "looks_random", "redacted", "refuse_new_secrets", "safe_id"]
 
 # Texts a caller stored with the guard off, until the next flush of this context.
 _UNGUARDED: ContextVar[tuple[str, ...]] = ContextVar("mdmem_unguarded", default=())
@@ -62,7 +64,7 @@ def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) 
         return
     for rel, state in pending.items():
         before, after = state.original, state.tf.to_bytes()
-        if scan(rel) or _random_run(rel):
+        if scan(rel) or looks_random(rel):
             _refuse("a file or folder name", None)
         old = before.decode("utf-8", "replace") if before else ""
         new = after.decode("utf-8", "replace")
@@ -96,7 +98,8 @@ _RUN = re.compile(r"[A-Za-z0-9]{24,}")
 _LOWER = re.compile(r"[a-z]+")
 
 
-def _random_run(name: str) -> bool:
+def looks_random(name: str) -> bool:
+    """Whether ``name`` holds a long run that reads as random data (see above)."""
     for match in _RUN.finditer(name):
         run = match.group()
         if run.islower() or run.isupper() or not any(c.isdigit() for c in run):
@@ -128,3 +131,25 @@ def _refuse(where: str, found: list[Finding] | None) -> None:
         f"refused: the write would store what looks like a secret ({kinds}) in {where}; "
         "nothing was written"
     )
+
+
+def redacted(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings...) with a secret in any string,
+    key or value, redacted: for state files outside the vault (the hook log)
+    that keep what a host sent, such as its session id or a tool's error."""
+    if isinstance(value, str):
+        return scrub(value, "redact") if value else value
+    if isinstance(value, dict):
+        return {redacted(k): redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redacted(v) for v in value]
+    return value
+
+
+def safe_id(value: str) -> str:
+    """An id a host or a file sent (a session id), or, when it holds a secret or
+    reads as random key material, a stable stand-in made from its hash: ids
+    become file names, fields and commit messages."""
+    if not scan(value) and not looks_random(value):
+        return value
+    return "redacted-" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -20,9 +20,12 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
+from mdmem.agent.hostkit import run_event
+from mdmem.agent.projectpolicy import Policy
 from mdmem.agent.tools import Toolset
 from mdmem.errors import MdmemError, SecretRefusedError
 from mdmem.store.secret_guard import guard, scan
+from tests.agent.test_hostkit import payload
 from tests.secret_samples import luhn_complete
 
 _rng = random.Random(33)
@@ -153,6 +156,13 @@ def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
 Door = Callable[[Vault, Path, str], object]
 
 
+def _hook(vault: Vault, work: Path, **fields: object) -> None:
+    """A Claude Code PostToolUseFailure payload (the documented shape) with ``fields`` set."""
+    data = payload("claude-code", "post-tool-failure", work)
+    data.update(fields)
+    run_event(vault, "claude-code", "post-tool-failure", data, Policy())
+
+
 def _tool(vault: Vault, args: dict[str, object]) -> None:
     result = Toolset(vault).dispatch("remember", args)
     if "error" in result:
@@ -179,6 +189,13 @@ DOORS: dict[str, Door] = {
     ),
     "import session id": lambda v, d, s: v.library.import_(
         _jsonl(d / "ids.jsonl", [{"role": "user", "content": "hello", "session": s}])
+    ),
+    "hook session id": lambda v, d, s: _hook(v, d, session_id=s),
+    "hook tool error": lambda v, d, s: _hook(
+        v, d, error=f"Exit code 1\nAuthError: token {s} rejected by the registry"
+    ),
+    "hook tool command": lambda v, d, s: _hook(
+        v, d, tool_input={"command": f"deploy --token {s}", "description": "deploy"}
     ),
     "document text": lambda v, d, s: (
         (d / "doc.md").write_text(f"# Setup\n\nThe deploy key is {s} today.\n"),
