@@ -1,6 +1,7 @@
 """Secret guard benchmark: what `guard()` costs on ordinary text and on text it must scan.
 
 Usage: python bench/secret_guard.py [--calls 10000] [--baseline REV] [--json]
+       python bench/secret_guard.py --false-positives [--baseline REV] [--show 10]
 
 Times --calls guard() calls on ordinary 20-word sentences (the quick check
 returns before any pattern runs), on sentences that name a secret or hold a
@@ -9,6 +10,13 @@ a secret (refused). Best of five rounds, in microseconds per call.
 ``--baseline REV`` also times the guard of git revision REV (rounds
 interleaved, so both see the same machine load). Target
 (issue "Trust in what is written", item 4): ordinary text well under 100 us.
+
+``--false-positives`` scans every turn of the dev chats (``*-dev.json`` in
+``$MDMEM_BENCH_DATA`` or ``/work/shared/bench-data``), every paragraph of
+``docs/*.md``, and the other forms a turn can be stored in (its speaker line,
+a tag, a field value): none holds a secret, so every finding is a false
+positive. With ``--baseline REV`` the guard of that revision is measured on
+the same texts in the same run.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit_json, print_table, scratch_dir
+
+ROOT = Path(__file__).resolve().parent.parent
 
 WORDS = [
     "the",
@@ -84,9 +94,9 @@ def best_us(fn: Callable[[str], object], texts: list[str], rounds: int = 5) -> f
     return best / len(texts) * 1e6
 
 
-def guard_of(rev: str) -> Callable[[str], object]:
-    """``guard`` as it was at git revision ``rev``."""
-    root = Path(__file__).resolve().parent.parent
+def guard_of(rev: str, name: str = "guard") -> Callable[[str], object]:
+    """``guard`` (or another function of the module) as it was at git revision ``rev``."""
+    root = ROOT
     source = subprocess.run(
         ["git", "show", f"{rev}:mdmem/store/secret_guard.py"],
         cwd=root,
@@ -101,8 +111,64 @@ def guard_of(rev: str) -> Callable[[str], object]:
     module = importlib.util.module_from_spec(spec)
     sys.modules["baseline_guard"] = module
     spec.loader.exec_module(module)
-    guard: Callable[[str], object] = module.guard
+    guard: Callable[[str], object] = getattr(module, name)
     return guard
+
+
+def ordinary_texts() -> dict[str, list[str]]:
+    """Texts that hold no secret: every dev-chat turn, every docs paragraph."""
+    import os
+    import re
+
+    sys.path.insert(0, str(ROOT))
+    from locomo_data import load
+
+    base = Path(os.environ.get("MDMEM_BENCH_DATA", "/work/shared/bench-data"))
+    out: dict[str, list[str]] = {}
+    for path in sorted(base.glob("*-dev.json")):
+        out[f"dev chat turns ({path.name})"] = [
+            t.text for conv in load(path) for t in conv.turns if t.text.strip()
+        ]
+    docs = [
+        part
+        for doc in sorted((ROOT / "docs").glob("*.md"))
+        for part in re.split(r"\n\s*\n", doc.read_text(encoding="utf-8"))
+        if part.strip()
+    ]
+    out["docs/*.md paragraphs"] = docs
+    return out
+
+
+def false_positives(baseline: str | None, show: int, as_json: bool) -> None:
+    from mdmem.store.secret_guard import scan
+
+    scan("warm up", quick=False)
+    scanners: dict[str, Callable[[str], object]] = {"this tree": scan}
+    if baseline:
+        scanners[baseline] = guard_of(baseline, "scan")
+    rows, results, shown = [], {}, []
+    for corpus, texts in ordinary_texts().items():
+        for who, fn in scanners.items():
+            started = time.perf_counter()
+            flagged = [text for text in texts if fn(text)]
+            took = time.perf_counter() - started
+            results[f"{corpus}, {who}"] = {"texts": len(texts), "flagged": len(flagged)}
+            rows.append(
+                (corpus, who, len(texts), len(flagged), f"{len(flagged) / max(1, len(texts)):.4%}",
+                 f"{took / max(1, len(texts)) * 1e6:.1f}")
+            )  # fmt: skip
+            if who == "this tree":
+                shown.extend(flagged)
+    if as_json:
+        emit_json({"false_positives": results})
+        return
+    print_table(
+        "secrets found in text that holds none (every finding is a false positive)",
+        ["texts", "guard", "count", "flagged", "rate", "us/text"],
+        rows,
+    )
+    for text in shown[:show]:
+        print("  flagged:", " ".join(text.split())[:160])
 
 
 def main() -> None:
@@ -110,7 +176,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--baseline", metavar="REV", help="also time the guard of this revision")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--false-positives", action="store_true", help="count findings in dev chats and docs"
+    )
+    parser.add_argument("--show", type=int, default=10, help="flagged texts to print")
     args = parser.parse_args()
+    if args.false_positives:
+        false_positives(args.baseline, args.show, args.json)
+        return
 
     from mdmem.errors import SecretRefusedError
     from mdmem.store.secret_guard import guard, scan

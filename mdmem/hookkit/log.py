@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mdmem.store.write_guard import redacted
+
 __all__ = ["HookLog"]
 
 _LOCK = threading.Lock()
@@ -33,7 +35,8 @@ class HookLog:
         self.state_path = self.dir / "state.json"
 
     def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
+        # What a host sent (a session id, a tool's error) may hold a secret.
+        line = json.dumps(redacted(entry), ensure_ascii=False, sort_keys=True) + "\n"
         with _LOCK:
             self.dir.mkdir(parents=True, exist_ok=True)
             try:
@@ -82,7 +85,7 @@ class HookLog:
     def update_state(self, key: str, value: Any) -> None:
         with _LOCK:
             data = self.state()
-            data[key] = value
+            data[redacted(key)] = redacted(value)
             self.dir.mkdir(parents=True, exist_ok=True)
             tmp = self.state_path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")

@@ -102,7 +102,9 @@ from mdmem.recall.asdata import (
     provenance_line,
 )
 from mdmem.recall.instructions import instruction_cues
+from mdmem.recall.pins import pin_note, pinned_by
 from mdmem.store.inputs import MAX_MEMORY_CHARS
+from mdmem.store.write_guard import safe_id
 from mdmem.team.tier import team_context, untrusted_hint
 
 if TYPE_CHECKING:
@@ -175,7 +177,7 @@ def run_event(
         policy = _policy(policy, inp.cwd)
         if warm is None:  # a long-lived server has loaded the embedder; a fresh process hasn't
             warm = vault.admin.embedder_loaded
-        entry.update(session=inp.session_id, cwd=inp.cwd, policy=policy.source)
+        entry.update(session=safe_id(inp.session_id), cwd=inp.cwd, policy=policy.source)
         if policy.notes:
             entry["policy_notes"] = list(policy.notes)
             if event == "session-start":  # once a session, where a person will see it
@@ -286,14 +288,14 @@ class _Run:
         candidates = [
             m
             for m in self.reading.list(statuses="active")
-            if (m.path.endswith("USER.md") or "pinned" in m.tags)
+            if (m.path.endswith("USER.md") or pinned_by(m))
             # Pinned context is read as standing orders: text that reads as an order
             # to the model is never promoted there (recall may still show it, marked).
             and not instruction_like(m, m.text)
         ]
         # What the budget keeps first: explicitly pinned, then the newest profile entries.
-        candidates.sort(key=lambda b: ("pinned" not in b.tags, -b.created.timestamp()))
-        pinned = [(b.id, self._line(b, f"{b.path}#^{b.id}")) for b in candidates]
+        candidates.sort(key=lambda b: (pinned_by(b) is None, -b.created.timestamp()))
+        pinned = [(b.id, self._line(b, f"{b.path}#^{b.id}; {pin_note(b)}")) for b in candidates]
         changed = self._changes()
         sections = [
             ("### Profile (pinned)", pinned),
@@ -706,7 +708,9 @@ def _fit_turn(text: str) -> str:
 
 
 def _session_id(inp: HookInput) -> str:
-    raw = re.sub(r"[^A-Za-z0-9._-]", "-", inp.session_id).strip(".-") or "unknown"
+    # It becomes a file name, a field and a commit message: a host's id that holds a
+    # secret or reads as key material is stored as a stand-in made from its hash.
+    raw = re.sub(r"[^A-Za-z0-9._-]", "-", safe_id(inp.session_id)).strip(".-") or "unknown"
     return f"{inp.host}-{raw}"[:128].rstrip(".")
 
 

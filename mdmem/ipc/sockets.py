@@ -39,22 +39,25 @@ def private_folder_ok(folder: str | os.PathLike[str]) -> bool:
 
 
 def ensure_private_folder(folder: Path) -> None:
-    """Create ``folder`` 0700, or check it: ours, a real directory, closed to others."""
-    import contextlib
+    """Create ``folder`` 0700, or check that it is ours, a real directory, closed to others.
 
+    A folder that already exists is never chmodded: it may be a home folder or
+    a shared temporary folder (1777) whose mode others rely on, so a folder
+    that isn't private is refused, never "fixed".
+    """
     from mdmem.errors import MdmemError
+
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass
     except OSError as exc:
         raise MdmemError(f"cannot create the server folder {folder}: {exc}") from None
-    st = os.lstat(folder)
-    if st.st_uid == os.getuid() and not os.path.islink(folder):
-        with contextlib.suppress(OSError):
-            os.chmod(folder, 0o700)  # ours but opened up (umask, a copy): close it again
     if not private_folder_ok(folder):
         raise MdmemError(
-            f"{folder} is not a private folder of this user (mode 0700): "
-            "remove it or set MDMEM_RUNTIME_DIR"
+            f"{folder} is not a private folder of this user (mode 0700, yours, not a link): "
+            "use a folder only you can enter (mdmem creates a missing one 0700), "
+            "or set MDMEM_RUNTIME_DIR"
         )
 
 

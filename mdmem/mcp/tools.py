@@ -696,10 +696,12 @@ class Toolset:
 
     def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
         scope = self.writable_scope(args.get("scope"))
+        # A model's call never pins: pinned context is read at every session start.
+        tags = [t for t in args.get("tags") or () if str(t).lstrip("#").lower() != "pinned"]
         memory: Memory = self.vault.remember(
             args["content"],
             kind=args["kind"],
-            tags=args.get("tags") or (),
+            tags=tags,
             scope=scope,
             importance=args.get("importance"),
         )

@@ -37,6 +37,7 @@ from typing import Protocol
 from mdmem.errors import InvalidInputError
 from mdmem.models import Hit, Recall, one_line
 from mdmem.recall.instructions import instruction_cues
+from mdmem.recall.typed_labels import neutralise
 
 __all__ = [
     "DATA_NOTE",
@@ -146,7 +147,8 @@ def data_line(item: _Item, text: str, tail: str = "") -> str:
 
 def provenance_line(prov: Provenance, text: str, tail: str = "") -> str:
     """:func:`data_line` for a provenance built by hand (a memory no longer there)."""
-    return f"- {prov.label()} {warning(prov.cues)}{text}" + (f" ({tail})" if tail else "")
+    shown = neutralise(text)  # a label typed into the text can't pass for ours
+    return f"- {prov.label()} {warning(prov.cues)}{shown}" + (f" ({tail})" if tail else "")
 
 
 def _longest_run(lines: Iterable[str]) -> int:

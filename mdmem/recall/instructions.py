@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from mdmem.recall.instruction_forms import MORE_CUES, readings
+
 __all__ = ["CUES", "instruction_cues", "is_instruction_like"]
 
 _I = re.IGNORECASE
@@ -80,11 +82,22 @@ CUES: dict[str, re.Pattern[str]] = {
 }
 
 
+CUES.update(MORE_CUES)
+
+
 def instruction_cues(text: str) -> tuple[str, ...]:
-    """The names of the :data:`CUES` ``text`` shows, in table order (empty: none)."""
+    """The names of the :data:`CUES` ``text`` shows, in table order (empty: none).
+
+    The text is read as written, with look-alike letters and invisible
+    characters folded, and with its base64 runs decoded
+    (:func:`mdmem.recall.instruction_forms.readings`)."""
     if not text:
         return ()
-    return tuple(name for name, pattern in CUES.items() if pattern.search(text))
+    views = readings(text)
+    names = [name for name, pattern in CUES.items() if any(pattern.search(v) for v in views)]
+    # A paraphrase cue adds nothing beside the cue it paraphrases.
+    base = {n.removesuffix("-paraphrase") for n in names if n.endswith("-paraphrase")}
+    return tuple(n for n in names if not (n.endswith("-paraphrase") and n[:-11] in base & {*names}))
 
 
 def is_instruction_like(text: str) -> bool:

@@ -595,6 +595,25 @@ class GitStore:
         status, data, _err = self.execute_bytes("show", f"{rev}:{path}")
         return data if status == 0 else None
 
+    def line_authors(self, path: str) -> list[tuple[str, str]]:
+        """(author email, text) of each line of ``path`` as HEAD has it; [] when
+        HEAD lacks it. What tells a line mdmem wrote from one a person typed."""
+        if self.head() is None:
+            return []
+        status, out, _err = self.execute(
+            "blame", "--line-porcelain", "HEAD", "--", path, strip=False
+        )
+        if status != 0:
+            return []
+        lines: list[tuple[str, str]] = []
+        email = ""
+        for row in out.split("\n"):
+            if row.startswith("author-mail "):
+                email = row[len("author-mail ") :].strip().strip("<>")
+            elif row.startswith("\t"):
+                lines.append((email, row[1:]))
+        return lines
+
     # ------------------------------------------------------------ commits --
 
     def commit(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,7 +38,7 @@ from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN
 from mdmem.files.textfile import SkipFile, TextFile, decode, safe_path
 from mdmem.store.editors import Edit, Editor
-from mdmem.store.gitstore import paths_shown
+from mdmem.store.gitstore import is_agent_email, paths_shown
 
 if TYPE_CHECKING:
     from mdmem.files.catalog import Catalog
@@ -55,6 +55,12 @@ class _Transaction(Protocol):
         self, rel: str, edit: Editor, subject: str, trailers: list[tuple[str, str]]
     ) -> None: ...
     def set_message(self, subject: str, trailers: Iterable[tuple[str, str]]) -> None: ...
+
+
+class _Blame(Protocol):
+    """What is used of :class:`mdmem.store.gitstore.GitStore`."""
+
+    def line_authors(self, path: str) -> list[tuple[str, str]]: ...
 
 
 class _Writer(Protocol):
@@ -133,12 +139,20 @@ def wants_ids(parsed: blk.ParsedFile) -> bool:
     return bool(lines_without_ids(parsed.file, parsed.frontmatter_lines))
 
 
-def human_line_ider(rel: str, new_id: Callable[[], str], given: list[str]) -> Editor:
+def human_line_ider(
+    rel: str,
+    new_id: Callable[[], str],
+    given: list[str],
+    authors: Sequence[tuple[str, str]] = (),
+) -> Editor:
     """An edit giving each simple id-less item of ``rel`` ``[captured:: human] ^id``.
 
     The ids given are appended to ``given`` (so the caller can name them in
     the commit); an item that would not read back with its text unchanged is
-    left as it was.
+    left as it was. ``authors``, (author email, text) of each line as git has
+    the file (:meth:`~mdmem.store.gitstore.GitStore.line_authors`), tells a
+    person's item from one mdmem wrote without an id (a restored export, a
+    template): only an item with a line git credits to a person is theirs.
     """
 
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
@@ -146,6 +160,8 @@ def human_line_ider(rel: str, new_id: Callable[[], str], given: list[str]) -> Ed
         fm = parsed.frontmatter_lines if parsed is not None else 0
         placed: list[tuple[int, int, str, str]] = []  # (first, id line, id, line as typed)
         for first, line_no in lines_without_ids(tf, fm):
+            if authors and not _typed_by_a_person(tf, first, line_no, authors):
+                continue
             raw = tf.lines[line_no]
             body = raw.rstrip("\r\n")
             memory_id = new_id()
@@ -173,6 +189,20 @@ def human_line_ider(rel: str, new_id: Callable[[], str], given: list[str]) -> Ed
     return edit
 
 
+def _typed_by_a_person(
+    tf: TextFile, first: int, last: int, authors: Sequence[tuple[str, str]]
+) -> bool:
+    """Whether git credits a line of the item (lines ``first``..``last``) to a
+    person. A line git has otherwise than the file now (typed since) is no
+    one's yet: the next call decides, once it is committed as its author's."""
+    for i in range(first, last + 1):
+        if i >= len(authors) or authors[i][1].rstrip("\r") != tf.lines[i].rstrip("\r\n"):
+            return False
+        if not is_agent_email(authors[i][0]):
+            return True
+    return False
+
+
 def files_wanting_ids(catalog: Catalog, root: Path, skip: Set[str] = frozenset()) -> list[str]:
     """The profile files (as on disk now, but ``skip``) with an item a person typed
     that has no id."""
@@ -195,7 +225,11 @@ def files_wanting_ids(catalog: Catalog, root: Path, skip: Set[str] = frozenset()
 
 
 def give_ids(
-    writer: _Writer, tx: _Transaction, person: Identity, kept_out: Set[str] = frozenset()
+    writer: _Writer,
+    tx: _Transaction,
+    person: Identity,
+    kept_out: Set[str] = frozenset(),
+    git: _Blame | None = None,
 ) -> list[str]:
     """Give the items a person typed into profile files ids, in ``tx`` (a fresh
     transaction), authored as ``person``; the ids given. Called by the writer,
@@ -204,7 +238,8 @@ def give_ids(
     another write (``writer.current``): the next call does it. Files in
     ``kept_out`` hold a secret git has only redacted (mdmem.store.typed_secrets):
     a commit of the file would put the secret into history, so they wait until
-    the person removes it."""
+    the person removes it. ``git`` tells their lines from mdmem's own
+    (:func:`human_line_ider`)."""
     if writer.current is not None:
         return []
     todo = files_wanting_ids(writer.catalog, writer.root, kept_out)
@@ -214,7 +249,8 @@ def give_ids(
     ids: list[str] = []
     try:
         for rel in todo:
-            tx.apply(rel, human_line_ider(rel, writer.new_id, given[rel]), "ids", [])
+            authors = git.line_authors(rel) if git is not None else []
+            tx.apply(rel, human_line_ider(rel, writer.new_id, given[rel], authors), "ids", [])
         ids = [i for rel in todo for i in given[rel]]
         if ids:
             title = f"ids for {len(ids)} line(s) typed by a person: {paths_shown(todo)}"

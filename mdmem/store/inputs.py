@@ -16,6 +16,7 @@ from mdmem.errors import ConfigError, InvalidInputError
 from mdmem.files import blocks as blk
 from mdmem.models import KINDS
 from mdmem.store.secret_guard import guard, refuse_in_metadata
+from mdmem.store.write_guard import allow_unguarded
 
 __all__ = [
     "MAX_MEMORY_CHARS",
@@ -112,6 +113,8 @@ def clean_text(text: object, secrets: str) -> str:
         )
     if secrets not in SECRET_MODES:
         raise InvalidInputError("secrets must be refuse, redact or off")
+    if secrets == "off":
+        allow_unguarded(text)  # the caller's choice for this text: the writer lets it through
     return guard(text, secrets)
 
 

@@ -214,6 +214,11 @@ class MemoryStore:
         if any(key in ("importance", "origin_type") for key, _ in extra):
             # Through fields they would skip the 1-10 check and the origin cap.
             raise InvalidInputError("set importance and origin with importance= and origin=")
+        if any(key == "pinned" for key, _ in extra):
+            raise InvalidInputError("pin a memory with tags=['pinned']")
+        if "pinned" in tag_list:
+            # The caller's own pin; a #pinned in the text is a tag only (mdmem.recall.pins).
+            extra.append(("pinned", "caller"))
         origin = check_origin(origin)
         level = check_importance(importance, origin)
         if kind != blk.default_kind_for(rel):

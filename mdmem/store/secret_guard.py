@@ -58,16 +58,16 @@ from typing import Any
 
 from mdmem.errors import SecretRefusedError, Spelled, add_message_filter
 from mdmem.store.payment_cards import CARD_GATE, find_cards
+from mdmem.store.secret_forms import INVISIBLE, forms, may_hide, may_hide_digits
 from mdmem.store.secret_rules import PREFIX_RULES
 
 __all__ = ["MODES", "Finding", "guard", "redact_spans", "refuse_in_metadata", "scan", "scrub"]
 
 MODES = ("refuse", "redact", "off")
 
-# Invisible characters that split a key without showing: zero-width space,
-# joiners, word joiner, invisible operators, BOM, soft hyphen, Mongolian vowel
-# separator. NFKC leaves them alone, so they are dropped explicitly.
-_INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
+# Invisible characters (see secret_forms.INVISIBLE) are dropped explicitly:
+# NFKC leaves them alone.
+_INVISIBLE = INVISIBLE
 _INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
 
 
@@ -619,20 +619,41 @@ def _load_rules() -> tuple[_Rule, ...]:
 
 
 def scan(text: str, *, quick: bool = True) -> list[Finding]:
-    """The secrets in ``text``, as spans of ``text`` itself, in order.
+    """The secrets in ``text``, as spans of ``text`` itself, in order: as
+    written, and in each form a reader would undo (entities, URL escapes,
+    look-alike letters, a prefix's case, dotted or broken digit groups: see
+    :mod:`mdmem.store.secret_forms`).
 
     ``quick=False`` skips the quick check (for tests that compare both).
     """
+    found, plain = _scan_written(text, quick)
+    # Plain ASCII without a rule's piece or a long word: only a card's digit
+    # groups (dotted, broken over lines) can hide in another form.
+    if not (may_hide_digits(text) if plain else may_hide(text)):
+        return found
+    for form in forms(text):
+        found.extend(
+            Finding(f.kind, *form.span(f.start, f.end)) for f in _scan_written(form.text, quick)[0]
+        )
+    return _merge(found)
+
+
+def _scan_written(text: str, quick: bool) -> tuple[list[Finding], bool]:
+    """The findings, and whether the text passed the quick check as plain ASCII."""
     if quick and text.isascii():
         # The common case, before any object is built: most text stops here.
         words = text.lower().split()
         if not words:
-            return []
+            return [], True
         if max(map(len, words)) < _LONG and _NEEDLE_RE.search("".join(words)) is None:
             # No rule's piece and no long word: only a card number can be here.
             if CARD_GATE.search(text) is None:
-                return []
-            return _merge([Finding(kind, s, e) for kind, s, e in find_cards(text)])
+                return [], True
+            return _merge([Finding(kind, s, e) for kind, s, e in find_cards(text)]), True
+    return _scan_view_of(text, quick), False
+
+
+def _scan_view_of(text: str, quick: bool) -> list[Finding]:
     view = _View(text) if text.isascii() else _normalise(text)
     gate = _Gate(view.text) if quick else None
     if gate is not None and not gate.any():

@@ -64,6 +64,7 @@ from mdmem.store.intent import Intent, recover
 from mdmem.store.swap import Orphans, Swapped, swap, undo_all
 from mdmem.store.vaultlock import VaultLock
 from mdmem.store.verify import ManifestCheck, parse_matches
+from mdmem.store.write_guard import refuse_new_secrets
 
 __all__ = ["Change", "Transaction", "Writer", "memory_trailers"]
 
@@ -579,7 +580,7 @@ class Writer:
         """Commit a person's edits as theirs, then give ids to items they typed (humanlines)."""
         with self.lock():
             sha = self._commit_human_edits(paths)
-            give_ids(self, Transaction(self), self._human_identity(), self._kept_out)
+            give_ids(self, Transaction(self), self._human_identity(), self._kept_out, self.git)
             return sha
 
     # -- the lock ------------------------------------------------------------
@@ -860,15 +861,17 @@ class Writer:
         """
         if not tx.pending:
             return
+        git_on = self.settings.git.enabled
+        title, trailers = tx.message(subject) if git_on and tx.ops else ("", [])
+        message = format_message(title, trailers=trailers) if title else ""
+        refuse_new_secrets(tx.pending, message, self.settings.secrets)  # every door's backstop
         written: list[str] = []
         installed: dict[str, Swapped] = {}
-        git_on = self.settings.git.enabled
         intent: Intent | None = None
         if git_on and tx.ops:
             # Kept until the commit exists: a kill in between is rolled
             # forward by the next lock holder (mdmem.store.intent).
-            title, trailers = tx.message(subject)
-            intent = Intent(self.state_dir, format_message(title, trailers=trailers), self.agent)
+            intent = Intent(self.state_dir, message, self.agent)
             many = len(tx.pending) > 1
             for rel, pending in tx.pending.items():
                 intent.record(rel, pending.original, pending.tf.to_bytes(), keep_bytes=many)
@@ -880,8 +883,6 @@ class Writer:
                 intent.clear()  # an error the caller sees is not rolled forward
             raise
         if git_on and tx.ops:
-            title, trailers = tx.message(subject)
-            message = format_message(title, trailers=trailers)
             agent = author or Identity.agent(self.agent)  # author: humanlines' ids
             before = self.git.head()
             # The commit is a git process we mostly wait on, and indexing is

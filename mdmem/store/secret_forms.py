@@ -1,0 +1,229 @@
+"""Other ways of writing a secret, undone before the guard scans again.
+
+:func:`mdmem.store.secret_guard.scan` looks at the text as written, with
+invisible characters and compatibility forms folded. A secret can also hide
+behind what a reader, a browser or a shell would undo:
+
+* HTML character references (``sk&#45;proj&#x2D;…``, ``&hyphen;``) and URL
+  escapes (``sk%2Dproj…``);
+* letters from another script that look like Latin ones (``ghр_…`` with a
+  Cyrillic ``р``);
+* a vendor prefix in another case (``GHP_…``, ``akia…``);
+* a token cut into equal groups by dashes or dots (``ghp_-NqVw-YS81-…``), where
+  spaces are already handled by the guard's split-key search;
+* a card number grouped by dots (``4539.1488.0343.6467``), or broken over two
+  lines, in groups or not.
+
+Each form is a :class:`Form`: the undone text and, for each of its
+characters, the span of the original it came from, so a refusal names and a
+redaction replaces what was actually written. Forms are built only when the
+text holds what they undo (an ``&``, a ``%``, a non-ASCII letter, a digit
+group next to a dot or a line break...), so ordinary text pays one regex.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["CONFUSABLES", "INVISIBLE", "Form", "forms", "may_hide", "may_hide_digits"]
+
+# Invisible characters that split a key without showing (zero-width space,
+# joiners, word joiner, invisible operators, BOM, soft hyphen, Mongolian vowel
+# separator); NFKC leaves them alone.
+INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
+
+# Letters of other scripts drawn like Latin ones (Unicode's confusables for
+# the Latin letters and digits tokens are made of; Cyrillic and Greek).
+CONFUSABLES = dict(
+    zip(
+        "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХІЈЅΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνυ",
+        "aeopcyxijsdhlqwABEKMHOPCTXIJSABEZHIKMNOPTYXoikvu",
+        strict=True,
+    )
+)
+
+# Character references and URL escapes: what a browser or a URL parser undoes.
+_ESCAPE = re.compile(
+    r"&#[0-9]{1,7};?|&#[xX][0-9a-fA-F]{1,6};?|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}"
+)
+# A dot or a dash (mixed with other separators), or a line break (with the
+# blanks and quote marks around it), between digits.
+_DIGIT_BREAK = re.compile(r"(?<=\d)(?:[.-]|[ \t]*\r?\n[ \t>]*)(?=\d)")
+# What the forms undo, for the quick test of may_hide: an escape, or 13 digits
+# with a dot or a line break among them (a card needs 13).
+_ESCAPE_HINT = re.compile(r"&#|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}")
+_SPREAD_DIGITS = re.compile(r"\d(?:(?:[ \t>-]{0,3}\r?\n[ \t>]{0,3}|[ .-])?\d){12}")
+
+# Vendor prefixes in the case their formats fix, looked for in any case.
+_PREFIXES = (
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-proj-", "sk-ant-",
+    "sk-", "sk_live_", "rk_live_", "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "hf_", "npm_",
+    "pypi-", "dop_v1_", "shpat_", "AKIA", "ASIA", "AIza", "SG.", "LTAI",
+)  # fmt: skip
+_PREFIX_RE = re.compile(r"(?i)(?<![A-Za-z0-9])(" + "|".join(re.escape(p) for p in _PREFIXES) + ")")
+_CANONICAL = {p.lower(): p for p in _PREFIXES}
+_ODD_LETTER = re.compile("[" + INVISIBLE + "".join(CONFUSABLES) + "]")
+# A word cut into groups by dashes or dots: "ghp_-NqVw-YS81-VP7H-…".
+_GROUPED = re.compile(r"[A-Za-z0-9_]+(?:[-.][A-Za-z0-9_]+){3,}")
+_GROUP_SPLIT = re.compile(r"[-.]")
+
+
+@dataclass(frozen=True)
+class Form:
+    """Text as a reader would undo it; ``starts[i]``/``ends[i]``: where its
+    character ``i`` was in the original."""
+
+    text: str
+    starts: list[int]
+    ends: list[int]
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        return self.starts[start], self.ends[end - 1]
+
+
+def may_hide(text: str) -> bool:
+    """Whether ``text`` holds anything a form would undo (else no form differs from it)."""
+    if not text.isascii() and _changes_letters(text):
+        return True
+    if ("&" in text or "%" in text) and _ESCAPE_HINT.search(text):
+        return True
+    if may_hide_digits(text):
+        return True
+    lower = text.lower()
+    if not any(prefix in lower for prefix in _CANONICAL):
+        return False
+    for m in _PREFIX_RE.finditer(text):
+        if m.group() != _CANONICAL[m.group().lower()]:
+            return True
+        word = _GROUPED.match(text, m.start())
+        if word is not None and _spaced_groups(word) != word.group():
+            return True
+    return False
+
+
+def may_hide_digits(text: str) -> bool:
+    """Whether ``text`` has 13 digits with a dot or a line break among them, or
+    both dashes and spaces (separators the card finder takes one kind at a time)."""
+    if "." not in text and "\n" not in text and "-" not in text:
+        return False
+    for match in _SPREAD_DIGITS.finditer(text):
+        run = match.group()
+        if "." in run or "\n" in run or ("-" in run and " " in run):
+            return True
+    return False
+
+
+def _changes_letters(text: str) -> bool:
+    """Non-ASCII text with an invisible character, a look-alike or a compatibility form."""
+    return _ODD_LETTER.search(text) is not None or not unicodedata.is_normalized("NFKC", text)
+
+
+def forms(text: str) -> list[Form]:
+    """The forms of ``text`` that differ from it: escapes, look-alikes,
+    invisible characters and compatibility forms undone, prefixes in their
+    case, grouped tokens spaced; for digits across a dot or a line break, one
+    form with a space there and one with nothing."""
+    if not may_hide(text):
+        return []
+    out: list[Form] = []
+    breaks = [(m.start(), m.end()) for m in _DIGIT_BREAK.finditer(text)]
+    for joiner in (" ", "") if breaks else (None,):
+        form = _undo(text, breaks if joiner is not None else [], joiner or "")
+        text_of = _respell(form.text)
+        if text_of != form.text:
+            form = Form(text_of, form.starts, form.ends)
+        if form.text != text and all(form.text != f.text for f in out):
+            out.append(form)
+    return out
+
+
+def _undo(text: str, breaks: list[tuple[int, int]], joiner: str) -> Form:
+    """One pass over ``text``: escapes decoded, invisible characters dropped,
+    look-alikes and compatibility forms folded, each digit break replaced
+    by ``joiner``."""
+    chars: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+
+    def put(piece: str, start: int, end: int) -> None:
+        for ch in piece:
+            if ch in INVISIBLE:
+                continue
+            folded = CONFUSABLES.get(ch, ch)
+            if not folded.isascii():
+                folded = unicodedata.normalize("NFKC", folded)
+            for each in folded:
+                chars.append(CONFUSABLES.get(each, each))
+                starts.append(start)
+                ends.append(end)
+
+    cuts = {start: end for start, end in breaks}
+    escapes = {m.start(): m for m in _ESCAPE.finditer(text)} if "&" in text or "%" in text else {}
+    i = 0
+    while i < len(text):
+        stop = cuts.get(i)
+        if stop is not None:
+            put(joiner, i, stop)
+            i = stop
+            continue
+        escape = escapes.get(i)
+        if escape is not None:
+            decoded = _decode(escape.group())
+            if decoded is not None:
+                put(decoded, i, escape.end())
+                i = escape.end()
+                continue
+        put(text[i], i, i + 1)
+        i += 1
+    return Form("".join(chars), starts, ends)
+
+
+def _decode(escape: str) -> str | None:
+    if escape.startswith("%"):
+        value = int(escape[1:], 16)
+        return chr(value) if value < 0x80 else None  # a multi-byte UTF-8 piece: left as is
+    decoded = html.unescape(escape)
+    if decoded == escape or len(decoded) > 2:
+        return None
+    return decoded
+
+
+def _respell(text: str) -> str:
+    """Same length as ``text``: vendor prefixes in their own case, grouped tokens spaced."""
+    text = _PREFIX_RE.sub(_canonical_prefix, text)
+    return _GROUPED.sub(_spaced_groups, text)
+
+
+def _canonical_prefix(match: re.Match[str]) -> str:
+    return _CANONICAL.get(match.group().lower(), match.group())
+
+
+def _spaced_groups(match: re.Match[str]) -> str:
+    """Dashes and dots become spaces in a word of three or more equal groups after
+    a prefix, so the guard's split-key search sees the pieces (``sk-proj-…``,
+    ``1.2.3``, a UUID stay as they are: their groups are not equal)."""
+    word = match.group()
+    parts = _GROUP_SPLIT.split(word)
+    widths = [len(p) for p in parts[1:]]
+    same = max(_runs(widths), default=0)
+    if same < 3 or not 3 <= max(widths) <= 8 or not _PREFIX_RE.match(word):
+        return word
+    return _GROUP_SPLIT.sub(" ", word)
+
+
+def _runs(values: list[int]) -> list[int]:
+    """Lengths of the runs of equal neighbouring values."""
+    out: list[int] = []
+    run = 1
+    for a, b in itertools.pairwise(values):
+        if a == b:
+            run += 1
+        else:
+            out.append(run)
+            run = 1
+    out.append(run)
+    return out
