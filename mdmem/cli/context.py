@@ -56,11 +56,12 @@ class Context:
         self._vault: Vault | None = opened
 
     def root(self) -> Path:
-        """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml."""
-        from mdmem.vault import find_vault_root  # the heavy modules load on first use
+        """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml
+        (a subfolder of a vault, given either way, means the vault)."""
+        from mdmem.store.vaultdir import find_vault_root, resolve_vault_path
 
         path = self.vault_path or os.environ.get("MDMEM_VAULT")
-        return Path(path) if path else find_vault_root()
+        return resolve_vault_path(path) if path else find_vault_root()
 
     def vault(self) -> Vault:
         if self._vault is None:
