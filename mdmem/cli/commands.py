@@ -312,7 +312,7 @@ def status(obj: Context, as_json: bool) -> None:
         for key, value in st.index.items():
             click.echo(f"index {key}: {value}")
         for branch in st.reviews:
-            click.echo(f"waiting for review: {branch} (mdmem review {branch})")
+            click.echo(f"waiting for review: {branch} (mdmem git review {branch})")
 
     emit(st, as_json, human)
 
