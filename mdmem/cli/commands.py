@@ -294,7 +294,7 @@ def status(obj: Context, as_json: bool) -> None:
         click.echo(f"vault    {st.root}")
         click.echo(f"agent    {st.agent}")
         click.echo(f"state    {st.state_dir}")
-        click.echo(f"memories {st.memories} in {st.files} files")
+        click.echo(f"memories {st.memories}, note sections {st.notes}, in {st.files} files")
         for title, counts in (
             ("kind", st.by_kind),
             ("scope", st.by_scope),
