@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from mdmem.aliases import Alias, AliasTable
-from mdmem.errors import MdmemError
+from mdmem.errors import MdmemError, VaultNotFoundError
 from mdmem.models import Memory, one_line, to_jsonable
 
 if TYPE_CHECKING:
@@ -61,7 +61,12 @@ class Context:
         from mdmem.store.vaultdir import find_vault_root, resolve_vault_path
 
         path = self.vault_path or os.environ.get("MDMEM_VAULT")
-        return resolve_vault_path(path) if path else find_vault_root()
+        if not path:
+            return find_vault_root()
+        try:
+            return resolve_vault_path(path)
+        except VaultNotFoundError:
+            return Path(path)  # not a vault (yet): opening it says so; hooks install keeps it
 
     def vault(self) -> Vault:
         if self._vault is None:
