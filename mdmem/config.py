@@ -9,15 +9,15 @@ Environment overrides are ``MDMEM_<SECTION>_<KEY>`` (``MDMEM_LLM_MODEL``,
 OpenAI-embedder settings when the file leaves them empty.
 
 **Trust.** ``mdmem.toml`` is tracked: it travels with ``git clone`` and
-``mdmem sync``, so whoever wrote it may not be the user. The settings in
+``mdmem git sync``, so whoever wrote it may not be the user. The settings in
 :data:`SENSITIVE` send memory text or a credential somewhere, or choose
 where mdmem writes: from ``mdmem.toml`` they apply only after the user ran
-``mdmem trust`` on exactly those values (a hash kept in the user's config
+``mdmem admin trust`` on exactly those values (a hash kept in the user's config
 folder, void once the values change). Otherwise they come from the user's
 own places: ``<config dir>/config.toml`` (``MDMEM_CONFIG_HOME``, default the
 platform's user config folder), ``<vault>/.mdmem/local.toml`` (ignored by
 git; refused if someone committed it), the environment, or arguments.
-``Settings.sources`` says where each setting came from (``mdmem config
+``Settings.sources`` says where each setting came from (``mdmem admin config
 --show``).
 """
 
@@ -291,7 +291,7 @@ def load_settings(
             values, refused = _split_sensitive(values)
             for key in refused:
                 ignored[key] = (
-                    f"set in {label}, which travels with the vault; run `mdmem trust` to "
+                    f"set in {label}, which travels with the vault; run `mdmem admin trust` to "
                     f"allow it, or set it in {LOCAL_CONFIG} or the environment"
                 )
         settings = _apply(settings, values, label)
@@ -393,7 +393,7 @@ def trust_vault(vault_root: Path, *, revoke: bool = False) -> dict[str, Any]:
 
     Returns the values trusted. The trust is a hash of exactly these values,
     kept in the user's config folder: a change to any of them (a pull, a
-    clone's edit) needs ``mdmem trust`` again.
+    clone's edit) needs ``mdmem admin trust`` again.
     """
     data = _read_toml(vault_root / "mdmem.toml") or {}
     data.pop("vault", None)

@@ -129,7 +129,12 @@ def answer_hook(
             status, warm, waited = prior[1], None, prior[2]
         else:
             started = time.monotonic()
-            status, warm = _warm_answer(root, host_name, event, payload, policy)
+            if agent and event not in hf.INJECTING:
+                # The warm server writes as its vault's agent; a capture for an
+                # explicit --agent is made here, so it is authored as asked.
+                status, warm = "own-agent", None
+            else:
+                status, warm = _warm_answer(root, host_name, event, payload, policy)
             if warm is not None:
                 return warm
             waited = time.monotonic() - started
@@ -150,7 +155,9 @@ def answer_hook(
         from mdmem.hookkit.runner import run_event
         from mdmem.vault import Vault
 
-        with Vault.open(root, agent=agent or f"{host_name}-hooks") as vault:
+        # The vault's own agent (--agent, MDMEM_AGENT, mdmem.toml), as the warm
+        # server's: a capture has one author whichever process made it.
+        with Vault.open(root, agent=agent) as vault:
             out = run_event(vault, host_name, event, payload, policy, warm=False)
         # Started after the answer, so its start-up does not compete with this hook.
         notice = _start_server(root, host_name, event) if status == "absent" else ""

@@ -343,3 +343,30 @@ def test_relative_links_land(page: Path) -> None:
         if not lands:
             broken.append(target)
     assert not broken, f"{page.name}: links that land nowhere: {broken}"
+
+
+def _keys(value: object, prefix: str = "") -> set[str]:
+    """Every key path of a JSON value (``tool_input.command``), lists by their items."""
+    if isinstance(value, dict):
+        out: set[str] = set()
+        for key, sub in value.items():
+            out |= {f"{prefix}{key}"} | _keys(sub, f"{prefix}{key}.")
+        return out
+    if isinstance(value, list):
+        return set().union(*(_keys(item, prefix) for item in value)) if value else set()
+    return set()
+
+
+def test_hooks_md_shows_a_recorded_payload_for_every_event() -> None:
+    """docs/hooks.md's payloads are the recorded fixtures: every event of the hook kit,
+    JSON that parses, with the fixture's keys (and values) exactly."""
+    page = section(text(DOCS / "hooks.md"), "Recorded payloads")
+    shown = re.findall(r"^`([a-z-]+)`:\n\n```json\n(.*?)^```", page, re.S | re.M)
+    events = [event for event, _ in shown]
+    assert len(events) == len(set(events)) and set(events) == set(hostformats.EVENTS)
+    fixtures = ROOT / "tests" / "hookkit" / "data" / "hooks"
+    for event, body in shown:
+        payload = json.loads(body)
+        recorded = json.loads(text(fixtures / f"claude-code.{event}.json"))
+        assert _keys(payload) == _keys(recorded), event
+        assert payload == recorded, event

@@ -34,7 +34,7 @@ def admin_group() -> None:
 @click.option(
     "--review/--no-review",
     default=None,
-    help="Commit to a review branch for `mdmem review` (default: [cleanup] review).",
+    help="Commit to a review branch for `mdmem git review` (default: [cleanup] review).",
 )
 @click.option(
     "--if-due", is_flag=True, help="Run only if [cleanup] interval_hours passed since the last run."
@@ -66,7 +66,7 @@ def cleanup_cmd(
         for dropped in result.rejected:
             click.echo(f"  dropped ({dropped['why']}): {dropped['action']}")
         if result.branch:
-            click.echo(f"proposed on {result.branch} (mdmem review)")
+            click.echo(f"proposed on {result.branch} (mdmem git review)")
         elif result.commit:
             click.echo(f"committed {result.commit[:10]}")
         if dry_run and result.diff:

@@ -294,7 +294,7 @@ def status(obj: Context, as_json: bool) -> None:
         click.echo(f"vault    {st.root}")
         click.echo(f"agent    {st.agent}")
         click.echo(f"state    {st.state_dir}")
-        click.echo(f"memories {st.memories} in {st.files} files")
+        click.echo(f"memories {st.memories}, note sections {st.notes}, in {st.files} files")
         for title, counts in (
             ("kind", st.by_kind),
             ("scope", st.by_scope),
@@ -312,7 +312,7 @@ def status(obj: Context, as_json: bool) -> None:
         for key, value in st.index.items():
             click.echo(f"index {key}: {value}")
         for branch in st.reviews:
-            click.echo(f"waiting for review: {branch} (mdmem review {branch})")
+            click.echo(f"waiting for review: {branch} (mdmem git review {branch})")
 
     emit(st, as_json, human)
 

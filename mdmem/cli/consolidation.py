@@ -18,7 +18,7 @@ __all__ = ["consolidate_cmd", "reflect_cmd"]
 @click.option(
     "--review/--no-review",
     default=None,
-    help="Commit to a branch mdmem/consolidate-DATE for `mdmem review` "
+    help="Commit to a branch mdmem/consolidate-DATE for `mdmem git review` "
     "(default: [consolidation] review).",
 )
 @json_option
@@ -62,7 +62,9 @@ def consolidate_cmd(
         if dry_run and result.diff:
             click.echo(result.diff, nl=False)
         if result.branch:
-            click.echo(f"see it with `mdmem review {result.branch}`, then --merge or --reject it")
+            click.echo(
+                f"see it with `mdmem git review {result.branch}`, then --merge or --reject it"
+            )
 
     emit(result, as_json, human)
     if result.rejected:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from mdmem.aliases import Alias, AliasTable
-from mdmem.errors import MdmemError
+from mdmem.errors import MdmemError, VaultNotFoundError
 from mdmem.models import Memory, one_line, to_jsonable
 
 if TYPE_CHECKING:
@@ -56,11 +56,17 @@ class Context:
         self._vault: Vault | None = opened
 
     def root(self) -> Path:
-        """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml."""
-        from mdmem.vault import find_vault_root  # the heavy modules load on first use
+        """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml
+        (a subfolder of a vault, given either way, means the vault)."""
+        from mdmem.store.vaultdir import find_vault_root, resolve_vault_path
 
         path = self.vault_path or os.environ.get("MDMEM_VAULT")
-        return Path(path) if path else find_vault_root()
+        if not path:
+            return find_vault_root()
+        try:
+            return resolve_vault_path(path)
+        except VaultNotFoundError:
+            return Path(path)  # not a vault (yet): opening it says so; hooks install keeps it
 
     def vault(self) -> Vault:
         if self._vault is None:

@@ -1,4 +1,4 @@
-"""``mdmem ingest PATH...``: documents into ``documents/`` as recallable chunks."""
+"""``mdmem library ingest PATH...``: documents into ``documents/`` as recallable chunks."""
 
 from __future__ import annotations
 

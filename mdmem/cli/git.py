@@ -199,7 +199,7 @@ def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
                 "those memories are their own and were left as they are"
             )
         click.echo(
-            "clones and the remote still hold the text: run `mdmem sync --force-push`, "
+            "clones and the remote still hold the text: run `mdmem git sync --force-push`, "
             "then re-clone elsewhere"
         )
 
@@ -265,8 +265,8 @@ def review_cmd(obj: Context, branch: str | None, merge: bool, reject: bool, as_j
         click.echo()
         click.echo(found.diff, nl=False)
         click.echo(
-            f"merge it with `mdmem review --merge {found.branch}`, "
-            f"or reject it with `mdmem review --reject {found.branch}`",
+            f"merge it with `mdmem git review --merge {found.branch}`, "
+            f"or reject it with `mdmem git review --reject {found.branch}`",
             err=True,
         )
 

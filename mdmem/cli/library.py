@@ -44,7 +44,7 @@ def library_group() -> None:
 @click.option(
     "--restore",
     is_flag=True,
-    help="PATH is an `mdmem export` you made: bring it back whole (scopes, statuses, "
+    help="PATH is an `mdmem library export` you made: bring it back whole (scopes, statuses, "
     "links, provenance). Only for your own exports.",
 )
 @click.option("--redact", is_flag=True, help="Store secrets redacted instead of refusing them.")
@@ -63,8 +63,10 @@ def import_cmd(
 
     The file is not trusted: everything goes into --scope (rows naming another
     scope are refused), and what would set provenance (status, importance,
-    captured, pins, contacts) is not taken from it. `mdmem import --restore
-    EXPORT` brings back an `mdmem export --jsonl` of yours as it was.
+    captured, pins, contacts) is not taken from it. Of an `mdmem library export`
+    only the active memories come in (none superseded, no one else's preference
+    in your profile); `mdmem library import --restore EXPORT` brings an export of
+    yours back whole, and lists the mdmem.toml settings it left behind.
 
     Importing the same export again adds nothing. Refused messages (secrets,
     characters no file can hold, unreadable conversations) are counted and
@@ -122,7 +124,9 @@ def import_cmd(
 
 
 @library_group.command("export")
-@click.option("--jsonl", "jsonl", is_flag=True, required=True, help="One JSON object a line.")
+@click.option(
+    "--jsonl", "jsonl", is_flag=True, help="One JSON object a line (the only format; the default)."
+)
 @click.option(
     "-o",
     "--output",

@@ -85,6 +85,7 @@ def serve(
     only you can read (the path is printed); on --socket, only your own user's
     processes are answered.
     """
+    from mdmem.store.vaultdir import resolve_vault_path
     from mdmem.vault import Vault, find_vault_root
 
     if daemon:
@@ -104,7 +105,7 @@ def serve(
         format="mdmem: %(levelname)s: %(message)s",
     )
     path = vault_override or obj.vault_path or os.environ.get("MDMEM_VAULT")
-    root = Path(path) if path else find_vault_root()
+    root = resolve_vault_path(path) if path else find_vault_root()
     token = None
     socket_path = Path(unix_socket).expanduser().absolute() if unix_socket else None
     if http and socket_path is None:

@@ -3,7 +3,7 @@
 :func:`rewrite_file` applies a :class:`~mdmem.store.derived.Rewrite` to the
 bytes of any version of any file: a markdown file is parsed as what its path
 says and only the blocks and lines concerned change; an export written into
-the vault (``mdmem export --jsonl``) loses the rows of removed memories and
+the vault (``mdmem library export``) loses the rows of removed memories and
 has its file rows rewritten like the files; anything else keeps its bytes.
 Successive versions of a file mostly differ by appends, so where a version
 only loses whole blocks their place is reused from an earlier parse.
@@ -67,7 +67,7 @@ def rewrite_file(
 
 
 def _rewrite_rows(data: bytes, rewrite: Rewrite, raw_paths: Collection[str] = ()) -> bytes:
-    """An export in the vault (``mdmem export --jsonl``, :mod:`mdmem.memory.library.export`).
+    """An export in the vault (``mdmem library export``, :mod:`mdmem.memory.library.export`).
 
     A memory row names the memory it copies by ``id``: a removed one's row
     leaves, a regenerated one's gets its new text. A file row (``file``,

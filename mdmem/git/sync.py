@@ -1,4 +1,4 @@
-"""``mdmem sync``: fetch, rebase onto the remote, push — without ever losing a side.
+"""``mdmem git sync``: fetch, rebase onto the remote, push — without ever losing a side.
 
 Steps, all under the vault lock: commit pending human edits → ``fetch`` →
 ``rebase`` onto the remote branch → ``push`` (retried if someone pushed in
@@ -123,7 +123,7 @@ def sync(
         if stale and not force_push:
             raise ConflictError(
                 "this vault's history was purged and no longer matches the remote; run "
-                "`mdmem sync --force-push` to overwrite it (other clones must then re-clone)"
+                "`mdmem git sync --force-push` to overwrite it (other clones must then re-clone)"
             )
         old_head = git.head()
         tracking = f"refs/remotes/{remote}/{remote_branch}"

@@ -214,14 +214,14 @@ def check_secrets(store: MemoryStore) -> list[Problem]:
                 )
             elif owner is not None:
                 how = (
-                    f"in memory {owner.id}; `mdmem purge {owner.id} --yes` forgets it and "
+                    f"in memory {owner.id}; `mdmem git purge {owner.id} --yes` forgets it and "
                     "erases every version from git history (remember it again without the secret)"
                 )
             else:
                 how = (
                     "in a note; remove it from the file, then erase it from git history with "
                     "`git filter-repo --replace-text <file listing the secret>` "
-                    "(`mdmem purge <id>` does this for memories)"
+                    "(`mdmem git purge <id>` does this for memories)"
                 )
             problems.append(
                 Problem("no secrets in files", f"{path}:{line}: a {finding.kind} {how}", False)

@@ -13,9 +13,10 @@ typed them — only the end of the item's last line changes: trailing spaces
 give way to the field and the id, the line ending stays — and their own
 commit before it holds exactly what they wrote. The writer does this
 in :meth:`~mdmem.store.writer.Writer.commit_human_edits` (the session-start
-hook, ``mdmem watch``, ``doctor``, sync), never in the commit a write makes of
-a person's edits first: a file they are typing into is not rewritten under
-them while the agent writes.
+hook, ``mdmem watch``, ``doctor``, sync) and at every write, right after it
+commits the person's edits and before its own change: a line typed is a
+memory by the next write, not only the next session. The ids go in by
+compare-and-swap: a file saved again meanwhile is left for the next call.
 
 Only simple items get an id: a top-level list item that is one paragraph (no
 nested list or code under it), outside a code fence, whose last line carries

@@ -12,7 +12,15 @@ from mdmem.config import Settings, load_settings
 from mdmem.errors import InvalidInputError, VaultExistsError, VaultNotFoundError
 from mdmem.store.gitstore import GitStore
 
-__all__ = ["check_new_vault", "find_vault_root", "locate", "set_default_agent", "template_dir"]
+__all__ = [
+    "check_new_vault",
+    "enclosing_vault",
+    "find_vault_root",
+    "locate",
+    "resolve_vault_path",
+    "set_default_agent",
+    "template_dir",
+]
 
 _AGENT_OK = re.compile(r"[A-Za-z0-9][\w.@-]{0,63}")
 _AGENT_LINE = re.compile(r'^agent = "[^"\n]*"', re.MULTILINE)
@@ -30,6 +38,47 @@ def find_vault_root(start: Path | None = None) -> Path:
     )
 
 
+def enclosing_vault(path: Path) -> Path | None:
+    """The vault ``path`` lies inside (``path`` itself excluded), or None.
+
+    Walks up from ``path`` (or the nearest part of it that exists) to the first
+    folder holding ``mdmem.toml``; a git work tree of its own on the way (a
+    ``.git`` folder or file) is another repository, not part of a vault above it.
+    """
+    target = path.expanduser().absolute()
+    here = target
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    here = here.resolve()
+    # A folder still to be made counts from its nearest existing ancestor on.
+    candidates = (here, *here.parents) if here != target.resolve() else here.parents
+    for candidate in candidates:
+        if (candidate / "mdmem.toml").is_file():
+            return candidate
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
+def resolve_vault_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` when it is a vault; the vault when ``path`` is a folder inside one
+    (as git finds its repository from a subfolder); else VaultNotFoundError.
+
+    A subfolder must not be taken for a new vault: ``mdmem init`` there would
+    nest a second repository inside the first.
+    """
+    root = Path(path).expanduser()
+    if (root / "mdmem.toml").is_file():
+        return root
+    if not (root / ".git").exists():
+        outer = enclosing_vault(root)
+        if outer is not None:
+            return outer
+    raise VaultNotFoundError(
+        f"{root} is not an mdmem vault (no mdmem.toml): run `mdmem init {root}`"
+    )
+
+
 def template_dir() -> Path:
     """``vault_template/`` of a source checkout, or the copy packaged with mdmem."""
     for candidate in (_PACKAGE.parent / "vault_template", _PACKAGE / "_vault_template"):
@@ -43,6 +92,12 @@ def check_new_vault(root: Path, agent: str | None) -> None:
     when ``root`` holds one already, InvalidInputError for a bad agent name)."""
     if (root / "mdmem.toml").exists():
         raise VaultExistsError(f"{root} already holds an mdmem vault")
+    outer = enclosing_vault(root)
+    if outer is not None:
+        raise VaultExistsError(
+            f"{root} is inside the mdmem vault {outer}: a vault can't hold another "
+            f"(use --vault {outer}, or init a folder outside it)"
+        )
     if agent is not None and not _AGENT_OK.fullmatch(agent):
         raise InvalidInputError(f"invalid agent name {agent!r}: letters, digits, . _ - @")
 
@@ -58,14 +113,7 @@ def set_default_agent(root: Path, agent: str) -> None:
 
 def locate(path: str | os.PathLike[str] | None, **overrides: Any) -> tuple[Path, Settings]:
     """The vault folder at ``path`` (or found by walking up from the cwd) and its settings."""
-    if path is None:
-        root = find_vault_root()
-    else:
-        root = Path(path).expanduser()
-        if not (root / "mdmem.toml").is_file():
-            raise VaultNotFoundError(
-                f"{root} is not an mdmem vault (no mdmem.toml): run `mdmem init {root}`"
-            )
+    root = find_vault_root() if path is None else resolve_vault_path(path)
     if not (root / ".git").exists():
         GitStore.init(root)
     git = GitStore(root)

@@ -604,20 +604,20 @@ class Writer:
                 yield
 
     def _sync_before_write(self) -> None:
-        """Commit what a person changed since our last write, as that person.
+        """Commit what a person changed since our last write, as that person, and
+        give the items they typed ids (humanlines): a typed line is a memory by the next write.
 
-        Small vaults are checked with a stat scan (microseconds per file) and
-        git is asked only when something changed; large ones ask git directly.
-        The first write after opening always asks git.
+        Small vaults are checked with a stat scan (microseconds per file), asking git only
+        on a change or at the first write after opening; large ones ask git every time.
         """
         if len(self.catalog.files) <= _SCAN_LIMIT:
             delta = self.catalog.scan()
             if delta:
                 self.indexer.apply(delta.changed, delta.removed)
-            if delta or not self._known_clean:
-                self._commit_human_edits()
-        else:
-            self._commit_human_edits()
+            if not delta and self._known_clean:
+                return
+        self._commit_human_edits()
+        give_ids(self, Transaction(self), self._human_identity(), self._kept_out)
         self._known_clean = True
 
     def _recover_interrupted(self) -> list[str]:

@@ -296,13 +296,14 @@ def find_root(argv: list[str], cwd: str | None = None) -> str | None:
             given = word.split("=", 1)[1]
             break
     given = given or os.environ.get("MDMEM_VAULT")
-    if given:
-        here = os.path.realpath(os.path.expanduser(given))
-        return here if os.path.isfile(os.path.join(here, "mdmem.toml")) else None
-    here = os.path.realpath(cwd or os.getcwd())
+    # A subfolder of a vault means the vault (mdmem.store.vaultdir.resolve_vault_path);
+    # another repository on the way up is not part of it.
+    here = os.path.realpath(os.path.expanduser(given) if given else (cwd or os.getcwd()))
     while True:
         if os.path.isfile(os.path.join(here, "mdmem.toml")):
             return here
+        if given and os.path.exists(os.path.join(here, ".git")):
+            return None
         parent = os.path.dirname(here)
         if parent == here:
             return None

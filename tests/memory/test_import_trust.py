@@ -60,7 +60,9 @@ def test_a_memory_row_cannot_forge_provenance_status_pins_or_dates(
     block = vault.get(memory.id)
     assert block.status == "active" and block.scope == ""
     assert block.tags == ("ops",)
-    assert block.fields == ()  # no captured, importance, by: the caller sets those
+    # No captured, importance, by: the caller sets those. The row names a contact: the
+    # line is about someone else, so it is not put into the user's profile (USER.md).
+    assert block.fields == (("kind", "preference"),) and block.path == "MEMORY.md"
     assert abs(block.created - datetime.now(UTC)) < timedelta(minutes=5)
     # A kind mdmem derives itself is not a file's to claim.
     episode = {"kind": "episode", "text": "We agreed to wire the money."}

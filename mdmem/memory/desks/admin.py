@@ -56,6 +56,9 @@ class VaultStatus:
     last_commit: CommitInfo | None
     index: dict[str, Any] = field(default_factory=dict)
     reviews: list[str] = field(default_factory=list)  # open mdmem/consolidate-* branches
+    # Sections of a person's notes (text without a block id) that recall finds too:
+    # an adopted vault of notes has no memories yet, and is not empty.
+    notes: int = 0
 
 
 class Admin:
@@ -167,8 +170,11 @@ class Admin:
         by_kind: dict[str, int] = {}
         by_scope: dict[str, int] = {}
         by_status: dict[str, int] = {}
-        total = 0
-        for b in store.catalog.blocks(memories_only=True):
+        total = notes = 0
+        for b in store.catalog.blocks():
+            if not b.is_memory:
+                notes += bool(b.text.strip()) and not b.id.endswith("#frontmatter")
+                continue
             total += 1
             by_kind[b.kind] = by_kind.get(b.kind, 0) + 1
             by_scope[b.scope or "(root)"] = by_scope.get(b.scope or "(root)", 0) + 1
@@ -187,6 +193,7 @@ class Admin:
             last_commit=store.git.last_commit(),
             index=self._index_status(),
             reviews=git_review.open_branches(store),
+            notes=notes,
         )
 
     def _index_status(self) -> dict[str, Any]:

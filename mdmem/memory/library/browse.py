@@ -1,4 +1,4 @@
-"""``mdmem list`` and ``mdmem show``: browse memories without an editor.
+"""``mdmem library list`` and ``mdmem library show``: browse memories without an editor.
 
 :func:`list_memories` filters every memory (active or not; archived ones
 only when their status is asked for: archiving hides) by kind, scope,

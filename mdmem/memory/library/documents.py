@@ -15,7 +15,7 @@ Hand edits: a chunk a person changed (or deleted) in ``documents/`` since
 the last ingest (compared with the file as that ingest committed it) is kept
 when the new source leaves that chunk as it was; when the new source changes
 or removes it, the re-ingest is refused with the chunk ids, and
-``force=True`` (``mdmem ingest --force``) replaces it (the edit stays in git).
+``force=True`` (``mdmem library ingest --force``) replaces it (the edit stays in git).
 
 Where it came from: ``source`` is the file name, or its path inside the
 folder ingested (``docs/sub/b.txt``): never the absolute path, which would
@@ -293,7 +293,9 @@ def _read_regular(source: Path) -> bytes:
     except OSError as exc:
         raise InvalidInputError(f"can't read {source}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise InvalidInputError(f"{source.name} is a folder: use ingest_many (mdmem ingest FOLDER)")
+        raise InvalidInputError(
+            f"{source.name} is a folder: use ingest_many (mdmem library ingest FOLDER)"
+        )
     if not stat.S_ISREG(st.st_mode):
         raise InvalidInputError(f"{source.name} is not a regular file")
     limit = MAX_DOCUMENT_BYTES

@@ -1,16 +1,18 @@
-"""``mdmem export --jsonl``: the vault's knowledge, one JSON object a line.
+"""``mdmem library export``: the vault's knowledge, one JSON object a line.
 
 The export (format version :data:`VERSION`) is, in order:
 
 1. a **header** ``{"mdmem_export": 2, "vault": <folder name>, "head": <commit>,
-   "exported": <time>}``;
+   "exported": <time>, "settings": {<mdmem.toml key>: <digest of its value>}}``
+   (digests only: a restore names the settings it leaves behind, see
+   :mod:`mdmem.maintenance.settings_fingerprint`);
 2. one **memory row** per memory (active or not), in path and line order:
    ``id, kind, scope, status, tags, fields ([key, value] pairs, in file
    order), created, updated, path, line, heading, text``, and for session
    entries ``session``, ``role``, ``source``, ``speaker``, ``contact``,
    ``event`` where the entry has them, and for a tool output ``output``, its
    whole text. This is the part other tools read, and what a plain
-   ``mdmem import`` takes (as untrusted rows: :mod:`mdmem.memory.library.importer`);
+   ``mdmem library import`` takes (as untrusted rows: :mod:`mdmem.memory.library.importer`);
 3. one **file row** ``{"file": <path>, "text": <its text>}`` per file of the
    vault's knowledge: every markdown file the vault indexes (ledgers, daily
    logs, sessions, episodes, contacts, documents, a person's notes) and the
@@ -24,7 +26,7 @@ The export (format version :data:`VERSION`) is, in order:
    "sha256": <digest of those lines>, "memories": n, "files": n, "left_out": n}``:
    a restore refuses an export that was cut short or changed.
 
-``mdmem import --restore`` (:mod:`mdmem.memory.library.restore`) writes the files
+``mdmem library import --restore`` (:mod:`mdmem.memory.library.restore`) writes the files
 back; export → restore → export gives the same rows and files.
 
 Secrets a person typed by hand into a file are redacted as in every other
@@ -42,6 +44,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mdmem.errors import MdmemError
 from mdmem.index.progress import Progress, silent
+from mdmem.maintenance.settings_fingerprint import settings_fingerprint
 from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, read_tool_output, session_id_of
 from mdmem.memory.library.import_formats import EXPORT_HEADER_KEY, EXPORT_TRAILER_KEY
 from mdmem.models import Block
@@ -187,6 +190,8 @@ def export_jsonl(
             "vault": store.root.name,
             "head": store.git.head(),
             "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+            # Digests, not values: a restore names the settings it leaves behind.
+            "settings": settings_fingerprint(store.root),
         }
     )
     memories = 0

@@ -1,4 +1,4 @@
-"""Readers for chat exports: what ``mdmem import`` understands, read as a stream.
+"""Readers for chat exports: what ``mdmem library import`` understands, read as a stream.
 
 * **ChatGPT** (``conversations.json`` in the data export, or the export's
   ``.zip``): a list of conversations, each ``{"title", "create_time",
@@ -23,11 +23,11 @@
   without one, a digest of the conversation, role, time and text stands in)
   and ``source`` (default ``jsonl``). Unix times in milliseconds are read as
   such. A line with ``kind`` and ``text`` but no ``role`` is a memory as
-  ``mdmem export --jsonl`` writes it (see :mod:`mdmem.memory.library.export`); chat
+  ``mdmem library export`` writes it (see :mod:`mdmem.memory.library.export`); chat
   entries in an export carry ``role`` and read back as messages (tool outputs
   as tool outputs, from ``output``, the full text, when the export has it).
   An export's header, trailer and file rows are recognised (and restored only
-  by ``mdmem import --restore``: :mod:`mdmem.memory.library.restore`).
+  by ``mdmem library import --restore``: :mod:`mdmem.memory.library.restore`).
 
 Untrusted input, read with bounds (DESIGN, trust rules): JSON is parsed as a
 stream (``ijson``), one conversation at a time, never read whole; an archive
@@ -136,7 +136,7 @@ class Conversation:
 
 @dataclass(frozen=True)
 class ExportedMemory:
-    """One non-chat memory row of ``mdmem export --jsonl``."""
+    """One non-chat memory row of ``mdmem library export``."""
 
     row: dict[str, Any]
     line: int

@@ -1,4 +1,4 @@
-"""``mdmem import``: chat exports, JSONL messages and markdown notes into a vault.
+"""``mdmem library import``: chat exports, JSONL messages and markdown notes into a vault.
 
 Chats (ChatGPT, Claude.ai, JSONL; read as a stream by
 :mod:`mdmem.memory.library.import_formats`) become session entries, one session per
@@ -29,9 +29,19 @@ profile), status, importance and origin, every inline field (``captured``,
 vault learns it now) and a message time in the future. Kinds that mdmem
 writes itself (episodes, summaries, chat entries as memories, document
 chunks) are refused as memory rows, and imported memories never retire
-what the vault holds (no auto-resolve). Only ``mdmem import --restore`` of
-an export the user made brings all of that back
+what the vault holds (no auto-resolve). Only ``mdmem library import --restore``
+of an export the user made brings all of that back
 (:mod:`mdmem.memory.library.restore`).
+
+**A plain import of an mdmem export** (a file whose first row is an export
+header) takes only what stays true without the export's links: its active
+memories. A superseded, retired or resolved memory is left out (imported as
+active it would come back as the top hit), and so are the export's files
+(episodes, documents, notes, contact profiles); the report counts both and
+names ``--restore``. A preference is the user's own, and goes to
+``USER.md``, only when the row says nothing of another person (no contact,
+no speaker) and, in an export, came from a ``USER.md``: a contact's
+preference goes to ``MEMORY.md``, never into the user's profile.
 
 A message, conversation or line that can't be read or is refused is counted
 and named in the report (line or message id, and the one-line reason), and
@@ -174,6 +184,8 @@ class _Writer:
         self.sessions: dict[tuple[str, str, str, str], Session | None] = {}
         self.now = datetime.now(UTC)
         self.export_files = 0
+        self.is_export = False  # the file began with an export header
+        self.inactive = 0  # an export's superseded, retired or resolved memories left out
         # (kind, scope, content hash) of what the vault holds: an exported
         # log or journal entry is not deduplicated by its verb, so by this.
         self.known: set[tuple[str, str, str]] | None = None
@@ -188,11 +200,13 @@ class _Writer:
             self._in_batches(self._steps(items, tick))
         finally:
             writer.after_batch = after_batch
-        if self.export_files:
+        if self.is_export:
             self.report.note(
-                f"this is an mdmem export: its {self.export_files} files (episodes, links, "
-                "statuses, provenance) were left out; `mdmem import --restore` brings them "
-                "back, for an export you made yourself"
+                f"this is an mdmem export: only its active memories were imported; left out "
+                f"{self.inactive} superseded, retired or resolved memories and "
+                f"{self.export_files} files (documents, notes, contact profiles, episodes); "
+                "`mdmem library import --restore FILE` brings the whole vault back, "
+                "for an export you made yourself"
             )
 
     def _in_batches(self, steps: Iterator[Callable[[], None]]) -> None:
@@ -224,8 +238,13 @@ class _Writer:
                 self.report.refuse(item.where, item.reason)
             elif isinstance(item, fmt.ExportPart):
                 self.export_files += item.key == fmt.EXPORT_FILE_KEY
+                self.is_export |= item.key == fmt.EXPORT_HEADER_KEY and n == 0
             elif isinstance(item, fmt.ExportedMemory):
                 self.report.messages += 1
+                if self.is_export and item.row.get("status") not in (None, "", "active"):
+                    # Without the export's supersede links it would read as current.
+                    self.inactive += 1
+                    continue
                 yield self._rememberer(item)
             else:
                 self.report.messages += len(item.messages)
@@ -355,7 +374,7 @@ class _Writer:
         if kind not in _IMPORTABLE_KINDS:
             raise InvalidInputError(
                 f"a {one_line(str(kind), 40)!r} memory is made by mdmem itself, not imported "
-                "from a file (`mdmem import --restore` brings back an export you made)"
+                "from a file (`mdmem library import --restore` brings back an export you made)"
             )
         named = row.get("scope")
         if named and named != self.scope:
@@ -387,9 +406,18 @@ class _Writer:
                 heading.partition(":")[2].strip(), text, scope=self.scope, tags=tags
             )
         else:
-            memory = store.remember(text, kind, tags, self.scope)
+            memory = store.remember(text, kind, tags, self.scope, owner=self._users_own(row))
         self.known.add(key)
         return memory.was_new
+
+    def _users_own(self, row: dict[str, Any]) -> bool:
+        """Whether a preference row may go into the user's profile (USER.md)."""
+        fields = row.get("fields")
+        pairs = fields.items() if isinstance(fields, dict) else fields or ()
+        named = {str(p[0]) for p in pairs if isinstance(p, list | tuple) and len(p) == 2 and p[1]}
+        if row.get("contact") or row.get("speaker") or named & {"contact", "speaker"}:
+            return False
+        return not self.is_export or str(row.get("path") or "").endswith("USER.md")
 
     def _ignored_keys(self, row: dict[str, Any]) -> None:
         """Count what the row says that only the caller (or a restore) may set."""

@@ -38,6 +38,8 @@ class ImportReport:
     notes: list[str] = field(default_factory=list)  # one line each, for the person
     restored: bool = False  # an export restored with --restore (provenance kept)
     source_vault: str | None = None  # ...and the vault it was exported from
+    # ...and the export's mdmem.toml keys this vault sets otherwise (not carried).
+    settings_left_behind: list[str] = field(default_factory=list)
 
     def refuse(self, where: str, reason: str) -> None:
         self.refused += 1

@@ -1,6 +1,6 @@
-"""``mdmem import --restore EXPORT``: bring back an export the user made, losslessly.
+"""``mdmem library import --restore EXPORT``: bring back an export the user made, losslessly.
 
-**Trust.** A plain ``mdmem import`` treats every file as untrusted: rows go
+**Trust.** A plain ``mdmem library import`` treats every file as untrusted: rows go
 into the caller's scope and nothing that sets provenance, status or routing
 is taken from them (:mod:`mdmem.memory.library.importer`). A restore takes the
 export's files as they are (scopes, statuses, importance, ``captured``,
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from mdmem.errors import ConflictError, InvalidInputError, MdmemError
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import SkipFile, TextFile, decode, safe_path
+from mdmem.maintenance.settings_fingerprint import settings_left_behind
 from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR
 from mdmem.memory.library.export import payload_span
 from mdmem.memory.library.import_formats import (
@@ -122,6 +123,25 @@ def restore(
         if store.git.head() != head:
             report.commits += 1
     tick("restore", total, total)
+    _settings_note(store, header, report)
+
+
+def _settings_note(store: MemoryStore, header: dict[str, Any], report: ImportReport) -> None:
+    """Say which of the export's ``mdmem.toml`` settings this vault doesn't share:
+    an export carries no settings (they may send data somewhere), only their digests."""
+    left = settings_left_behind(store.root, header.get("settings"))
+    report.settings_left_behind = left or []
+    if left is None:
+        report.note(
+            "mdmem.toml's settings are not part of an export: this vault keeps its own; "
+            "copy from the old vault's mdmem.toml what you want"
+        )
+    elif left:
+        report.note(
+            f"left behind {len(left)} mdmem.toml setting(s) the old vault set otherwise: "
+            f"{', '.join(left)}; an export carries no settings, copy them from the old "
+            "vault's mdmem.toml if you want them"
+        )
 
 
 # ---------------------------------------------------------------- the file --
@@ -160,8 +180,8 @@ def _verify(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             header = _json(raw)
             if not isinstance(header, dict) or EXPORT_HEADER_KEY not in header:
                 raise InvalidInputError(
-                    f"{path} is {what} (`mdmem export --jsonl` writes one; "
-                    "a plain `mdmem import` reads other files as untrusted rows)"
+                    f"{path} is {what} (`mdmem library export` writes one; "
+                    "a plain `mdmem library import` reads other files as untrusted rows)"
                 )
             if header[EXPORT_HEADER_KEY] not in _VERSIONS:
                 raise InvalidInputError(
