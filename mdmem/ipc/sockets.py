@@ -56,7 +56,7 @@ def ensure_private_folder(folder: Path) -> None:
     if not private_folder_ok(folder):
         raise MdmemError(
             f"{folder} is not a private folder of this user (mode 0700, yours, not a link): "
-            "use a folder only you can enter (mdmem creates a missing one 0700), "
+            "use a folder only you can enter (a missing one is created 0700), "
             "or set MDMEM_RUNTIME_DIR"
         )
 
