@@ -780,7 +780,7 @@ class Writer:
                     cached = None
                 else:
                     cached.file = decode(raw)
-            if cached is not None and cached.file is not None and cached.file.to_bytes() == raw:
+            if cached is not None and cached.file is not None and cached.file.same_bytes(raw):
                 parsed = cached
             else:
                 parsed = self.catalog.load(rel, raw, sig)
@@ -789,6 +789,7 @@ class Writer:
         # The catalog keeps the parse of what is on disk; pending work gets its own copy.
         parsed = parsed.copy()
         assert parsed.file is not None
+        parsed.file.check_writable(rel)  # never drop or re-encode a person's bytes
         tf = parsed.file = parsed.file.copy()
         return Pending(original=raw, tf=tf, parsed=parsed, seen=seen)
 
