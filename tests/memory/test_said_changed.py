@@ -61,4 +61,8 @@ def test_remember_retires_the_old_window_and_it_never_reaches_a_prompt(
     shown = context.ids
     assert old.id not in shown and new.id in shown
     assert "Monday 09:00" not in context.render()
+    # Saying it moved takes the value far from the old text (cosine ~0.65 with MiniLM).
+    lisbon = minilm.remember("The user lives in Lisbon.")
+    porto = minilm.remember("The user moved to Porto.")
+    assert porto.superseded == (lisbon.id,)
     minilm.close()

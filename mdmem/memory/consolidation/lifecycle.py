@@ -342,7 +342,7 @@ def auto_resolve(
     k = max(SIMILAR_K, cfg.judge_candidates if llm is not None else 0)
     # Below this cosine a candidate can neither be retired by similarity nor
     # be shown to the judge: the search for candidates stops there.
-    floor = min(cfg.same_context_threshold, cfg.other_context_threshold)
+    floor = min(cfg.same_context_threshold, cfg.other_context_threshold, SAID_THRESHOLD)
     if llm is not None:
         floor = min(floor, 1.0 - cfg.judge_distance)
     candidates = nearest(store, block, vec, k, exclude, floor=floor)
