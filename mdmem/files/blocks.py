@@ -35,10 +35,12 @@ from mdmem.models import KINDS, STATUSES, Block, one_line
 __all__ = [
     "FRONTMATTER_MAX_BYTES",
     "ROOT_SCOPE",
+    "UNDATED",
     "ParsedFile",
     "content_hash",
     "default_kind_for",
     "is_entry_file",
+    "name_date",
     "normalize_text",
     "parse",
     "parse_datetime",
@@ -152,6 +154,24 @@ def normalize_text(text: str) -> str:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()[:32]
+
+
+# The date of a note that has none of its own (see parse): the epoch, which
+# the manifest already reads back for a missing date; recall's recency skips it.
+UNDATED = datetime.fromtimestamp(0, tz=UTC)
+_DAILY = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+def name_date(path: str) -> datetime | None:
+    """A daily note's date from its name (``journal/2025-03-02.md``), else None."""
+    match = _DAILY.search(path)
+    if match is None:
+        return None
+    try:
+        year, month, day = (int(g) for g in match.groups())
+        return datetime(year, month, day, tzinfo=UTC)
+    except ValueError:
+        return None  # 2025-13-40.md names no day
 
 
 def parse_datetime(value: Any) -> datetime | None:
@@ -350,8 +370,13 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
             span.end -= 1
 
     scope, file_kind, file_tags = _file_context(path, meta)
-    file_created = parse_datetime(meta.get("created") or meta.get("date")) or fallback_time
+    # A note's own date: its frontmatter, else a daily note's name. A file's
+    # mtime is not one (a copy, a checkout or a sync sets it to today), so a
+    # note without either is UNDATED: recall gives it no recency either way.
+    file_date = parse_datetime(meta.get("created") or meta.get("date")) or name_date(path)
+    file_created = file_date or fallback_time
     now = fallback_time or datetime.now(UTC)
+    note_created = file_date or UNDATED
 
     parsed = ParsedFile(path=path, file=tf, frontmatter=meta, frontmatter_lines=fm_lines)
     covered = [False] * total
@@ -366,7 +391,7 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
         )
 
     parsed.blocks.extend(
-        _sections(path, tf, headings, covered, fm_lines, scope, file_tags, file_created or now)
+        _sections(path, tf, headings, covered, fm_lines, scope, file_tags, note_created)
     )
     if meta:
         fm_text = "".join(tf.lines[1 : fm_lines - 1])
@@ -382,7 +407,7 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
                 tags=tuple(file_tags),
                 scope=scope,
                 status="active",
-                created=file_created or now,
+                created=note_created,
                 updated=None,
                 content_hash=content_hash(fm_text),
                 is_memory=False,

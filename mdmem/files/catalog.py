@@ -36,7 +36,7 @@ from mdmem.files.changefeed import ChangeFeed
 from mdmem.files.ids import copy_key, is_copy_key, written_id
 from mdmem.files.manifest import Manifest
 from mdmem.files.people import name_tokens, people_of
-from mdmem.files.textfile import SkipFile, decode
+from mdmem.files.textfile import BadByte, SkipFile, decode_readable
 from mdmem.models import Block
 
 __all__ = ["EXCLUDED_DIRS", "Catalog", "ScanDelta", "Signature", "is_copy", "signature_of"]
@@ -104,6 +104,9 @@ class Catalog:
         self._links = False  # a symlinked file: its target's edits reach no watch of ours
         self.files: dict[str, FileState] = {}
         self.skipped: dict[str, str] = {}
+        # Files read but for lines that are not UTF-8 (decode_readable): where
+        # each such line's first bad byte is. Recall says it is degraded.
+        self.damaged: dict[str, tuple[BadByte, ...]] = {}
         self._skipped_sigs: dict[str, Signature] = {}
         self._by_id: dict[str, str] = {}
         self._blocks: dict[str, Block] = {}
@@ -133,6 +136,7 @@ class Catalog:
         """Forget everything parsed; the next scan reads every file again."""
         self.files.clear()
         self.skipped.clear()
+        self.damaged.clear()
         self._skipped_sigs.clear()
         self._by_id.clear()
         self._blocks.clear()
@@ -265,6 +269,10 @@ class Catalog:
         re-keyed in place (see the module doc)."""
         self._forget_file(path)
         self.files[path] = FileState(sig, parsed)
+        if parsed.file is not None and parsed.file.bad:
+            self.damaged[path] = parsed.file.bad
+        else:
+            self.damaged.pop(path, None)
         self.skipped.pop(path, None)
         self._skipped_sigs.pop(path, None)
         self._claim(path, parsed.blocks, 0)
@@ -367,6 +375,7 @@ class Catalog:
             self.unindexed.add(path)
         self._forget_file(path)
         self.files.pop(path, None)
+        self.damaged.pop(path, None)
         self._rekeyed.discard(path)
         self._settle()
 
@@ -419,7 +428,7 @@ class Catalog:
 
     def load(self, path: str, raw: bytes, sig: Signature) -> ParsedFile:
         """Parse ``raw`` as ``path`` and record it; raises SkipFile."""
-        tf = decode(raw)
+        tf = decode_readable(raw)
         parsed = parse(path, tf, fallback_time=datetime.fromtimestamp(sig[0] / 1e9, tz=UTC))
         self.put(path, parsed, sig)
         self.unindexed.add(path)

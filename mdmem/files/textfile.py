@@ -13,15 +13,17 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from mdmem.errors import PathOutsideVaultError
+from mdmem.errors import PathOutsideVaultError, VaultFileError
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "BadByte",
     "FileStat",
     "SkipFile",
     "TextFile",
     "atomic_write",
     "decode",
+    "decode_readable",
     "discard_temp",
     "file_stat",
     "fsync_file",
@@ -39,6 +41,22 @@ class SkipFile(Exception):  # noqa: N818 - a signal, not an error: the file is s
     """A vault file that cannot be read as markdown; the reason is the message."""
 
 
+@dataclass(frozen=True)
+class BadByte:
+    """Where a line stops being UTF-8: 1-based line and column (characters), the byte."""
+
+    line: int
+    column: int
+    byte: int
+
+    def where(self, path: str) -> str:
+        """``path:line:column: byte 0xE9 is not UTF-8``, as compilers and editors name places."""
+        return f"{path}:{self.line}:{self.column}: byte 0x{self.byte:02X} is not UTF-8"
+
+    def at(self) -> str:
+        return f"line {self.line}, column {self.column}: byte 0x{self.byte:02X} is not UTF-8"
+
+
 @dataclass
 class TextFile:
     """A decoded file: lines keep their endings so the bytes round-trip exactly."""
@@ -49,6 +67,9 @@ class TextFile:
     # Lines [0, fence_clean) are known to leave no code fence open; appends
     # only need to look at what came after (see Vault's fence check).
     fence_clean: int = 0
+    # Lines that were not UTF-8 (decode_readable): they stand here as empty
+    # lines, so this text is not the file and must never be written back.
+    bad: tuple[BadByte, ...] = ()
 
     @classmethod
     def empty(cls) -> TextFile:
@@ -59,11 +80,28 @@ class TextFile:
         return "".join(self.lines)
 
     def to_bytes(self) -> bytes:
+        if self.bad:
+            # A safety net: writers check first and name the file (store/writer.py).
+            raise VaultFileError(f"refusing to rewrite a file: {self.bad[0].at()}")
         return ((BOM if self.bom else "") + self.text).encode("utf-8")
+
+    def same_bytes(self, raw: bytes) -> bool:
+        return not self.bad and self.to_bytes() == raw
+
+    def check_writable(self, path: str) -> None:
+        """Refuse, naming ``path:line:column``, to write a file read without its bad lines:
+        writing would drop or re-encode a person's bytes, and neither is ours to do."""
+        if self.bad:
+            where = self.bad[0].where(path)
+            raise VaultFileError(f"{where}; fix that line before mdmem writes to this file")
 
     def copy(self) -> TextFile:
         return TextFile(
-            lines=list(self.lines), bom=self.bom, newline=self.newline, fence_clean=self.fence_clean
+            lines=list(self.lines),
+            bom=self.bom,
+            newline=self.newline,
+            fence_clean=self.fence_clean,
+            bad=self.bad,
         )
 
     def replace_lines(self, start: int, end: int, new_lines: list[str]) -> None:
@@ -110,8 +148,58 @@ def decode(raw: bytes, *, max_bytes: int = MAX_FILE_BYTES) -> TextFile:
         raise SkipFile("binary file (NUL byte)")
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SkipFile(f"invalid UTF-8 at byte {exc.start}") from None
+    except UnicodeDecodeError:
+        bad = _bad_bytes(raw)
+        raise SkipFile(bad[0].at() if bad else "invalid UTF-8") from None
+    return _split(text)
+
+
+def decode_readable(raw: bytes, *, max_bytes: int = MAX_FILE_BYTES) -> TextFile:
+    """Decode a vault file for reading: a line that is not UTF-8 reads as empty.
+
+    One stray Latin-1 byte must cost its line, not the file (recall, context and
+    hooks read the rest); the result's ``bad`` says where, and such a file is
+    never written back (see :meth:`TextFile.to_bytes`). Other reasons to skip
+    a file still raise SkipFile.
+    """
+    try:
+        return decode(raw, max_bytes=max_bytes)
+    except SkipFile:
+        bad = _bad_bytes(raw)
+        if not bad or len(raw) > max_bytes or b"\x00" in raw[:8192]:
+            raise
+    parts = raw.splitlines(keepends=True)
+    bad_lines = {b.line for b in bad}
+    kept: list[str] = []
+    for number, part in enumerate(parts, start=1):
+        body = part.rstrip(b"\r\n")
+        if number in bad_lines:
+            kept.append(part[len(body) :].decode("ascii"))  # the line's ending only
+        else:
+            kept.append(part.decode("utf-8"))
+    tf = _split("".join(kept))
+    tf.bad = tuple(bad)
+    return tf
+
+
+def _bad_bytes(raw: bytes) -> list[BadByte]:
+    """The first byte that is not UTF-8 on each line that has one."""
+    out: list[BadByte] = []
+    # bytes.splitlines breaks on \n, \r and \r\n only: no multi-byte character
+    # contains those bytes, so a line can be decoded on its own.
+    for number, part in enumerate(raw.splitlines(keepends=True), start=1):
+        body = part.rstrip(b"\r\n")
+        if number == 1 and body.startswith(b"\xef\xbb\xbf"):
+            body = body[3:]
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            column = len(body[: exc.start].decode("utf-8", errors="replace")) + 1
+            out.append(BadByte(number, column, body[exc.start]))
+    return out
+
+
+def _split(text: str) -> TextFile:
     bom = text.startswith(BOM)
     if bom:
         text = text[1:]

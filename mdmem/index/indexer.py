@@ -558,6 +558,10 @@ class Indexer:
         state = self.catalog.files[path]
         mtime_ns, size, ino = state.signature
         parsed = state.parsed
+        if path in self.catalog.damaged:
+            # Recorded as matching no stat: every process reads the file again
+            # and so learns where its bad bytes are (recall's degraded, doctor).
+            mtime_ns, size, ino = 0, 0, 0
         return (mtime_ns, size, ino, "", parsed.frontmatter, parsed.frontmatter_lines)
 
     def _write(self, upserts: list[Block], deletes: list[str], to_embed: list[Block]) -> None:

@@ -112,6 +112,11 @@ def run_doctor(
     report.checks.append("files parse")
     for path, reason in sorted(store.catalog.skipped.items()):
         report.problems.append(Problem("files parse", f"{path}: {reason}", False))
+    for path, bad in sorted(store.catalog.damaged.items()):
+        for byte in bad:  # the rest of the file is read; these lines are not
+            report.problems.append(
+                Problem("files parse", f"{byte.where(path)}, line skipped", False)
+            )
 
     copies = check_copied_ids(store, report)
     tell("doctor", 1, _STEPS)

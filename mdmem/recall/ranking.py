@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mdmem.errors import InvalidInputError
+from mdmem.files.blocks import UNDATED
 
 __all__ = [
     "Candidate",
@@ -180,8 +181,10 @@ def _utc(dt: datetime) -> datetime:
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt
 
 
-def recency(created: datetime, now: datetime, *, half_life_days: float = 30.0) -> float:
-    """``1 / (1 + age_days / half_life_days)``, in (0, 1].
+def recency(created: datetime, now: datetime, *, half_life_days: float = 30.0) -> float | None:
+    """``1 / (1 + age_days / half_life_days)``, in (0, 1]; None for a note
+    whose date is unknown (``blocks.UNDATED``): neither new nor old, it is
+    ranked by the other signals (:func:`final_score` drops the term).
 
     Why: operator_use's hyperbolic decay — 1.0 for a memory made now, 0.5 at
     one half-life (30 days), 0.25 at three — fades old memories slowly
@@ -190,6 +193,8 @@ def recency(created: datetime, now: datetime, *, half_life_days: float = 30.0) -
     """
     if not half_life_days > 0:
         raise InvalidInputError(f"half_life_days must be positive, not {half_life_days}")
+    if _utc(created) == UNDATED:
+        return None
     age_days = (_utc(now) - _utc(created)).total_seconds() / 86400.0
     return 1.0 / (1.0 + max(0.0, age_days) / half_life_days)
 

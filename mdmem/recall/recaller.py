@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mdmem.models import Block, Recall
 from mdmem.recall import aliases, pipeline
 from mdmem.recall.conversation import FileOrder
+from mdmem.recall.damage import with_damage
 from mdmem.recall.model_rerank import Reranking
 from mdmem.recall.pipeline import RecallRun, RecallSource
 from mdmem.recall.search import RecallQuery, vector_query_text
@@ -156,7 +157,8 @@ class Recaller:
                 note_hits=usefulness.record_hits,
             )
         )
-        return replace(result, query=asked, took_ms=(time.perf_counter() - started) * 1000)
+        result = replace(result, query=asked, took_ms=(time.perf_counter() - started) * 1000)
+        return with_damage(result, store.catalog.damaged) if as_of is None else result
 
     def _understood(self, query: str) -> str:
         """The query with the names it calls known people by resolved (aliases.py)."""

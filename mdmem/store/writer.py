@@ -91,12 +91,7 @@ _CTIME_SLACK_NS = 20_000_000
 
 def memory_trailers(memory_id: str, kind: str, scope: str, op: str) -> Trailers:
     """The trailers that make a commit findable by memory, kind, scope and operation."""
-    return [
-        ("Memory-Id", memory_id),
-        ("Kind", kind),
-        ("Scope", scope or blk.ROOT_SCOPE),
-        ("Op", op),
-    ]
+    return [("Memory-Id", memory_id), ("Kind", kind), ("Scope", scope or blk.ROOT_SCOPE), ("Op", op)]
 
 
 class Transaction:
@@ -780,7 +775,7 @@ class Writer:
                     cached = None
                 else:
                     cached.file = decode(raw)
-            if cached is not None and cached.file is not None and cached.file.to_bytes() == raw:
+            if cached is not None and cached.file is not None and cached.file.same_bytes(raw):
                 parsed = cached
             else:
                 parsed = self.catalog.load(rel, raw, sig)
@@ -789,6 +784,7 @@ class Writer:
         # The catalog keeps the parse of what is on disk; pending work gets its own copy.
         parsed = parsed.copy()
         assert parsed.file is not None
+        parsed.file.check_writable(rel)  # never drop or re-encode a person's bytes
         tf = parsed.file = parsed.file.copy()
         return Pending(original=raw, tf=tf, parsed=parsed, seen=seen, first=tuple(parsed.blocks))
 

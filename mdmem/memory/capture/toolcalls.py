@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError
 from mdmem.files import blocks as blk
+from mdmem.memory.capture.failure_excerpt import failure_excerpt
 from mdmem.memory.capture.sessions import validate_session_id
 from mdmem.models import Block, Memory, one_line
 
@@ -66,6 +67,7 @@ _FIELD_SAFE = re.compile(r"[^\w./@+-]")
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 _MAX_COMMAND_CHARS = 200
 _MAX_ERROR_CHARS = 300
+_MAX_EXCERPT_CHARS = 600
 _MAX_FILES = 5
 
 
@@ -138,10 +140,15 @@ def _digest(command: str) -> str:
 
 
 def _error_line(output: str) -> str:
-    """The line of the output that says what went wrong (the last error-ish one)."""
-    lines = [ln.strip() for ln in _CONTROL.sub(" ", output).splitlines() if ln.strip()]
+    """What went wrong: the failing test and error lines (failure_excerpt), else the last
+    error-ish line."""
+    cleaned = _CONTROL.sub(" ", output)
+    lines = [ln.strip() for ln in cleaned.splitlines() if ln.strip()]
     if not lines:
         return "no output"
+    excerpt = failure_excerpt(cleaned, _MAX_EXCERPT_CHARS)  # which test, what it asserted
+    if excerpt is not None:
+        return excerpt
     # An exception line ("TypeError: …", "error: …") says more than a summary
     # line ("FAILED tests/…"), which says more than the last line.
     strong = [ln for ln in lines if _EXCEPTION.search(ln)]

@@ -86,6 +86,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXEMPT_KINDS",
     "REDACTED",
+    "SAID_THRESHOLD",
     "SIMILAR_K",
     "AutoResolver",
     "Candidate",
@@ -103,6 +104,12 @@ __all__ = [
 log = logging.getLogger("mdmem")
 
 SIMILAR_K = 5
+# The cosine at which a memory the wording rule calls an update *that says so*
+# (subjects.Verdict.said) retires the old one. Saying it moves the value far
+# from the old text ("The user lives in Lisbon" / "The user moved to Porto":
+# 0.65 with MiniLM); look-alikes the rule lets through sat at <= 0.55 in
+# bench/supersede_more.py's sets.
+SAID_THRESHOLD = 0.6
 REDACTED = "[REDACTED]"
 EXEMPT_KINDS = frozenset(
     {"session_summary", "chat_message", "tool_output", "log", "journal", "episode", "note"}
@@ -335,7 +342,7 @@ def auto_resolve(
     k = max(SIMILAR_K, cfg.judge_candidates if llm is not None else 0)
     # Below this cosine a candidate can neither be retired by similarity nor
     # be shown to the judge: the search for candidates stops there.
-    floor = min(cfg.same_context_threshold, cfg.other_context_threshold)
+    floor = min(cfg.same_context_threshold, cfg.other_context_threshold, SAID_THRESHOLD)
     if llm is not None:
         floor = min(floor, 1.0 - cfg.judge_distance)
     candidates = nearest(store, block, vec, k, exclude, floor=floor)
@@ -350,6 +357,8 @@ def auto_resolve(
                 continue
             same = cand.same_context or bool(verdict.subject)
             limit = cfg.same_context_threshold if same else cfg.other_context_threshold
+            if verdict.said:  # "… now", "moved to …": the text itself says it replaces
+                limit = min(limit, SAID_THRESHOLD)
             if cand.cosine >= limit:
                 retired[cand.block.id] = f"similarity {cand.cosine:.2f}, {verdict.reason}"
     if llm is not None:

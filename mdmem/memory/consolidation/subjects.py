@@ -26,7 +26,12 @@ embed close together, and so do ``The frontend is written in TypeScript`` and
    * ``update`` when every region lies in the value of a clause whose main
      verb both texts share, and the value changed in one place
      (``monthly`` → ``weekly``, ``v4.2`` → ``v4.3``, ``Paris`` → ``Berlin``)
-     or only in quantities (``7am and 6pm`` → ``8am and 7pm``);
+     or only in quantities (``7am and 6pm`` → ``8am and 7pm``), also when the
+     newer text says that it changed: a time word set aside (``… Tuesday
+     09:00 now``, ``currently``, ``these days``), ``no longer`` before the
+     very same statement, or a verb of change taking the old value's place
+     (``The standup moved to 11am`` after ``The standup is at 10am``: the
+     same subject words, then the values compared as ``is …``);
    * ``unsure`` otherwise: no verb found, the verb itself changed shape,
      several words changed in several places, the tags differ, or the verb is
      an event in the past tense (``Alice visited Paris`` /
@@ -44,7 +49,7 @@ Open-class words (nouns, verbs, names) are recognised by their shape.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
@@ -123,6 +128,10 @@ class Verdict:
     # The content words of the subject both texts share ("office" for "The
     # office is cleaned …"); empty when unknown or only a pronoun ("It is …").
     subject: tuple[str, ...] = ()
+    # The newer text says itself that something changed ("now", "no longer",
+    # "moved to"), which a mere look-alike does not: auto-resolve trusts a
+    # lower similarity then (lifecycle.SAID_THRESHOLD).
+    said: bool = False
 
     @property
     def update(self) -> bool:
@@ -261,7 +270,25 @@ def _same_path(a: list[Token], b: list[Token]) -> bool:
 
 
 def compare(old: str, new: str) -> Verdict:
-    """Is ``new`` the same subject as ``old`` with a changed value?"""
+    """Is ``new`` the same subject as ``old`` with a changed value?
+
+    The wording rule first (:func:`_compare`); when it cannot tell, the words
+    a person uses to *say* that something changed (:mod:`.changes`: "… now",
+    "no longer …", "moved to …") may settle it.
+    """
+    verdict = _compare(old, new)
+    if verdict.kind == "distinct":
+        return verdict
+    for marker, old_said, new_said, exact in _said_changed(old, new):
+        again = _compare(old_said, new_said)
+        if again.update and (not exact or again.reason == "same statement"):
+            if verdict.update:  # the wording already saw it; the change words only vouch
+                return replace(verdict, said=True)
+            return Verdict("update", f"{marker}: {again.reason}", again.subject, said=True)
+    return verdict
+
+
+def _compare(old: str, new: str) -> Verdict:
     a, tags_a = tokens(old)
     b, tags_b = tokens(new)
     if tags_a != tags_b:
@@ -356,3 +383,73 @@ def _position(
     if verb_a.past_event or verb_b.past_event:
         return "an event, not a state"
     return "value"
+
+
+# --------------------------------------------------------- said to change ----
+
+# Words that only say *when* a statement holds; set aside, the values compare.
+_NOW = re.compile(
+    r"(?:,\s*)?\b(?:right now|now(?! and (?:then|again))|currently|nowadays|these days|"
+    r"from now on|as of (?:now|today)|"
+    r"today|at the moment|instead|anymore|any more)\b,?",
+    re.IGNORECASE,
+)
+_NO_LONGER = re.compile(r"\b(?:no longer|not any ?more)\s+", re.IGNORECASE)
+# "<subject> [has|was|…] moved/switched/changed [back|over] to <value>"
+_CHANGE = re.compile(
+    r"^(?P<subject>.+?)\s+(?:(?:has|have|had|was|were|has been|have been|is being|got)\s+)?"
+    r"(?:moved|switched|changed|shifted|migrated|upgraded|downgraded|raised|lowered|"
+    r"increased|decreased|reduced|bumped|cut|went|rescheduled|renamed|changed over)"
+    r"(?:\s+(?:back|over|up|down))?\s+(?:from\s+.+?\s+)?(?:to|into)\s+(?P<value>.+)$",
+    re.IGNORECASE,
+)
+
+
+def _said_changed(old: str, new: str) -> list[tuple[str, str, str, bool]]:
+    """Rewrites of (old, new) that set aside how ``new`` says it changed:
+    (marker, old text, new text, whether the rewrite must be the same statement)."""
+    out: list[tuple[str, str, str, bool]] = []
+    old_plain, new_plain = _tidy(_NOW.sub(" ", old)), _tidy(_NOW.sub(" ", new))
+    if new_plain != _tidy(new):
+        out.append(("said to hold now", old_plain, new_plain, False))
+    if _NO_LONGER.search(new_plain) and not _NO_LONGER.search(old_plain):
+        out.append(("no longer", old_plain, _tidy(_NO_LONGER.sub("", new_plain)), True))
+    change = _CHANGE.match(new_plain.rstrip(".!"))
+    if change is not None:
+        subject = change.group("subject")
+        key = " ".join(subject.lower().split())
+        if old_plain.lower().startswith(key + " ") and any(c.isalpha() for c in key):
+            rest = old_plain[len(subject) :].strip().rstrip(".!")
+            value = _old_value(rest)
+            if value:
+                out.append(
+                    (
+                        "said to change",
+                        f"{subject} is {value}.",
+                        f"{subject} is {_strip_lead(change.group('value'))}.",
+                        False,
+                    )
+                )
+    return out
+
+
+def _old_value(rest: str) -> str:
+    """What follows the main verb of ``rest`` (the old text after the subject words)."""
+    words = rest.split()
+    if not words:
+        return ""
+    i = 1
+    while i < len(words) and words[i].lower() in AUXILIARIES | {"been", "being"}:
+        i += 1  # "is being held", "has been"
+    return _strip_lead(" ".join(words[i:]))
+
+
+def _strip_lead(value: str) -> str:
+    words = value.split()
+    while words and words[0].lower() in PREPOSITIONS:
+        words.pop(0)  # "at 10am" and "to 11am" name the same kind of value
+    return " ".join(words).rstrip(".!")
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\s+([.,;!?])", r"\1", " ".join(text.split()))
