@@ -91,7 +91,8 @@ _CTIME_SLACK_NS = 20_000_000
 
 def memory_trailers(memory_id: str, kind: str, scope: str, op: str) -> Trailers:
     """The trailers that make a commit findable by memory, kind, scope and operation."""
-    return [("Memory-Id", memory_id), ("Kind", kind), ("Scope", scope or blk.ROOT_SCOPE), ("Op", op)]
+    where = scope or blk.ROOT_SCOPE
+    return [("Memory-Id", memory_id), ("Kind", kind), ("Scope", where), ("Op", op)]
 
 
 class Transaction:
