@@ -229,8 +229,8 @@ def give_ids(
     writer: _Writer,
     tx: _Transaction,
     person: Identity,
-    kept_out: Set[str] = frozenset(),
-    git: _Blame | None = None,
+    kept_out: Set[str],
+    git: _Blame | None,
 ) -> list[str]:
     """Give the items a person typed into profile files ids, in ``tx`` (a fresh
     transaction), authored as ``person``; the ids given. Called by the writer,

@@ -215,7 +215,7 @@ class MemoryStore:
             # Through fields they would skip the 1-10 check and the origin cap.
             raise InvalidInputError("set importance and origin with importance= and origin=")
         if any(key == "pinned" for key, _ in extra):
-            raise InvalidInputError("pin a memory with tags=['pinned']")
+            raise InvalidInputError("a pin is a tag the caller gives (pinned), not a field")
         if "pinned" in tag_list:
             # The caller's own pin; a #pinned in the text is a tag only (mdmem.recall.pins).
             extra.append(("pinned", "caller"))

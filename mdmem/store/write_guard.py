@@ -76,6 +76,8 @@ def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) 
             for f in scan(added)
             if added[f.start : f.end] not in old
             and not _OURS.fullmatch(added[f.start : f.end])
+            and not _ACROSS_PARTS.search(added[f.start : f.end])
+            and not _a_part_alone_is_clean(added, f.start, f.end)
             and not any(added[f.start : f.end] in text for text in allowed)
         ]
         if found:
@@ -94,6 +96,19 @@ def refuse_new_secrets(pending: Mapping[str, Pending], message: str, mode: str) 
 # What mdmem itself writes that reads like a key next to a key word (a tool
 # output's ``key: tout_…``, a content hash, a block id): never a caller's secret.
 _OURS = re.compile(r"tout_[0-9a-f]{20}|m-[0-9a-z]{12,32}|[0-9a-f]{40}|[0-9a-f]{64}")
+# A match that runs from a memory's text into its tags or fields ("The password
+# is #security", "… is [source:: wiki]") joins parts the store checked one by one:
+# each part was guarded on its own before it reached the line.
+_ACROSS_PARTS = re.compile(r"\s#[\w/-]|\[[\w-]+::")
+
+
+def _a_part_alone_is_clean(added: str, start: int, end: int) -> bool:
+    """A finding that is a tag (``#security``) or a field's value, judged a secret only
+    by the memory text before it ("The password is #security"): alone it is clean."""
+    span = added[start:end]
+    before = added[max(0, start - 3) : start]
+    is_part = (span.startswith("#") and before[-1:].isspace()) or before.endswith(":: ")
+    return is_part and not scan(span.lstrip("#"))
 _RUN = re.compile(r"[A-Za-z0-9]{24,}")
 _LOWER = re.compile(r"[a-z]+")
 

@@ -10,6 +10,7 @@ are checked too; ``python bench/instructions.py --set`` prints the table.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -53,7 +54,11 @@ def test_every_injection_is_fenced_with_its_provenance_whatever_the_marker_says(
         # secrets="off": a base64 injection is key material to the secrets guard.
         ids = {vault.remember(text, secrets="off").id: text for text in texts}
     for memory_id, text in ids.items():
-        hits = vault.recall(text, k=50)
+        # Every item rendered, whatever the relevance gate says: the fence is the
+        # renderer's guarantee, not the gate's.
+        hits = dataclasses.replace(
+            vault.recall(text, k=50), relevance=None, nothing_relevant=False
+        )
         block = render_recalled(hits, 20_000)
         lines = block.splitlines()
         assert DATA_NOTE in lines

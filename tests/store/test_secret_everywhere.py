@@ -25,7 +25,7 @@ from mdmem.hookkit.policy import Policy
 from mdmem.hookkit.runner import run_event
 from mdmem.mcp.tools import Toolset
 from mdmem.store.secret_guard import guard, scan
-from tests.agent.test_hostkit import payload
+from tests.hookkit.test_runner import payload
 from tests.secret_samples import luhn_complete
 
 _rng = random.Random(33)
