@@ -5,7 +5,7 @@ Usage: python bench/instructions.py [PATH ...] [--show 20] [--json]
 
 Runs :func:`mdmem.recall.instructions.instruction_cues` over every turn (and
 the session observations/summaries when present) of LoCoMo-format files
-(default: the dev files in ``$MDMEM_BENCH_DATA`` or ``/work/shared/bench-data``),
+(default: the dev files in ``$MDMEM_BENCH_DATA`` or ``../shared/bench-data`` beside the checkout),
 which hold no instruction aimed at a model: every flag is a false positive.
 Prints the rate per cue and the flagged turns (``--show``).
 
@@ -94,7 +94,11 @@ def _measure_set(set_path: Path, baseline: str | None, as_json: bool) -> None:
 
 
 def _default_paths() -> list[Path]:
-    base = Path(os.environ.get("MDMEM_BENCH_DATA", "/work/shared/bench-data"))
+    base = Path(
+        os.environ.get(
+            "MDMEM_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "bench-data"
+        )
+    )
     return sorted(base.glob("*-dev.json"))
 
 

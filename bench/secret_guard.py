@@ -12,7 +12,7 @@ interleaved, so both see the same machine load). Target
 (issue "Trust in what is written", item 4): ordinary text well under 100 us.
 
 ``--false-positives`` scans every turn of the dev chats (``*-dev.json`` in
-``$MDMEM_BENCH_DATA`` or ``/work/shared/bench-data``), every paragraph of
+``$MDMEM_BENCH_DATA`` or ``../shared/bench-data`` beside the checkout), every paragraph of
 ``docs/*.md``, and the other forms a turn can be stored in (its speaker line,
 a tag, a field value): none holds a secret, so every finding is a false
 positive. With ``--baseline REV`` the guard of that revision is measured on
@@ -123,7 +123,11 @@ def ordinary_texts() -> dict[str, list[str]]:
     sys.path.insert(0, str(ROOT))
     from locomo_data import load
 
-    base = Path(os.environ.get("MDMEM_BENCH_DATA", "/work/shared/bench-data"))
+    base = Path(
+        os.environ.get(
+            "MDMEM_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "bench-data"
+        )
+    )
     out: dict[str, list[str]] = {}
     for path in sorted(base.glob("*-dev.json")):
         out[f"dev chat turns ({path.name})"] = [
