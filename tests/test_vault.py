@@ -456,10 +456,8 @@ def test_human_edits_are_committed_first_as_the_human(vault: Vault) -> None:
     vault.remember("agent fact two")
     log = commits(vault)
     assert log[0].startswith("test-agent|") and "agent fact two" in log[0]
-    # The person's line is committed as theirs, then given its id as theirs too.
-    assert log[1].split("|")[2].startswith("ids for 1 line(s) typed by a person: USER.md")
-    assert log[2].split("|")[2].startswith("edit: USER.md")
-    assert "@agents.mdmem" not in log[1] and "@agents.mdmem" not in log[2]
+    assert log[1].split("|")[2].startswith("edit: USER.md")
+    assert "@agents.mdmem" not in log[1]
 
 
 def test_human_appending_while_agent_writes_loses_nothing(

@@ -613,7 +613,6 @@ class Writer:
             if not delta and self._known_clean:
                 return
         self._commit_human_edits()
-        give_ids(self, Transaction(self), self._human_identity(), self._kept_out, self.git)
         self._known_clean = True
 
     def _recover_interrupted(self) -> list[str]:
