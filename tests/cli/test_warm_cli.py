@@ -163,9 +163,9 @@ def test_serve_daemon_on_a_folder_that_is_not_a_vault(tmp_path: Path) -> None:
 
 
 def test_warnings_logged_while_the_server_runs_a_command_reach_the_caller(daemon: Path) -> None:
-    # A file the catalog must skip, first seen by the command below: in its own
-    # process the warning goes to stderr, so through the server it must too.
-    (daemon / "notes-broken.md").write_bytes(b"# Notes\n\xff\xfe not utf-8\n")
+    # A file the catalog must skip (a NUL byte: not text), first seen by the command
+    # below: in its own process the warning goes to stderr, so through the server it must too.
+    (daemon / "notes-broken.md").write_bytes(b"# Notes\n\x00 not text\n")
     warm = mdmem("recall", "launch", "--vault", str(daemon))
     assert warm.returncode == 0, warm.stderr
     assert "WARNING: skipping notes-broken.md" in warm.stderr
@@ -173,7 +173,7 @@ def test_warnings_logged_while_the_server_runs_a_command_reach_the_caller(daemon
     assert cold.stderr == warm.stderr
     assert cold.stdout == warm.stdout
     # -q keeps it to errors, as in-process.
-    (daemon / "other-broken.md").write_bytes(b"\xff\xfe")
+    (daemon / "other-broken.md").write_bytes(b"\x00\x01")
     quiet = mdmem("-q", "recall", "launch", "--vault", str(daemon))
     assert quiet.returncode == 0 and quiet.stderr == ""
     status = json.loads(mdmem("status", "--json", "--vault", str(daemon)).stdout)

@@ -143,10 +143,10 @@ def test_doctor_flags_each_with_the_command_that_erases_it(edited: tuple[Vault, 
     assert _carries_a_secret(details) == []
     assert not any(p.fixable for p in found)  # the text is the person's to change
     memory_line = next(p.detail for p in found if p.detail.startswith("MEMORY.md:"))
-    assert "GitLab token" in memory_line and f"mdmem purge {memory_id} --yes" in memory_line
+    assert "GitLab token" in memory_line and f"`mdmem git purge {memory_id} --yes`" in memory_line
     note_line = next(p.detail for p in found if p.detail.startswith("notes/infra.md:"))
     assert "key material" in note_line and "git filter-repo" in note_line
-    assert "mdmem purge" in note_line
+    assert "mdmem git purge" in note_line
     assert any(p.detail.startswith("USER.md:") and "URL credentials" in p.detail for p in found)
     # The line is where the secret is.
     line = int(memory_line.split(":")[1])
