@@ -11,14 +11,15 @@ says how to erase it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mdmem.errors import PathOutsideVaultError
 from mdmem.files.textfile import safe_path
 from mdmem.store.gitstore import GitStore, Identity, format_message, paths_shown
-from mdmem.store.secret_guard import redact_spans, scan
+from mdmem.store.secret_guard import Finding, redact_spans, scan
 
 __all__ = [
     "KeptOut",
@@ -30,6 +31,9 @@ __all__ = [
 ]
 
 _TEXT_LIMIT = 8 * 1024 * 1024  # larger files are attachments, not text a person types
+# A PEM block of a 4096-bit key is about 50 lines: a window this wide around a
+# changed line holds any such block that line belongs to.
+_CONTEXT_LINES = 64
 
 
 @dataclass(frozen=True)
@@ -43,33 +47,63 @@ class KeptOut:
 
 def keep_out(new: bytes, committed: Callable[[], bytes | None], mode: str) -> KeptOut | None:
     """``new`` with the secrets that are not in ``committed()`` (the file as
-    git has it, asked for only when ``new`` holds a secret) redacted; None
-    when there are none (or the guard is off, or the file is not text)."""
+    git has it) redacted; None when there are none (or the guard is off, or
+    the file is not text).
+
+    Only the lines git lacks are scanned, each with ``_CONTEXT_LINES`` around
+    it, so a person typing into a long file while agents write costs each
+    write the lines typed since, not the whole file; a secret that spans lines
+    (a PEM block) is still seen whole around a changed line of it.
+    """
     if mode == "off":
         return None
     try:
         text = new.decode("utf-8")
     except UnicodeDecodeError:
         return None  # an attachment: not text the guard reads
-    findings = scan(text)
-    if not findings:
-        return None
+    lines = text.split("\n")
     before = committed()
-    old_lines = set(before.decode("utf-8", "replace").splitlines()) if before else set()
-    fresh = []
-    for finding in findings:
-        first = text.rfind("\n", 0, finding.start) + 1
-        last = text.find("\n", finding.end)
-        lines = text[first : len(text) if last == -1 else last].splitlines()
-        if not all(line in old_lines for line in lines):
-            fresh.append(finding)
+    if before is None:
+        changed = list(range(len(lines)))
+    else:
+        old_lines = set(before.decode("utf-8", "replace").split("\n"))
+        changed = [i for i, line in enumerate(lines) if line not in old_lines]
+    if not changed:
+        return None
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    is_changed = set(changed)
+    fresh: list[Finding] = []
+    for lo, hi in _windows(changed, len(lines)):
+        offset = starts[lo]
+        for found in scan("\n".join(lines[lo:hi])):
+            start, end = found.start + offset, found.end + offset
+            first = bisect_right(starts, start) - 1
+            last = bisect_right(starts, max(start, end - 1)) - 1
+            if any(i in is_changed for i in range(first, last + 1)):
+                fresh.append(replace(found, start=start, end=end))
     if not fresh:
         return None
     return KeptOut(
         redact_spans(text, fresh).encode("utf-8"),
         tuple(f.kind for f in fresh),
-        tuple(text.count("\n", 0, f.start) + 1 for f in fresh),
+        tuple(bisect_right(starts, f.start) for f in fresh),
     )
+
+
+def _windows(changed: list[int], count: int) -> Iterator[tuple[int, int]]:
+    """Line ranges [lo, hi) covering each changed line with its context, merged."""
+    lo, hi = -1, -1
+    for i in changed:
+        start, end = max(0, i - _CONTEXT_LINES), min(count, i + _CONTEXT_LINES + 1)
+        if start > hi:
+            if hi > lo:
+                yield lo, hi
+            lo = start
+        hi = end
+    if hi > lo:
+        yield lo, hi
 
 
 def committed_version(git: GitStore, rel: str) -> Callable[[], bytes | None]:

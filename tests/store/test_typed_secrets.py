@@ -107,3 +107,37 @@ def test_with_the_guard_off_the_edit_goes_in_as_typed(tmp_path: Path) -> None:
     vault.remember("The user prefers metric units.")
     assert _leaked(vault) and vault.admin.store.git.dirty_paths() == []
     vault.close()
+
+
+def _filler(count: int, tag: str) -> list[str]:
+    return [f"- {tag} note {i}: the cache key is the commit hash" for i in range(count)]
+
+
+def test_in_a_long_file_only_the_secret_typed_since_the_commit_is_kept_out() -> None:
+    from mdmem.store.typed_secrets import keep_out
+
+    old = [*_filler(300, "old"), f"- committed by them: {TOKEN.text}", *_filler(300, "more")]
+    new = [*old[:100], "- typed just now: " + TOKEN.text, *old[100:]]
+    kept = keep_out("\n".join(new).encode(), lambda: "\n".join(old).encode(), "strict")
+    assert kept is not None
+    assert kept.kinds == ("GitLab token",) and kept.lines == (101,)
+    lines = kept.data.decode().split("\n")
+    assert "[REDACTED:GitLab token]" in lines[100]
+    assert not any(f in lines[100] for f in TOKEN.fragments)
+    assert lines[301] == f"- committed by them: {TOKEN.text}"  # theirs to keep, as before
+    # Nothing typed since: nothing to keep out.
+    assert keep_out("\n".join(old).encode(), lambda: "\n".join(old).encode(), "strict") is None
+
+
+def test_a_changed_line_inside_a_key_block_keeps_the_whole_block_out() -> None:
+    from mdmem.store.typed_secrets import keep_out
+
+    key_line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC{:02d}abcdefghijklmnop"
+    body = [key_line.format(i) for i in range(40)]
+    block = ["-----BEGIN PRIVATE KEY-----", *body, "-----END PRIVATE KEY-----"]
+    old = [*_filler(200, "a"), *block, *_filler(200, "b")]
+    new = list(old)
+    new[200 + 20] = new[200 + 20].replace("abc", "xyz")  # one line of the block edited
+    kept = keep_out("\n".join(new).encode(), lambda: "\n".join(old).encode(), "strict")
+    assert kept is not None and kept.lines == (201,)
+    assert "BEGIN PRIVATE KEY" not in kept.data.decode()
