@@ -4,7 +4,8 @@ Every alias table of mdmem has this one shape — old name → :class:`Alias`
 (replacement, removal version) — whatever answers through it: the
 pre-0.1.0 ``Vault`` attributes (:data:`mdmem.deprecations.MOVED`), the git
 wrapper's methods on ``vault.git`` (:data:`mdmem.git.desk.GIT_WRAPPER`), the
-old command names (:data:`mdmem.cli.context.CLI_ALIASES`) and the module
+old command names (:data:`mdmem.cli.context.CLI_ALIASES`), setting names
+(:data:`mdmem.config.SETTING_NAMES`, one warning in the log) and the module
 paths below. Every use warns, naming the replacement and the removal version
 (Python: ``DeprecationWarning``; the CLI: one line on stderr). Each table
 registers itself in :data:`TABLES`, so one test walks them all: it fails once
@@ -95,7 +96,13 @@ TABLES: list[AliasTable] = []
 
 # The modules that hold an alias table, above this one: imported by name, so
 # the bottom of the house does not depend on them.
-_HOLDERS = ("mdmem.deprecations", "mdmem.git.desk", "mdmem.cli.context", "mdmem.mcp.tools")
+_HOLDERS = (
+    "mdmem.config",
+    "mdmem.deprecations",
+    "mdmem.git.desk",
+    "mdmem.cli.context",
+    "mdmem.mcp.tools",
+)
 
 
 def all_tables() -> list[AliasTable]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from mdmem.aliases import Alias, AliasTable
 from mdmem.errors import ConfigError
 
 __all__ = [
@@ -96,7 +97,7 @@ class EmbedderSettings:
     # auto | on | off: an approximate vector index (IVF over 8-bit codes) above
     # mdmem.index.ann.EXACT_MAX vectors, exact below; on/off force one kind.
     approximate: str = "auto"
-    hnsw: str = "auto"  # the old name of ``approximate`` (read when that is auto)
+    hnsw: str = "auto"  # the old name of ``approximate`` (SETTING_NAMES; read when that is auto)
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,13 @@ def _refuse_keys(data: Mapping[str, Any], where: str) -> None:
             )
 
 
+SETTING_NAMES = AliasTable(
+    "setting names",
+    {"embedder.hnsw": Alias("embedder.hnsw", "embedder.approximate")},
+)
+"""Setting names that moved: still read, with one warning naming the new one."""
+
+
 def load_settings(
     vault_root: Path | None,
     env: Mapping[str, str] | None = None,
@@ -297,6 +305,8 @@ def load_settings(
         settings = _apply(settings, values, label)
         for key in _flatten(values):
             sources[key] = label
+            if key in SETTING_NAMES:
+                log.warning("%s: %s", label, SETTING_NAMES[key].message)
             ignored.pop(key, None)
 
     if vault_root is not None:

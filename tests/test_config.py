@@ -194,3 +194,22 @@ def test_config_show_and_trust_commands(tmp_path: Path) -> None:
     assert {r["setting"]: r for r in again["settings"]}["llm.model"]["source"] == (
         "mdmem.toml (trusted)"
     )
+
+
+def test_an_old_setting_name_is_still_read_and_says_its_new_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "mdmem.toml").write_text('[embedder]\nhnsw = "off"\n')
+    with caplog.at_level("WARNING", logger="mdmem"):
+        settings = load_settings(tmp_path, env={})
+    assert settings.embedder.hnsw == "off"
+    warned = [r.getMessage() for r in caplog.records if "embedder.hnsw" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith("mdmem.toml")
+    assert warned[0].endswith(
+        ": embedder.hnsw is deprecated and is removed in 0.2.0: use embedder.approximate"
+    )
+    caplog.clear()
+    (tmp_path / "mdmem.toml").write_text('[embedder]\napproximate = "off"\n')
+    with caplog.at_level("WARNING", logger="mdmem"):
+        assert load_settings(tmp_path, env={}).embedder.approximate == "off"
+    assert not [r for r in caplog.records if "deprecated" in r.getMessage()]

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from mdmem.store.write_guard import redacted
+from mdmem.memory.capture.hostdata import safe_record
 
 __all__ = ["HookLog"]
 
@@ -36,7 +36,7 @@ class HookLog:
 
     def append(self, entry: dict[str, Any]) -> None:
         # What a host sent (a session id, a tool's error) may hold a secret.
-        line = json.dumps(redacted(entry), ensure_ascii=False, sort_keys=True) + "\n"
+        line = json.dumps(safe_record(entry), ensure_ascii=False, sort_keys=True) + "\n"
         with _LOCK:
             self.dir.mkdir(parents=True, exist_ok=True)
             try:
@@ -85,7 +85,7 @@ class HookLog:
     def update_state(self, key: str, value: Any) -> None:
         with _LOCK:
             data = self.state()
-            data[redacted(key)] = redacted(value)
+            data[safe_record(key)] = safe_record(value)
             self.dir.mkdir(parents=True, exist_ok=True)
             tmp = self.state_path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")

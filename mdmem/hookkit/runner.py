@@ -91,6 +91,7 @@ from mdmem.hookkit.policy import (
 from mdmem.hookkit.toolfailure import failure_line
 from mdmem.hookkit.transcript import Turn, read_transcript
 from mdmem.memory.capture import extractive
+from mdmem.memory.capture.hostdata import host_session_id, safe_token
 from mdmem.memory.capture.toolcalls import ToolCall
 from mdmem.models import Hit, one_line
 from mdmem.recall.asdata import (
@@ -104,7 +105,6 @@ from mdmem.recall.asdata import (
 from mdmem.recall.instructions import instruction_cues
 from mdmem.recall.pins import pin_note, pinned_by
 from mdmem.store.inputs import MAX_MEMORY_CHARS
-from mdmem.store.write_guard import safe_id
 from mdmem.team.tier import team_context, untrusted_hint
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ def run_event(
         policy = _policy(policy, inp.cwd)
         if warm is None:  # a long-lived server has loaded the embedder; a fresh process hasn't
             warm = vault.admin.embedder_loaded
-        entry.update(session=safe_id(inp.session_id), cwd=inp.cwd, policy=policy.source)
+        entry.update(session=safe_token(inp.session_id), cwd=inp.cwd, policy=policy.source)
         if policy.notes:
             entry["policy_notes"] = list(policy.notes)
             if event == "session-start":  # once a session, where a person will see it
@@ -708,10 +708,7 @@ def _fit_turn(text: str) -> str:
 
 
 def _session_id(inp: HookInput) -> str:
-    # It becomes a file name, a field and a commit message: a host's id that holds a
-    # secret or reads as key material is stored as a stand-in made from its hash.
-    raw = re.sub(r"[^A-Za-z0-9._-]", "-", safe_id(inp.session_id)).strip(".-") or "unknown"
-    return f"{inp.host}-{raw}"[:128].rstrip(".")
+    return host_session_id(inp.host, inp.session_id)
 
 
 def _clip(text: str) -> str:
