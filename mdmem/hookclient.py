@@ -250,7 +250,7 @@ def guess_root(route: dict[str, Any]) -> str | None:
     A guess only in that the server checks it: a request that reaches the
     wrong vault's server is refused there, and the cold path decides.
     """
-    user, project = _settings(route)
+    user, project, confirmed = _settings(route)
     known = {
         str(k): os.path.expanduser(v)
         for k, v in _table(user.get("vaults")).items()
@@ -258,7 +258,7 @@ def guess_root(route: dict[str, Any]) -> str | None:
     }
     default = user.get("vault")
     default = os.path.expanduser(default) if isinstance(default, str) and default else None
-    wanted = project.get("vault")
+    wanted = project.get("vault") if confirmed else None
     if isinstance(wanted, str) and wanted:
         if wanted in known:
             return known[wanted]
@@ -281,7 +281,7 @@ def guess_root(route: dict[str, Any]) -> str | None:
 
 def prompt_latency_ms(route: dict[str, Any]) -> int:
     """The prompt's latency budget, as ``resolve_policy`` sets it (a project may only lower it)."""
-    user, project = _settings(route)
+    user, project, _ = _settings(route)
     ceiling = _budget(user.get("prompt_latency_ms"))
     ceiling = DEFAULT_LATENCY_MS if ceiling is None else ceiling
     asked = _budget(project.get("prompt_latency_ms"))
@@ -297,13 +297,34 @@ def server_timeout(host: str, event: str, latency_ms: int) -> float:
     return max(1.0, HOST_TIMEOUTS.get(event, 30) - _HOST_MARGIN_S)
 
 
-def _settings(route: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The user's ``hooks.toml`` and the project's ``.mdmem.toml`` ({} where none is read)."""
+def _settings(route: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    """The user's ``hooks.toml``, the project's ``.mdmem.toml`` ({} where none is
+    read) and whether the person confirmed that file (as projects.trust says)."""
     home = route["env"].get("MDMEM_CONFIG_HOME") or config_home()
     user_file = os.path.join(home, "hooks.toml")
     user = _read_toml(user_file) if os.path.isfile(user_file) else {}
     found = _policy_file(route.get("cwd") or "")
-    return user, (_read_toml(found) if found else {})
+    if not found:
+        return user, {}, False
+    data = read_capped(found, _MAX_SETTINGS_BYTES + 1)
+    project = _parse_toml(data)
+    return user, project, bool(project) and _confirmed(home, found, data)
+
+
+def _confirmed(home: str, path: str, data: bytes | None) -> bool:
+    """Whether ``trusted-projects.json`` holds these bytes' sha256 for ``path``."""
+    if not data:
+        return False
+    import hashlib
+    import json
+
+    raw = read_capped(os.path.join(home, "trusted-projects.json"), 4 * 1024 * 1024)
+    try:
+        files = json.loads(raw or b"{}").get("files")
+    except (ValueError, AttributeError, RecursionError):
+        return False
+    entry = files.get(os.path.realpath(path)) if isinstance(files, dict) else None
+    return isinstance(entry, dict) and entry.get("sha256") == hashlib.sha256(data).hexdigest()
 
 
 def _policy_file(cwd: str) -> str | None:
@@ -325,7 +346,10 @@ def _policy_file(cwd: str) -> str | None:
 
 
 def _read_toml(path: str) -> dict[str, Any]:
-    data = read_capped(path, _MAX_SETTINGS_BYTES + 1)
+    return _parse_toml(read_capped(path, _MAX_SETTINGS_BYTES + 1))
+
+
+def _parse_toml(data: bytes | None) -> dict[str, Any]:
     if data is None or len(data) > _MAX_SETTINGS_BYTES:
         return {}
     import tomllib  # only where a settings file exists

@@ -12,10 +12,11 @@ The hooks find the file by walking up from the payload's ``cwd``::
     prompt_latency_ms = 300
 
 A project file travels with the repository, so (docs/hooks.md#policy-files): it can
-only choose among vaults the *user* listed, only narrow what is captured, and
-only lower budgets; it has no key that names an endpoint, a credential or a
-program. The user's own ``hooks.toml`` in the mdmem config folder
-(:func:`mdmem.config.config_home`) sets the ceilings::
+only narrow what is captured and only lower budgets (a scope, a vault among those
+the *user* listed, or more capture need ``mdmem hooks trust``); it has no key
+that names an endpoint, a credential or a program. The user's own
+``hooks.toml`` in the mdmem config folder (:func:`mdmem.config.config_home`)
+sets the ceilings::
 
     vault = "/home/me/notes"      # default vault of the hooks
     enabled = true
@@ -234,7 +235,11 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
     vault: Path | None = user["vault"]
     from_project = False
     wanted = project.get("vault")
-    if wanted is not None:
+    if wanted is not None and not confirmed:
+        # Which of the user's vaults gets this project's sessions is theirs to say:
+        # a cloned file could send a work repository's captures to a personal vault.
+        notes.append(f"{path}: vault {wanted!r} refused: this file {unconfirmed}")
+    elif wanted is not None:
         vault, note = _choose_vault(wanted, user)
         from_project = note is None
         if note:

@@ -403,9 +403,14 @@ def test_a_project_file_only_chooses_the_users_vaults_and_only_narrows(
     assert p.prompt_tokens == 500  # a project can lower a budget, never raise it
     notes = " ".join(p.notes)
     assert "attacker-vault" in notes and "llm_base_url" in notes and "'llm'" in notes
-    (repo / ".mdmem.toml").write_text('vault = "work"\nprompt_tokens = 100\nenabled = true\n')
+    project_file = repo / ".mdmem.toml"
+    project_file.write_text('vault = "work"\nprompt_tokens = 100\nenabled = true\n')
     p = resolve_policy(str(repo))
-    assert (p.vault, p.prompt_tokens) == (mine, 100)
+    # One of the user's vaults, but which one gets this project is theirs to confirm.
+    assert (p.vault, p.prompt_tokens) == (tmp_path / "default-vault", 100)
+    assert any("vault 'work' refused" in n and "mdmem hooks trust" in n for n in p.notes)
+    trust.confirm(project_file, project_file.read_bytes())
+    assert resolve_policy(str(repo)).vault == mine
     write_user_config("enabled = false\n")
     assert resolve_policy(str(repo)).enabled is False  # a project can't switch it back on
 
