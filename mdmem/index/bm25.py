@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,11 @@ __all__ = ["K1", "B", "FastScorer"]
 B = 0.4
 K1 = 0.9
 _CACHE_TERMS = 20_000
+# A segment that lacks a term (the posting cache's answer for it).
+_ABSENT: tuple[np.ndarray, np.ndarray] = (
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.float32),
+)
 
 
 def _length_table() -> np.ndarray:
@@ -54,9 +60,15 @@ class FastScorer:
         self._table: np.ndarray | None = None
 
     def search(
-        self, searcher: Any, terms: list[tuple[str, str, float]], limit: int
+        self,
+        searcher: Any,
+        terms: list[tuple[str, str, float]],
+        limit: int,
+        doc_frequency: Callable[[str, str], int] | None = None,
     ) -> list[tuple[int, float]]:
-        """(docnum, score) of the best ``limit`` documents, best first."""
+        """(docnum, score) of the best ``limit`` documents, best first;
+        ``doc_frequency(field, text)`` answers for the whole index (the
+        caller's cache), else Whoosh's reader does."""
         if self._table is None:
             self._table = _length_table()
         total_docs = searcher.doc_count_all()
@@ -67,8 +79,9 @@ class FastScorer:
         size = sum(s.reader().doc_count_all() for s, _ in leaves)
         scores = np.zeros(max(size, 1), dtype=np.float32)
         seen_segments: set[str] = set()
+        df_of = doc_frequency or reader.doc_frequency
         for field, text, boost in terms:
-            df = reader.doc_frequency(field, text)
+            df = df_of(field, text)
             if not df:
                 continue
             idf = math.log(total_docs / (df + 1)) + 1
@@ -77,9 +90,10 @@ class FastScorer:
                 leaf = sub.reader()
                 seg = _segment_id(leaf)
                 seen_segments.add(seg)
-                if (field, text) not in leaf:
+                found = self._posting(leaf, seg, field, text)
+                if found is None:
                     continue
-                ids, tf = self._posting(leaf, seg, field, text)
+                ids, tf = found
                 lengths = self._field_lengths(leaf, seg, field)[ids]
                 part = tf * (K1 + 1) / (tf + K1 * ((1 - B) + B * lengths / avg))
                 np.add.at(scores, ids + offset, (boost * idf) * part)
@@ -97,13 +111,20 @@ class FastScorer:
         order = top[np.lexsort((top, -scores[top]))]
         return [(int(d), float(scores[d])) for d in order]
 
-    def _posting(self, leaf: Any, seg: str, field: str, text: str) -> tuple[np.ndarray, np.ndarray]:
+    def _posting(
+        self, leaf: Any, seg: str, field: str, text: str
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The term's postings in this segment, None when it has none."""
         key = (seg, field, text)
         with self._lock:
             cached = self._postings.get(key)
             if cached is not None:
                 self._postings.move_to_end(key)
-                return cached
+                return None if cached is _ABSENT else cached
+        if (field, text) not in leaf:
+            # Remembered too: a small new segment lacks most of a query's terms.
+            self._remember(key, _ABSENT)
+            return None
         from mdmem.index.whoosh_compat import posting_blocks  # imports Whoosh: not at startup
 
         # Raw segment postings (deletions are applied separately, see _dead),
@@ -115,11 +136,14 @@ class FastScorer:
             tf_parts.append(np.asarray(block_weights, dtype=np.float32))
         ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
         tf = np.concatenate(tf_parts) if tf_parts else np.zeros(0, dtype=np.float32)
+        self._remember(key, (ids, tf))
+        return ids, tf
+
+    def _remember(self, key: tuple[str, str, str], posting: tuple[np.ndarray, np.ndarray]) -> None:
         with self._lock:
-            self._postings[key] = (ids, tf)
+            self._postings[key] = posting
             while len(self._postings) > _CACHE_TERMS:
                 self._postings.popitem(last=False)
-        return ids, tf
 
     def _field_lengths(self, leaf: Any, seg: str, field: str) -> np.ndarray:
         key = (seg, field)

@@ -271,15 +271,17 @@ def _guarded(blocks: Iterable[Block]) -> Iterator[Block]:
 # they hardly change the ranking, yet Whoosh scores every posting in Python,
 # and one such word ("said", "memory", the file name) can cost 100x the rest.
 _MAX_DF_SHARE = 0.15
+_DF_CACHE_TERMS = 100_000
 _PRUNE_FROM_DOCS = 500
 
 
-def _selective(searcher: Any, terms: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+def _selective(
+    searcher: Any, terms: list[tuple[str, str, float]], df: Callable[[str, str], int]
+) -> list[tuple[str, str, float]]:
     total = searcher.doc_count_all()
     if total < _PRUNE_FROM_DOCS:
         return terms
-    reader = searcher.reader()
-    rated = [(reader.doc_frequency(f, t), (f, t, b)) for f, t, b in terms]
+    rated = [(df(f, t), (f, t, b)) for f, t, b in terms]
     kept = [term for df, term in rated if 0 < df <= total * _MAX_DF_SHARE]
     if not any(f == "text" for f, _, _ in kept):
         # Only common words: keep the rarest text term so the query still ranks.
@@ -317,6 +319,10 @@ class KeywordIndex:
         self._lock = threading.RLock()
         self._searcher: Any = None
         self._filter_cache: dict[tuple[Any, ...], set[int] | bool] = {}
+        # Document frequencies of one index generation: a recall asks for the
+        # same terms' several times (pruning, scoring, the gate, the second
+        # round) and each answer is a hash lookup per segment in Whoosh.
+        self._dfs: dict[tuple[str, str], int] = {}
         # Our own copy for query analysis: Index.schema re-reads the TOC file.
         self._schema: Any = build_schema()
         self._fast: FastScorer | None = FastScorer()
@@ -449,6 +455,7 @@ class KeywordIndex:
                 raise
             raise IndexError_(f"writing keyword index at {self.directory} failed: {e!r}") from e
         self._filter_cache.clear()  # the searcher reopens what changed when next used
+        self._dfs.clear()
 
     def add_many(
         self,
@@ -636,6 +643,7 @@ class KeywordIndex:
 
     def _invalidate(self) -> None:
         self._filter_cache.clear()
+        self._dfs.clear()
         if self._searcher is not None:
             with contextlib.suppress(Exception):
                 self._searcher.close()
@@ -658,7 +666,18 @@ class KeywordIndex:
             self._searcher = reopened_searcher(self._ix, old)
         if self._searcher is not old:
             self._filter_cache.clear()
+            self._dfs.clear()
         return self._searcher
+
+    def _df(self, searcher: Any, field: str, text: str) -> int:
+        """How many documents hold ``text`` in ``field``, cached for this generation."""
+        key = (field, text)
+        df = self._dfs.get(key)
+        if df is None:
+            if len(self._dfs) >= _DF_CACHE_TERMS:
+                self._dfs.clear()
+            df = self._dfs[key] = int(searcher.doc_frequency(field, text))
+        return df
 
     def _filter_docs(self, searcher: Any, key: tuple[Any, ...], flt: Any) -> Any:
         """The docnums passing a filter, once the same filter is asked for twice
@@ -731,7 +750,7 @@ class KeywordIndex:
         the relevance gate weighs a query's words by (mdmem.recall.gate)."""
 
         def run(searcher: Any) -> tuple[int, dict[str, int]]:
-            return searcher.doc_count(), {t: searcher.doc_frequency("text", t) for t in terms}
+            return searcher.doc_count(), {t: self._df(searcher, "text", t) for t in terms}
 
         result: tuple[int, dict[str, int]] = self._read(run)
         return result
@@ -748,7 +767,7 @@ class KeywordIndex:
             return []
 
         def run(searcher: Any) -> list[str]:
-            df = {t: searcher.doc_frequency("text", t) for t in terms}
+            df = {t: self._df(searcher, "text", t) for t in terms}
             usable = [t for t in terms if df[t] >= 2]
             return sorted(usable, key=lambda t: (df[t], t))[:n]
 
@@ -815,12 +834,15 @@ class KeywordIndex:
         )
 
         def run(searcher: Any) -> list[tuple[str, float]]:
-            selected = _selective(searcher, terms)
+            def df(field: str, text: str) -> int:
+                return self._df(searcher, field, text)
+
+            selected = _selective(searcher, terms, df)
             if flt is None and self._fast is not None:
                 try:
                     return [
                         (searcher.stored_fields(doc)["id"], score)
-                        for doc, score in self._fast.search(searcher, selected, limit)
+                        for doc, score in self._fast.search(searcher, selected, limit, df)
                     ]
                 except Exception as exc:  # Whoosh internals moved: use Whoosh itself
                     log.warning("fast BM25F scoring disabled: %r", exc)
