@@ -272,6 +272,7 @@ def _guarded(blocks: Iterable[Block]) -> Iterator[Block]:
 # and one such word ("said", "memory", the file name) can cost 100x the rest.
 _MAX_DF_SHARE = 0.15
 _DF_CACHE_TERMS = 100_000
+_TERMS_OF_CACHE = 20_000
 _PRUNE_FROM_DOCS = 500
 
 
@@ -323,6 +324,7 @@ class KeywordIndex:
         # same terms' several times (pruning, scoring, the gate, the second
         # round) and each answer is a hash lookup per segment in Whoosh.
         self._dfs: dict[tuple[str, str], int] = {}
+        self._terms_of: dict[str, frozenset[str]] = {}
         # Our own copy for query analysis: Index.schema re-reads the TOC file.
         self._schema: Any = build_schema()
         self._fast: FastScorer | None = FastScorer()
@@ -740,9 +742,18 @@ class KeywordIndex:
 
     def terms_of(self, text: str) -> frozenset[str]:
         """The terms the text field holds for ``text`` (folded, stemmed, no
-        stopwords): what a query's terms are compared with."""
-        field = self._schema["text"]
-        return frozenset(t for t in field.process_text(_norm_text(text), mode="index"))
+        stopwords): what a query's terms are compared with.
+
+        Remembered by text: recall compares every candidate's terms with the
+        query's, and the same blocks come back query after query."""
+        terms = self._terms_of.get(text)
+        if terms is None:
+            field = self._schema["text"]
+            terms = frozenset(t for t in field.process_text(_norm_text(text), mode="index"))
+            if len(self._terms_of) >= _TERMS_OF_CACHE:
+                self._terms_of.clear()
+            self._terms_of[text] = terms
+        return terms
 
     def document_frequencies(self, terms: Collection[str]) -> tuple[int, dict[str, int]]:
         """How many documents the index holds, and how many of them hold each of
