@@ -2,15 +2,24 @@
 
 Usage: python bench/abstain.py [--data FILE ...] [--coding FILE] [--others N]
                                [--limit-questions N] [--vaults DIR] [--rows FILE]
-                               [--fit] [--json]
+                               [--split loco|half] [--fit] [--json]
 
 Measures the relevance gate (mdmem/recall/gate.py, constants in
 mdmem/recall/gate_weights.py) against today's behaviour (no gate, no exact
-lift: the hook packs recall's top items under its token budget), both in
-the same run, cross-validated by conversation: the gate's logistic weights,
-its threshold and its stopping rule are fitted on every group but one and
-scored on the one left out (a group is one conversation's vault with the
-questions put to it; the coding set's prompts are split into five groups).
+lift: the hook packs recall's top items under its token budget) and against
+the stopping rule it replaced (a share of the best score of 0.4 and a cap of
+7 items, fitted for a median of 7.5 items), all in the same run, in-sample
+and held out: the gate's logistic weights, its threshold and its stopping
+rule are fitted on some groups and scored on the others (a group is one
+conversation's vault with the questions put to it; the coding set's prompts
+are split into five groups). ``--split loco`` (the default) leaves one group
+out at a time; ``--split half`` fits on half of each set's conversations and
+scores the other half, then the other way round.
+
+The stopping rule (mdmem.recall.gate.keep): each next item must score at
+least a fitted share of the best; at most ``HARD_MOST`` (12, chosen, not
+fitted: a safety bound). The share is the one of a grid that keeps the most
+evidence with a median of at most ``ITEMS`` items on each set.
 
 Sets (default: LoCoMo dev and the REALTALK dev chats, LoCoMo format, in
 ``../shared/bench-data/``, plus ``bench/data/coding-dev.json``):
@@ -69,9 +78,15 @@ CODING_GROUPS = 5
 # What each held-out fold's fit aims at on its training groups: silence this
 # share of the negatives of every set, and keep the median items under these.
 SILENCE = 0.92
-ITEMS = {"locomo": 7.5, "realtalk": 7.5, "coding": 3.5}
-RATIOS = (0.0, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
-MOSTS = (3, 4, 5, 6, 7, 8, 9, 10, 11, 13)
+ITEMS = {"locomo": 8.0, "realtalk": 8.0, "coding": 4.0}
+HARD_MOST = 12  # the stopping rule's safety bound (chosen, not fitted)
+SHARES = tuple(round(0.5 + 0.02 * i, 2) for i in range(21))  # 0.50 .. 0.90
+# The rule it replaced (main before the fitted share): a grid of (share, cap)
+# fitted for a median of at most 7.5 items (3.5 on coding), shipped as 0.4 / 7.
+CAP_ITEMS = {"locomo": 7.5, "realtalk": 7.5, "coding": 3.5}
+CAP_RATIOS = (0.0, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+CAP_MOSTS = (3, 4, 5, 6, 7, 8, 9, 10, 11, 13)
+CAP_SHIPPED = (0.4, 7)
 
 
 @dataclass
@@ -250,10 +265,16 @@ def fit_logistic(rows: Sequence[Row], names: Sequence[str]) -> dict[str, float]:
     }
 
 
+_CONFIDENCE: dict[tuple[int, tuple[tuple[str, float], ...]], float] = {}
+
+
 def _conf(row: Row, weights: Mapping[str, float]) -> float:
     from mdmem.recall.gate import confidence
 
-    return confidence(row.features, weights) if row.new else 0.0
+    key = (id(row), tuple(sorted(weights.items())))  # rows live as long as the run
+    if key not in _CONFIDENCE:
+        _CONFIDENCE[key] = confidence(row.features, weights) if row.new else 0.0
+    return _CONFIDENCE[key]
 
 
 def injected(row: Row, gate: Gate | None) -> list[str]:
@@ -275,7 +296,11 @@ def injected(row: Row, gate: Gate | None) -> list[str]:
     return ids
 
 
-def fit(rows: Sequence[Row], names: Sequence[str]) -> Gate:
+def fit(rows: Sequence[Row], names: Sequence[str], rule: str = "share") -> Gate:
+    """The gate fitted on ``rows``: logistic weights, the threshold, and the
+    stopping rule — ``share`` (the fitted share of the best score, at most
+    HARD_MOST items) or ``cap`` (the rule it replaced: a share and a cap fitted
+    together for a median of 7.5 items)."""
     weights = fit_logistic(rows, names)
     # The threshold silences SILENCE of every set's negatives (the hardest set decides).
     threshold = 0.0
@@ -283,17 +308,22 @@ def fit(rows: Sequence[Row], names: Sequence[str]) -> Gate:
         neg = sorted(_conf(r, weights) for r in rows if r.dataset == name and not _positive(r))
         if neg:
             threshold = max(threshold, neg[min(len(neg) - 1, int(SILENCE * len(neg)))])
+    if rule == "cap":
+        grid = [(ratio, most) for ratio in CAP_RATIOS for most in CAP_MOSTS]
+        items, fallback = CAP_ITEMS, Gate(weights, threshold, 0.8, 3)
+    else:
+        grid = [(share, HARD_MOST) for share in SHARES]
+        items, fallback = ITEMS, Gate(weights, threshold, SHARES[-1], HARD_MOST)
     best: tuple[float, Gate] | None = None
-    for ratio in RATIOS:
-        for most in MOSTS:
-            gate = Gate(weights, threshold, ratio, most)
-            got = scores(rows, gate)
-            if any(got[n]["items"] > ITEMS.get(n, 8.0) for n in got):
-                continue
-            value = sum(got[n]["evidence"] for n in got)
-            if best is None or value > best[0]:
-                best = (value, gate)
-    return best[1] if best is not None else Gate(weights, threshold, 0.8, 3)
+    for ratio, most in grid:
+        gate = Gate(weights, threshold, ratio, most)
+        got = scores(rows, gate)
+        if any(got[n]["items"] > items.get(n, 8.0) for n in got):
+            continue
+        value = sum(got[n]["evidence"] for n in got)
+        if best is None or value > best[0]:
+            best = (value, gate)
+    return best[1] if best is not None else fallback
 
 
 # -------------------------------------------------------------------- scores ----
@@ -335,15 +365,30 @@ def scores(rows: Sequence[Row], gate: Gate | None) -> dict[str, dict[str, float]
     return out
 
 
-def cross_validate(rows: Sequence[Row], names: Sequence[str]) -> dict[str, dict[str, float]]:
-    """Each group's rows scored by the gate fitted on the other groups."""
+def folds(rows: Sequence[Row], split: str) -> list[set[str]]:
+    """The held-out groups of each fold: one group at a time (``loco``), or half
+    of each set's groups and then the other half (``half``: every other group of
+    each set in sorted order)."""
+    groups = sorted({r.group for r in rows})
+    if split == "loco":
+        return [{g} for g in groups]
+    first: set[str] = set()
+    for name in sorted({r.dataset for r in rows}):
+        first |= set(sorted({r.group for r in rows if r.dataset == name})[::2])
+    return [first, set(groups) - first]
+
+
+def cross_validate(
+    rows: Sequence[Row], names: Sequence[str], rule: str = "share", split: str = "loco"
+) -> dict[str, dict[str, float]]:
+    """Each fold's held-out rows scored by the gate fitted on the other groups."""
     held: list[Row] = []
     decided: dict[int, Gate] = {}
-    for group in sorted({r.group for r in rows}):
-        train = [r for r in rows if r.group != group]
-        gate = fit(train, names)
+    for test in folds(rows, split):
+        train = [r for r in rows if r.group not in test]
+        gate = fit(train, names, rule)
         for r in rows:
-            if r.group == group:
+            if r.group in test:
                 held.append(r)
                 decided[id(r)] = gate
     out: dict[str, dict[str, float]] = {}
@@ -379,6 +424,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--vaults", type=Path, help="keep (and reuse) the recorded vaults here")
     parser.add_argument("--rows", type=Path, help="cache of the recalled rows")
+    parser.add_argument(
+        "--split", choices=("loco", "half"), default="loco",
+        help="held out: leave one conversation out, or fit on half and score the other half",
+    )  # fmt: skip
     parser.add_argument("--fit", action="store_true", help="print constants fitted on all groups")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
@@ -392,10 +441,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = collect(args)
     names = list(GATE_FEATURES)
     shipped = Gate(GATE.weights, GATE.threshold, GATE.ratio, GATE.most)
+    replaced = Gate(GATE.weights, GATE.threshold, *CAP_SHIPPED)
+    held = f"held out ({args.split})"
     table = {
         "today (no gate, no lift)": scores(rows, None),
-        "gate, held out (CV by conversation)": cross_validate(rows, names),
-        "gate as shipped (in-sample)": scores(rows, shipped),
+        "cap rule (0.4, 7), in-sample": scores(rows, replaced),
+        f"cap rule, {held}": cross_validate(rows, names, "cap", args.split),
+        "cap 8, no share (same median), in-sample": scores(
+            rows, replace(replaced, ratio=0.0, most=8)
+        ),
+        f"share rule ({GATE.ratio}, <= {GATE.most}), in-sample": scores(rows, shipped),
+        f"share rule, {held}": cross_validate(rows, names, "share", args.split),
     }
     result: dict[str, Any] = {"load": os.getloadavg(), "rows": len(rows), "table": table}
     if args.fit:

@@ -19,9 +19,10 @@ the nearest few anyway. The gate reads the finished ranking and answers:
   :mod:`mdmem.recall.gate_weights`); below the fitted threshold the answer is
   "nothing relevant" (:attr:`mdmem.models.Recall.nothing_relevant`);
 * :func:`keep`: of a relevant answer, the leading items worth putting in
-  front of a model: each next item must score within a fitted share of the
-  best, up to a fitted count (fewer when the best hit stands far above the
-  rest).
+  front of a model: each next item must score at least a fitted share of the
+  best (few when the best hit stands far above the rest, more when many score
+  alike), never more than a safety bound. It is the one stopping rule:
+  recall's ``relevant_items``, ``prompt_context`` and the hooks read it.
 
 :func:`exact_tokens` and :func:`holds_exactly` are the exact-identifier rule:
 a query token that is rare in the vault (few blocks hold it) or shaped like
@@ -162,8 +163,9 @@ def confidence(row: Mapping[str, float], weights: Mapping[str, float] | None = N
 
 def keep(scores: Sequence[float], *, ratio: float | None = None, most: int | None = None) -> int:
     """How many leading items, of final scores ``scores`` (best first, recency
-    taken out), are worth reading: each must score at least ``ratio`` of the best,
-    at most ``most`` of them (fitted: :data:`mdmem.recall.gate_weights.GATE`)."""
+    taken out), are worth reading: they stop at the first that scores below
+    ``ratio`` of the best (fitted), and at ``most`` (a safety bound) whatever
+    they score (:data:`mdmem.recall.gate_weights.GATE`)."""
     if not scores:
         return 0
     ratio = GATE.ratio if ratio is None else ratio

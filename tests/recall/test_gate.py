@@ -129,6 +129,51 @@ def test_keep_stops_when_the_next_item_adds_little() -> None:
     assert gate.keep([], ratio=0.5, most=2) == 0
 
 
+def test_the_shipped_rule_stops_at_a_share_of_the_best_not_at_a_count() -> None:
+    # A share of the best decides (fitted: 0.68), a count only bounds (12); it
+    # replaced a cap of 7 that cut nearly every chat list, however alike its scores.
+    assert (GATE.ratio, GATE.most) == (0.68, 12)
+    assert gate.keep([1.0] * 20) == 12
+    assert gate.keep([1.0, 0.95, 0.9, 0.88, 0.85, 0.8, 0.78, 0.75, 0.72, 0.7]) == 10
+    # ...and stops at the first item below the share, whatever follows it.
+    assert gate.keep([1.0, 0.9, 0.8, 0.7, 0.6, 0.95]) == 4
+    assert gate.keep([0.6, 0.3, 0.29]) == 1
+
+
+_SERVICES = ("billing", "search", "auth", "payments", "ledger", "reports", "mailer", "gateway",
+             "scheduler", "exports", "invoices", "webhooks", "accounts", "profiles")  # fmt: skip
+
+
+def _alike(vault: Vault, count: int) -> None:
+    with vault.batch():
+        for name in _SERVICES[:count]:
+            vault.remember(f"The {name} service deploys on Tuesday through the release pipeline.")
+        for text in MEMORIES[1:4]:
+            vault.remember(text)
+
+
+def test_memories_that_answer_alike_are_all_kept_up_to_the_bound(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "alike", agent="test-agent")
+    _alike(vault, 14)
+    found = vault.recall("Which services deploy on Tuesday through the release pipeline?", k=13)
+    kept = found.relevant_items
+    assert len(kept) == GATE.most > 7  # the cap of 7 it replaced cut this list
+    assert all("service deploys on Tuesday" in h.text for h in kept)
+
+
+def test_the_prompt_hook_injects_more_than_seven_memories_that_answer_alike(
+    tmp_path: Path,
+) -> None:
+    vault = Vault.init(tmp_path / "alike", agent="test-agent")
+    _alike(vault, 9)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    prompt = "Which services deploy on Tuesday through the release pipeline?"
+    out = run_event(vault, "claude-code", "prompt-submit", _prompt(repo, prompt), Policy())
+    assert out.count("service deploys on Tuesday") == 9
+    assert "standup" not in out
+
+
 def test_features_weigh_the_query_by_its_rare_words() -> None:
     common = gate.features(
         gate.GateInput(
