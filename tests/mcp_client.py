@@ -15,8 +15,9 @@ from mdmem import Vault
 Arguments = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def server_params(vault: Vault, *scopes: str) -> Any:
-    """How a host starts mdmem's MCP server on ``vault``, confined to ``scopes``."""
+def server_params(vault: Vault, *scopes: str, cwd: Path | None = None) -> Any:
+    """How a host starts mdmem's MCP server on ``vault``, confined to ``scopes``
+    (in the folder ``cwd``, as a host starts it in the project it works on)."""
     from mcp.client.stdio import StdioServerParameters
 
     env = {
@@ -24,14 +25,19 @@ def server_params(vault: Vault, *scopes: str) -> Any:
         "MDMEM_EMBEDDER_PROVIDER": "hash",
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     }
+    if os.environ.get("MDMEM_CONFIG_HOME"):  # the test's own config: trust records included
+        env["MDMEM_CONFIG_HOME"] = os.environ["MDMEM_CONFIG_HOME"]
     args = ["-m", "mdmem.cli.serve", "serve", "--vault", str(vault.root)]
     for scope in scopes:
         args += ["--scope", scope]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
+    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=cwd)
 
 
 def mcp_session(
-    vault: Vault, calls: Sequence[tuple[str, str, Arguments]], *scopes: str
+    vault: Vault,
+    calls: Sequence[tuple[str, str, Arguments]],
+    *scopes: str,
+    cwd: Path | None = None,
 ) -> dict[str, Any]:
     """Run ``calls`` ((label, tool, arguments)) in one client session.
 
@@ -46,7 +52,10 @@ def mcp_session(
     async def run() -> None:
         with open(os.devnull, "w") as errlog:
             async with (
-                stdio_client(server_params(vault, *scopes), errlog=errlog) as (read, write),
+                stdio_client(server_params(vault, *scopes, cwd=cwd), errlog=errlog) as (
+                    read,
+                    write,
+                ),
                 ClientSession(read, write) as client,
             ):
                 await client.initialize()

@@ -21,11 +21,12 @@ from mdmem.cli.context import (
 )
 from mdmem.cli.git import purge_cmd
 from mdmem.cli.recall_controls import control_options, controls_of
-from mdmem.models import KINDS, one_line
+from mdmem.models import KINDS, one_line, to_jsonable
 from mdmem.store.importance import ORIGINS
 
 if TYPE_CHECKING:
     from mdmem.memory.desks.reading import Reading
+    from mdmem.team.tier import TeamContext
 
 # ------------------------------------------------------------------ writes ----
 
@@ -387,14 +388,44 @@ def _reading(obj: Context, filters: dict[str, Any]) -> Reading:
     return vault.reading(scopes=scopes) if scopes else vault.reading()
 
 
+_team_option = click.option(
+    "--repo",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Also the team memory of this code repository (default: the one you are in), "
+    "once you trust it (mdmem team trust).",
+)
+
+
+def _team(obj: Context, repo: str | None, query: str) -> TeamContext:
+    """The team tier of the checkout the command runs in (or ``--repo``): read from
+    its working tree, only once the person trusts it; never written to."""
+    from mdmem.team.repo import require_checkout
+    from mdmem.team.tier import team_context
+
+    where = obj.here(repo)
+    if repo is not None:
+        require_checkout(where)  # a --repo that is no repository is a mistake worth a line
+    team = team_context(where, query, obj.vault().admin.state_dir)
+    if team.hint and not obj.quiet:
+        click.echo(f"note: {team.hint}", err=True)  # for the person; the memories stay out
+    return team
+
+
 @main.command()
 @click.argument("query")
 @_recall_options
+@_team_option
 @json_option
 @click.pass_obj
-def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
-    """The memories most relevant to QUERY, with file, lines and scores."""
+def recall(obj: Context, query: str, repo: str | None, as_json: bool, **filters: Any) -> None:
+    """The memories most relevant to QUERY, with file, lines and scores.
+
+    Inside a code repository whose team memory you trust (or with --repo), the
+    team's accepted memories relevant to QUERY follow, labelled as team memory.
+    """
     result = _reading(obj, filters).recall(query, **_filters(**filters))
+    team = _team(obj, repo, query)
 
     def human() -> None:
         if result.degraded:
@@ -411,8 +442,14 @@ def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
             click.echo(f"{hit.score:.3f}  {hit.citation}  ({where})")
             for line in hit.text.splitlines()[:6]:
                 click.echo(f"       {line}")
+        if team.lines:
+            click.echo("")
+            click.echo(team.block())
 
-    emit(result, as_json, human)
+    if team.status == "none":
+        emit(result, as_json, human)
+    else:
+        emit({**to_jsonable(result), "team": team.to_json()}, as_json, human)
 
 
 @main.command()
@@ -420,25 +457,43 @@ def recall(obj: Context, query: str, as_json: bool, **filters: Any) -> None:
 @click.option("--max-chars", type=int, default=6000, show_default=True)
 @click.option("--explain", is_flag=True, help="Also show each cited memory's score and signals.")
 @_recall_options
+@_team_option
 @json_option
 @click.pass_obj
 def context(
-    obj: Context, query: str, max_chars: int, explain: bool, as_json: bool, **filters: Any
+    obj: Context,
+    query: str,
+    max_chars: int,
+    explain: bool,
+    repo: str | None,
+    as_json: bool,
+    **filters: Any,
 ) -> None:
-    """A "## Recalled Memory" block for a prompt, citing path#^id."""
+    """A "## Recalled Memory" block for a prompt, citing path#^id.
+
+    Inside a code repository whose team memory you trust (or with --repo), the
+    team's relevant accepted memories follow in their own labelled, fenced block
+    (a third of --max-chars at most, none when --max-chars is too small to share).
+    """
     from mdmem.recall.asdata import cite_recalled
+    from mdmem.team.tier import split_budget
 
     # vault.context() in two steps, so --json can list the ids the block cites.
     result = _reading(obj, filters).recall(query, **_filters(**filters))
-    block, cited = cite_recalled(result, max_chars)
+    team = _team(obj, repo, query)
+    team_block, own_chars = split_budget(team, max_chars)
+    block, cited = cite_recalled(result, own_chars)
     why = [{"id": h.id, "score": h.score, "scores": h.scores} for h in cited]
-    data = {
+    data: dict[str, Any] = {
         "query": query,
-        "context": block,
+        "context": block + (f"\n{team_block}\n" if team_block else ""),
         "ids": [hit.id for hit in cited],
         "citations": [hit.citation for hit in cited],
         "degraded": result.degraded,
     }
+    if team.status != "none":
+        data["team"] = team.to_json(max_chars // 3 if team_block else 0)
+    block = data["context"]
     emit(
         {**data, "why": why} if explain else data,
         as_json,

@@ -36,10 +36,12 @@ LOG_FORMAT = "%(levelname)s: %(message)s"
 
 class OpenedVault:
     """A vault already open, handed to the group as ``obj`` (the warm server runs
-    commands against its own instead of opening the vault again)."""
+    commands against its own instead of opening the vault again); ``cwd``: the
+    folder the command was typed in, when that is not this process's."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, cwd: str | None = None) -> None:
         self.vault = vault
+        self.cwd = cwd
 
 
 class Context:
@@ -49,11 +51,19 @@ class Context:
         agent: str | None,
         quiet: bool,
         opened: Vault | None = None,
+        cwd: str | None = None,
     ) -> None:
         self.vault_path = vault_path
         self.agent = agent
         self.quiet = quiet
         self._vault: Vault | None = opened
+        self._cwd = cwd
+
+    def here(self, path: str | None = None) -> Path:
+        """``path`` (default ".") from the folder the command was typed in: the
+        caller's, also when the warm server runs the command for it."""
+        base = Path(self._cwd or os.getcwd())
+        return base / Path(path or ".").expanduser()
 
     def root(self) -> Path:
         """The vault folder: --vault, then $MDMEM_VAULT, then the nearest mdmem.toml
@@ -304,8 +314,14 @@ def main(ctx: click.Context, vault_path: str | None, agent: str | None, quiet: b
         level=logging.ERROR if quiet else logging.WARNING,
         format=LOG_FORMAT,
     )
-    opened = ctx.obj.vault if isinstance(ctx.obj, OpenedVault) else None
-    ctx.obj = Context(vault_path, agent, quiet, opened)
+    opened = ctx.obj if isinstance(ctx.obj, OpenedVault) else None
+    ctx.obj = Context(
+        vault_path,
+        agent,
+        quiet,
+        opened.vault if opened else None,
+        opened.cwd if opened else None,
+    )
 
 
 @contextmanager

@@ -65,6 +65,13 @@ __all__ = ["serve"]
     default=None,
     help="With --daemon: stop after this many seconds without a request (default 1800).",
 )
+@click.option(
+    "--repo",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="MCP: the code repository whose team memory recall and context add once you "
+    "trust it (default: the folder the server starts in).",
+)
 @click.pass_obj
 def serve(
     obj: Context,
@@ -77,6 +84,7 @@ def serve(
     new_token: bool,
     daemon: bool,
     idle: float | None,
+    repo: str | None,
 ) -> None:
     """Run the MCP server over stdio (or HTTP: --http, --socket); --daemon: the warm server.
 
@@ -130,6 +138,7 @@ def serve(
             port=port,
             unix_socket=socket_path,
             token=token,
+            repo=obj.here(repo),
         )
     except KeyboardInterrupt:
         pass

@@ -29,6 +29,16 @@ def _folder(repo: str | None) -> Any:
     return TeamFolder.at(repo or os.getcwd())
 
 
+def _writing_folder(repo: str | None) -> Any:
+    """The folder, for a command that commits to the team files: it also defines
+    the merge driver ``.gitattributes`` names in this clone's own git config, which
+    never travels with a clone. Without it git merges the team files as plain
+    text, and two teammates' proposals appended to one file conflict on pull."""
+    folder = _folder(repo)
+    folder.register_driver(_state_root())
+    return folder
+
+
 def _line_of(line: Any) -> str:
     who = f"captured by {line.captured_by or '?'}, proposed by {line.proposed_by or '?'}"
     if line.status == "accepted":
@@ -103,7 +113,7 @@ def propose_cmd(
     """Copy a memory of your vault into the team folder as a proposal (a commit to push)."""
     from mdmem.team import Source
 
-    folder = _folder(repo)
+    folder = _writing_folder(repo)
     vault = obj.vault()
     memory = vault.get(memory_id)
     by = vault.agent
@@ -162,7 +172,7 @@ def _decision(
     every: bool = False,
     **kw: Any,
 ) -> None:
-    folder = _folder(repo)
+    folder = _writing_folder(repo)
     if every == bool(ids):
         raise click.UsageError("name the ids, or pass --all (not both)")
     if every:

@@ -74,7 +74,9 @@ def cli_method(vault: Vault, params: dict[str, Any], *, env: str | None = None) 
     root_logger = logging.getLogger()
     root_logger.addHandler(handler)
     try:
-        result = CliRunner().invoke(main, argv, obj=OpenedVault(vault), prog_name="mdmem")
+        # The caller's folder: `mdmem recall` reads the team tier of the checkout it is in.
+        cwd = params.get("cwd") if isinstance(params.get("cwd"), str) else None
+        result = CliRunner().invoke(main, argv, obj=OpenedVault(vault, cwd), prog_name="mdmem")
     finally:
         root_logger.removeHandler(handler)
     if result.exception is not None and not isinstance(result.exception, SystemExit):

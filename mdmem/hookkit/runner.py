@@ -23,8 +23,11 @@ one-line notice where the host shows one, with a valid (empty) answer.
 Events:
 
 * ``session-start`` — pinned profile facts (the active ``USER.md`` entries
-  and memories tagged ``#pinned``) and what changed since the host's last
-  session, within ``policy.session_tokens``.
+  and memories tagged ``#pinned``), what changed since the host's last
+  session and, in a trusted checkout, the team memories accepted most
+  recently (:func:`mdmem.team.tier.team_context`), within
+  ``policy.session_tokens``; an untrusted checkout's team folder gets the
+  person a notice, not the model its lines.
 * ``prompt-submit`` — the top recalled memories within
   ``policy.prompt_tokens`` and ``policy.prompt_latency_ms``.
 * ``post-tool-use`` / ``post-tool-failure`` — a failed call as a ``gotcha``
@@ -297,9 +300,14 @@ class _Run:
         candidates.sort(key=lambda b: (pinned_by(b) is None, -b.created.timestamp()))
         pinned = [(b.id, self._line(b, f"{b.path}#^{b.id}; {pin_note(b)}")) for b in candidates]
         changed = self._changes()
+        # The repository's team tier: what the team accepted most recently (the
+        # prompt hook adds the lines each prompt asks about), once trusted.
+        team = team_context(self.inp.cwd, None, self.vault.admin.state_dir)
+        self.entry["team"] = {"status": team.status, "ids": [i.id for i in team.items]}
         sections = [
             ("### Profile (pinned)", pinned),
             ("### Changed since your last session", changed),
+            (team.heading, team.lines),
         ]
         text, ids = _fit("## mdmem memory", sections, budget)
         self.entry["ids"] = ids

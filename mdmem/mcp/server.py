@@ -14,7 +14,11 @@ means today's log).
 
 The vault and the allowed scopes are fixed when the server starts (``mdmem
 serve --vault PATH --scope S``); nothing a client or model sends can change
-them. Transport: stdio by default (:mod:`mdmem.mcp.stdio`, which answers
+them. ``recall`` and ``context`` add the team memory of the code checkout the
+server started in (``--repo`` names another), or of one the model names in
+their ``repo`` argument, only once the person trusted that checkout (``mdmem
+team trust``); the team tier is read from the working tree and never written.
+Transport: stdio by default (:mod:`mdmem.mcp.stdio`, which answers
 every malformed line with a JSON-RPC error); streamable HTTP bound to
 127.0.0.1 only and behind the user's bearer token, or on a private unix
 socket (:mod:`mdmem.mcp.http`). On stdio, stdout is the protocol: logs
@@ -26,6 +30,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -147,12 +152,15 @@ def build_server(
     vault: Vault,
     allowed_scopes: Iterable[str] | None = None,
     default_scope: str | None = None,
+    *,
+    repo: str | os.PathLike[str] | None = None,
 ) -> Any:
-    """A low-level ``mcp`` Server exposing ``vault`` through a Toolset."""
+    """A low-level ``mcp`` Server exposing ``vault`` through a Toolset; ``repo``:
+    the code checkout whose team memory recall and context add once trusted."""
     import anyio
 
     types, server_cls = _require_mcp()
-    toolset = Toolset(vault, allowed_scopes, default_scope, tools=MCP_TOOLS)
+    toolset = Toolset(vault, allowed_scopes, default_scope, tools=MCP_TOOLS, repo=repo)
     # One vault call at a time: the vault is thread-safe, but serialising keeps
     # a burst of calls from queueing many threads on its lock.
     limiter = anyio.CapacityLimiter(1)
@@ -254,15 +262,17 @@ def run(
     port: int = 8765,
     unix_socket: Path | None = None,
     token: str | None = None,
+    repo: str | os.PathLike[str] | None = None,
 ) -> None:
     """Serve ``vault`` until the client disconnects (stdio) or Ctrl-C (HTTP).
 
     HTTP: on 127.0.0.1:``port`` for requests bearing ``token``, or on
-    ``unix_socket`` for this user only (see :mod:`mdmem.mcp.http`).
+    ``unix_socket`` for this user only (see :mod:`mdmem.mcp.http`). ``repo``:
+    see :func:`build_server`.
     """
     import anyio
 
-    server = build_server(vault, allowed_scopes, default_scope)
+    server = build_server(vault, allowed_scopes, default_scope, repo=repo)
     if http or unix_socket is not None:
         from mcp.server.transport_security import TransportSecuritySettings
 

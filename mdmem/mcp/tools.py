@@ -25,7 +25,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.aliases import Alias, AliasTable
@@ -46,7 +48,8 @@ from mdmem.files.blocks import ROOT_SCOPE, validate_scope
 from mdmem.files.ids import normalize_id
 from mdmem.mcp import session_tools
 from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
-from mdmem.recall.asdata import render_recalled
+from mdmem.recall.asdata import cite_recalled
+from mdmem.team.tier import TeamContext, split_budget, team_context
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -182,6 +185,9 @@ _TOP_K = {
     "description": "How many items.",
 }
 _QUERY = {"type": "string", "description": "What to look for."}
+# A code checkout whose team memory to add (see Toolset). Recall's copy is shorter:
+# the tool list travels with every request and recall is near its cap.
+_REPO = {"type": "string", "description": "A git checkout's path: adds its team memory."}
 _TIER = {
     "type": "integer",
     "minimum": 0,
@@ -194,7 +200,7 @@ _TIER = {
 # every request (bench/mcp_tools.py prints its size; tests hold a budget).
 _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "recall": (
-        "Search long-term memory (facts, preferences, past chats, tool outputs, notes) by "
+        "Search long-term memory (facts, preferences, chats, tool outputs, notes) by "
         "meaning and keywords; use before answering what may depend on earlier sessions. "
         "Empty means nothing relevant is stored.",
         _params(
@@ -211,7 +217,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "exclude_ids": {
                     "type": "array",
                     "items": {"type": "string"},
-                    "description": "Ids already seen.",
+                    "description": "Seen ids.",
                 },
                 "source": {"type": "string", "description": "e.g. telegram"},
                 "contact": {"type": "string", "description": "e.g. telegram:123"},
@@ -228,6 +234,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                     "description": "0 hides a scope.",
                 },
                 "tier": _TIER,
+                "repo": {"type": "string", "description": "A checkout."},
             },
             ["query"],
         ),
@@ -320,6 +327,7 @@ _SPECS: dict[str, tuple[str, dict[str, Any]]] = {
                 "top_k": _TOP_K,
                 "scope": {"type": "string", "description": 'One allowed scope, or "any".'},
                 "tier": _TIER,
+                "repo": _REPO,
             },
             ["query"],
         ),
@@ -455,6 +463,12 @@ class Toolset:
     where ``remember`` writes when the model names no scope; it defaults to the
     first allowed scope (the root when everything is allowed). ``tools``: the
     names listed in :attr:`schemas` (default :data:`DEFAULT_TOOLS`).
+    ``repo``: the code checkout the host works in; ``recall`` and ``context``
+    add its team memory (:func:`mdmem.team.tier.team_context`) once the person
+    trusts it, as does a checkout the model names in their ``repo`` argument.
+    A checkout the person has not trusted gives ``{"status": "untrusted"}``
+    and nothing read from it; the hint to trust it goes to the log, for the
+    person, never to the model. The team tier is only read here.
     """
 
     def __init__(
@@ -464,8 +478,10 @@ class Toolset:
         default_scope: str | None = None,
         *,
         tools: Iterable[str] | None = None,
+        repo: str | os.PathLike[str] | None = None,
     ) -> None:
         self.vault = vault
+        self.repo = Path(repo).expanduser().absolute() if repo is not None else None
         if isinstance(allowed_scopes, str):
             allowed_scopes = [allowed_scopes]
         self.allowed: tuple[str, ...] | None = (
@@ -658,11 +674,44 @@ class Toolset:
                 key = self._tool_output_key(item["id"])
                 if key:
                     item["tool_output_key"] = key
-        return {
+        out: dict[str, Any] = {
             "items": items,
             "total": len(items),
             "degraded": bool(result.degraded),
             "reranked": bool(result.reranked),
+        }
+        team = self._team(args)
+        if team is not None:
+            out["team"] = self._team_json(team, None)
+        return out
+
+    def _team(self, args: dict[str, Any]) -> TeamContext | None:
+        """The team tier of the host's checkout, or of the one the model names
+        (None: neither, or no team folder there and none was named)."""
+        named = args.get("repo")
+        if named is None and self.repo is None:
+            return None
+        base = self.repo or Path.cwd()
+        where = base / Path(named).expanduser() if named is not None else base
+        team = team_context(where, args["query"], self.vault.admin.state_dir)
+        if team.hint:
+            log.warning("%s", team.hint)  # the person reads the server's log; the model doesn't
+        if team.status == "none" and named is None:
+            return None
+        return team
+
+    @staticmethod
+    def _team_json(team: TeamContext, max_chars: int | None) -> dict[str, Any]:
+        """What the model gets of the team tier: its status, and only from a trusted
+        checkout the lines shown (within ``max_chars``), labelled and fenced as team memory."""
+        if team.status != "ok":
+            return {"status": team.status}
+        shown = team.to_json(max_chars)
+        return {
+            "status": "ok",
+            "repo": team.repo,
+            "ids": [item["id"] for item in shown["items"]],
+            "context": shown["context"],
         }
 
     def _tool_output_key(self, memory_id: str) -> str | None:
@@ -765,7 +814,17 @@ class Toolset:
         scopes = self.readable_scopes(args.get("scope"))
         tier = {"tier": args["tier"]} if args["tier"] != 2 else {}
         result = self.reading.recall(args["query"], k=args["top_k"], scope=scopes, **tier)
-        return {"context": render_recalled(result, args["max_chars"]), "total": len(result.items)}
+        team = self._team(args)
+        if team is None:
+            block, _ = cite_recalled(result, args["max_chars"])
+            return {"context": block, "total": len(result.items)}
+        team_block, own_chars = split_budget(team, args["max_chars"])
+        block, _ = cite_recalled(result, own_chars)
+        return {
+            "context": block + (f"\n{team_block}\n" if team_block else ""),
+            "total": len(result.items),
+            "team": self._team_json(team, args["max_chars"] // 3 if team_block else 0),
+        }
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:
         # Confined to the allowed scopes, so the answer draws on nothing else.

@@ -45,7 +45,15 @@ from mdmem.team.lines import PROPOSED, TeamLine, team_line
 from mdmem.team.repo import Checkout, find_checkout, team_files
 from mdmem.team.trust import is_trusted
 
-__all__ = ["TEAM_NOTE", "TeamContext", "render_team", "team_context", "untrusted_hint"]
+__all__ = [
+    "TEAM_NOTE",
+    "TeamContext",
+    "render_team",
+    "split_budget",
+    "team_context",
+    "trust_hint",
+    "untrusted_hint",
+]
 
 log = logging.getLogger("mdmem.team")
 
@@ -151,11 +159,60 @@ class TeamContext:
     def heading(self) -> str:
         return f"### Team memory ({self.repo}, accepted by teammates)"
 
-    def block(self) -> str:
-        """The items as a fenced block under :data:`TEAM_NOTE` ("" without items)."""
-        if not self.lines:
-            return ""
-        return "\n".join([self.heading, render_team([line for _, line in self.lines])])
+    @property
+    def hint(self) -> str:
+        """For the person (never the model): how to let an untrusted tier in ("" otherwise)."""
+        return trust_hint(self.repo) if self.status == "untrusted" else ""
+
+    def block(self, max_chars: int | None = None) -> str:
+        """The items as a fenced block under :data:`TEAM_NOTE` ("" without items);
+        with ``max_chars``, the best lines that fit (a line that does not is skipped)."""
+        return self._fitted(max_chars)[0]
+
+    def _fitted(self, max_chars: int | None) -> tuple[str, list[str]]:
+        kept: list[tuple[str, str]] = []
+        text = ""
+        for pair in self.lines:
+            trial = "\n".join([self.heading, render_team([x for _, x in [*kept, pair]])])
+            if max_chars is not None and len(trial) > max_chars:
+                continue
+            kept.append(pair)
+            text = trial
+        return text, [memory_id for memory_id, _ in kept]
+
+    def to_json(self, max_chars: int | None = None) -> dict[str, Any]:
+        """The stable shape doors print: status, repository, the lines shown (each
+        with its labelled line as the model reads it), the fenced block."""
+        block, ids = self._fitted(max_chars)
+        rendered = dict(self.lines)
+        items = []
+        for line in self.items:
+            if line.id in ids:
+                item = {
+                    k: v for k, v in vars(line).items() if k not in ("fields", "status", "note")
+                }
+                item["tags"] = list(line.tags)
+                item["where"] = line.where
+                item["shown"] = rendered[line.id]
+                items.append(item)
+        return {
+            "status": self.status,
+            "repo": self.repo,
+            "items": items,
+            "withheld": self.withheld,
+            "context": block,
+        }
+
+
+def split_budget(team: TeamContext, max_chars: int, floor: int = 200) -> tuple[str, int]:
+    """(team block, characters left for the person's own block) of a context of
+    ``max_chars``: the team block gets a third at most, and nothing when what
+    would be left (less two line breaks around the team block) is under ``floor``."""
+    block = team.block(max_chars // 3)
+    left = max_chars - len(block) - 2
+    if not block or left < floor:
+        return "", max_chars
+    return block, left
 
 
 def render_team(lines: list[str]) -> str:
@@ -165,13 +222,14 @@ def render_team(lines: list[str]) -> str:
 
 def team_context(
     cwd: str | os.PathLike[str] | None,
-    query: str,
+    query: str | None,
     state_dir: Path,
     *,
     k: int = 3,
     now: datetime | None = None,
 ) -> TeamContext:
-    """The team memories relevant to ``query`` for a host working in ``cwd``.
+    """The team memories relevant to ``query`` for a host working in ``cwd``
+    (``query=None``: the ``k`` most recently accepted, for a session's start).
 
     Never raises: a team tier that can't be read gives status ``error`` (and
     a log line), so a hook still answers with the person's own memories.
@@ -192,14 +250,19 @@ def untrusted_hint(cwd: str | os.PathLike[str] | None) -> str:
             return ""
     except OSError:
         return ""
+    return trust_hint(checkout.name)
+
+
+def trust_hint(repo: str) -> str:
+    """What :func:`untrusted_hint` says about the repository named ``repo``."""
     return (
-        f"{checkout.name} has team memory (.mdmem/team) your agent does not read yet: "
+        f"{repo} has team memory (.mdmem/team) your agent does not read yet: "
         "run `mdmem team trust` in it to let it in"
     )
 
 
 def _context(
-    cwd: str | os.PathLike[str] | None, query: str, state_dir: Path, k: int, when: datetime
+    cwd: str | os.PathLike[str] | None, query: str | None, state_dir: Path, k: int, when: datetime
 ) -> TeamContext:
     checkout = find_checkout(cwd)
     if checkout is None or not checkout.team_dir.is_dir():
@@ -210,7 +273,8 @@ def _context(
     # Lines the guard flagged when their file was indexed stay out ...
     withheld = sum(1 for e in entries if e.secret)
     chosen: list[TeamLine] = []
-    for line in _rank([e for e in entries if not e.secret], query):
+    clean = [e for e in entries if not e.secret]
+    for line in _newest(clean) if query is None else _rank(clean, query):
         # ... and the guard runs again on what is about to be injected.
         if scan(line.text) or any(scan(value) for _, value in line.fields):
             withheld += 1
@@ -355,6 +419,14 @@ def _rank(entries: Sequence[_Entry], query: str) -> list[TeamLine]:
         scored.append((score, -n, entry.line))
     scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
     return [line for _, _, line in scored]
+
+
+def _newest(entries: Sequence[_Entry]) -> list[TeamLine]:
+    """Accepted lines, the most recently accepted first (file order among equals)."""
+    order = sorted(
+        enumerate(entries), key=lambda p: (p[1].line.accepted or p[1].line.proposed, -p[0])
+    )
+    return [entry.line for _, entry in reversed(order)]
 
 
 def _line(line: TeamLine, now: datetime) -> str:

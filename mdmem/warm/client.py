@@ -413,7 +413,8 @@ def thin_cli(argv: list[str]) -> int | None:
     except ValueError:
         timeout = CLI_TIMEOUT_SECONDS
     try:
-        answer = request(root, "cli", {"argv": argv, "env": settings_env()}, timeout=timeout)
+        params = {"argv": argv, "env": settings_env(), "cwd": os.getcwd()}
+        answer = request(root, "cli", params, timeout=timeout)
     except Exception:  # the server refused the request itself: let the full CLI say why
         return None
     if not isinstance(answer, dict) or not isinstance(answer.get("code"), int):
