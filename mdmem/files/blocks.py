@@ -504,6 +504,46 @@ def item_block(
     return _memory_block(parsed.path, span, raw, scope, kind, tags, datetime.now(UTC), hashed)
 
 
+_ITEM_START = re.compile(r"[-*+] \S")
+
+
+def appended_items(parsed: ParsedFile, tf: TextFile) -> ParsedFile | None:
+    """The parse of ``tf`` when it is ``parsed``'s file with one-line memory items
+    appended (another process's or a person's ``- text ^id`` lines), built
+    without a markdown parse; None for any other change (parse the file).
+
+    Equivalent to :func:`parse` only where the old file ended in a one-line
+    memory item: then every appended one-line item is a new item of that list
+    (no open fence, paragraph or entry section can take it in).
+    """
+    old = parsed.file
+    if old is None or old.bad or tf.bad or is_entry_file(parsed.path) or not parsed.blocks:
+        return None
+    n = len(old.lines)
+    if n == 0 or len(tf.lines) <= n or (tf.bom, tf.newline) != (old.bom, old.newline):
+        return None
+    last = parsed.blocks[-1]
+    if not (last.is_memory and last.line_start == last.line_end == n):
+        return None
+    if not old.lines[-1].endswith("\n") or tf.lines[:n] != old.lines:
+        return None
+    added = tf.lines[n:]
+    for line in added:
+        bare = _strip_eol(line)
+        if not _ITEM_START.match(bare) or _TRAILING_ID.search(bare) is None:
+            return None
+    out = ParsedFile(
+        path=parsed.path,
+        file=tf,
+        frontmatter=parsed.frontmatter,
+        frontmatter_lines=parsed.frontmatter_lines,
+        blocks=list(parsed.blocks),
+    )
+    for offset, line in enumerate(added):
+        out.blocks.append(item_block(out, [line], n + offset))
+    return out
+
+
 def position_of(blocks: list[Block], block: Block) -> int | None:
     """Index of the block with ``block``'s id, found by its line (blocks are
     in file order, so a bisect instead of a scan of a 10k-block file)."""

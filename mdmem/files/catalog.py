@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mdmem.files.blocks import ParsedFile, parse, position_of
+from mdmem.files.blocks import ParsedFile, appended_items, parse, position_of
 from mdmem.files.changefeed import ChangeFeed
 from mdmem.files.ids import copy_key, is_copy_key, written_id
 from mdmem.files.manifest import Manifest
@@ -131,6 +131,9 @@ class Catalog:
         # Files whose keys changed without a change of their own (a copy took
         # an id over): the indexer must re-index them.
         self._rekeyed: set[str] = set()
+        # Files read as their indexed state plus appended items: path -> the
+        # first appended block, so the indexer records only those.
+        self._appended_from: dict[str, int] = {}
 
     def reset(self) -> None:
         """Forget everything parsed; the next scan reads every file again."""
@@ -147,6 +150,7 @@ class Catalog:
         self._copies.clear()
         self._orphans.clear()
         self._rekeyed.clear()
+        self._appended_from.clear()
         self._full_at = None
         self.unindexed.clear()
 
@@ -241,6 +245,11 @@ class Catalog:
             original = self._blocks.get(memory_id)
             out[memory_id] = [*([original] if original else []), *self.copies_of(memory_id)]
         return out
+
+    def take_appended(self, path: str) -> int | None:
+        """Where the blocks appended to ``path`` since the state the indexes hold
+        begin, if that was its only change since (then forgotten); else None."""
+        return self._appended_from.pop(path, None)
 
     def take_rekeyed(self) -> list[str]:
         """Files whose keys changed because a copy took its id over (then forgotten)."""
@@ -377,6 +386,7 @@ class Catalog:
         self.files.pop(path, None)
         self.damaged.pop(path, None)
         self._rekeyed.discard(path)
+        self._appended_from.pop(path, None)
         self._settle()
 
     def _forget_file(self, path: str) -> None:
@@ -427,8 +437,23 @@ class Catalog:
     # ----------------------------------------------------------- reading --
 
     def load(self, path: str, raw: bytes, sig: Signature) -> ParsedFile:
-        """Parse ``raw`` as ``path`` and record it; raises SkipFile."""
+        """Parse ``raw`` as ``path`` and record it; raises SkipFile.
+
+        Lines appended after a file's last memory item (other agents writing to
+        the same ``MEMORY.md``) are read on their own: with eight writers on one
+        file a full markdown parse per write made each write O(file)."""
         tf = decode_readable(raw)
+        state = self.files.get(path)
+        grown = appended_items(state.parsed, tf) if state is not None else None
+        if state is not None and grown is not None:
+            start = len(state.parsed.blocks)
+            if path not in self.unindexed:
+                self._appended_from[path] = start
+            state.parsed.file = tf
+            self.add_blocks(path, grown.blocks[start:], sig)
+            self.unindexed.add(path)
+            return state.parsed
+        self._appended_from.pop(path, None)
         parsed = parse(path, tf, fallback_time=datetime.fromtimestamp(sig[0] / 1e9, tz=UTC))
         self.put(path, parsed, sig)
         self.unindexed.add(path)

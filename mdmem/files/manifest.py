@@ -192,6 +192,16 @@ class Manifest:
         return [block_from_row(r) for r in rows]
 
     @_guarded
+    def blocks_from(self, path: str, start: int) -> list[Block]:
+        """The blocks of ``path`` at ordinal ``start`` and after, in order."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE path = ? AND ord >= ? ORDER BY ord",
+                (path, start),
+            ).fetchall()
+        return [block_from_row(r) for r in rows]
+
+    @_guarded
     def replace_file(
         self,
         path: str,

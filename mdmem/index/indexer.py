@@ -417,12 +417,15 @@ class Indexer:
         with self._lock:
             changed, removed = list(changed), list(removed)
             # A file whose copied line took its id over changed keys, not text.
-            changed += [p for p in self.catalog.take_rekeyed() if p not in {*changed, *removed}]
+            rekeyed = self.catalog.take_rekeyed()
+            changed += [p for p in rekeyed if p not in {*changed, *removed}]
             todo = dict.fromkeys([*changed, *removed, *sorted(self.catalog.unindexed)])
             live = [p for p in todo if p in self.catalog.files]
             gone = [p for p in todo if p not in self.catalog.files]
+            appended = {p: self.catalog.take_appended(p) for p in live}
+            starts = {p: a for p, a in appended.items() if a is not None and p not in rekeyed}
             try:
-                self._apply(live, gone)
+                self._apply(live, gone, starts)
             except DERIVED_ERRORS as exc:
                 self._fell_behind(todo, exc)
                 return False
@@ -430,11 +433,18 @@ class Indexer:
             self._failing = False
             return True
 
-    def _apply(self, changed: list[str], removed: list[str]) -> None:
+    def _apply(
+        self, changed: list[str], removed: list[str], appended: dict[str, int] | None = None
+    ) -> None:
+        """``appended``: files whose only change since the state the indexes hold
+        is blocks appended from that position (see Catalog.take_appended): only
+        those are compared and recorded, so a write after another process's
+        stays O(new blocks), not O(file)."""
         upserts: list[Block] = []
         deletes: list[str] = []
         to_embed: list[Block] = []
         records: list[tuple[str, Any, list[Block]]] = []
+        partial: list[tuple[str, Any, list[tuple[int, Block]]]] = []
         for path in removed:
             old_ids = [b.id for b in self.manifest.blocks(path)]
             deletes.extend(old_ids)
@@ -443,8 +453,13 @@ class Indexer:
             state = self.catalog.files.get(path)
             if state is None:
                 continue
-            old = {b.id: b for b in self.manifest.blocks(path)}
-            new = [b for b in state.parsed.blocks if indexable(b)]
+            start = (appended or {}).get(path)
+            if start is None:
+                old = {b.id: b for b in self.manifest.blocks(path)}
+                new = [b for b in state.parsed.blocks if indexable(b)]
+            else:
+                old = {b.id: b for b in self.manifest.blocks_from(path, start)}
+                new = [b for b in state.parsed.blocks[start:] if indexable(b)]
             new_ids = {b.id for b in new}
             deletes.extend(i for i in old if i not in new_ids)
             for block in new:
@@ -455,10 +470,16 @@ class Indexer:
                 text_changed = before is None or before.content_hash != block.content_hash
                 if text_changed or block.id in self.missing_vectors:
                     to_embed.append(self.derived(block))
-            records.append((path, self._file_row(path), list(state.parsed.blocks)))
+            if start is None:
+                records.append((path, self._file_row(path), list(state.parsed.blocks)))
+            else:
+                tail = list(enumerate(state.parsed.blocks[start:], start))
+                partial.append((path, self._file_row(path), tail))
         self._write(upserts, deletes, to_embed)
         for path, row, blocks in records:
             self.manifest.replace_file(path, row, blocks)
+        for path, row, numbered in partial:
+            self.manifest.put_blocks(path, row, numbered)
 
     def _fell_behind(self, paths: Iterable[str], exc: BaseException) -> None:
         """A derived write failed: the markdown (and its commit) hold the change,
