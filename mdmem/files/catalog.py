@@ -595,13 +595,17 @@ class Catalog:
                         continue
                     stack.append((prefix + name, entry.path))
 
-    def scan(self) -> ScanDelta:
+    def scan(self, *, history: bool = True) -> ScanDelta:
         """Re-parse the files that changed: those the change feed names, else stat them all.
 
         Files re-keyed meanwhile (a copied line took its id over) are listed
         as changed too, so whoever indexes the delta re-indexes them.
+        ``history=False`` leaves the dates from git history as they are (a
+        scan under the write lock: git log would hold every writer up); the
+        next scan that follows history re-reads what that changes.
         """
-        self._follow_history()
+        if history:
+            self._follow_history()
         delta = self._scan_changed()
         for path in self.take_rekeyed():
             if path not in delta.changed:
