@@ -42,6 +42,7 @@ __all__ = [
     "is_entry_file",
     "name_date",
     "normalize_text",
+    "own_date",
     "parse",
     "parse_datetime",
     "render_entry",
@@ -172,6 +173,13 @@ def name_date(path: str) -> datetime | None:
         return datetime(year, month, day, tzinfo=UTC)
     except ValueError:
         return None  # 2025-13-40.md names no day
+
+
+def own_date(path: str, meta: dict[str, Any]) -> datetime | None:
+    """The date a note gives itself: its frontmatter's ``created``/``date``,
+    else a daily note's name; None when it gives none (then git history may:
+    :mod:`mdmem.store.gitdates`)."""
+    return parse_datetime(meta.get("created") or meta.get("date")) or name_date(path)
 
 
 def parse_datetime(value: Any) -> datetime | None:
@@ -372,8 +380,9 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
     scope, file_kind, file_tags = _file_context(path, meta)
     # A note's own date: its frontmatter, else a daily note's name. A file's
     # mtime is not one (a copy, a checkout or a sync sets it to today), so a
-    # note without either is UNDATED: recall gives it no recency either way.
-    file_date = parse_datetime(meta.get("created") or meta.get("date")) or name_date(path)
+    # note without either is UNDATED here: recall gives it no recency either
+    # way, unless the catalog dates it from git history (Catalog.redate).
+    file_date = own_date(path, meta)
     file_created = file_date or fallback_time
     now = fallback_time or datetime.now(UTC)
     note_created = file_date or UNDATED

@@ -17,6 +17,12 @@ auto-resolve, consolidation and the lifecycle pass it by until ``doctor
 --fix`` gives it an id of its own. When the original goes, the first copy
 takes the id over, and its file is re-keyed (listed by
 :meth:`Catalog.take_rekeyed` until the indexer has re-indexed it).
+
+A note that gives itself no date (no frontmatter date, not a daily note) is
+dated by when git first recorded it, when the catalog has a :class:`Dating`
+(the vault's: :mod:`mdmem.store.gitdates`): each scan first brings that map
+up to HEAD, and a file whose sections no longer carry the date the map says
+is read again (:meth:`Catalog.redate`), so the indexes learn it too.
 """
 
 from __future__ import annotations
@@ -25,13 +31,20 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from mdmem.files.blocks import ParsedFile, appended_items, parse, position_of
+from mdmem.files.blocks import (
+    UNDATED,
+    ParsedFile,
+    appended_items,
+    own_date,
+    parse,
+    position_of,
+)
 from mdmem.files.changefeed import ChangeFeed
 from mdmem.files.ids import copy_key, is_copy_key, written_id
 from mdmem.files.manifest import Manifest
@@ -39,7 +52,15 @@ from mdmem.files.people import name_tokens, people_of
 from mdmem.files.textfile import BadByte, SkipFile, decode_readable
 from mdmem.models import Block
 
-__all__ = ["EXCLUDED_DIRS", "Catalog", "ScanDelta", "Signature", "is_copy", "signature_of"]
+__all__ = [
+    "EXCLUDED_DIRS",
+    "Catalog",
+    "Dating",
+    "ScanDelta",
+    "Signature",
+    "is_copy",
+    "signature_of",
+]
 
 log = logging.getLogger("mdmem")
 
@@ -84,6 +105,21 @@ def _written(block: Block) -> str | None:
     if block.is_memory:
         return block.id
     return written_id(block.id) if is_copy(block) else None
+
+
+class Dating(Protocol):
+    """Dates for notes that give themselves none (git history's first add)."""
+
+    def update(self) -> set[str] | None:
+        """Catch up (with HEAD); the paths whose date changed, None for "any"."""
+        ...
+
+    def date_of(self, path: str) -> datetime | None: ...
+
+
+def _dated_by_note(block: Block) -> bool:
+    """A block that takes its note's date (a section, the frontmatter), not one of its own."""
+    return not block.is_memory and not is_copy(block)
 
 
 def _event_key(block: Block) -> tuple[str, str] | None:
@@ -132,8 +168,11 @@ class Catalog:
         # an id over): the indexer must re-index them.
         self._rekeyed: set[str] = set()
         # Files read as their indexed state plus appended items: path -> the
-        # first appended block, so the indexer records only those.
+        # first appended block, so the indexer records only those. (Appended
+        # memory items carry their own dates: git history dates none of them.)
         self._appended_from: dict[str, int] = {}
+        # Where undated notes get a date (git history); None: they stay undated.
+        self.dating: Dating | None = None
 
     def reset(self) -> None:
         """Forget everything parsed; the next scan reads every file again."""
@@ -185,6 +224,9 @@ class Catalog:
         finally:
             self._loading = False
         self._settle()
+        if self.dating is not None:
+            self.dating.update()
+            self.redate(None)  # the rows hold the dates as last indexed
 
     def _load_rows(self, rows: dict[str, tuple[Any, ...]], blocks: dict[str, list[Block]]) -> None:
         for path, (mtime_ns, size, ino, _sha, meta, fm_lines) in rows.items():
@@ -275,7 +317,11 @@ class Catalog:
 
     def put(self, path: str, parsed: ParsedFile, sig: Signature) -> None:
         """Record ``parsed`` as the file at ``path``; a copied line's block is
-        re-keyed in place (see the module doc)."""
+        re-keyed in place (see the module doc). An undated note's blocks take
+        the date git history gives it (parsed from text, not manifest rows:
+        those hold what the indexes hold; :meth:`redate` compares them)."""
+        if self.dating is not None and not self._loading:
+            self.date_from_history(path, parsed)
         self._forget_file(path)
         self.files[path] = FileState(sig, parsed)
         if parsed.file is not None and parsed.file.bad:
@@ -296,6 +342,50 @@ class Catalog:
         self._claim(path, state.parsed.blocks, start)
         blocks[:] = state.parsed.blocks[start:]
         self._settle()
+
+    def _history_date(self, path: str, meta: dict[str, Any]) -> datetime | None:
+        """The date history gives a note's sections; None when the note has its own."""
+        if self.dating is None or own_date(path, meta) is not None:
+            return None
+        return self.dating.date_of(path) or UNDATED
+
+    def date_from_history(
+        self, path: str, parsed: ParsedFile, *, until: datetime | None = None
+    ) -> None:
+        """Give ``parsed``'s undated sections the date git history gives the
+        note (in place), unless that date is after ``until`` (a snapshot of
+        an older commit, where the first add the map knows came later)."""
+        date = self._history_date(path, parsed.frontmatter)
+        if date is None or date == UNDATED or (until is not None and date > until):
+            return
+        blocks = parsed.blocks
+        for i, block in enumerate(blocks):
+            if _dated_by_note(block) and block.created == UNDATED:
+                blocks[i] = replace(block, created=date)
+
+    def redate(self, paths: Iterable[str] | None) -> list[str]:
+        """Make the next scan read again each of ``paths`` (None: every file)
+        whose sections carry another date than history now gives; those paths."""
+        if self.dating is None:
+            return []
+        stale: list[str] = []
+        for path in list(self.files) if paths is None else sorted(paths):
+            state = self.files.get(path)
+            if state is None:
+                continue
+            want = self._history_date(path, state.parsed.frontmatter)
+            if want is None:
+                continue
+            if any(b.created != want for b in state.parsed.blocks if _dated_by_note(b)):
+                self.invalidate(path)
+                stale.append(path)
+        return stale
+
+    def _follow_history(self) -> None:
+        if self.dating is not None:
+            changed = self.dating.update()
+            if changed is None or changed:
+                self.redate(changed)
 
     def _claim(self, path: str, blocks: list[Block], start: int, end: int | None = None) -> None:
         """Index ``blocks[start:end]`` (in file order), keying copied lines by their place.
@@ -538,12 +628,17 @@ class Catalog:
                         continue
                     stack.append((prefix + name, entry.path))
 
-    def scan(self) -> ScanDelta:
+    def scan(self, *, history: bool = True) -> ScanDelta:
         """Re-parse the files that changed: those the change feed names, else stat them all.
 
         Files re-keyed meanwhile (a copied line took its id over) are listed
         as changed too, so whoever indexes the delta re-indexes them.
+        ``history=False`` leaves the dates from git history as they are (a
+        scan under the write lock: git log would hold every writer up); the
+        next scan that follows history re-reads what that changes.
         """
+        if history:
+            self._follow_history()
         delta = self._scan_changed()
         for path in self.take_rekeyed():
             if path not in delta.changed:

@@ -183,8 +183,9 @@ def forget_snapshots(store: MemoryStore) -> None:
 
 # Written into each snapshot's "complete" marker; a snapshot built by another
 # format is built again. 2: copied lines are blocks of their own. 3: files'
-# frontmatter (tiers, an episode's sources, a contact) is kept.
-_FORMAT = "3"
+# frontmatter (tiers, an episode's sources, a contact) is kept. 4: notes with
+# no date of their own are dated by git history.
+_FORMAT = "4"
 
 
 def _root(store: MemoryStore) -> Path:
@@ -217,11 +218,15 @@ def _read_tree(store: MemoryStore, sha: str) -> dict[str, bytes]:
 def _build(store: MemoryStore, sha: str) -> Snapshot:
     blocks: dict[str, Block] = {}
     frontmatters: dict[str, dict[str, Any]] = {}
+    # Notes with no date of their own are dated by git history, as live recall
+    # dates them (mdmem.store.gitdates), if first recorded by this commit.
+    when = datetime.fromtimestamp(int(store.git.run("log", "-1", "--format=%ct", sha)), tz=UTC)
     for path, raw in _read_tree(store, sha).items():
         try:
             parsed = parse(path, decode(raw))
         except SkipFile:
             continue
+        store.catalog.date_from_history(path, parsed, until=when)
         if parsed.frontmatter:
             frontmatters[path] = parsed.frontmatter
         seen: dict[str, int] = {}

@@ -25,6 +25,7 @@ from mdmem.index.embedding import EmbeddingService
 from mdmem.index.indexer import Indexer, IndexStats
 from mdmem.models import Block, Memory, first_line
 from mdmem.store.derived import Affected, Provenance, Rewrite
+from mdmem.store.gitdates import GitDates
 from mdmem.store.gitstore import GitStore
 from mdmem.store.importance import check_importance, check_origin
 from mdmem.store.inputs import (
@@ -81,6 +82,8 @@ class MemoryStore:
         self.clock = Clock(settings.timezone)
         self.git = GitStore(root)
         self.catalog = Catalog(root, live=True)
+        # A note with no date of its own is dated by git's first add of it.
+        self.catalog.dating = GitDates(self.git, self.state_dir)
         # Who may see what (mdmem.store.visibility): every read path asks it.
         self.visibility = Visibility.of_catalog(self.catalog)
         # A secret typed into a note by hand is redacted in the indexes.

@@ -607,7 +607,9 @@ class Writer:
         on a change or at the first write after opening; large ones ask git every time.
         """
         if len(self.catalog.files) <= _SCAN_LIMIT:
-            delta = self.catalog.scan()
+            # Not the git dates' walk: it would run under the vault lock at
+            # every write; the next refresh (a recall) catches up at once.
+            delta = self.catalog.scan(history=False)
             if delta:
                 self.indexer.apply(delta.changed, delta.removed)
             if not delta and self._known_clean:

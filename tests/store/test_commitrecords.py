@@ -95,6 +95,7 @@ def test_only_commits_without_a_record_are_diffed(
             diffed.extend((input or b"").decode().split())
         return real(*args, input=input, **kw)  # type: ignore[arg-type]
 
+    store.refresh()  # the catalog's dates from git history catch up: not this test's git
     monkeypatch.setattr(store.git, "run_bytes", spy)
     monkeypatch.setattr(store.git, "run", lambda *a, **k: pytest.fail(f"git {a}"))
     changes_after(store, start, "x")
