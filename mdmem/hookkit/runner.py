@@ -751,8 +751,14 @@ def _fit(
 
     Each section is fenced as quoted data (:func:`mdmem.recall.asdata.fence`). An
     item that does not fit is skipped and the next one tried, so a long first
-    item does not keep a shorter one after it out.
+    item does not keep a shorter one after it out. A memory two sections hold
+    (the person's own copy of a line the team accepted) is shown once, in the
+    last: the team tier's line says who accepted it.
     """
+    sections = list(sections)
+    last_section = {
+        memory_id: n for n, (_, lines) in enumerate(sections) for memory_id, _ in lines if memory_id
+    }
     chosen: list[tuple[str, list[str]]] = []
     ids: list[str] = []
 
@@ -763,9 +769,11 @@ def _fit(
             out.append(fence(lines))
         return "\n".join(out) + "\n"
 
-    for heading, lines in sections:
+    for n, (heading, lines) in enumerate(sections):
         kept: list[str] = []
         for memory_id, line in lines:
+            if memory_id and last_section[memory_id] != n:
+                continue
             trial = [*chosen, (heading, [*kept, line])]
             if estimate_tokens(render(trial)) > budget:
                 continue

@@ -164,6 +164,8 @@ def test_propose_review_accept_pull_inject_blame_delete(team: tuple[Person, Pers
     for person in (ada, bob):
         context = person.hook()
         assert GOTCHA in context, context
+        # Ada's own copy of the memory is not shown beside the team's line.
+        assert context.count(GOTCHA) == 1, context
         assert "### Team memory (shop, accepted by teammates)" in context
         assert f"[^{gotcha} · team memory · gotcha · from agent ada-agent" in context
         assert "proposed by Ada, accepted by Bob on " in context
