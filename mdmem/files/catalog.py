@@ -322,6 +322,7 @@ class Catalog:
         those hold what the indexes hold; :meth:`redate` compares them)."""
         if self.dating is not None and not self._loading:
             self.date_from_history(path, parsed)
+        self._appended_from.pop(path, None)
         self._forget_file(path)
         self.files[path] = FileState(sig, parsed)
         if parsed.file is not None and parsed.file.bad:
@@ -461,6 +462,7 @@ class Catalog:
 
     def invalidate(self, path: str) -> None:
         """Make the next scan re-read ``path`` whatever its stat says."""
+        self._appended_from.pop(path, None)
         state = self.files.get(path)
         if state is not None:
             state.signature = (0, 0, 0)
@@ -515,6 +517,7 @@ class Catalog:
         """Record one block rewritten in place (same lines, no reparse)."""
         state = self.files[path]
         state.signature = sig
+        self._appended_from.pop(path, None)  # an earlier block changed: not appends only
         blocks = state.parsed.blocks
         i = position_of(blocks, block)
         if i is None:

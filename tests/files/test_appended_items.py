@@ -79,3 +79,38 @@ def test_the_catalog_sees_another_writers_items(vault: Vault) -> None:
     for memory_id in ids:
         assert vault.get(memory_id) is not None
     assert {h.id for h in vault.recall("other agent fact", k=10).items} >= set(ids)
+
+
+def test_a_rewrite_after_another_writers_append_reaches_the_indexes(vault: Vault) -> None:
+    old = vault.remember("The staging database password rotates on Fridays").id
+    _appended(vault, ["Another agent's note about the release train"])
+    # This process first reads the other's append on its own, then rewrites an
+    # older line (forget changes its status in place): the indexes must see both.
+    vault.forget(old)
+    vault.remember("A note written after the forget")
+    assert old not in {h.id for h in vault.recall("staging database password", k=10).items}
+    fresh = Vault.open(vault.root, agent="third")
+    assert old not in {h.id for h in fresh.recall("staging database password", k=10).items}
+    assert "release train" in fresh.recall("release train", k=1).items[0].text
+    report = fresh.admin.doctor()
+    assert not [p for p in report.problems if "index" in p.check.lower()], report.problems
+
+
+def test_a_block_rewritten_after_an_append_voids_the_append_shortcut(
+    vault: Vault, memory_file: str
+) -> None:
+    from dataclasses import replace
+
+    catalog = vault.admin.store.catalog
+    path = vault.root / "MEMORY.md"
+    _appended(vault, ["Another agent's line"])
+    raw = path.read_bytes()
+    st = path.stat()
+    sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+    before = len(catalog.blocks_in("MEMORY.md"))
+    catalog.load("MEMORY.md", raw, sig)
+    assert len(catalog.blocks_in("MEMORY.md")) == before + 1
+    first = next(b for b in catalog.blocks_in("MEMORY.md") if b.is_memory)
+    catalog.replace_block("MEMORY.md", replace(first, status="superseded"), sig)
+    # The indexes must now diff the whole file, not just the appended block.
+    assert catalog.take_appended("MEMORY.md") is None
