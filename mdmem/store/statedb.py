@@ -22,15 +22,23 @@ __all__ = ["state_db"]
 
 
 @contextlib.contextmanager
-def state_db(path: Path, schema: str, *, what: str) -> Iterator[sqlite3.Connection]:
-    """A connection to ``path`` with ``schema`` applied, inside one IMMEDIATE transaction."""
+def state_db(
+    path: Path, schema: str, *, what: str, synced: bool = True
+) -> Iterator[sqlite3.Connection]:
+    """A connection to ``path`` with ``schema`` applied, inside one IMMEDIATE transaction.
+
+    ``synced=False``: never fsync (``synchronous=OFF``) — for files whose last
+    write is cheap to lose (a power cut then costs a recomputation), where the
+    checkpoint's fsync as the last connection closes (~30 ms on a loaded
+    machine) would be paid on every write.
+    """
 
     def setup(db: sqlite3.Connection) -> None:
         db.execute("PRAGMA busy_timeout=10000")
         db.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL survives a process crash; a power cut may lose the last
         # mark or queued message, which costs a repeated line, not a memory.
-        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA synchronous=NORMAL" if synced else "PRAGMA synchronous=OFF")
         db.executescript(schema)
 
     opened = open_sqlite(path, setup, what=what, timeout=10.0)
