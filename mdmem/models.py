@@ -9,6 +9,7 @@ from typing import Any
 __all__ = [
     "FACT_KINDS",
     "KINDS",
+    "KIND_LABELS",
     "STATUSES",
     "Block",
     "Hit",
@@ -40,6 +41,22 @@ KINDS: tuple[str, ...] = (
     "document_chunk",  # a heading section of an ingested document (documents/)
     "note",
 )
+# The word a memory line starts with when its kind is not its file's own
+# (``- Decision: Deploys go out on Tuesdays. ^m-…``): what a person would write,
+# and what a person may type to set a line's kind. Kinds that have a file or
+# folder of their own (logs, episodes, chat turns, documents, notes) have none.
+KIND_LABELS: dict[str, str] = {
+    "fact": "Fact",
+    "preference": "Preference",
+    "learning": "Learning",
+    "world": "World",
+    "decision": "Decision",
+    "gotcha": "Gotcha",
+    "bug_fix": "Bug fix",
+    "discovery": "Discovery",
+    "trade_off": "Trade-off",
+    "session_summary": "Session summary",
+}
 # "archived" (OAK) hides a memory from recall and lists without retiring it:
 # unarchive makes it active again; retention never redacts it.
 STATUSES: tuple[str, ...] = ("active", "resolved", "superseded", "archived")

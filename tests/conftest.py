@@ -65,3 +65,25 @@ def server(model: FakeModel) -> Iterator[ScriptedOpenAIServer]:
     """A real local OpenAI-protocol server answering with ``model``."""
     with ScriptedOpenAIServer(responder=model) as srv:
         yield srv
+
+
+def kept_fields(root: Path, note: str) -> dict[str, dict[str, str]]:
+    """The fields kept beside a note's memories, read from its fields file on disk
+    (mdmem.files.sidecar): what a person, git and a fresh process see."""
+    from mdmem.files.sidecar import parse_records, resolve, sidecar_of
+
+    path = root / sidecar_of(note)
+    if not path.exists():
+        return {}
+    records, bad = parse_records(path.read_text(encoding="utf-8").splitlines())
+    assert not bad, f"{path}: lines {bad} are not records"
+    return {i: dict(fields) for i, fields in resolve(records).items()}
+
+
+def written(vault: Vault, memory_id: str) -> str:
+    """A memory's line as its file holds it, followed by the fields kept beside
+    it as ``[key:: value]`` (the form older vaults kept on the line)."""
+    block = vault.admin.store.block(memory_id)
+    line = (vault.root / block.path).read_text(encoding="utf-8").splitlines()[block.line_end - 1]
+    beside = kept_fields(vault.root, block.path).get(block.id, {})
+    return " ".join([line, *(f"[{k}:: {v}]" for k, v in beside.items())])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from markdown_it import MarkdownIt
@@ -29,17 +29,23 @@ from markdown_it import MarkdownIt
 from mdmem.errors import InvalidInputError
 from mdmem.files import escape as esc
 from mdmem.files.ids import ID_PATTERN, id_time
+from mdmem.files.sidecar import Fields
 from mdmem.files.textfile import SkipFile, TextFile
-from mdmem.models import KINDS, STATUSES, Block, one_line
+from mdmem.models import KIND_LABELS, KINDS, STATUSES, Block, one_line
 
 __all__ = [
     "FRONTMATTER_MAX_BYTES",
     "ROOT_SCOPE",
     "UNDATED",
+    "Beside",
     "ParsedFile",
     "content_hash",
     "default_kind_for",
     "is_entry_file",
+    "is_typed_key",
+    "kind_label",
+    "list_marker",
+    "memory_file_kind",
     "name_date",
     "normalize_text",
     "own_date",
@@ -50,6 +56,7 @@ __all__ = [
     "render_paragraph",
     "scope_dir",
     "scope_of_path",
+    "tags_on",
     "validate_scope",
 ]
 
@@ -77,6 +84,22 @@ _FILE_KINDS = {
     "JOURNAL.md": "journal",
 }
 _ENTRY_KINDS = frozenset({"log", "journal", "chat_message", "document_chunk"})
+#: Where retired list items of a note go (``MEMORY.md`` -> ``archive/MEMORY.md``), beside it.
+ARCHIVE_DIR = "archive"
+_LABEL_KINDS = {label.casefold(): kind for kind, label in KIND_LABELS.items()}
+# A line a person typed without an id, in a memory file, is a block of its own
+# at once, keyed by its text until mdmem gives it an id: "USER.md#item-3f2a9c1b".
+_TYPED_KEY = re.compile(r"#item-[0-9a-f]{12}(?: \(\d+\))?\Z")
+
+
+
+class Beside(Protocol):
+    """The fields mdmem keeps beside memory lines, by id (:mod:`mdmem.files.sidecar`);
+    ``tags`` among them are the tags the caller gave (they stay when a person
+    rewrites the line without them). A dict is one."""
+
+    def get(self, memory_id: str, /) -> Fields | None: ...
+
 
 # Inline parsing is a third of the cost and nothing here needs inline tokens.
 _md = MarkdownIt("commonmark").enable("table").disable("inline")
@@ -120,6 +143,8 @@ def scope_of_path(path: str) -> tuple[str, str]:
 def default_kind_for(path: str) -> str:
     _, inner = scope_of_path(path)
     parts = PurePosixPath(inner).parts
+    if len(parts) == 2 and parts[0] == ARCHIVE_DIR and parts[1] in _FILE_KINDS:
+        return _FILE_KINDS[parts[1]]  # archive/MEMORY.md holds MEMORY.md's retired lines
     if len(parts) == 1 and parts[0] in _FILE_KINDS:
         return _FILE_KINDS[parts[0]]
     if parts and parts[0] == "daily":
@@ -135,6 +160,44 @@ def default_kind_for(path: str) -> str:
 
 def is_entry_file(path: str) -> bool:
     return default_kind_for(path) in _ENTRY_KINDS
+
+
+@lru_cache(maxsize=4096)
+def memory_file_kind(path: str) -> str | None:
+    """The kind of a memory file (``MEMORY.md``, ``USER.md``, ``LEARNING.md``,
+    ``WORLD.md``, of the root or a scope, and their archives), where a line a
+    person types is a memory at once; None for any other file."""
+    _, inner = scope_of_path(path)
+    parts = PurePosixPath(inner).parts
+    if parts and parts[0] == ARCHIVE_DIR:
+        parts = parts[1:]
+    if len(parts) == 1 and parts[0] in _FILE_KINDS and parts[0] != "JOURNAL.md":
+        return _FILE_KINDS[parts[0]]
+    return None
+
+
+def archive_path(path: str) -> str:
+    """Where a retired line of ``path`` goes: ``archive/`` beside the note."""
+    pure = PurePosixPath(path)
+    return str(pure.parent / ARCHIVE_DIR / pure.name)
+
+
+def unarchived_path(path: str) -> str | None:
+    """The note an archive file belongs to (None when ``path`` is not an archive)."""
+    pure = PurePosixPath(path)
+    if pure.parent.name != ARCHIVE_DIR:
+        return None
+    return str(pure.parent.parent / pure.name)
+
+
+def kind_label(kind: str) -> str | None:
+    """The word a line of ``kind`` starts with (``Decision``), or None."""
+    return KIND_LABELS.get(kind)
+
+
+def is_typed_key(block_id: str) -> bool:
+    """Whether a block key is a typed line's (a list item a person wrote, without an id yet)."""
+    return "#item-" in block_id and _TYPED_KEY.search(block_id) is not None
 
 
 # --------------------------------------------------------------- helpers ----
@@ -305,8 +368,24 @@ def _split_frontmatter(tf: TextFile) -> tuple[dict[str, Any], int]:
     raise SkipFile("malformed frontmatter: no closing ---")
 
 
-def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> ParsedFile:
-    """Split a decoded vault file into blocks; raises SkipFile for unusable files."""
+def parse(
+    path: str,
+    tf: TextFile,
+    *,
+    fallback_time: datetime | None = None,
+    beside: Beside | None = None,
+) -> ParsedFile:
+    """Split a decoded vault file into blocks; raises SkipFile for unusable files.
+
+    ``beside``: the fields kept beside the file's memory lines, by id (its
+    fields file and any other holding records of its ids); a field written on
+    a line itself (a person's ``[key:: value]``, an older vault's) wins.
+
+    In a memory file (:func:`memory_file_kind`), a kind's word opening a list
+    item (``- Decision: …``) says the item's kind, on a line mdmem keeps
+    fields for and on a line typed without an id; on any other line (an older
+    vault's, before ``mdmem admin migrate``) the same words are text.
+    """
     meta, fm_lines = _split_frontmatter(tf)
     body = "".join(_strip_eol(line) + "\n" for line in tf.lines[fm_lines:])
     tokens = _md.parse(body)
@@ -314,8 +393,10 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
 
     headings: list[_Heading] = []
     items: list[tuple[int, int, int | None]] = []  # (start, end, first paragraph last line)
+    simple: list[tuple[int, int]] = []  # top-level one-paragraph items: (start, last line)
     paragraphs: list[tuple[int, int]] = []
     depth = 0
+    # Per open item: [start, end, first paragraph's last line, slot, paragraphs, nested]
     pending_item: list[list[Any]] = []
     for idx, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map:
@@ -323,18 +404,30 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
             headings.append(_Heading(int(tok.tag[1:]), tok.map[0] + fm_lines, text.strip()))
         elif tok.type == "list_item_open" and tok.map:
             depth += 1
-            pending_item.append([tok.map[0] + fm_lines, tok.map[1] + fm_lines, None])
+            if pending_item:
+                pending_item[-1][5] = True  # the parent holds a nested list
             items.append((0, 0, None))  # placeholder, filled at close
-            pending_item[-1].append(len(items) - 1)
+            pending_item.append(
+                [tok.map[0] + fm_lines, tok.map[1] + fm_lines, None, len(items) - 1, 0, False]
+            )
         elif tok.type == "list_item_close":
-            start, end, para_last, slot = pending_item.pop()
+            start, end, para_last, slot, paras, nested = pending_item.pop()
             items[slot] = (start, end, para_last)
             depth -= 1
+            if depth == 0 and para_last is not None and paras == 1 and not nested:
+                simple.append((start, para_last))
         elif tok.type == "paragraph_open" and tok.map:
-            if depth and pending_item and pending_item[-1][2] is None:
-                pending_item[-1][2] = tok.map[1] + fm_lines - 1
+            if depth and pending_item:
+                if pending_item[-1][2] is None:
+                    pending_item[-1][2] = tok.map[1] + fm_lines - 1
+                if tok.level == 2 * depth:
+                    pending_item[-1][4] += 1
+                else:
+                    pending_item[-1][5] = True  # a quote or the like inside: not simple
             elif depth == 0:
                 paragraphs.append((tok.map[0] + fm_lines, tok.map[1] + fm_lines))
+        elif pending_item and tok.map and tok.type in ("fence", "code_block", "html_block"):
+            pending_item[-1][5] = True
 
     def heading_at(line: int) -> str:
         text = ""
@@ -389,16 +482,19 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
 
     parsed = ParsedFile(path=path, file=tf, frontmatter=meta, frontmatter_lines=fm_lines)
     covered = [False] * total
+    context = _Context(scope, file_kind, file_tags, beside, memory_file_kind(path) is not None)
     for span in spans:
         # A duplicated id (a copied line) stays a block of its own: the catalog
         # keys the copy by its place, so neither line drops out of recall.
         raw = [_strip_eol(line) for line in tf.lines[span.start : span.end]]
         for line_no in range(span.start, span.end):
             covered[line_no] = True
-        parsed.blocks.append(
-            _memory_block(path, span, raw, scope, file_kind, file_tags, file_created or now)
-        )
+        parsed.blocks.append(_memory_block(path, span, raw, context, file_created or now))
 
+    if memory_file_kind(path) is not None:
+        parsed.blocks.extend(
+            _typed_items(path, tf, simple, covered, heading_at, context)
+        )
     parsed.blocks.extend(
         _sections(path, tf, headings, covered, fm_lines, scope, file_tags, note_created)
     )
@@ -426,28 +522,81 @@ def parse(path: str, tf: TextFile, *, fallback_time: datetime | None = None) -> 
     return parsed
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What a file gives the memory blocks in it."""
+
+    scope: str
+    kind: str
+    tags: list[str]
+    beside: Beside | None = None
+    labels: bool = False  # a memory file: kind words may open its lines
+
+
+def _typed_items(
+    path: str,
+    tf: TextFile,
+    simple: list[tuple[int, int]],
+    covered: list[bool],
+    heading_at: Any,
+    context: _Context,
+) -> list[Block]:
+    """The list items a person typed into a memory file without an id: a block
+    each, at once (recalled like any memory, though not one a write can name
+    until mdmem gives it an id), keyed by its text (``USER.md#item-…``)."""
+    out: list[Block] = []
+    used: dict[str, int] = {}
+    for start, last in simple:
+        if covered[start] or any(covered[start : last + 1]):
+            continue
+        span = _Span(start, last + 1, "", "item", heading_at(start))
+        raw = [_strip_eol(line) for line in tf.lines[start : last + 1]]
+        block = _memory_block(path, span, raw, context, UNDATED)
+        if not block.text:
+            continue
+        digest = block.content_hash[:12]
+        used[digest] = used.get(digest, 0) + 1
+        key = f"{path}#item-{digest}" + (f" ({used[digest]})" if used[digest] > 1 else "")
+        for line_no in range(start, last + 1):
+            covered[line_no] = True
+        out.append(replace(block, id=key, is_memory=False, created=UNDATED))
+    return out
+
+
 def _memory_block(
     path: str,
     span: _Span,
     raw: list[str],
-    scope: str,
-    file_kind: str,
-    file_tags: list[str],
+    context: _Context,
     fallback: datetime,
     hashed: tuple[str, str] | None = None,
 ) -> Block:
     body_lines = raw[1:] if span.style == "entry" else raw
-    text, fields = _clean(body_lines, span.style, span.block_id)
+    beside = (
+        context.beside.get(span.block_id)
+        if context.beside is not None and span.block_id
+        else None
+    )
+    # A line mdmem keeps fields for, or one typed without an id: its kind word
+    # is a kind. An older vault's line (no fields kept) reads as it always did.
+    labels = context.labels and (beside is not None or not span.block_id)
+    text, line_fields = _clean(body_lines, span.style, span.block_id, labels=labels)
+    fields = _merge_fields(beside, line_fields)
     field_map = dict(fields)
-    kind = field_map.get("kind") if field_map.get("kind") in KINDS else file_kind
+    kind = field_map.get("kind") if field_map.get("kind") in KINDS else context.kind
+    if field_map.get("kind") == context.kind:
+        # Kept beside every line (it stays when the line moves), but a field
+        # only where it is not the file's own, as it always read.
+        fields = tuple(f for f in fields if f[0] != "kind")
     status = field_map.get("status", "active")
     if status not in STATUSES:
         status = "active"
     created = parse_datetime(field_map.get("created")) or id_time(span.block_id) or fallback
-    tags = tuple(dict.fromkeys([*_tags_in(" ".join(body_lines)), *file_tags]))
+    kept_tags = (beside_tags(beside) if beside else ())
+    tags = tuple(dict.fromkeys([*_tags_in(" ".join(body_lines)), *kept_tags, *context.tags]))
     # A file's location decides its scope: a block under scopes/<kind>/<name>/
     # can't claim another one. Outside scopes/, a field a person typed may.
-    own_scope = None if scope_of_path(path)[0] else field_map.get("scope")
+    own_scope = None if scope_of_path(path)[0] else dict(line_fields).get("scope")
     return Block(
         id=span.block_id,
         path=path,
@@ -457,14 +606,42 @@ def _memory_block(
         text=text,
         kind=str(kind),
         tags=tags,
-        scope=own_scope if own_scope and _valid_scope(own_scope) else scope,
+        scope=own_scope if own_scope and _valid_scope(own_scope) else context.scope,
         status=status,
         created=created,
         updated=parse_datetime(field_map.get("updated")),
         content_hash=hashed[1] if hashed is not None and hashed[0] == text else content_hash(text),
-        fields=tuple(fields),
+        fields=fields,
         is_memory=True,
     )
+
+
+def beside_tags(fields: Fields) -> tuple[str, ...]:
+    """The tags a memory's kept fields hold (``tags``: the caller's, space-separated)."""
+    for key, value in fields:
+        if key == "tags":
+            return tuple(t.lower() for t in value.split() if t)
+    return ()
+
+
+def _merge_fields(
+    beside: Fields | None, line_fields: list[tuple[str, str]]
+) -> tuple[tuple[str, str], ...]:
+    """The memory's fields: those kept beside it, then those written on its line,
+    which win (a person typed them, or an older vault kept them there). The
+    caller's tags are tags, not a field."""
+    if not beside:
+        return tuple(line_fields)
+    merged = {k: v for k, v in beside if k != "tags"}
+    for key, value in line_fields:
+        merged.pop(key, None)
+        merged[key] = value
+    return tuple(merged.items())
+
+
+def _context_of(parsed: ParsedFile, beside: Beside | None) -> _Context:
+    scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
+    return _Context(scope, kind, tags, beside, memory_file_kind(parsed.path) is not None)
 
 
 def _file_context(path: str, meta: dict[str, Any]) -> tuple[str, str, list[str]]:
@@ -481,14 +658,19 @@ def _file_context(path: str, meta: dict[str, Any]) -> tuple[str, str, list[str]]
 
 
 def item_block(
-    parsed: ParsedFile, lines: list[str], first: int, *, hashed: tuple[str, str] | None = None
+    parsed: ParsedFile,
+    lines: list[str],
+    first: int,
+    *,
+    hashed: tuple[str, str] | None = None,
+    beside: Beside | None = None,
 ) -> Block:
     """The Block of a list item just appended at 0-based line ``first``.
 
     Equivalent to reparsing the file (the appended lines are exactly one item
-    after the file's other blocks), without the cost of a markdown parse.
-    ``hashed``: a (text, content hash) pair already computed, used if the
-    item's text is that text.
+    after the file's other blocks) with the same ``beside``, without the cost
+    of a markdown parse. ``hashed``: a (text, content hash) pair already
+    computed, used if the item's text is that text.
     """
     raw = [_strip_eol(line) for line in lines]
     while raw and not raw[-1].strip():
@@ -508,15 +690,17 @@ def item_block(
             found = _ATX_TEXT.match(_strip_eol(line))
             if found:
                 heading = found.group(1).strip()
-    scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
+    context = _context_of(parsed, beside)
     span = _Span(first, first + len(raw), match.group(1), "item", heading)
-    return _memory_block(parsed.path, span, raw, scope, kind, tags, datetime.now(UTC), hashed)
+    return _memory_block(parsed.path, span, raw, context, datetime.now(UTC), hashed)
 
 
 _ITEM_START = re.compile(r"[-*+] \S")
 
 
-def appended_items(parsed: ParsedFile, tf: TextFile) -> ParsedFile | None:
+def appended_items(
+    parsed: ParsedFile, tf: TextFile, beside: Beside | None = None
+) -> ParsedFile | None:
     """The parse of ``tf`` when it is ``parsed``'s file with one-line memory items
     appended (another process's or a person's ``- text ^id`` lines), built
     without a markdown parse; None for any other change (parse the file).
@@ -549,7 +733,7 @@ def appended_items(parsed: ParsedFile, tf: TextFile) -> ParsedFile | None:
         blocks=list(parsed.blocks),
     )
     for offset, line in enumerate(added):
-        out.blocks.append(item_block(out, [line], n + offset))
+        out.blocks.append(item_block(out, [line], n + offset, beside=beside))
     return out
 
 
@@ -565,7 +749,11 @@ def position_of(blocks: list[Block], block: Block) -> int | None:
 
 
 def rewritten_block(
-    parsed: ParsedFile, old: Block, old_lines: list[str], new_lines: list[str]
+    parsed: ParsedFile,
+    old: Block,
+    old_lines: list[str],
+    new_lines: list[str],
+    beside: Beside | None = None,
 ) -> Block | None:
     """``old`` after its lines were rewritten in place, line for line.
 
@@ -586,7 +774,7 @@ def rewritten_block(
         style = "item"
     else:
         return None
-    scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
+    context = _context_of(parsed, beside)
     span = _Span(old.line_start - 1, old.line_end, old.id, style, old.heading)
 
     def rebuild(lines: list[str]) -> Block | None:
@@ -594,11 +782,35 @@ def rewritten_block(
         match = _TRAILING_ID.search(raw[-1]) if raw else None
         if match is None or match.group(1) != old.id:
             return None
-        return _memory_block(parsed.path, span, raw, scope, kind, tags, old.created)
+        return _memory_block(parsed.path, span, raw, context, old.created)
 
     if rebuild(old_lines) != old:
         return None
     return rebuild(new_lines)
+
+
+def refielded(parsed: ParsedFile, old: Block, lines: list[str], beside: Beside) -> Block | None:
+    """``old`` read again from its unchanged ``lines`` with the fields now kept
+    beside it (a status change, a mark); None when its lines no longer read as
+    ``old`` (parse the file)."""
+    if not old.is_memory or len(lines) != old.line_end - old.line_start + 1:
+        return None
+    first = _strip_eol(lines[0])
+    if _ATX_TEXT.match(first) and is_entry_file(parsed.path):
+        style = "entry"
+    elif _LIST_MARKER.match(first):
+        style = "item"
+    else:
+        style = "para"
+    raw = [_strip_eol(line) for line in lines]
+    match = _TRAILING_ID.search(raw[-1]) if raw else None
+    if match is None or match.group(1) != old.id:
+        return None
+    span = _Span(old.line_start - 1, old.line_end, old.id, style, old.heading)
+    new = _memory_block(parsed.path, span, raw, _context_of(parsed, beside), old.created)
+    if (new.text, new.scope) != (old.text, old.scope):
+        return None
+    return new
 
 
 def _valid_scope(value: str | None) -> bool:
@@ -631,12 +843,15 @@ def _entry_spans(
     return result
 
 
-def _clean(lines: list[str], style: str, block_id: str) -> tuple[str, list[tuple[str, str]]]:
+def _clean(
+    lines: list[str], style: str, block_id: str, *, labels: bool = False
+) -> tuple[str, list[tuple[str, str]]]:
     """Block lines to (text, inline fields): no marker, id or live fields, escapes decoded.
 
     Lines inside a fenced code block are code: kept as they are (trailing
     spaces too), with no fields read from them, except that the block's own
-    id is taken off the line that carries it.
+    id is taken off the line that carries it. With ``labels``, a kind's word
+    opening a list item (``Decision: …``) is the field ``kind`` and not text.
     """
     fields: list[tuple[str, str]] = []
     out: list[str] = []
@@ -648,6 +863,11 @@ def _clean(lines: list[str], style: str, block_id: str) -> tuple[str, list[tuple
             if match:
                 indent = len(match.group(0))
                 line = line[indent:]
+            if labels and ":" in line:
+                label = esc.LABEL.match(line)
+                if label is not None and not label.group(2):
+                    fields.append(("kind", _LABEL_KINDS[label.group(1).casefold()]))
+                    line = line[label.end() :].lstrip(" \t")
         elif style == "item" and line[:indent].strip() == "":
             line = line[indent:]
         if fence is not None:
@@ -675,6 +895,12 @@ def _clean(lines: list[str], style: str, block_id: str) -> tuple[str, list[tuple
         if "::" in line:  # every inline field has one
             line, found = esc.take_fields(line)
             fields.extend(found)
+        if labels and "→" in line and n == len(lines) - 1:
+            link = esc.REPLACED_BY.search(line.rstrip())
+            if link is not None and not link.group(1):
+                # A retired line's link to what replaced it: a field, not text.
+                fields.append(("by", f"^{link.group(2)}"))
+                line = line[: link.start()]
         out.append(esc.unescape_line(line.rstrip()))
     while out and not out[-1].strip():
         out.pop()
@@ -816,21 +1042,31 @@ _UNFAITHFUL = "this text or its fields can't be stored so that they read back un
 
 
 def render_list_item(
-    text: str, block_id: str, *, tags: Iterable[str] = (), fields: Iterable[tuple[str, str]] = ()
+    text: str,
+    block_id: str,
+    *,
+    tags: Iterable[str] = (),
+    fields: Iterable[tuple[str, str]] = (),
+    label: str | None = None,
 ) -> list[str]:
-    """``- text #tag [k:: v] ^id``; continuation lines indented under the marker.
+    """``- Label: text #tag ^id``; continuation lines indented under the marker.
 
     The memory stays one paragraph, whose last line carries the id: blank
     lines inside the text are dropped, trailing spaces too, and what would
     read as structure or metadata (headings, list markers, fences, inline
-    fields, block ids) is escaped (:mod:`mdmem.files.escape`), so the item
-    reads back as the text.
+    fields, block ids, a kind's word opening the text) is escaped
+    (:mod:`mdmem.files.escape`), so the item reads back as the text.
+    ``label``: the kind's word the line opens with (:func:`kind_label`).
+    ``fields`` are written on the line (``[k:: v]``): the team tier's lines
+    keep theirs there; a vault's memory keeps its fields beside the line.
     """
     escaped, expected, check = _paragraph(text, "memory text")
     fields = list(fields)
     rendered = [f"- {escaped[0]}"] + [f"  {line}" for line in escaped[1:]]
     if check or fields:
         _check_paragraph(rendered, "item", expected, fields)
+    if label:
+        rendered[0] = f"- {label}: {escaped[0]}"
     rendered[-1] = f"{rendered[-1]} {_suffix(block_id, tags, fields, text)}"
     return rendered
 
@@ -947,11 +1183,46 @@ def with_fields(block: Block, tf: TextFile, updates: dict[str, str | None]) -> l
     return lines
 
 
+def tags_on(lines: Iterable[str]) -> list[str]:
+    """The ``#tags`` written on lines (lower case, in order)."""
+    return list(dict.fromkeys(_tags_in(" ".join(lines))))
+
+
+def list_marker(line: str) -> str | None:
+    """The list marker a line opens with (``- ``, ``1. ``, ``- [ ] ``), or None."""
+    match = _LIST_MARKER.match(line)
+    return match.group(0) if match else None
+
+
+def line_parts(block: Block, tf: TextFile) -> tuple[str | None, list[str], list[tuple[str, str]]]:
+    """What a memory's own lines hold besides its text: the kind word opening
+    it (as written), its ``#tags`` and the fields written on them (a person's
+    ``[k:: v]``); what is kept beside the line is not here."""
+    lines = [_strip_eol(line) for line in tf.lines[block.line_start - 1 : block.line_end]]
+    if not lines:
+        return None, [], []
+    label = None
+    first = lines[0]
+    marker = _LIST_MARKER.match(first)
+    if marker is not None and memory_file_kind(block.path) is not None:
+        found = esc.LABEL.match(first[len(marker.group(0)) :])
+        if found is not None and not found.group(2) and block.field("kind") == _LABEL_KINDS.get(
+            found.group(1).casefold()
+        ):
+            label = found.group(1)
+    live: list[tuple[str, str]] = []
+    for line in lines:
+        if "::" in line:
+            live.extend(esc.take_fields(_TRAILING_ID_SUB.sub("", line))[1])
+    return label, _tags_in(" ".join(lines)), live
+
+
 def replace_text(block: Block, tf: TextFile, new_text: str) -> list[str]:
-    """Lines for the block with its text replaced; tags/fields/id kept."""
+    """Lines for the block with its text replaced; its kind word, tags, the
+    fields on its line and its id kept (fields kept beside it stay there)."""
     if block.line_start - 1 >= len(tf.lines):
         raise InvalidInputError("block out of range")
-    fields = list(block.fields)
+    label, line_tags, fields = line_parts(block, tf)
     style_entry = (
         is_entry_file(block.path)
         and block.heading
@@ -961,15 +1232,17 @@ def replace_text(block: Block, tf: TextFile, new_text: str) -> list[str]:
         heading_line = _strip_eol(tf.lines[block.line_start - 1])
         level = len(heading_line) - len(heading_line.lstrip("#"))
         return render_entry(
-            block.heading, new_text, block.id, level=level, tags=block.tags, fields=fields
+            block.heading, new_text, block.id, level=level, tags=line_tags, fields=fields
         )
     first = _strip_eol(tf.lines[block.line_start - 1])
     marker = _LIST_MARKER.match(first)
     if marker:
-        rendered = render_list_item(new_text, block.id, tags=block.tags, fields=fields)
+        rendered = render_list_item(
+            new_text, block.id, tags=line_tags, fields=fields, label=label
+        )
         prefix = marker.group(0)
         return [prefix + rendered[0][2:]] + [" " * len(prefix) + line[2:] for line in rendered[1:]]
-    return render_paragraph(new_text, block.id, tags=block.tags, fields=fields)
+    return render_paragraph(new_text, block.id, tags=line_tags, fields=fields)
 
 
 def retag(block: Block, **changes: Any) -> Block:

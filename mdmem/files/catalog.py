@@ -18,6 +18,12 @@ auto-resolve, consolidation and the lifecycle pass it by until ``doctor
 takes the id over, and its file is re-keyed (listed by
 :meth:`Catalog.take_rekeyed` until the indexer has re-indexed it).
 
+A note's memories take the fields kept beside it (:mod:`mdmem.files.sidecar`,
+read through :class:`~mdmem.files.fieldfiles.FieldFiles`): a scan sees a
+fields file change like a note, and reads again the notes whose memories'
+fields changed. The manifest row of a note records the fields file's stat
+its blocks were read with, so an unchanged vault opens without reading them.
+
 A note that gives itself no date (no frontmatter date, not a daily note) is
 dated by when git first recorded it, when the catalog has a :class:`Dating`
 (the vault's: :mod:`mdmem.store.gitdates`): each scan first brings that map
@@ -41,14 +47,17 @@ from mdmem.files.blocks import (
     UNDATED,
     ParsedFile,
     appended_items,
+    is_typed_key,
     own_date,
     parse,
     position_of,
 )
 from mdmem.files.changefeed import ChangeFeed
+from mdmem.files.fieldfiles import FieldFiles
 from mdmem.files.ids import copy_key, is_copy_key, written_id
 from mdmem.files.manifest import Manifest
 from mdmem.files.people import name_tokens, people_of
+from mdmem.files.sidecar import SIDECAR_DIR, is_sidecar, note_of, sidecar_of
 from mdmem.files.textfile import BadByte, SkipFile, decode_readable
 from mdmem.models import Block
 
@@ -90,9 +99,18 @@ class FileState:
 class ScanDelta:
     changed: list[str] = field(default_factory=list)  # new or modified, parsed
     removed: list[str] = field(default_factory=list)  # gone, or now unreadable
+    _listed: set[str] = field(default_factory=set, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.removed)
+
+    def add(self, paths: Iterable[str]) -> None:
+        """List ``paths`` as changed, once each (a note read again for its fields
+        and for a change of its own)."""
+        for path in paths:
+            if path not in self._listed:
+                self._listed.add(path)
+                self.changed.append(path)
 
 
 def is_copy(block: Block) -> bool:
@@ -118,8 +136,9 @@ class Dating(Protocol):
 
 
 def _dated_by_note(block: Block) -> bool:
-    """A block that takes its note's date (a section, the frontmatter), not one of its own."""
-    return not block.is_memory and not is_copy(block)
+    """A block that takes its note's date (a section, the frontmatter), not one of its own
+    (a memory, a copied line, a line typed without an id: git dated the note, not the line)."""
+    return not block.is_memory and not is_copy(block) and not is_typed_key(block.id)
 
 
 def _event_key(block: Block) -> tuple[str, str] | None:
@@ -173,6 +192,8 @@ class Catalog:
         self._appended_from: dict[str, int] = {}
         # Where undated notes get a date (git history); None: they stay undated.
         self.dating: Dating | None = None
+        # The fields files beside the notes (mdmem.files.sidecar).
+        self.fields = FieldFiles(root)
 
     def reset(self) -> None:
         """Forget everything parsed; the next scan reads every file again."""
@@ -192,6 +213,7 @@ class Catalog:
         self._appended_from.clear()
         self._full_at = None
         self.unindexed.clear()
+        self.fields.reset()
 
     @property
     def watching(self) -> bool:
@@ -229,7 +251,11 @@ class Catalog:
             self.redate(None)  # the rows hold the dates as last indexed
 
     def _load_rows(self, rows: dict[str, tuple[Any, ...]], blocks: dict[str, list[Block]]) -> None:
-        for path, (mtime_ns, size, ino, _sha, meta, fm_lines) in rows.items():
+        for path, (mtime_ns, size, ino, fields_sig, meta, fm_lines) in rows.items():
+            if fields_sig:
+                # The fields file as the note's blocks were read with it: read
+                # again only if the scan finds it changed.
+                self.fields.known(sidecar_of(path), _parse_sig(fields_sig))
             parsed = ParsedFile(
                 path=path,
                 file=None,
@@ -537,7 +563,8 @@ class Catalog:
         file a full markdown parse per write made each write O(file)."""
         tf = decode_readable(raw)
         state = self.files.get(path)
-        grown = appended_items(state.parsed, tf) if state is not None else None
+        beside = self.fields.view(path)
+        grown = appended_items(state.parsed, tf, beside) if state is not None else None
         if state is not None and grown is not None:
             start = len(state.parsed.blocks)
             if path not in self.unindexed:
@@ -547,13 +574,64 @@ class Catalog:
             self.unindexed.add(path)
             return state.parsed
         self._appended_from.pop(path, None)
-        parsed = parse(path, tf, fallback_time=datetime.fromtimestamp(sig[0] / 1e9, tz=UTC))
+        fallback = datetime.fromtimestamp(sig[0] / 1e9, tz=UTC)
+        parsed = parse(path, tf, fallback_time=fallback, beside=beside)
         self.put(path, parsed, sig)
         self.unindexed.add(path)
         return parsed
 
+    def reread(self, paths: Iterable[str]) -> list[str]:
+        """Forget what a write that did not happen told us of ``paths`` (a dry run,
+        a failed write): each is read from disk again, fields files first, and
+        the notes read again are returned."""
+        paths = list(paths)
+        notes: list[str] = []
+        for rel in [p for p in paths if is_sidecar(p)]:
+            self.fields.touch(rel, (0, 0, 0))
+            notes += self.refresh_fields(rel)
+        for rel in [p for p in paths if not is_sidecar(p)]:
+            if rel in self.files:
+                self.invalidate(rel)
+                self.refresh(rel)
+                notes.append(rel)
+        return list(dict.fromkeys(notes))
+
+    def fields_signature(self, path: str) -> str:
+        """The stat of ``path``'s fields file as its blocks were read ("" for none),
+        for the manifest row."""
+        sig = self.fields.signature(sidecar_of(path))
+        return "" if sig is None else ":".join(str(n) for n in sig)
+
+    def refresh_fields(self, side: str) -> list[str]:
+        """Re-read a fields file if its stat changed; the notes read again because
+        their memories' fields changed (each is then in ``unindexed``)."""
+        full = self.root / side
+        try:
+            st = full.stat()
+        except FileNotFoundError:
+            changed = self.fields.drop(side)
+        else:
+            sig = signature_of(st)
+            if self.fields.signature(side) == sig:
+                return []
+            try:
+                raw = full.read_bytes()
+            except OSError:
+                return []
+            changed = self.fields.read(side, raw, sig)
+            note = note_of(side)
+            if note is not None and note in self.files:
+                changed.update(b.id for b in self.files[note].parsed.blocks if b.is_memory)
+        notes = sorted({p for i in changed if (p := self._by_id.get(i)) is not None})
+        for note in notes:
+            self.invalidate(note)
+            self.refresh(note)
+        return [n for n in notes if n in self.files]
+
     def refresh(self, path: str) -> bool:
         """Re-read one file if its stat changed; True when something changed."""
+        if is_sidecar(path):
+            return bool(self.refresh_fields(path))
         full = self.root / path
         try:
             st = full.stat()
@@ -608,6 +686,8 @@ class Catalog:
             for entry in entries:
                 name = entry.name
                 if name[0] == ".":
+                    if name == SIDECAR_DIR:
+                        yield from self._walk_fields(prefix + name, entry.path, feed)
                     continue
                 if name.endswith(".md"):
                     try:
@@ -631,6 +711,26 @@ class Catalog:
                         continue
                     stack.append((prefix + name, entry.path))
 
+    def _walk_fields(
+        self, rel_dir: str, directory: str, feed: ChangeFeed | None
+    ) -> Iterator[tuple[str, Signature]]:
+        """The fields files of one ``.fields`` folder, with their signatures."""
+        if feed is not None:
+            feed.watch(rel_dir, directory)
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.endswith(".md.jsonl") and entry.name[0] != ".":
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    st = entry.stat()
+                except OSError:
+                    continue
+                yield f"{rel_dir}/{entry.name}", (st.st_mtime_ns, st.st_size, st.st_ino)
+
     def scan(self, *, history: bool = True) -> ScanDelta:
         """Re-parse the files that changed: those the change feed names, else stat them all.
 
@@ -643,9 +743,7 @@ class Catalog:
         if history:
             self._follow_history()
         delta = self._scan_changed()
-        for path in self.take_rekeyed():
-            if path not in delta.changed:
-                delta.changed.append(path)
+        delta.add(self.take_rekeyed())
         return delta
 
     def _scan_changed(self) -> ScanDelta:
@@ -669,11 +767,14 @@ class Catalog:
                 return self._scan_all()
         delta = ScanDelta()
         self._forced.clear()
-        for rel in ordered:
+        # Fields files first: the notes they change are read once, with them.
+        for rel in [r for r in ordered if is_sidecar(r)]:
+            delta.add(self.refresh_fields(rel))
+        for rel in [r for r in ordered if not is_sidecar(r)]:
             was_known = rel in self.files
             if self.refresh(rel):
                 if rel in self.files:
-                    delta.changed.append(rel)
+                    delta.add([rel])
                 elif was_known:
                     delta.removed.append(rel)
         return delta
@@ -693,7 +794,19 @@ class Catalog:
         files = self.files
         skipped_sigs = self._skipped_sigs
         seen: list[str] = []
+        sides: list[tuple[str, Signature]] = []
+        notes: list[tuple[str, Signature]] = []
         for rel, sig in self.walk(feed):
+            (sides if rel.endswith(".jsonl") else notes).append((rel, sig))
+        fields = self.fields
+        present_sides = set()
+        for rel, sig in sides:
+            present_sides.add(rel)
+            if fields.signature(rel) != sig:
+                delta.add(self.refresh_fields(rel))
+        for rel in [r for r in fields.tracked() if r not in present_sides]:
+            delta.add(self.refresh_fields(rel))
+        for rel, sig in notes:
             seen.append(rel)
             state = files.get(rel)
             if state is not None and state.signature == sig:
@@ -703,7 +816,7 @@ class Catalog:
             was_known = state is not None
             if self.refresh(rel):
                 if rel in files:
-                    delta.changed.append(rel)
+                    delta.add([rel])
                 elif was_known:
                     delta.removed.append(rel)
         present = set(seen)
@@ -714,3 +827,12 @@ class Catalog:
             self.skipped.pop(rel, None)
             self._skipped_sigs.pop(rel, None)
         return delta
+
+
+
+def _parse_sig(text: str) -> Signature:
+    try:
+        a, b, c = (int(x) for x in str(text).split(":"))
+    except ValueError:
+        return (0, 0, 0)
+    return (a, b, c)

@@ -26,6 +26,9 @@ import sys
 
 __all__ = ["LOCAL_FILESYSTEMS", "ChangeFeed"]
 
+# Notes, and the fields files beside them (mdmem.files.sidecar).
+_WATCHED = (".md", ".md.jsonl")
+
 _IN_MODIFY = 0x2
 _IN_ATTRIB = 0x4
 _IN_CLOSE_WRITE = 0x8
@@ -155,7 +158,7 @@ class ChangeFeed:
                     continue
                 rel_dir = self._dirs.get(wd)
                 name = os.fsdecode(name_bytes.rstrip(b"\0"))
-                if rel_dir is None or not name.endswith(".md") or name.startswith("."):
+                if rel_dir is None or name.startswith(".") or not name.endswith(_WATCHED):
                     continue
                 touched.add(f"{rel_dir}/{name}" if rel_dir else name)
         return None if rescan else touched

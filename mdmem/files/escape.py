@@ -18,7 +18,13 @@ positions*, the few places where a parser would otherwise see structure:
   underlines, thematic breaks, task boxes);
 * a ``[`` or ``(`` that opens ``key::`` (a Dataview inline field, either form);
 * a ``^`` at the start of a line or after whitespace, before a word of
-  letters, digits and ``-`` (an Obsidian block id such as ``^m-…``).
+  letters, digits and ``-`` (an Obsidian block id such as ``^m-…``);
+* the ``:`` after a kind's word that opens a line (``Decision:``, see
+  :data:`mdmem.models.KIND_LABELS`), which on a memory line's first line
+  says the line's kind;
+* the ``[`` of a link to a block after an arrow at the end of a line
+  (``→ [[MEMORY.md#^m-…|newer]]``), which on a retired memory's line names
+  the memory that replaced it.
 
 At a special position, a run of *n* backslashes before the character decodes
 to *n*//2 backslashes, and an odd run means the character itself was escaped.
@@ -40,8 +46,12 @@ from __future__ import annotations
 
 import re
 
+from mdmem.models import KIND_LABELS
+
 __all__ = [
     "FIELD",
+    "LABEL",
+    "REPLACED_BY",
     "closes_fence",
     "escape_code_line",
     "escape_lines",
@@ -61,6 +71,12 @@ _LEAD = re.compile(r"[ \t]*(\\*)[#>+*_=`~|<:\[-]")
 _NUMBER = re.compile(r"[ \t]*\d{1,9}(\\*)[.)]")
 _FIELD_OPEN = re.compile(r"(\\*)[\[(](?=[A-Za-z][\w-]*::)")
 _CARET = re.compile(r"(?:^|(?<=\s))(\\*)\^(?=[A-Za-z0-9-]+(?:\s|$))")
+# A kind's word opening a line, then a colon and a space (group 2: the backslash
+# run before the colon). Case-insensitive: a person types "decision:" too.
+_WORDS = "|".join(re.escape(w) for w in sorted(KIND_LABELS.values(), key=len, reverse=True))
+LABEL = re.compile(rf"[ \t]*({_WORDS})(\\*):(?=[ \t]|$)", re.IGNORECASE)
+# "→ [[path#^m-…|alias]]" ending a line (group 1: the backslash run before the "[").
+REPLACED_BY = re.compile(r"(?:^|[ \t])→[ \t]+(\\*)\[\[[^\]\n]*#\^([A-Za-z0-9-]+)(?:\|[^\]\n]*)?\]\][ \t]*$")
 
 # What a line start must not be left as (the text after indentation).
 _ATX = re.compile(r"#{1,6}(?:[ \t]|$)")
@@ -116,6 +132,14 @@ def _specials(line: str) -> tuple[dict[int, int], int]:
     if "^" in line:
         for match in _CARET.finditer(line):
             found[match.end() - 1] = match.start(1)
+    if lead < 0 and ":" in line:
+        label = LABEL.match(line)
+        if label is not None:
+            found[label.end() - 1] = label.start(2)
+    if "→" in line:
+        link = REPLACED_BY.search(line)
+        if link is not None:
+            found[link.end(1)] = link.start(1)
     return found, lead
 
 

@@ -31,9 +31,12 @@ __all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_
 # never replace another's, whatever ids the files hold; and they are parsed
 # anew (escaped text, a file's folder deciding its scope), so rows an older
 # parser wrote are dropped and the files read again.
-SCHEMA_VERSION = 3
+# 4: a file's row says the stat of the fields file beside it (mdmem.files.sidecar)
+# as its blocks were read with it ("" when it had none); blocks hold those fields.
+SCHEMA_VERSION = 4
 
-FileRow = tuple[int, int, int, str, dict[str, Any], int]  # mtime_ns, size, ino, sha, meta, fm_lines
+# mtime_ns, size, ino, the fields file's stat ("mtime:size:ino" or ""), frontmatter, fm_lines
+FileRow = tuple[int, int, int, str, dict[str, Any], int]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -110,7 +113,7 @@ class Manifest:
             db.execute("DELETE FROM meta")
         db.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER,"
-            " size INTEGER, ino INTEGER, sha TEXT, meta TEXT, fm_lines INTEGER)"
+            " size INTEGER, ino INTEGER, fields_sig TEXT, meta TEXT, fm_lines INTEGER)"
         )
         db.execute(
             "CREATE TABLE IF NOT EXISTS blocks (id TEXT, path TEXT, ord INTEGER,"
@@ -170,7 +173,7 @@ class Manifest:
     def files(self) -> dict[str, FileRow]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT path, mtime_ns, size, ino, sha, meta, fm_lines FROM files"
+                "SELECT path, mtime_ns, size, ino, fields_sig, meta, fm_lines FROM files"
             ).fetchall()
         return {r[0]: (r[1], r[2], r[3], r[4], json.loads(r[5] or "{}"), r[6]) for r in rows}
 
@@ -237,13 +240,13 @@ class Manifest:
             )
 
     def _put_file(self, path: str, row: FileRow) -> None:
-        mtime_ns, size, ino, sha, meta, fm_lines = row
+        mtime_ns, size, ino, fields_sig, meta, fm_lines = row
         self._db.execute(
-            "INSERT INTO files(path, mtime_ns, size, ino, sha, meta, fm_lines)"
+            "INSERT INTO files(path, mtime_ns, size, ino, fields_sig, meta, fm_lines)"
             " VALUES (?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET"
             " mtime_ns=excluded.mtime_ns, size=excluded.size, ino=excluded.ino,"
-            " sha=excluded.sha, meta=excluded.meta, fm_lines=excluded.fm_lines",
-            (path, mtime_ns, size, ino, sha, json.dumps(meta, default=str), fm_lines),
+            " fields_sig=excluded.fields_sig, meta=excluded.meta, fm_lines=excluded.fm_lines",
+            (path, mtime_ns, size, ino, fields_sig, json.dumps(meta, default=str), fm_lines),
         )
 
     @_guarded

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
 from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN
-from mdmem.git.revisions import parsed_at, rev_parse
+from mdmem.files.sidecar import Record, is_sidecar, note_of, parse_records
+from mdmem.git.revisions import fields_at, parsed_at, rev_parse
 from mdmem.store.commitrecords import CommitRecord, Side, read_records
 from mdmem.store.gitstore import is_agent_email
 
@@ -120,6 +121,8 @@ class _Commit:
     plus: dict[str, Side]
     minus: dict[str, Side]
     hunks: dict[str, list[tuple[int, int]]]  # path -> (new start, new count)
+    # Records the commit added to fields files (mdmem.files.sidecar): (file, record).
+    records: list[tuple[str, Record]] = field(default_factory=list)
 
     @property
     def is_agent(self) -> bool:
@@ -152,7 +155,10 @@ def changes_after(
     if head is None:
         return Changes(label, base, None, 0, 0, 0, (), (), (), (), ())
     if not records:
-        return _summarise(store, label, base, head, _log_patches(store, base))
+        diffed = _log_patches(store, base)
+        for commit in diffed:
+            _statuses_from_records(store, commit)
+        return _summarise(store, label, base, head, diffed)
     commits = _log_commits(store, base)
     assert commits is not None  # a base git knows
     return _summarise(store, label, base, head, _with_patches(store, commits))
@@ -184,8 +190,39 @@ def _with_patches(store: MemoryStore, commits: list[_Commit]) -> list[_Commit]:
     missing = [c for c in commits if c.sha not in kept]
     if missing:
         patched = {c.sha: c for c in _patches_of(store, [c.sha for c in missing])}
+        for commit in patched.values():
+            _statuses_from_records(store, commit)
         commits = [patched.get(c.sha, c) for c in commits]
     return commits
+
+
+def _statuses_from_records(store: MemoryStore, commit: _Commit) -> None:
+    """A diffed commit's status changes kept beside the lines: each record that
+    sets a status or ``by`` is the memory's side after the commit; the fields
+    file before the commit says the side before it."""
+    before: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {}
+    for side_path, record in commit.records:
+        values = dict(record.values)
+        if "status" not in values and "by" not in values:
+            continue
+        note = note_of(side_path)
+        if note is None:
+            continue
+        memory_id = record.id
+        after = commit.plus.get(memory_id)
+        path = after.path if after is not None else note
+        was = commit.minus.get(memory_id)
+        old_path = was.path if was is not None else path
+        if old_path not in before:
+            before[old_path] = fields_at(store, f"{commit.sha}^", old_path)
+        old = dict(before[old_path].get(memory_id, ()))
+        old_status, old_by = old.get("status", "active"), (old.get("by") or "").lstrip("^")
+        if was is not None and was.status != "active":  # an older vault's line said it
+            old_status, old_by = was.status, was.by or old_by
+        status = (values.get("status") or "active") if "status" in values else old_status
+        by = (values.get("by") or "").lstrip("^") if "by" in values else old_by
+        commit.minus[memory_id] = Side(old_path, old_status, old_by or None)
+        commit.plus[memory_id] = Side(path, status, by or None)
 
 
 def _fill(commit: _Commit, record: CommitRecord) -> None:
@@ -338,7 +375,9 @@ def _parse_patch(patch: str, commit: _Commit) -> None:
             elif line.startswith("rename to ") and commit.paths:
                 commit.paths[-1] = _unquote(line[len("rename to ") :])
             continue
-        if line.startswith("+"):
+        if line.startswith("+") and new_path and is_sidecar(new_path):
+            commit.records.extend((new_path, r) for r in parse_records([line[1:]])[0])
+        elif line.startswith("+"):
             match = _ID_AT_END.search(line[1:])
             if match and new_path:
                 commit.plus[match.group(1)] = _side(new_path, line[1:])

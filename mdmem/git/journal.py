@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from mdmem.errors import GitError
 from mdmem.files.health import open_sqlite
 from mdmem.files.ids import ID_PATTERN
+from mdmem.files.sidecar import SIDECAR_SUFFIX, note_of, parse_records
 from mdmem.git.revisions import is_ancestor
 
 
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
 __all__ = ["JOURNAL_FILE", "Journal"]
 
 JOURNAL_FILE = "history.sqlite"
-_VERSION = "1"
+# 2: a record in a fields file beside a note touches its memory too.
+_VERSION = "2"
 _ID_AT_END = re.compile(rf"(?:^|\s)\^({ID_PATTERN})\s*$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -81,9 +83,9 @@ class Journal:
 
     def commits_touching(self, store: MemoryStore, memory_id: str) -> list[tuple[str, str | None]]:
         """(commit, path) of each commit whose diff adds or removes a line
-        ending in ``^memory_id``, oldest first: the file the commit leaves
-        that line in, None when it removed it (the journal catches up with
-        HEAD first)."""
+        ending in ``^memory_id``, or adds a record of its fields, oldest
+        first: the file the commit leaves that line in, None when it removed
+        it (the journal catches up with HEAD first)."""
         with self._lock:
             db = self._open()
             try:
@@ -166,6 +168,12 @@ def _walk(store: MemoryStore, tip: str | None, head: str) -> Iterator[tuple[str,
                 path = _unquote(line[4:])
             elif line.startswith("--- "):
                 continue
+            elif line[:1] == "+" and path.endswith(SIDECAR_SUFFIX):
+                # A field of a memory changed beside its line (its status, a mark).
+                note = note_of(path)
+                record = parse_records([line[1:]])[0]
+                if note is not None and record:
+                    ids.setdefault(record[0].id, note)
             elif line[:1] in "+-":
                 match = _ID_AT_END.search(line[1:])
                 if match:

@@ -12,12 +12,13 @@ import re
 from typing import TYPE_CHECKING
 
 from mdmem.files import blocks as blk
+from mdmem.files.sidecar import Fields, parse_records, resolve, sidecar_of
 from mdmem.files.textfile import SkipFile, decode
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["is_ancestor", "is_sha", "parsed_at", "rev_parse"]
+__all__ = ["fields_at", "is_ancestor", "is_sha", "parsed_at", "rev_parse"]
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")  # fullmatch: "$" would pass a final newline
 
@@ -45,11 +46,21 @@ def is_ancestor(store: MemoryStore, ancestor: str, descendant: str) -> bool:
 
 
 def parsed_at(store: MemoryStore, rev: str, path: str) -> blk.ParsedFile | None:
-    """``path`` as it is at ``rev``, parsed; None where it is missing or not markdown."""
+    """``path`` as it is at ``rev``, parsed with the fields kept beside it then;
+    None where it is missing or not markdown."""
     raw = store.git.show(rev, path)
     if raw is None:
         return None
     try:
-        return blk.parse(path, decode(raw))
+        return blk.parse(path, decode(raw), beside=fields_at(store, rev, path))
     except SkipFile:
         return None
+
+
+def fields_at(store: MemoryStore, rev: str, path: str) -> dict[str, Fields]:
+    """The fields kept beside ``path``'s memories at ``rev`` (its fields file then)."""
+    raw = store.git.show(rev, sidecar_of(path))
+    if not raw:
+        return {}
+    records, _bad = parse_records(raw.decode("utf-8", "replace").splitlines())
+    return resolve(records)

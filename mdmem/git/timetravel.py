@@ -26,6 +26,7 @@ from mdmem.files.blocks import parse
 from mdmem.files.health import DERIVED_ERRORS, error_line
 from mdmem.files.ids import copy_key
 from mdmem.files.manifest import block_from_row, block_to_row
+from mdmem.files.sidecar import is_sidecar, merged, parse_records
 from mdmem.files.textfile import SkipFile, decode
 from mdmem.git.revisions import rev_parse
 from mdmem.index.blocktext import embed_key, indexable
@@ -184,8 +185,9 @@ def forget_snapshots(store: MemoryStore) -> None:
 # Written into each snapshot's "complete" marker; a snapshot built by another
 # format is built again. 2: copied lines are blocks of their own. 3: files'
 # frontmatter (tiers, an episode's sources, a contact) is kept. 4: notes with
-# no date of their own are dated by git history.
-_FORMAT = "4"
+# no date of their own are dated by git history. 5: memories take the fields
+# kept beside their notes (mdmem.files.sidecar).
+_FORMAT = "5"
 
 
 def _root(store: MemoryStore) -> Path:
@@ -194,7 +196,7 @@ def _root(store: MemoryStore) -> Path:
 
 def _read_tree(store: MemoryStore, sha: str) -> dict[str, bytes]:
     listing = store.git.run("ls-tree", "-r", "-z", "--name-only", sha, strip=False)
-    paths = [p for p in listing.split("\0") if p.endswith(".md")]
+    paths = [p for p in listing.split("\0") if p.endswith(".md") or is_sidecar(p)]
     paths = [p for p in paths if not p.startswith(("templates/", ".obsidian/", ".trash/"))]
     if not paths:
         return {}
@@ -221,9 +223,20 @@ def _build(store: MemoryStore, sha: str) -> Snapshot:
     # Notes with no date of their own are dated by git history, as live recall
     # dates them (mdmem.store.gitdates), if first recorded by this commit.
     when = datetime.fromtimestamp(int(store.git.run("log", "-1", "--format=%ct", sha)), tz=UTC)
-    for path, raw in _read_tree(store, sha).items():
+    tree = _read_tree(store, sha)
+    # Every fields file of the commit, read once: a line moved between notes
+    # finds its fields in the file it came from.
+    records = [
+        parse_records(raw.decode("utf-8", "replace").splitlines())[0]
+        for path, raw in tree.items()
+        if is_sidecar(path)
+    ]
+    beside = merged(records)
+    for path, raw in tree.items():
+        if is_sidecar(path):
+            continue
         try:
-            parsed = parse(path, decode(raw))
+            parsed = parse(path, decode(raw), beside=beside)
         except SkipFile:
             continue
         store.catalog.date_from_history(path, parsed, until=when)

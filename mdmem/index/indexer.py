@@ -583,7 +583,8 @@ class Indexer:
             # Recorded as matching no stat: every process reads the file again
             # and so learns where its bad bytes are (recall's degraded, doctor).
             mtime_ns, size, ino = 0, 0, 0
-        return (mtime_ns, size, ino, "", parsed.frontmatter, parsed.frontmatter_lines)
+        fields = self.catalog.fields_signature(path)
+        return (mtime_ns, size, ino, fields, parsed.frontmatter, parsed.frontmatter_lines)
 
     def _write(self, upserts: list[Block], deletes: list[str], to_embed: list[Block]) -> None:
         tell = self._progress or silent

@@ -24,6 +24,7 @@ from mdmem.errors import IndexError_
 from mdmem.files.blocks import parse
 from mdmem.files.health import CORRUPT_SUFFIX, DERIVED_ERRORS, error_line, quarantine
 from mdmem.files.ids import written_id
+from mdmem.files.sidecar import is_sidecar
 from mdmem.files.textfile import SkipFile, decode
 from mdmem.index.blocktext import indexable
 from mdmem.models import Block
@@ -91,10 +92,12 @@ def check_manifest(store: MemoryStore) -> list[Finding]:
     out: list[Finding] = []
     seen: set[str] = set()
     for rel, sig in store.catalog.walk():
+        if is_sidecar(rel):
+            continue  # read with its note
         seen.add(rel)
         try:
             raw = (store.root / rel).read_bytes()
-            parsed = parse(rel, decode(raw))
+            parsed = parse(rel, decode(raw), beside=store.catalog.fields.view(rel))
         except (OSError, SkipFile):
             continue  # "files parse" reports it
         row = rows.get(rel)

@@ -35,6 +35,8 @@ __all__ = [
     "id_replacer",
     "item_appender",
     "raw_replacer",
+    "record_appender",
+    "refielder",
     "require",
 ]
 
@@ -173,6 +175,30 @@ def field_setter(memory_id: str, updates: dict[str, str | None]) -> Editor:
         rebuilt = blk.rewritten_block(parsed, current, tf.lines[start:end], new_lines)
         tf.replace_lines(start, end, new_lines)
         return Edit(rewritten=rebuilt)
+
+    return edit
+
+
+def record_appender(lines: list[str]) -> Editor:
+    """An edit appending field records to a fields file (:mod:`mdmem.files.sidecar`):
+    whole lines, nothing else touched, so two clones' appends merge by union."""
+
+    def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+        tf.append_lines(lines)
+        return Edit(appended_at=len(tf.lines) - len(lines))
+
+    return edit
+
+
+def refielder(memory_id: str, beside: blk.Beside) -> Editor:
+    """An edit that changes no byte of a note: its memory ``memory_id`` takes
+    the fields kept beside it now (a field change that leaves the line as it is)."""
+
+    def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+        current = require(parsed, memory_id)
+        assert parsed is not None
+        lines = tf.lines[current.line_start - 1 : current.line_end]
+        return Edit(rewritten=blk.refielded(parsed, current, lines, beside))
 
     return edit
 

@@ -17,7 +17,9 @@ the new ones, and the files now holding the new bytes are committed with the
 recorded message, as the agent, plus ``Recovered: interrupted write``. A file
 a person changed since (neither old nor new bytes) is left to them and named
 in a warning. A single-file change keeps no bytes (the file replace itself
-is atomic), so the common write pays one small JSON file. The record is not
+is atomic); of a file a multi-file change only appends to (a memory's line
+and the record of its fields beside it) only the appended bytes are kept, so
+the common write pays a small JSON file and its new lines. The record is not
 fsynced (that doubled a remember's cost): it covers a killed process, whose
 writes the OS still holds, not a power cut.
 """
@@ -62,7 +64,11 @@ class Intent:
         """Note one file's old and new content (the new bytes too when ``keep_bytes``)."""
         self.files[rel] = {"old": _mark(old), "new": _mark(new)}
         if keep_bytes:
-            self.blobs[rel] = new
+            if old is not None and new.startswith(old):
+                self.files[rel]["appends"] = "1"  # the blob is what goes after the old bytes
+                self.blobs[rel] = new[len(old) :]
+            else:
+                self.blobs[rel] = new
 
     def save(self) -> None:
         """Write the intent (blobs first, the JSON that names them last)."""
@@ -114,13 +120,15 @@ def recover(
     for rel, marks in sorted(files.items()):
         full = safe_path(root, rel)
         try:
-            now = _mark(full.read_bytes())
+            held: bytes | None = full.read_bytes()
         except FileNotFoundError:
-            now = None
+            held = None
+        now = _mark(held)
         if now == marks.get("new"):
             done.append(rel)
         elif now == marks.get("old") and marks.get("blob"):
-            atomic_write(full, (folder / str(marks["blob"])).read_bytes())
+            blob = (folder / str(marks["blob"])).read_bytes()
+            atomic_write(full, (held or b"") + blob if marks.get("appends") else blob)
             done.append(rel)
         else:
             left.append(rel)

@@ -224,8 +224,6 @@ class MemoryStore:
             extra.append(("pinned", "caller"))
         origin = check_origin(origin)
         level = check_importance(importance, origin)
-        if kind != blk.default_kind_for(rel):
-            extra.insert(0, ("kind", kind))
         if created is not None:
             extra.append(("created", iso_date(created)))
         if level is not None:
@@ -352,12 +350,13 @@ class MemoryStore:
 
         ``body`` must already be clean (:meth:`clean_text`); returns the new id.
         """
+        kept = _kept(kind, tags, fields)
         refuse_secret_metadata(
-            rel, blk.render_entry(heading, MASK, "m-0", tags=tags, fields=fields), header
+            rel, [*blk.render_entry(heading, MASK, "m-0", tags=tags), *_shown(kept)], header
         )
         with self.writer.batch(subject=None) as tx:
             memory_id = self.writer.new_id()
-            lines = blk.render_entry(heading, body, memory_id, tags=tags, fields=fields)
+            lines = blk.render_entry(heading, body, memory_id, tags=tags)
             tx.add_entry(
                 rel,
                 lines,
@@ -365,6 +364,7 @@ class MemoryStore:
                 header=header,
                 subject=subject,
                 trailers=memory_trailers(memory_id, kind, scope, op) + trailers,
+                fields=kept,
             )
         return memory_id
 
@@ -511,9 +511,11 @@ class MemoryStore:
         op: str,
         topic: str | None = None,
     ) -> Memory:
+        label = blk.kind_label(kind) if kind != blk.default_kind_for(rel) else None
+        kept = _kept(kind, tags, extra)
         refuse_secret_metadata(
             rel,
-            blk.render_list_item(MASK, "m-0", tags=tags, fields=extra),
+            [*blk.render_list_item(MASK, "m-0", tags=tags, label=label), *_shown(kept)],
             [f"## Topic: {topic}"] if topic is not None else [],
         )
         digest = blk.content_hash(body)
@@ -524,12 +526,13 @@ class MemoryStore:
         memory_id = self.writer.new_id()
         tx.add_item(
             rel,
-            blk.render_list_item(body, memory_id, tags=tags, fields=extra),
+            blk.render_list_item(body, memory_id, tags=tags, label=label),
             subject=f"{op} {kind}: {first_line(body)}",
             trailers=memory_trailers(memory_id, kind, scope, op)
             + ([("Topic", topic)] if topic else []),
             topic=topic,
             hashed=(body, digest),
+            fields=(memory_id, kept),
         )
         return Memory.from_block(self.writer.block(memory_id), was_new=True)
 
@@ -560,3 +563,21 @@ class MemoryStore:
             op=op,
         )
         return Memory.from_block(self.writer.block(memory_id), was_new=True)
+
+
+def _kept(
+    kind: str, tags: Iterable[str], fields: Iterable[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """What a new memory keeps beside its line (mdmem.files.sidecar): its kind,
+    the tags it was given (they stay if a person rewrites the line without
+    them) and its fields."""
+    kept = [("kind", kind)]
+    tag_list = list(tags)
+    if tag_list:
+        kept.append(("tags", " ".join(tag_list)))
+    return kept + [(k, v) for k, v in fields if k != "kind"]
+
+
+def _shown(fields: Iterable[tuple[str, str]]) -> list[str]:
+    """Fields as the secret check reads them (the form a person would type)."""
+    return [f"[{key}:: {value}]" for key, value in fields]

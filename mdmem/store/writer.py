@@ -40,7 +40,8 @@ from mdmem.files import blocks as blk
 from mdmem.files.catalog import Catalog, signature_of
 from mdmem.files.health import DERIVED_ERRORS
 from mdmem.files.ids import IdIssuer, normalize_id
-from mdmem.files.textfile import FileStat, SkipFile, TextFile, decode, file_stat, safe_path
+from mdmem.files.sidecar import Record, encode, is_sidecar, sidecar_of, stamp
+from mdmem.files.textfile import SkipFile, TextFile, decode, file_stat, safe_path
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
 from mdmem.store import typed_secrets as typed
@@ -52,14 +53,16 @@ from mdmem.store.editors import (
     block_remover,
     blocks_rewriter,
     entry_appender,
-    field_setter,
     file_creator,
     id_replacer,
     item_appender,
     raw_replacer,
+    record_appender,
 )
-from mdmem.store.gitstore import GitStore, Identity, format_message, paths_shown
-from mdmem.store.humanlines import give_ids
+from mdmem.store.fieldchanges import field_edits
+from mdmem.store.gitstore import GitStore, Identity, format_message
+from mdmem.store.humanedits import HumanEdits
+from mdmem.store.humanlines import give_ids, give_typed_ids
 from mdmem.store.intent import Intent, recover
 from mdmem.store.swap import Orphans, Swapped, swap, undo_all
 from mdmem.store.vaultlock import VaultLock
@@ -84,9 +87,7 @@ _STREAM_CHUNK = 100
 _MAX_ID_TRAILERS = 100
 _SCAN_LIMIT = 500  # above this many files, ask git for dirty files instead of stat-scanning
 _EDITOR_ACTIVE_FOR = 10.0  # seconds a foreign edit keeps the writer careful
-# A file's ctime comes from a coarse clock that may lag time.time() by a tick (1-10 ms): a
-# file counts as unchanged since a moment only if its ctime is this much older.
-_CTIME_SLACK_NS = 20_000_000
+_FIELDS_MAX_BYTES = 256 * 1024 * 1024  # a fields file is read whole, but it is not a note
 
 
 def memory_trailers(memory_id: str, kind: str, scope: str, op: str) -> Trailers:
@@ -150,8 +151,12 @@ class Transaction:
         trailers: Trailers,
         topic: str | None = None,
         hashed: tuple[str, str] | None = None,
+        fields: tuple[str, list[tuple[str, str]]] | None = None,
     ) -> None:
-        """Append a rendered list item to ``rel`` (under ``## Topic: topic`` if given)."""
+        """Append a rendered list item to ``rel`` (under ``## Topic: topic`` if given);
+        ``fields``: (its id, the fields kept beside it)."""
+        if fields is not None:
+            self.record_fields(rel, fields[0], fields[1])
         self.apply(rel, item_appender(rel, lines, topic=topic, hashed=hashed), subject, trailers)
 
     def add_entry(
@@ -163,9 +168,32 @@ class Transaction:
         header: list[str],
         subject: str,
         trailers: Trailers,
+        fields: list[tuple[str, str]] | None = None,
     ) -> None:
-        """Append a rendered entry section; ``header`` starts the file if it is new."""
+        """Append a rendered entry section; ``header`` starts the file if it is new;
+        ``fields`` are kept beside it."""
+        if fields is not None:
+            self.record_fields(rel, memory_id, fields)
         self.apply(rel, entry_appender(header, lines, memory_id), subject, trailers)
+
+    def record_fields(
+        self, rel: str, memory_id: str, values: Iterable[tuple[str, str | None]]
+    ) -> None:
+        """Keep fields of ``memory_id``, a memory of the note ``rel``, in the fields
+        file beside it (:mod:`mdmem.files.sidecar`); None unsets a field."""
+        self.record_many(rel, [(memory_id, list(values))])
+
+    def record_many(
+        self, rel: str, changes: Iterable[tuple[str, Iterable[tuple[str, str | None]]]]
+    ) -> None:
+        """:meth:`record_fields` for several memories of one note, in one append."""
+        records = [Record(i, stamp(), tuple(values)) for i, values in changes]
+        records = [r for r in records if r.values]
+        if not records:
+            return
+        side = sidecar_of(rel)
+        self._apply_quiet(side, record_appender([encode(r) for r in records]))
+        self._writer.catalog.fields.add(side, records)
 
     def set_fields(
         self,
@@ -176,14 +204,33 @@ class Transaction:
         subject: str,
         extra_trailers: Trailers | None = None,
     ) -> None:
-        """Set (or with None remove) inline fields of one block."""
+        """Set (or with None unset) fields of one memory, kept beside its line; a
+        memory retired (superseded, resolved, archived) leaves its note for the
+        note's archive, one made active again comes back (:mod:`mdmem.store.fieldchanges`)."""
         block = self._writer.block(memory_id)
-        self.apply(
-            block.path,
-            field_setter(block.id, updates),
-            subject,
-            memory_trailers(block.id, block.kind, block.scope, op) + (extra_trailers or []),
-        )
+        trailers = memory_trailers(block.id, block.kind, block.scope, op) + (extra_trailers or [])
+        self.set_fields_of([block.id], updates, subject=subject, trailers=trailers)
+
+    def set_fields_of(
+        self,
+        memory_ids: Iterable[str],
+        updates: dict[str, str | None],
+        *,
+        subject: str,
+        trailers: Trailers,
+    ) -> None:
+        """:meth:`set_fields` for many memories at once (one record line each)."""
+        writer = self._writer
+        blocks = [writer.block(i) for i in memory_ids]
+        fields = writer.catalog.fields
+        for step in field_edits(blocks, updates, fields):
+            if step.records:
+                self.record_many(step.path, step.records)
+            for edit in step.edits:
+                self._apply_quiet(step.path, edit)
+        self._subjects.append(subject)
+        self._trailers.extend(trailers)
+        self._ops += 1
 
     def remove_block(self, memory_id: str, *, subject: str, trailers: Trailers) -> Block:
         """Remove one block from its file; returns it as it was."""
@@ -251,6 +298,13 @@ class Transaction:
 
     def apply(self, rel: str, edit: Editor, subject: str, trailers: Trailers) -> None:
         """Apply any editor (see :mod:`mdmem.store.editors`) to one file."""
+        self._apply_quiet(rel, edit)
+        self._subjects.append(subject)
+        self._trailers.extend(trailers)
+        self._ops += 1
+
+    def _apply_quiet(self, rel: str, edit: Editor) -> None:
+        """Apply an editor as part of a write another call names (no subject of its own)."""
         writer = self._writer
         pending = self.pending.get(rel)
         if pending is None:
@@ -261,9 +315,6 @@ class Transaction:
         result = edit(pending.tf, pending.parsed)
         pending.edits.append(edit)
         pending.parsed = writer.reparse(rel, pending, result, self)
-        self._subjects.append(subject)
-        self._trailers.extend(trailers)
-        self._ops += 1
 
     # -- the end -------------------------------------------------------------
 
@@ -307,6 +358,8 @@ class Transaction:
     def index_written(self, written: list[str], indexer: Indexer, catalog: Catalog) -> None:
         # The streamed file first: any other keyword write would cancel it.
         for rel in sorted(written, key=lambda r: r != self._stream_path):
+            if is_sidecar(rel):
+                continue  # read with its note: the note's blocks hold the fields
             pending = self.pending[rel]
             stream = self._stream if rel == self._stream_path else None
             if pending.only_appends and rel in catalog.files:
@@ -354,20 +407,10 @@ class Writer:
         self.after_batch: Callable[[list[str]], None] | None = None
         self._ids = IdIssuer(state_dir)
         self._current: Transaction | None = None
-        self._human: Identity | None = None
-        self._known_clean = False
         self._written_sigs: dict[str, tuple[int, int, int]] = {}
-        # What git is known to have. At HEAD ``_clean_head``, a file equals its
-        # committed version if its stat is the one recorded in ``_clean_stats``
-        # or its ctime is before ``_clean_before_ns`` (when a git status found
-        # every older change committed). Whatever isn't known is committed as
-        # the person's edit before the agent's change to that file.
-        self._clean_head: str | None = None
-        self._clean_before_ns = 0
-        self._clean_stats: dict[str, FileStat] = {}
+        # What git has, and a person's edits committed as theirs (humanedits).
+        self.human = HumanEdits(root, settings, git)
         self._foreign_edit_at: dict[str, float] = {}
-        # Files holding a typed secret git has redacted: never "known committed".
-        self._kept_out: set[str] = set()
         self._orphans = Orphans()
         # Files whose indexing waited in vain for another writer's lock.
         self._index_backlog: set[str] = set()
@@ -454,10 +497,8 @@ class Writer:
                             tx.changes.extend(
                                 (rel, p.original, p.tf.to_bytes()) for rel, p in tx.pending.items()
                             )
-                        for rel in tx.pending:
-                            # Drop the pending parse: the catalog reads the disk again.
-                            if rel in self.catalog.files:
-                                self.catalog.refresh(rel)
+                        # Drop the pending parse: the catalog reads the disk again.
+                        self.catalog.reread(tx.pending)
 
     def block(self, memory_id: str) -> Block:
         """The current block of a memory (re-read if its file changed), or MemoryNotFoundError."""
@@ -573,11 +614,18 @@ class Writer:
             self.indexer.manifest.set_meta("indexed_commit", head)
 
     def commit_human_edits(self, paths: list[str] | None = None) -> str | None:
-        """Commit a person's edits as theirs, then give ids to items they typed (humanlines)."""
+        """Commit a person's edits as theirs, then give ids to the items they typed
+        into memory files, committed or not (humanlines; ``git blame`` tells their
+        lines from mdmem's)."""
         with self.lock():
-            sha = self._commit_human_edits(paths)
-            give_ids(self, Transaction(self), self._human_identity(), self._kept_out, self.git)
+            sha, _ = self.human.commit(paths)
+            human = self.human
+            give_ids(self, Transaction(self), human.person(), human.kept_out, self.git)
             return sha
+
+    def secrets_kept_out(self, paths: Iterable[str] | None = None) -> dict[str, typed.KeptOut]:
+        """Uncommitted files (or ``paths``) with a typed secret git lacks: see typed_secrets."""
+        return self.human.secrets_kept_out(paths)
 
     # -- the lock ------------------------------------------------------------
 
@@ -592,7 +640,7 @@ class Writer:
             self.indexer.ensure_state()
             with self.vault_lock.hold(self.settings.git.lock_timeout):
                 if self.settings.git.enabled and self._recover_interrupted():
-                    self._known_clean = False
+                    self.human.known_clean = False
                 if self._orphans:
                     self._orphans.rescue()
                 if sync:
@@ -612,10 +660,19 @@ class Writer:
             delta = self.catalog.scan(history=False)
             if delta:
                 self.indexer.apply(delta.changed, delta.removed)
-            if not delta and self._known_clean:
+            if not delta and self.human.known_clean:
                 return
-        self._commit_human_edits()
-        self._known_clean = True
+        before = self.git.head()
+        sha, taken = self.human.commit()
+        self.human.known_clean = True
+        if sha is not None:
+            # The lines they typed into memory files get ids now, from the
+            # commit's own diff: a typed line is a memory with an id by the next write.
+            person = self.human.person()
+            tx = Transaction(self)
+            give_typed_ids(
+                self, tx, person, before, sha, taken, self.git, quiet_for=_EDITOR_ACTIVE_FOR
+            )
 
     def _recover_interrupted(self) -> list[str]:
         """Finish a write a killed process left between its file writes and its commit."""
@@ -628,124 +685,6 @@ class Writer:
             return sorted(set(self.git.dirty_paths()) & set(paths))
 
         return recover(self.state_dir, self.root, commit, dirty)
-
-    def _human_identity(self) -> Identity:
-        if self._human is None:
-            self._human = self.git.human_identity(
-                self.settings.git.human_name, self.settings.git.human_email
-            )
-        return self._human
-
-    def _commit_human_edits(self, paths: list[str] | None = None) -> str | None:
-        if not self.settings.git.enabled:
-            return None
-        # Taken before git looks: any file older than this, git has now.
-        checked = time.time_ns() - _CTIME_SLACK_NS
-        before = self.git.head()
-        dirty = self.git.dirty_paths() if paths is None else paths
-        sha = None
-        kept = self.secrets_kept_out(dirty) if dirty else {}
-        if dirty:
-            plain = [rel for rel in dirty if rel not in kept]
-            if plain:
-                message = format_message(f"edit: {paths_shown(plain)}", trailers=[("Op", "edit")])
-                sha = self.git.commit(message, self._human_identity(), paths=plain)
-            if kept:
-                sha = typed.commit_kept(self.git, self._human_identity(), kept) or sha
-            self._head_moved(before, dirty)
-        if paths is None:
-            self._kept_out = set(kept)
-            self._clean_head, self._clean_before_ns = self.git.head(), checked
-            self._clean_stats.clear()
-        else:
-            self._kept_out = (self._kept_out - set(paths)) | set(kept)
-        return sha
-
-    def secrets_kept_out(self, paths: Iterable[str] | None = None) -> dict[str, typed.KeptOut]:
-        """Uncommitted files (or ``paths``) with a typed secret git lacks: see typed_secrets."""
-        if not self.settings.git.enabled:
-            return {}
-        dirty = self.git.dirty_paths() if paths is None else paths
-        return typed.kept_in_files(self.root, self.git, dirty, self.settings.secrets)
-
-    # -- what git has ----------------------------------------------------------
-
-    def _known_committed(self, rel: str, seen: FileStat | None) -> bool:
-        """Whether the file as it was when stat said ``seen`` is what HEAD has."""
-        if not self.settings.git.enabled:
-            return True
-        if rel in self._kept_out:
-            return False  # git has it without the secret the file holds
-        if seen is None or self._clean_head is None or self.git.head() != self._clean_head:
-            return False
-        return self._clean_stats.get(rel) == seen or seen[3] < self._clean_before_ns
-
-    def _head_moved(self, before: str | None, paths: Iterable[str]) -> None:
-        """Keep what is known after our own commit of ``paths`` moved HEAD."""
-        for rel in paths:
-            self._clean_stats.pop(rel, None)
-        if before is not None and before == self._clean_head:
-            self._clean_head = self.git.head()  # other files are as they were
-        else:
-            self._clean_head = None  # HEAD moved under us before: know nothing
-
-    def _note_clean(self, rel: str, stat: FileStat) -> None:
-        """Record that ``rel`` with ``stat`` is what HEAD has now."""
-        head = self.git.head()
-        if head != self._clean_head:
-            self._clean_head, self._clean_before_ns, self._clean_stats = head, 0, {}
-        self._clean_stats[rel] = stat
-
-    def _commit_theirs(self, rel: str, data: bytes | None) -> None:
-        """Commit exactly ``data`` for ``rel`` as the person, before the agent's change.
-
-        ``data`` is the file as the agent's rename replaced it: what a person
-        saved since git last had it (after the vault lock committed human
-        edits, or appended while the swap merged) is theirs. A no-op when
-        git already has exactly these bytes.
-        """
-        before = self.git.head()
-        message = format_message(f"edit: {rel}", trailers=[("Op", "edit")])
-        if data is not None:
-            kept = typed.keep_out(
-                data, typed.committed_version(self.git, rel), self.settings.secrets
-            )
-            if kept is not None:
-                data = kept.data
-                self._kept_out.add(rel)
-        self.git.commit_contents(message, self._human_identity(), {rel: data})
-        self._head_moved(before, [rel])
-
-    def _check_commit(
-        self,
-        before: str | None,
-        message: str,
-        agent: Identity,
-        installed: dict[str, Swapped],
-    ) -> None:
-        """Make sure the agent's commit holds exactly what the agent wrote.
-
-        ``git commit -- path`` reads the file when it runs; a person who saved between our
-        rename and that read would see their lines committed as the agent's. A file whose stat
-        is the same after the commit as right after our rename was not touched meanwhile; if
-        any other was, the commit is replaced by one with exactly our bytes for it (their
-        lines stay in the file, to be committed as theirs).
-        """
-        self._head_moved(before, installed)
-        touched: dict[str, bytes] = {}
-        for rel, done in installed.items():
-            if rel in self._kept_out:
-                continue  # committed from exact bytes, not read from the file
-            now = file_stat(safe_path(self.root, rel))
-            if done.stat is not None and now == done.stat:
-                self._note_clean(rel, now)
-            else:
-                touched[rel] = done.ours
-        if touched and self.git.head() != before:
-            log.info("%s changed while git read it; their lines stay theirs", ", ".join(touched))
-            head = self.git.head()
-            self.git.commit_contents(message, agent, touched, amend=True)
-            self._head_moved(head, touched)
 
     # -- applying edits --------------------------------------------------------
 
@@ -761,6 +700,13 @@ class Writer:
         seen = after if after == before else None
         if raw is None:
             return Pending(original=None, tf=TextFile.empty(), parsed=None, seen=seen)
+        if is_sidecar(rel):
+            # Not a note: its records are the catalog's (catalog.fields), not blocks.
+            try:
+                tf = decode(raw, max_bytes=_FIELDS_MAX_BYTES)
+            except SkipFile as reason:
+                raise VaultFileError(f"{rel} cannot be read ({reason}); fix or move it") from None
+            return Pending(original=raw, tf=tf, parsed=None, seen=seen)
         state = self.catalog.files.get(rel)
         try:
             sig = signature_of(full.stat())
@@ -790,14 +736,19 @@ class Writer:
         tf = parsed.file = parsed.file.copy()
         return Pending(original=raw, tf=tf, parsed=parsed, seen=seen, first=tuple(parsed.blocks))
 
-    def reparse(self, rel: str, pending: Pending, result: Edit, tx: Transaction) -> blk.ParsedFile:
+    def reparse(
+        self, rel: str, pending: Pending, result: Edit, tx: Transaction
+    ) -> blk.ParsedFile | None:
         """Bring the pending parse and the catalog up to date with the pending text.
 
         An append is parsed on its own (the file's other blocks are unchanged),
         which keeps a write O(new lines) instead of O(file); anything else is a
         full reparse. The catalog always gets its own ParsedFile object.
         """
+        if is_sidecar(rel):
+            return None  # the records went to catalog.fields as they were made
         parsed = pending.parsed
+        beside = self.catalog.fields.view(rel)
         if result.appended_at is not None and parsed is not None and result.ids:
             first = result.appended_at
             snippet = TextFile(
@@ -805,7 +756,9 @@ class Writer:
             )
             if result.item:
                 new_blocks = [
-                    blk.item_block(parsed, pending.tf.lines[first:], first, hashed=result.hashed)
+                    blk.item_block(
+                        parsed, pending.tf.lines[first:], first, hashed=result.hashed, beside=beside
+                    )
                 ]
             else:
                 file_tags = blk.frontmatter_tags(parsed.frontmatter)
@@ -816,7 +769,7 @@ class Writer:
                         line_end=b.line_end + first,
                         tags=tuple(dict.fromkeys([*b.tags, *file_tags])),
                     )
-                    for b in blk.parse(rel, snippet).blocks
+                    for b in blk.parse(rel, snippet, beside=beside).blocks
                     if b.id in result.ids
                 ]
             if {b.id for b in new_blocks} == set(result.ids) and rel in self.catalog.files:
@@ -844,7 +797,7 @@ class Writer:
                 return parsed
         pending.only_appends = False
         try:
-            fresh = blk.parse(rel, pending.tf)
+            fresh = blk.parse(rel, pending.tf, beside=beside)
         except SkipFile as reason:
             raise VaultFileError(f"{rel} would not parse after the edit ({reason})") from None
         self.catalog.put(rel, fresh.copy(), (0, 0, 0))
@@ -854,8 +807,8 @@ class Writer:
         """Write every pending file (compare-and-swap) and make one commit.
 
         Provenance: git gets a person's version of a file, as theirs, before
-        the agent's change to it (:meth:`_commit_theirs`), and the agent's
-        commit holds exactly the agent's bytes (:meth:`_check_commit`).
+        the agent's change to it (:meth:`HumanEdits.commit_theirs`), and the agent's
+        commit holds exactly the agent's bytes (:meth:`HumanEdits.check_commit`).
         """
         if not tx.pending:
             return
@@ -870,8 +823,13 @@ class Writer:
             # Kept until the commit exists: a kill in between is rolled
             # forward by the next lock holder (mdmem.store.intent).
             intent = Intent(self.state_dir, message, self.agent)
-            many = len(tx.pending) > 1
-            for rel, pending in tx.pending.items():
+            changed = {
+                rel: pending
+                for rel, pending in tx.pending.items()
+                if pending.original is None or not pending.tf.same_bytes(pending.original)
+            }
+            many = len(changed) > 1
+            for rel, pending in changed.items():
                 intent.record(rel, pending.original, pending.tf.to_bytes(), keep_bytes=many)
             intent.save()
         try:
@@ -887,7 +845,7 @@ class Writer:
             # our own CPU work: overlap them (a durable write's two halves).
             with ThreadPoolExecutor(max_workers=1) as pool:
                 # A file with a person's secret git lacks goes in without it.
-                kept = self._kept_out.intersection(installed)
+                kept = self.human.kept_out.intersection(installed)
                 ours = {rel: done.ours for rel, done in installed.items()}
                 mode = self.settings.secrets
                 # The commit is recorded (commitrecords) in the same thread, off the index's.
@@ -901,7 +859,7 @@ class Writer:
                 if not isinstance(failure, Exception) or self.git.head() != before:
                     raise failure  # the commit exists (what failed came after it)
                 raise self._undo(tx, installed, failure) from failure
-            self._check_commit(before, message, agent, installed)
+            self.human.check_commit(before, message, agent, installed)
             if intent is not None:
                 intent.clear()
         else:
@@ -914,9 +872,9 @@ class Writer:
         error = undo_all(self.root, installed, failure)
         for rel in installed:
             self._written_sigs.pop(rel, None)
-            self.catalog.invalidate(rel)
+        notes = self.catalog.reread(tx.pending)
         with contextlib.suppress(*DERIVED_ERRORS, OSError, LockTimeoutError):
-            self.indexer.apply([r for r in tx.pending if r in self.catalog.files], [])
+            self.indexer.apply([r for r in [*tx.pending, *notes] if r in self.catalog.files], [])
         return error
 
     def _install(
@@ -929,6 +887,11 @@ class Writer:
         """Replace each pending file (compare-and-swap), committing a person's version first."""
         git_on = self.settings.git.enabled
         for rel, pending in tx.pending.items():
+            if pending.original is not None and pending.tf.same_bytes(pending.original):
+                # Not one byte changed (a field kept beside a line changed): only
+                # the indexes learn of it, with the note's blocks as they are now.
+                written.append(rel)
+                continue
             full = safe_path(self.root, rel)
             careful = self._edited_by_others_lately(rel, full)
             for attempt in range(_CAS_ATTEMPTS):
@@ -961,21 +924,26 @@ class Writer:
                     intent.save()
             else:
                 raise ConflictError(f"{rel} keeps changing under mdmem; try again")
-            known = done.base == pending.original and self._known_committed(rel, pending.seen)
+            known = done.base == pending.original and self.human.known_committed(rel, pending.seen)
             if git_on and not known and (done.base is not None or rel in self.git.tracked()):
                 # What our edit replaced isn't known to be in git: a person
                 # saved it after the lock committed human edits, or appended
                 # while we swapped (or deleted it: base None). It goes in
                 # first, exactly, as theirs.
-                self._commit_theirs(rel, done.base)
+                self.human.commit_theirs(rel, done.base)
             installed[rel] = done
             written.append(rel)
             try:
                 st = full.stat()
                 sig = signature_of(st)
                 self._written_sigs[rel] = sig
+                appended = st.st_size != len(pending.tf.to_bytes())
+                if is_sidecar(rel):
+                    # Someone appended right after our rename: read it again on the next scan.
+                    self.catalog.fields.touch(rel, (0, 0, 0) if appended else sig)
+                    continue
                 self.catalog.touch(rel, sig, pending.tf)
-                if st.st_size != len(pending.tf.to_bytes()):
+                if appended:
                     # Someone appended right after our rename: re-read it on the next scan.
                     self.catalog.invalidate(rel)
             except OSError:

@@ -62,7 +62,8 @@ def test_each_agent_commit_keeps_what_it_did_to_which_memories(vault: Vault) -> 
     assert found[added] == CommitRecord({tea.id: Side("MEMORY.md", "active")}, {})
     assert found[superseded].plus == {
         coffee.id: Side("MEMORY.md", "active"),
-        tea.id: Side("MEMORY.md", "superseded", coffee.id),
+        # Retired: out of the reading flow, into MEMORY.md's archive.
+        tea.id: Side("archive/MEMORY.md", "superseded", coffee.id),
     }
     assert found[superseded].minus == {tea.id: Side("MEMORY.md", "active")}
     assert found[forgot].plus == {}

@@ -5,24 +5,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from mdmem import Vault
+from mdmem.files.blocks import is_typed_key, memory_file_kind, parse
 from mdmem.files.textfile import TextFile
-from mdmem.store.humanlines import is_profile_file, lines_without_ids
 from tests.conftest import git
 
 
-def test_profile_files_of_the_root_and_of_scopes() -> None:
-    assert is_profile_file("USER.md") and is_profile_file("MEMORY.md")
-    assert is_profile_file("scopes/project/shop/LEARNING.md")
-    assert not is_profile_file("notes/USER.md") and not is_profile_file("JOURNAL.md")
+def test_memory_files_of_the_root_and_of_scopes() -> None:
+    assert memory_file_kind("USER.md") == "preference" and memory_file_kind("MEMORY.md") == "fact"
+    assert memory_file_kind("scopes/project/shop/LEARNING.md") == "learning"
+    assert memory_file_kind("archive/WORLD.md") == "world"
+    assert memory_file_kind("notes/USER.md") is None and memory_file_kind("JOURNAL.md") is None
 
 
-def test_only_simple_top_level_items_without_an_id_are_found() -> None:
+def test_only_simple_top_level_items_without_an_id_are_typed_lines() -> None:
     text = (
         "# User\n\n- typed by hand\n- has one ^m-0000000001aaaa\n"
         "- parent\n  - child\n\n```\n- in a fence\n```\n- two\n  lines\n"
     )
     tf = TextFile(lines=text.splitlines(keepends=True))
-    assert lines_without_ids(tf, 0) == [(2, 2), (10, 11)]
+    typed = [b for b in parse("USER.md", tf).blocks if is_typed_key(b.id)]
+    assert [(b.line_start, b.line_end, b.text, b.kind) for b in typed] == [
+        (3, 3, "typed by hand", "preference"),
+        (11, 12, "two\nlines", "preference"),
+    ]
+    # The same lines in a note of a person's own are part of its sections.
+    assert not any(is_typed_key(b.id) for b in parse("notes/USER.md", tf).blocks)
 
 
 def test_typed_lines_get_ids_byte_for_byte_and_stay_the_persons(vault: Vault) -> None:
@@ -36,7 +43,7 @@ def test_typed_lines_get_ids_byte_for_byte_and_stay_the_persons(vault: Vault) ->
     assert after.startswith(before)
     added = after[len(before) :].split(b"\n")
     # Only the item's end changed; its spacing and its CRLF are as typed.
-    assert added[0].startswith(b"- Call me Ada [captured:: human] ^m-")
+    assert added[0].startswith(b"- Call me Ada ^m-")
     assert added[0].endswith(b"\r")
     assert added[1:] == [b"- nested", b"  - child", b""]  # not a simple item: left alone
     memory_id = added[0].decode().split("^")[1].strip()

@@ -15,7 +15,7 @@ from mdmem.mcp.tools import Toolset
 from mdmem.memory.consolidation.lifecycle import anonymize_retired
 from mdmem.store.importance import origin_of_tools
 
-from ..conftest import git
+from ..conftest import git, written
 
 
 def _line_of(vault: Vault, memory_id: str) -> str:
@@ -23,17 +23,21 @@ def _line_of(vault: Vault, memory_id: str) -> str:
     return (vault.root / block.path).read_text(encoding="utf-8").splitlines()[block.line_start - 1]
 
 
+def _stored(vault: Vault, memory_id: str) -> str:
+    return written(vault, memory_id)
+
+
 def test_the_writer_sets_importance_and_origin_caps_it(vault: Vault) -> None:
     high = vault.remember("The release branch is cut every second Thursday.", importance=8)
-    assert "[importance:: 8]" in _line_of(vault, high.id)
+    assert "[importance:: 8]" in _stored(vault, high.id)
     capped = vault.remember("The parser module looks too long.", importance=9, origin="planning")
-    line = _line_of(vault, capped.id)
+    line = _stored(vault, capped.id)
     assert "[importance:: 5]" in line and "[origin_type:: planning]" in line
     hit = vault.recall("release branch second Thursday").items[0]
     assert hit.id == high.id and hit.scores["importance"] == 8.0
     plain = vault.remember("The cafeteria opens at eight.")
     assert "importance" not in vault.recall("cafeteria opens").items[0].scores
-    assert "importance" not in _line_of(vault, plain.id)
+    assert "importance" not in _stored(vault, plain.id)
 
     for bad in (0, 11, True, 2.5, "high"):
         with pytest.raises(InvalidInputError):
@@ -75,7 +79,8 @@ def test_a_hand_edit_of_importance_is_the_persons_and_recall_reads_it(vault: Vau
     fact = vault.remember("Backups run at midnight.", importance=3)
     path = vault.root / "MEMORY.md"
     path.write_text(
-        path.read_text(encoding="utf-8").replace("[importance:: 3]", "[importance:: 9]"),
+        # A field typed on the line wins over the one kept beside it.
+        path.read_text(encoding="utf-8").replace(f" ^{fact.id}", f" [importance:: 9] ^{fact.id}"),
         encoding="utf-8",
     )
     vault.admin.commit_human_edits()
@@ -101,10 +106,10 @@ def test_consolidation_sets_importance_capped_by_the_sessions_origin(vault: Vaul
     tabs = next(m for t, m in by_text.items() if "tabs" in t)
     tea = next(m for t, m in by_text.items() if "green tea" in t)
     assert tabs.kind == tea.kind == "preference"
-    assert "[importance:: 5]" in _line_of(vault, tabs.id)  # 6 for a preference, capped
-    assert "[origin_type:: investigation]" in _line_of(vault, tabs.id)
-    assert "[importance:: 6]" in _line_of(vault, tea.id)
-    assert "[origin_type::" not in _line_of(vault, tea.id)  # a chat has no tool calls to judge by
+    assert "[importance:: 5]" in _stored(vault, tabs.id)  # 6 for a preference, capped
+    assert "[origin_type:: investigation]" in _stored(vault, tabs.id)
+    assert "[importance:: 6]" in _stored(vault, tea.id)
+    assert "[origin_type::" not in _stored(vault, tea.id)  # a chat has no tool calls to judge by
 
 
 def test_retention_keeps_an_important_retired_memory_twice_as_long(vault: Vault) -> None:
@@ -116,7 +121,7 @@ def test_retention_keeps_an_important_retired_memory_twice_as_long(vault: Vault)
     later = datetime.now(UTC) + timedelta(days=4)
     report = anonymize_retired(vault.admin.store, 3, apply=True, now=later)
     assert {m.id for m in report.memories} == {minor.id}
-    assert "two officers" in (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    assert "two officers" in (vault.root / "archive/MEMORY.md").read_text(encoding="utf-8")
     report = anonymize_retired(vault.admin.store, 3, apply=True, now=later + timedelta(days=3))
     assert {m.id for m in report.memories} == {vital.id}
 
@@ -127,13 +132,13 @@ def test_importance_from_the_cli_and_the_tools(vault: Vault) -> None:
         ["--vault", str(vault.root), "remember", "Ship on Fridays.", "--importance", "7", "--json"],
     )
     assert out.exit_code == 0, out.output
-    assert "[importance:: 7]" in _line_of(vault, json.loads(out.output)["id"])
+    assert "[importance:: 7]" in _stored(vault, json.loads(out.output)["id"])
     out = CliRunner().invoke(
         main, ["--vault", str(vault.root), "remember", "Nope.", "--importance", "12"]
     )
     assert out.exit_code != 0 and "1 to 10" in out.output
     tools = Toolset(vault)
     stored = tools.dispatch("remember", {"content": "Deploys need two approvals.", "importance": 9})
-    assert "[importance:: 9]" in _line_of(vault, stored["id"])
+    assert "[importance:: 9]" in _stored(vault, stored["id"])
     refused = tools.dispatch("remember", {"content": "Too much.", "importance": 11})
     assert refused["error"]["type"] == "invalid_arguments"

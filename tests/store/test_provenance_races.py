@@ -30,7 +30,7 @@ from ..conftest import git
 AGENT_MAIL = "@agents.mdmem"
 
 
-_TYPED_ID = re.compile(r" \[captured:: human\] \^m-[0-9a-z]+$")
+_TYPED_ID = re.compile(r" \^m-[0-9a-z]+$")
 
 
 def blame(root: Path, rel: str) -> dict[str, str]:
@@ -42,9 +42,11 @@ def blame(root: Path, rel: str) -> dict[str, str]:
         if line.startswith("author-mail "):
             mail = line.split(" ", 1)[1].strip("<>")
         elif line.startswith("\t"):
-            # A list item a person typed into a profile file gets an id (issue 25,
-            # "a person's words first"): it is still their line, as they typed it.
-            authors[_TYPED_ID.sub("", line[1:])] = mail
+            # A list item a person typed into a memory file gets an id (issue 25,
+            # "a person's words first"), in a commit authored as them: it is
+            # still their line, as they typed it.
+            text = line[1:] if mail.endswith(AGENT_MAIL) else _TYPED_ID.sub("", line[1:])
+            authors[text] = mail
     return authors
 
 

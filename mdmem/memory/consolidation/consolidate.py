@@ -762,12 +762,12 @@ def _write_one(
         subject=f"episode: {draft.summary[:60]}",
         trailers=memory_trailers(episode_id, "episode", group.scope, "consolidate"),
     )
-    tx.rewrite_blocks(
-        [b.id for b in group.entries],
-        lambda block, tf: blk.with_fields(block, tf, {"consolidated": f"^{episode_id}"}),
+    ids = [b.id for b in group.entries]
+    tx.set_fields_of(
+        ids,
+        {"consolidated": f"^{episode_id}"},
         subject=f"consolidated {len(group.entries)} entries",
-        op="consolidate",
-        trailers=[],
+        trailers=[("Op", "consolidate"), *(("Memory-Id", i) for i in ids[:20])],
     )
     store.log(
         log_text(

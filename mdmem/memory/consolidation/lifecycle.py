@@ -509,12 +509,15 @@ def resolve_session(
     subject = f"resolve session {session_id}: {len(ids)} memories"
     # A batch, so the session's summary (memory.summaries) can share the commit.
     with store.writer.batch(subject) as tx:
-        tx.rewrite_blocks(
+        tx.set_fields_of(
             ids,
-            lambda block, tf: blk.with_fields(block, tf, {"status": "resolved", "updated": today}),
+            {"status": "resolved", "updated": today},
             subject=subject,
-            op="resolve-session",
-            trailers=[("Session", session_id)],
+            trailers=[
+                ("Op", "resolve-session"),
+                ("Session", session_id),
+                *(("Memory-Id", i) for i in ids[:20]),
+            ],
         )
     return [store.get(i) for i in ids]
 
