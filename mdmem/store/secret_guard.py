@@ -712,7 +712,9 @@ def _extend_key_block(text: str, start: int, end: int) -> tuple[int, int]:
     return start, max(end, last)
 
 
-_PIECE = re.compile(r"\S+")
+# The key-like part of a word: a "#" (a tag), a quote or a bracket around a
+# piece is no part of it, so ``#ghp_ABCD EFGH …`` and ``"ghp_…`` split over
+# two lines inside quotes are searched like bare pieces.
 _KEY_PIECE = re.compile(r"[A-Za-z0-9+/=_.-]+")
 
 
@@ -727,7 +729,7 @@ def _split_keys(text: str, plain: list[tuple[str, int, int]]) -> list[tuple[str,
     """
     if not _VENDOR_NEEDLE_RE.search("".join(text.lower().split())):
         return []
-    pieces = [m for m in _PIECE.finditer(text) if _KEY_PIECE.fullmatch(m.group())]
+    pieces = list(_KEY_PIECE.finditer(text))
     out: list[tuple[str, int, int]] = []
     run: list[re.Match[str]] = []
     for piece in [*pieces, None]:
