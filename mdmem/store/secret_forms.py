@@ -63,9 +63,7 @@ _BACKSLASH_ESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
 # A dot, a dash, a slash or an underscore (mixed with other separators), or a
 # line break (with the blanks and quote marks around it), between digits; a
 # dash or an underscore joining a word to a digit group ("card-4539-…").
-_DIGIT_BREAK = re.compile(
-    r"(?<=\d)(?:[./_-]|[ \t]*\r?\n[ \t>]*)(?=\d)|(?<=[A-Za-z])[_-](?=\d{4})"
-)
+_DIGIT_BREAK = re.compile(r"(?<=\d)(?:[./_-]|[ \t]*\r?\n[ \t>]*)(?=\d)|(?<=[A-Za-z])[_-](?=\d{4})")
 # What the forms undo, for the quick test of may_hide: an escape, or 13 digits
 # with a dot or a line break among them (a card needs 13).
 _ESCAPE_HINT = re.compile(
