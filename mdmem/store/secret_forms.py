@@ -83,13 +83,14 @@ _ODD_LETTER = re.compile("[" + INVISIBLE + "".join(CONFUSABLES) + "]")
 # A word cut into groups by dashes or dots: "ghp_-NqVw-YS81-VP7H-…".
 _GROUPED = re.compile(r"[A-Za-z0-9_]+(?:[-./][A-Za-z0-9_]+){3,}")
 _GROUP_SPLIT = re.compile(r"[-./]")
-# Vendor keys whose format is upper case (AWS key ids are base32, so a word in
-# their alphabet only), with the whole word's length: a lower-cased one is
-# looked for upper-cased. The length and the alphabet keep ordinary words out
-# ("asiapacificregion2024" is 21 characters, and has a 0).
+# Vendor keys whose format is upper case, with the whole word's length: a
+# lower-cased one is looked for upper-cased. Only "asia" starts ordinary words
+# ("asiapacific2024event"): after it, the body must be in the base32 alphabet
+# AWS key ids use, or hold digits in two places, as random data does.
 _UPPER_KEYS = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?:(?:akia|asia|abia|acca)[a-z2-7]{16}|ltai[a-z0-9]{20}"
-    r"|nrak-[a-z0-9]{27})(?![A-Za-z0-9])"
+    r"(?i)(?<![A-Za-z0-9])(?:(?:akia|abia|acca|a3t[a-z0-9])[a-z0-9]{16}"
+    r"|asia(?:[a-z2-7]{16}|(?=[a-z]*[0-9]+[a-z]+[0-9])[a-z0-9]{16})"
+    r"|ltai[a-z0-9]{20}|nrak-[a-z0-9]{27})(?![A-Za-z0-9])"
 )
 
 
