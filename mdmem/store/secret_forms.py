@@ -60,16 +60,28 @@ _ESCAPE = re.compile(
     r"|\\(?:\r?\n|u[0-9a-fA-F]{4}|[nrt\"'/\\])"
 )
 _BACKSLASH_ESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
-# A dot, a dash, a slash or an underscore (mixed with other separators), or a
+# Marks a number is grouped with besides a space: dots, dashes of any width,
+# middle dots and bullets, slashes, underscores, commas, colons, bars.
+_SEPARATOR_MARKS = "./_,:|\\\\\u00b7\u2022\u2219\u30fb\u2010-\u2015-"
+# Of those, the ones that also list or divide numbers ("ratio 4111/1111/…",
+# "ids 4539,4262,…"): digits split by them count as a card only with a card
+# word, an expiry or a code nearby, as one unbroken run does.
+_LISTING_MARKS = frozenset("/_,:|\\")
+# One of those marks between digits (blanks around it, mixed with other separators), or a
 # line break (with the blanks and quote marks around it), between digits; a
 # dash or an underscore joining a word to a digit group ("card-4539-…").
-_DIGIT_BREAK = re.compile(r"(?<=\d)(?:[./_-]|[ \t]*\r?\n[ \t>]*)(?=\d)|(?<=[A-Za-z])[_-](?=\d{4})")
+_DIGIT_BREAK = re.compile(
+    rf"(?<=\d)(?:[ \t]*[{_SEPARATOR_MARKS}][ \t]*|[ \t]*\r?\n[ \t>]*)(?=\d)"
+    r"|(?<=[A-Za-z])[_-](?=\d{4})"
+)
 # What the forms undo, for the quick test of may_hide: an escape, or 13 digits
 # with a dot or a line break among them (a card needs 13).
 _ESCAPE_HINT = re.compile(
     r"&#|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}|\\(?:\r?\n|u[0-9a-fA-F]{4}|[nrt\"'/\\])"
 )
-_SPREAD_DIGITS = re.compile(r"\d(?:(?:[ \t>-]{0,3}\r?\n[ \t>]{0,3}|[ ./_-])?\d){12}")
+_SPREAD_DIGITS = re.compile(
+    rf"\d(?:(?:[ \t>-]{{0,3}}\r?\n[ \t>]{{0,3}}|[ \t]*[{_SEPARATOR_MARKS}][ \t]*| )?\d){{12}}"
+)
 
 # Vendor prefixes in the case their formats fix, looked for in any case.
 _PREFIXES = (
@@ -133,11 +145,9 @@ def may_hide_digits(text: str) -> bool:
     """Whether ``text`` has 13 digits with a dot, a slash, an underscore or a line
     break among them, or both dashes and spaces (separators the card finder
     takes one kind at a time), or a digit group joined to a word."""
-    if not any(sep in text for sep in ".\n-/_"):
-        return False
     for match in _SPREAD_DIGITS.finditer(text):
-        run = match.group()
-        if any(sep in run for sep in ".\n/_") or ("-" in run and " " in run):
+        marks = set(match.group()) - set("0123456789")
+        if marks - {" ", "-"} or {" ", "-"} <= marks:
             return True
         before = text[match.start() - 1 : match.start()]
         if before in ("-", "_") and text[match.start() - 2 : match.start() - 1].isalpha():
@@ -197,7 +207,8 @@ def _undo(text: str, breaks: list[tuple[int, int]], joiner: str | None) -> Form:
         # word nearby: "ratio 4111/1111/1111/1111" is a ratio).
         if text[start - 1].isalpha():
             return " "
-        return "" if text[start] in "/_" else joiner or ""
+        stop = cuts[start]
+        return "" if _LISTING_MARKS & set(text[start:stop]) else joiner or ""
 
     escapes = (
         {m.start(): m for m in _ESCAPE.finditer(text)}

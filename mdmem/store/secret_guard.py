@@ -306,6 +306,7 @@ _PLACEHOLDERS = frozenset(
     {
         "none", "null", "nil", "true", "false", "undefined", "empty", "required", "optional",
         "redacted", "hidden", "masked", "secret", "password", "changeme", "placeholder",
+        "pass", "passwd", "pwd", "pw", "mypassword", "yourpassword",
         "example", "string", "str", "bytes", "unset", "default", "todo", "tbd", "n/a",
         # words that start an expression in code: token = await getToken()
         "await", "new", "function", "lambda", "async", "yield", "require", "import", "self",
@@ -434,7 +435,8 @@ def _jwt_valid(match: re.Match[str], text: str) -> bool:
 
 
 def _curl_valid(match: re.Match[str], text: str) -> bool:
-    value = match.group("value")
+    # `curl -u user:pass`, quoted in markdown prose: the marks after it are no part of it.
+    value = match.group("value").lstrip("`").rstrip("`,.;:)]")
     return not (
         value.lower() in _PLACEHOLDERS
         or len(set(value)) == 1
@@ -568,6 +570,7 @@ def _own_rules() -> list[_Rule]:
             "URL credentials",
             re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]*:(?P<value>[^\s/@]{3,})@"),
             group="value",
+            valid=_curl_valid,  # https://user:pass@host, :${PASSWORD}@ name no password
         ),
         _Rule(
             "Authorization header",

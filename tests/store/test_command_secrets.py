@@ -281,3 +281,23 @@ def test_the_writer_stops_a_door_that_forgets_these_forms(vault: Vault) -> None:
             writer.current.create_file(rel, lines, subject=subject, trailers=[])  # type: ignore[attr-defined]
     assert vault.git.head() == before
     assert _gone(vault, AWS_ID[4:], PW, _DASHED[10:30]) == []
+
+
+@pytest.mark.parametrize("mark", [".", ". ", " . ", "·", "•", "–", "—", "-", " ", "/ ", "_"])
+def test_a_card_with_any_separator_is_found_with_a_card_word(mark: str) -> None:
+    grouped = mark.join(CARD[i : i + 4] for i in range(0, 16, 4))
+    assert scan(f"the visa {grouped} for the hotel"), grouped
+    assert CARD[8:12] not in guard(f"the visa {grouped} for the hotel", "redact")
+
+
+@pytest.mark.parametrize("mark", [".", ". ", "·", "•", "–", "-", " "])
+def test_a_card_in_a_card_s_groups_counts_on_its_own(mark: str) -> None:
+    grouped = mark.join(CARD[i : i + 4] for i in range(0, 16, 4))
+    assert scan(f"booked with {grouped} yesterday"), grouped
+
+
+@pytest.mark.parametrize("mark", ["/", ",", ":", "|"])
+def test_numbers_listed_or_divided_need_a_card_word(mark: str) -> None:
+    listed = mark.join(CARD[i : i + 4] for i in range(0, 16, 4))
+    assert scan(f"ids {listed} from the export") == []
+    assert scan(f"card {listed} from the export")
