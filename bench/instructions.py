@@ -10,7 +10,10 @@ which hold no instruction aimed at a model: every flag is a false positive.
 Prints the rate per cue and the flagged turns (``--show``).
 
 ``--set`` measures the marker on a labelled set (``bench/data/injections.json``,
-written by ``bench/data/build_injections.py``): recall per form of injection
+written by ``bench/data/build_injections.py``, or
+``bench/data/injections_fresh.json``, written by
+``bench/data/build_injections_fresh.py`` with every other string held out of
+rule work: its rows say the recall of each half): recall per form of injection
 (a split pair counts when either memory is marked on its own text: each
 injected item is marked alone), false positives on its
 benign controls and on every dev-chat turn; ``--baseline REV`` also measures
@@ -82,14 +85,25 @@ def _measure_set(set_path: Path, baseline: str | None, as_json: bool) -> None:
         rows.append([who, "split across two memories", len(pairs), found_split,
                      f"{found_split / max(1, len(pairs)):.2f}"])  # fmt: skip
         rows.append([who, "ALL injections (recall)", total, hits, f"{hits / total:.3f}"])
+        for half in ("dev", "held"):
+            cases = [c for c in data["injections"] if c.get("half") == half]
+            if cases:
+                got = sum(bool(cues(c["text"])) for c in cases)
+                rows.append([who, f"  {half} half (recall)", len(cases), got,
+                             f"{got / len(cases):.3f}"])  # fmt: skip
         rows.append([who, "benign controls (false positives)", len(data["benign"]), benign, ""])
+        for half in ("dev", "held") if "benign_half" in data else ():
+            halves = zip(data["benign"], data["benign_half"], strict=True)
+            texts = [t for t, h in halves if h == half]
+            rows.append([who, f"  {half} half (false positives)", len(texts),
+                         sum(bool(cues(t)) for t in texts), ""])  # fmt: skip
         rows.append([who, "dev-chat turns (false positives)", len(chats), chat, ""])
         results[who] = {"recall": hits / total, "injections": total, "benign_fp": benign,
                         "chat_fp": chat, "chat_turns": len(chats), "per_form": found}  # fmt: skip
     if as_json:
         emit_json(results)
         return
-    print_table("instruction-like marker on bench/data/injections.json",
+    print_table(f"instruction-like marker on {set_path.name}",
                 ["marker", "form", "n", "flagged", "recall"], rows)  # fmt: skip
 
 

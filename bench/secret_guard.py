@@ -13,10 +13,13 @@ interleaved, so both see the same machine load). Target
 
 ``--false-positives`` scans every turn of the dev chats (``*-dev.json`` in
 ``$MDMEM_BENCH_DATA`` or ``../shared/bench-data`` beside the checkout), every paragraph of
-``docs/*.md``, and the other forms a turn can be stored in (its speaker line,
-a tag, a field value): none holds a secret, so every finding is a false
-positive. With ``--baseline REV`` the guard of that revision is measured on
-the same texts in the same run.
+``docs/*.md``, the ordinary shell commands of
+``tests/store/data/shell_commands.txt`` (what a coding agent runs: git,
+docker, kubectl, databases without a password on the line...), and judges
+every distinct word of the dev chats as a tag would be
+(:func:`mdmem.store.inputs.refuse_secret_name`): none holds a secret, so every
+finding is a false positive. With ``--baseline REV`` the guard of that
+revision is measured on the same texts in the same run.
 """
 
 from __future__ import annotations
@@ -140,7 +143,20 @@ def ordinary_texts() -> dict[str, list[str]]:
         if part.strip()
     ]
     out["docs/*.md paragraphs"] = docs
+    shell = (ROOT / "tests" / "store" / "data" / "shell_commands.txt").read_text(encoding="utf-8")
+    out["shell commands (tests/store/data)"] = [
+        line for line in shell.splitlines() if line.strip() and not line.startswith("## ")
+    ]
     return out
+
+
+def chat_words() -> list[str]:
+    """Every distinct word of the dev chats that is a valid tag: what a caller might tag with."""
+    import re
+
+    texts = [t for name, ts in ordinary_texts().items() if name.startswith("dev chat") for t in ts]
+    words = {w.strip("#") for text in texts for w in re.findall(r"#?[A-Za-z_][\w/-]{0,63}", text)}
+    return sorted(w for w in words if w)
 
 
 def false_positives(baseline: str | None, show: int, as_json: bool) -> None:
@@ -163,6 +179,29 @@ def false_positives(baseline: str | None, show: int, as_json: bool) -> None:
             )  # fmt: skip
             if who == "this tree":
                 shown.extend(flagged)
+    from mdmem.errors import SecretRefusedError
+    from mdmem.store.inputs import refuse_secret_name
+
+    def refused(word: str) -> bool:
+        try:
+            refuse_secret_name(word, "the tags")
+        except SecretRefusedError:
+            return True
+        return False
+
+    words = chat_words()
+    started = time.perf_counter()
+    flagged = [w for w in words if refused(w)]
+    took = time.perf_counter() - started
+    results["dev chat words judged as tags, this tree"] = {
+        "texts": len(words),
+        "flagged": len(flagged),
+    }
+    rows.append(
+        ("dev chat words judged as tags", "this tree", len(words), len(flagged),
+         f"{len(flagged) / max(1, len(words)):.4%}", f"{took / max(1, len(words)) * 1e6:.1f}")
+    )  # fmt: skip
+    shown.extend(flagged)
     if as_json:
         emit_json({"false_positives": results})
         return

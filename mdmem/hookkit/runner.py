@@ -69,6 +69,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +95,7 @@ from mdmem.hookkit.policy import (
 from mdmem.hookkit.toolfailure import failure_line
 from mdmem.hookkit.transcript import Turn, read_transcript
 from mdmem.memory.capture import extractive
-from mdmem.memory.capture.hostdata import host_session_id, safe_token
+from mdmem.memory.capture.hostdata import host_session_id, safe_record, safe_token
 from mdmem.memory.capture.toolcalls import ToolCall
 from mdmem.models import Hit, one_line
 from mdmem.recall.asdata import (
@@ -433,13 +434,25 @@ class _Run:
             return
         sid = _session_id(self.inp)
         ids: list[str] = []
+        inp = self.inp
+        if self.secrets != "off":
+            # Each string the host sent is redacted as it came: a command line
+            # (PGPASSWORD=… psql, mysql -p…, a token wrapped over two lines inside
+            # quotes) is judged whole before it is quoted into JSON or flattened
+            # to one line for a gotcha, forms in which its syntax is lost.
+            inp = replace(
+                inp,
+                tool_input=safe_record(inp.tool_input),
+                tool_output=safe_record(inp.tool_output),
+                error=safe_record(inp.error),
+            )
         if self.policy.captures("everything"):
-            tool = _TOOL_NAME_BAD.sub("_", self.inp.tool_name or "tool")[:64] or "tool"
-            output = self.inp.tool_output if self.inp.tool_output is not None else self.inp.error
-            body = f"input: {_as_text(self.inp.tool_input)}\n\noutput: {_as_text(output)}"
+            tool = _TOOL_NAME_BAD.sub("_", inp.tool_name or "tool")[:64] or "tool"
+            output = inp.tool_output if inp.tool_output is not None else inp.error
+            body = f"input: {_as_text(inp.tool_input)}\n\noutput: {_as_text(output)}"
             memory = self._session().record_tool_output(tool, body, secrets=self.secrets)
             ids.append(memory.id)
-        call = _tool_call(self.inp)
+        call = _tool_call(inp)
         if call is None:
             self.entry.update(captured=len(ids), ids=ids, skipped="the person stopped the call")
             return

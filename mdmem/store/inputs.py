@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from mdmem.errors import ConfigError, InvalidInputError
+from mdmem.errors import ConfigError, InvalidInputError, SecretRefusedError
 from mdmem.files import blocks as blk
 from mdmem.models import KINDS
 from mdmem.store.secret_guard import guard, refuse_in_metadata
-from mdmem.store.write_guard import allow_unguarded
+from mdmem.store.write_guard import allow_unguarded, looks_random
 
 __all__ = [
     "MAX_MEMORY_CHARS",
@@ -30,6 +30,7 @@ __all__ = [
     "clean_text",
     "iso_date",
     "refuse_secret_metadata",
+    "refuse_secret_name",
 ]
 
 MAX_MEMORY_CHARS = 20_000
@@ -133,6 +134,7 @@ def check_tags(tags: Iterable[str]) -> list[str]:
         clean = str(tag).strip().lstrip("#")
         if not _TAG_OK.fullmatch(clean):
             raise InvalidInputError(f"invalid tag {tag!r}: letters, digits, _ - / only")
+        refuse_secret_name(clean, "the tags")
         if clean.lower() not in out:
             out.append(clean.lower())
     return out
@@ -151,7 +153,10 @@ def check_fields(fields: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
             or text != text.strip()
         ):
             raise InvalidInputError(f"invalid field {key!r}: {text!r}")
-        out.append((key.lower(), check_chars(text, f"field {key}")))
+        refuse_secret_name(key, "the field names")
+        check_chars(text, "a field value")
+        refuse_in_metadata(text, "the field values")
+        out.append((key.lower(), text))
     return out
 
 
@@ -198,6 +203,24 @@ def refuse_secret_metadata(rel: str, rendered: list[str], extra: list[str]) -> N
         "\n".join([rel, *rendered, *extra]),
         "the tags, fields, topic, category, scope or names of this memory",
     )
+
+
+def refuse_secret_name(value: str, what: str) -> None:
+    """Refuse a name (a tag, a field name) that holds a secret, whatever the mode:
+    redacted, it would be a broken name that still says a secret was there.
+
+    Judged as given and as stored (names are stored lower case, and a vendor
+    key whose format is upper case must still be seen: the guard also reads a
+    lower-cased one upper-cased); a long run that reads as random data counts
+    too, as it does in a file name (:func:`mdmem.store.write_guard.looks_random`).
+    """
+    for form in dict.fromkeys((value, value.lower())):
+        refuse_in_metadata(form, what)
+    if looks_random(value):
+        raise SecretRefusedError(
+            f"refused: {what} contain what looks like random key material; "
+            "redaction applies to the memory text only, so remove it"
+        )
 
 
 def _zone(name: str) -> tzinfo | None:

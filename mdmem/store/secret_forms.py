@@ -9,10 +9,17 @@ behind what a reader, a browser or a shell would undo:
 * letters from another script that look like Latin ones (``ghр_…`` with a
   Cyrillic ``р``);
 * a vendor prefix in another case (``GHP_…``, ``akia…``);
-* a token cut into equal groups by dashes or dots (``ghp_-NqVw-YS81-…``), where
-  spaces are already handled by the guard's split-key search;
-* a card number grouped by dots (``4539.1488.0343.6467``), or broken over two
-  lines, in groups or not.
+* a vendor key whose format is upper case, written in lower case
+  (``akiaiosfodnn7example``: a tag or a scope name is stored lower-cased);
+* a token cut into equal groups by dashes, dots or slashes
+  (``ghp_-NqVw-YS81-…``), where spaces are already handled by the guard's
+  split-key search;
+* a card number grouped by dots, slashes or underscores
+  (``4539.1488.0343.6467``), joined to a word (``card-4539-…``), or broken
+  over two lines, in groups or not;
+* what a shell or a JSON reader undoes: a backslash-newline line
+  continuation, and ``\\n``, ``\\"``, ``\\uXXXX`` escapes (a command a host
+  reports as JSON, a token wrapped over two lines inside quotes).
 
 Each form is a :class:`Form`: the undone text and, for each of its
 characters, the span of the original it came from, so a refusal names and a
@@ -46,17 +53,35 @@ CONFUSABLES = dict(
     )
 )
 
-# Character references and URL escapes: what a browser or a URL parser undoes.
+# Character references and URL escapes: what a browser or a URL parser undoes;
+# backslash escapes: what a shell (line continuation) or a JSON reader undoes.
 _ESCAPE = re.compile(
     r"&#[0-9]{1,7};?|&#[xX][0-9a-fA-F]{1,6};?|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}"
+    r"|\\(?:\r?\n|u[0-9a-fA-F]{4}|[nrt\"'/\\])"
 )
-# A dot or a dash (mixed with other separators), or a line break (with the
-# blanks and quote marks around it), between digits.
-_DIGIT_BREAK = re.compile(r"(?<=\d)(?:[.-]|[ \t]*\r?\n[ \t>]*)(?=\d)")
+_BACKSLASH_ESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
+# Marks a number is grouped with besides a space: dots, dashes of any width,
+# middle dots and bullets, slashes, underscores, commas, colons, bars.
+_SEPARATOR_MARKS = "./_,:|\\\\\u00b7\u2022\u2219\u30fb\u2010-\u2015-"
+# Of those, the ones that also list or divide numbers ("ratio 4111/1111/…",
+# "ids 4539,4262,…"): digits split by them count as a card only with a card
+# word, an expiry or a code nearby, as one unbroken run does.
+_LISTING_MARKS = frozenset("/_,:|\\")
+# One of those marks between digits (blanks around it, mixed with other separators), or a
+# line break (with the blanks and quote marks around it), between digits; a
+# dash or an underscore joining a word to a digit group ("card-4539-…").
+_DIGIT_BREAK = re.compile(
+    rf"(?<=\d)(?:[ \t]*[{_SEPARATOR_MARKS}][ \t]*|[ \t]*\r?\n[ \t>]*)(?=\d)"
+    r"|(?<=[A-Za-z])[_-](?=\d{4})"
+)
 # What the forms undo, for the quick test of may_hide: an escape, or 13 digits
 # with a dot or a line break among them (a card needs 13).
-_ESCAPE_HINT = re.compile(r"&#|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}")
-_SPREAD_DIGITS = re.compile(r"\d(?:(?:[ \t>-]{0,3}\r?\n[ \t>]{0,3}|[ .-])?\d){12}")
+_ESCAPE_HINT = re.compile(
+    r"&#|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}|\\(?:\r?\n|u[0-9a-fA-F]{4}|[nrt\"'/\\])"
+)
+_SPREAD_DIGITS = re.compile(
+    rf"\d(?:(?:[ \t>-]{{0,3}}\r?\n[ \t>]{{0,3}}|[ \t]*[{_SEPARATOR_MARKS}][ \t]*| )?\d){{12}}"
+)
 
 # Vendor prefixes in the case their formats fix, looked for in any case.
 _PREFIXES = (
@@ -68,8 +93,17 @@ _PREFIX_RE = re.compile(r"(?i)(?<![A-Za-z0-9])(" + "|".join(re.escape(p) for p i
 _CANONICAL = {p.lower(): p for p in _PREFIXES}
 _ODD_LETTER = re.compile("[" + INVISIBLE + "".join(CONFUSABLES) + "]")
 # A word cut into groups by dashes or dots: "ghp_-NqVw-YS81-VP7H-…".
-_GROUPED = re.compile(r"[A-Za-z0-9_]+(?:[-.][A-Za-z0-9_]+){3,}")
-_GROUP_SPLIT = re.compile(r"[-.]")
+_GROUPED = re.compile(r"[A-Za-z0-9_]+(?:[-./][A-Za-z0-9_]+){3,}")
+_GROUP_SPLIT = re.compile(r"[-./]")
+# Vendor keys whose format is upper case, with the whole word's length: a
+# lower-cased one is looked for upper-cased. Only "asia" starts ordinary words
+# ("asiapacific2024event"): after it, the body must be in the base32 alphabet
+# AWS key ids use, or hold digits in two places, as random data does.
+_UPPER_KEYS = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:(?:akia|abia|acca|a3t[a-z0-9])[a-z0-9]{16}"
+    r"|asia(?:[a-z2-7]{16}|(?=[a-z]*[0-9]+[a-z]+[0-9])[a-z0-9]{16})"
+    r"|ltai[a-z0-9]{20}|nrak-[a-z0-9]{27})(?![A-Za-z0-9])"
+)
 
 
 @dataclass(frozen=True)
@@ -89,9 +123,11 @@ def may_hide(text: str) -> bool:
     """Whether ``text`` holds anything a form would undo (else no form differs from it)."""
     if not text.isascii() and _changes_letters(text):
         return True
-    if ("&" in text or "%" in text) and _ESCAPE_HINT.search(text):
+    if ("&" in text or "%" in text or "\\" in text) and _ESCAPE_HINT.search(text):
         return True
     if may_hide_digits(text):
+        return True
+    if any(_upper_key(m) != m.group() for m in _UPPER_KEYS.finditer(text)):
         return True
     lower = text.lower()
     if not any(prefix in lower for prefix in _CANONICAL):
@@ -106,13 +142,15 @@ def may_hide(text: str) -> bool:
 
 
 def may_hide_digits(text: str) -> bool:
-    """Whether ``text`` has 13 digits with a dot or a line break among them, or
-    both dashes and spaces (separators the card finder takes one kind at a time)."""
-    if "." not in text and "\n" not in text and "-" not in text:
-        return False
+    """Whether ``text`` has 13 digits with a dot, a slash, an underscore or a line
+    break among them, or both dashes and spaces (separators the card finder
+    takes one kind at a time), or a digit group joined to a word."""
     for match in _SPREAD_DIGITS.finditer(text):
-        run = match.group()
-        if "." in run or "\n" in run or ("-" in run and " " in run):
+        marks = set(match.group()) - set("0123456789")
+        if marks - {" ", "-"} or {" ", "-"} <= marks:
+            return True
+        before = text[match.start() - 1 : match.start()]
+        if before in ("-", "_") and text[match.start() - 2 : match.start() - 1].isalpha():
             return True
     return False
 
@@ -132,7 +170,7 @@ def forms(text: str) -> list[Form]:
     out: list[Form] = []
     breaks = [(m.start(), m.end()) for m in _DIGIT_BREAK.finditer(text)]
     for joiner in (" ", "") if breaks else (None,):
-        form = _undo(text, breaks if joiner is not None else [], joiner or "")
+        form = _undo(text, breaks if joiner is not None else [], joiner)
         text_of = _respell(form.text)
         if text_of != form.text:
             form = Form(text_of, form.starts, form.ends)
@@ -141,10 +179,10 @@ def forms(text: str) -> list[Form]:
     return out
 
 
-def _undo(text: str, breaks: list[tuple[int, int]], joiner: str) -> Form:
+def _undo(text: str, breaks: list[tuple[int, int]], joiner: str | None) -> Form:
     """One pass over ``text``: escapes decoded, invisible characters dropped,
     look-alikes and compatibility forms folded, each digit break replaced
-    by ``joiner``."""
+    by ``joiner`` (see ``joined`` for the breaks that take their own)."""
     chars: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -162,12 +200,26 @@ def _undo(text: str, breaks: list[tuple[int, int]], joiner: str) -> Form:
                 ends.append(end)
 
     cuts = {start: end for start, end in breaks}
-    escapes = {m.start(): m for m in _ESCAPE.finditer(text)} if "&" in text or "%" in text else {}
+
+    def joined(start: int) -> str:
+        # A word joined to its digits is a word before a number; digits split
+        # by slashes or underscores are one run (a card written so needs a card
+        # word nearby: "ratio 4111/1111/1111/1111" is a ratio).
+        if text[start - 1].isalpha():
+            return " "
+        stop = cuts[start]
+        return "" if _LISTING_MARKS & set(text[start:stop]) else joiner or ""
+
+    escapes = (
+        {m.start(): m for m in _ESCAPE.finditer(text)}
+        if "&" in text or "%" in text or "\\" in text
+        else {}
+    )
     i = 0
     while i < len(text):
         stop = cuts.get(i)
         if stop is not None:
-            put(joiner, i, stop)
+            put(joined(i), i, stop)
             i = stop
             continue
         escape = escapes.get(i)
@@ -183,6 +235,13 @@ def _undo(text: str, breaks: list[tuple[int, int]], joiner: str) -> Form:
 
 
 def _decode(escape: str) -> str | None:
+    if escape.startswith("\\"):
+        body = escape[1:]
+        if body.startswith(("\n", "\r")):
+            return ""  # a shell's line continuation: the two lines are one
+        if body.startswith("u"):
+            return chr(int(body[1:], 16))
+        return _BACKSLASH_ESCAPES.get(body, body)
     if escape.startswith("%"):
         value = int(escape[1:], 16)
         return chr(value) if value < 0x80 else None  # a multi-byte UTF-8 piece: left as is
@@ -193,9 +252,16 @@ def _decode(escape: str) -> str | None:
 
 
 def _respell(text: str) -> str:
-    """Same length as ``text``: vendor prefixes in their own case, grouped tokens spaced."""
+    """Same length as ``text``: vendor prefixes in their own case (an upper-case
+    key all of it), grouped tokens spaced."""
     text = _PREFIX_RE.sub(_canonical_prefix, text)
+    text = _UPPER_KEYS.sub(_upper_key, text)
     return _GROUPED.sub(_spaced_groups, text)
+
+
+def _upper_key(match: re.Match[str]) -> str:
+    word = match.group()
+    return word.upper() if any(c.isdigit() for c in word) else word
 
 
 def _canonical_prefix(match: re.Match[str]) -> str:

@@ -26,8 +26,15 @@ What counts as a secret:
   layout or a card word, expiry or security code nearby; the security code
   next to one goes too (:mod:`mdmem.store.payment_cards`);
 * ``name = value`` assignments whose name is a secret's name (the keyword
-  list of detect-secrets plus token names), and high-entropy strings next to
-  a key-like word (detect-secrets' entropy measure).
+  list of detect-secrets plus token names, and environment names that end
+  in one: ``PGPASSWORD``), and high-entropy strings next to a key-like word
+  (detect-secrets' entropy measure);
+* credentials in a command line's own syntax (``mysql -p…``, ``sshpass -p``,
+  ``docker login -p``, ``redis-cli -a``, ``--password …``, a here-string...:
+  :mod:`mdmem.store.command_secrets`).
+
+A value a finding starts right after a quote, and that goes on over a line
+break to the closing quote (a token wrapped inside quotes), is found whole.
 
 Not secrets here: account numbers that are given out to be paid (IBAN),
 personal identifiers (tax or social security numbers) and the like. They are
@@ -57,6 +64,7 @@ from functools import cache
 from typing import Any
 
 from mdmem.errors import SecretRefusedError, Spelled, add_message_filter
+from mdmem.store.command_secrets import COMMAND_RULES, NOT_A_VALUE_WORDS
 from mdmem.store.payment_cards import CARD_GATE, find_cards
 from mdmem.store.secret_forms import INVISIBLE, forms, may_hide, may_hide_digits
 from mdmem.store.secret_rules import PREFIX_RULES
@@ -110,6 +118,7 @@ _NEEDLES = (
     *_NAME_NEEDLES,
     "_authtoken", "begin", "putty", "bearer", "authoriz", "aws", "sharedaccesskey", "://",
     "curl", *(needle for _kind, _pattern, needles in PREFIX_RULES for needle in needles),
+    *(needle for _kind, _pattern, needles, _check in COMMAND_RULES for needle in needles),
 )  # fmt: skip
 
 
@@ -289,6 +298,7 @@ _NOT_THE_SECRET = frozenset(
         "encoding", "format", "version", "min", "max", "endpoint", "location", "store",
         "manager", "mode", "provider", "scope", "scopes", "usage", "budget", "reset",
         "required", "strength", "hint", "label", "input", "prompt", "cmd", "command",
+        "stdin", "stdout", "through",
     }
 )  # fmt: skip
 # Values that name, template or stand in for a secret rather than being one.
@@ -296,12 +306,16 @@ _PLACEHOLDERS = frozenset(
     {
         "none", "null", "nil", "true", "false", "undefined", "empty", "required", "optional",
         "redacted", "hidden", "masked", "secret", "password", "changeme", "placeholder",
+        "pass", "passwd", "pwd", "pw", "mypassword", "yourpassword",
         "example", "string", "str", "bytes", "unset", "default", "todo", "tbd", "n/a",
         # words that start an expression in code: token = await getToken()
         "await", "new", "function", "lambda", "async", "yield", "require", "import", "self",
         "this", "input", "prompt", "getpass", "process", "config", "settings", "options",
     }
 )  # fmt: skip
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "pwd")
+# The shell's working directories, not passwords.
+_SHELL_DIRS = frozenset({"PWD", "OLDPWD"})
 _REFERENCE_WORDS = frozenset({"password", "passwd", "pwd", "pass", "secret", "token", "key"})
 _WORDS_OF = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -321,6 +335,10 @@ def _names_a_secret(name: str, before: str = "") -> bool:
         return False
     known = _SECRET_WORDS | _ds.keywords
     if any(w in known for w in words) or any(a + b in known for a, b in itertools.pairwise(words)):
+        return True
+    # An environment name written as one word: PGPASSWORD, MYSQLPWD... (PWD and
+    # OLDPWD, the shell's working directories, are excluded by the caller).
+    if any(w.endswith(_SECRET_ENDINGS) for w in words):
         return True
     # Only as the first half of a known pair: "pass secrets='redact'" names none.
     prior = _words(before)
@@ -350,7 +368,9 @@ def _assignment_valid(match: re.Match[str], text: str) -> bool:
         start -= 1
     name = text[start : match.end("key")]
     before = _WORD_BEFORE.search(text, max(0, start - 40), start)
-    if not _names_a_secret(name, before.group(1) if before is not None else ""):
+    if name in _SHELL_DIRS or not _names_a_secret(
+        name, before.group(1) if before is not None else ""
+    ):
         return False
     op = match.group("op").strip().lower()
     value = match.group("value")
@@ -365,8 +385,8 @@ def _assignment_valid(match: re.Match[str], text: str) -> bool:
         or _DOTTED.fullmatch(value)  # config.api_key, os.environ
     ):
         return False
-    if re.fullmatch(r"[A-Za-z_]\w*", value) and _REFERENCE_WORDS & set(_words(value)):
-        return False  # password=password, key=OPENAI_API_KEY: a name, not a value
+    if re.fullmatch(r"[A-Za-z_][\w-]*", value) and _REFERENCE_WORDS & set(_words(value)):
+        return False  # password=password, key=OPENAI_API_KEY, --secret=db-password: names
     if op in ("=", ":=", "=>"):
         return len(value) >= 4
     # ``:``, ``::`` and "is" also occur in prose ("Password: required"): the
@@ -415,7 +435,8 @@ def _jwt_valid(match: re.Match[str], text: str) -> bool:
 
 
 def _curl_valid(match: re.Match[str], text: str) -> bool:
-    value = match.group("value")
+    # `curl -u user:pass`, quoted in markdown prose: the marks after it are no part of it.
+    value = match.group("value").lstrip("`").rstrip("`,.;:)]")
     return not (
         value.lower() in _PLACEHOLDERS
         or len(set(value)) == 1
@@ -427,6 +448,52 @@ def _curl_valid(match: re.Match[str], text: str) -> bool:
 def _bearer_valid(match: re.Match[str], text: str) -> bool:
     value = match.group("value")
     return any(c.isdigit() for c in value) and _classes(value) >= 2
+
+
+# A long option's first word that makes it a switch, not a secret's name:
+# --ask-pass, --no-password, --prompt-token.
+_SWITCH_WORDS = frozenset(
+    {
+        "ask", "no", "skip", "use", "with", "without", "require", "allow", "disable", "enable",
+        "show", "read", "save", "store", "reset", "change", "generate", "rotate", "create",
+        "check", "verify", "validate", "print", "remember", "forget", "keep", "clear", "prompt",
+        "become", "vault", "ignore", "hide", "mask", "redact", "strip", "get", "list",
+    }
+)  # fmt: skip
+_FILE_NAME = re.compile(r"[\w.-]*\.[A-Za-z][A-Za-z0-9]{0,4}|[~.]?/\S*")
+
+
+def _unquoted(value: str) -> str:
+    if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0]:
+        return value[1:-1]
+    return value
+
+
+def _command_check(check: str) -> Callable[[re.Match[str], str], bool]:
+    """How a command-line rule's value is judged (see :mod:`mdmem.store.command_secrets`)."""
+
+    def valid(match: re.Match[str], text: str) -> bool:
+        key = match.groupdict().get("key")
+        if key is not None:
+            words = _words(key)
+            if not words or words[0] in _SWITCH_WORDS or not _names_a_secret(key):
+                return False
+        value = _unquoted(match.group("value")).strip()
+        if (
+            len(value) < 3
+            or value[0] in "$%<{[-@`"
+            or value.lower() in _PLACEHOLDERS
+            or len(set(value)) == 1
+            or _ds.templated(value)
+        ):
+            return False
+        if check == "random":
+            return not any(c.isspace() for c in value) and _random_enough(value)
+        if check == "word":
+            return value.lower() not in NOT_A_VALUE_WORDS and not _FILE_NAME.fullmatch(value)
+        return True
+
+    return valid
 
 
 _KEY_WORD = r"(?:api[_ -]?key|key|token|secret|password|passwd|pwd|credentials?|bearer|auth)"
@@ -503,6 +570,7 @@ def _own_rules() -> list[_Rule]:
             "URL credentials",
             re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]*:(?P<value>[^\s/@]{3,})@"),
             group="value",
+            valid=_curl_valid,  # https://user:pass@host, :${PASSWORD}@ name no password
         ),
         _Rule(
             "Authorization header",
@@ -612,6 +680,10 @@ def _load_rules() -> tuple[_Rule, ...]:
         _Rule(kind, re.compile(pattern), needles=needles) for kind, pattern, needles in PREFIX_RULES
     )
     rules.extend(replace(r, needles=_OWN_NEEDLES.get(r.kind, ())) for r in _own_rules())
+    rules.extend(
+        _Rule(kind, re.compile(pattern), "value", valid=_command_check(check), needles=needles)
+        for kind, pattern, needles, check in COMMAND_RULES
+    )
     return tuple(rules)
 
 
@@ -675,11 +747,28 @@ def _scan_view(text: str, gate: _Gate | None) -> list[tuple[str, int, int]]:
                 continue
             if rule.kind == "private key":
                 start, end = _extend_key_block(text, start, end)
-            out.append((rule.kind, start, end))
+            out.append((rule.kind, start, _through_quotes(text, start, end)))
     if gate is None or gate.digits:
         out.extend(find_cards(text))
     out.extend(_split_keys(text, out))
     return out
+
+
+# The rest of a quoted value wrapped over lines: key-like pieces, each on a
+# line of its own (after a backslash continuation or not), up to the quote.
+_QUOTED_REST = re.compile(r"(?:\\?\r?\n[ \t]*[A-Za-z0-9+/=_.~-]+)+")
+
+
+def _through_quotes(text: str, start: int, end: int) -> int:
+    """The end of a finding that starts after a quote and is wrapped over lines
+    before the closing quote (``"ghp_…\\n…"``): at the quote; else ``end``."""
+    quote = text[start - 1 : start]
+    if quote not in ("'", '"') or text[end : end + 1] not in ("\n", "\r", "\\"):
+        return end
+    rest = _QUOTED_REST.match(text, end)
+    if rest is None or text[rest.end() : rest.end() + 1] != quote:
+        return end
+    return rest.end()
 
 
 _B64_LINE = re.compile(r"[ \t>*-]*(?:[A-Za-z0-9+/]{4,}={0,2}|[A-Za-z][\w-]*: .*)?[ \t]*")
@@ -712,7 +801,9 @@ def _extend_key_block(text: str, start: int, end: int) -> tuple[int, int]:
     return start, max(end, last)
 
 
-_PIECE = re.compile(r"\S+")
+# The key-like part of a word: a "#" (a tag), a quote or a bracket around a
+# piece is no part of it, so ``#ghp_ABCD EFGH …`` and ``"ghp_…`` split over
+# two lines inside quotes are searched like bare pieces.
 _KEY_PIECE = re.compile(r"[A-Za-z0-9+/=_.-]+")
 
 
@@ -727,7 +818,7 @@ def _split_keys(text: str, plain: list[tuple[str, int, int]]) -> list[tuple[str,
     """
     if not _VENDOR_NEEDLE_RE.search("".join(text.lower().split())):
         return []
-    pieces = [m for m in _PIECE.finditer(text) if _KEY_PIECE.fullmatch(m.group())]
+    pieces = list(_KEY_PIECE.finditer(text))
     out: list[tuple[str, int, int]] = []
     run: list[re.Match[str]] = []
     for piece in [*pieces, None]:
