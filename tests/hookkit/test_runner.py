@@ -629,7 +629,7 @@ def test_a_served_hook_process_never_loads_the_indexes(vault: Vault, repo: Path)
     assert not heavy, heavy
 
 
-def test_a_busy_server_means_a_degraded_answer_within_the_budget(
+def test_a_server_that_never_answers_means_a_degraded_answer_within_the_budget(
     vault: Vault, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import socket
@@ -654,7 +654,8 @@ def test_a_busy_server_means_a_degraded_answer_within_the_budget(
         mute.close()
         shutil.rmtree(runtime, ignore_errors=True)
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-    assert "degraded" in context and "did not answer" in context
+    # It answers no ping either: wedged, not busy (tests/hookkit/test_wedged_server.py).
+    assert "degraded" in context and "not answering" in context
     assert took < Policy().prompt_latency_ms / 1000 + 0.5  # no cold in-process fallback
 
 
