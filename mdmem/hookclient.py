@@ -155,13 +155,16 @@ def _ask_server(
     latency = prompt_latency_ms(route) if event == "prompt-submit" else hook_latency_ms(route)
     timeout = server_timeout(host, event, latency)
     started = time.monotonic()
+    # Real, as the cold path compares it: a vault named through a link is the same
+    # vault, and its server must not be asked (and waited for) a second time.
+    real = os.path.realpath(root)
     try:
         status, result = ask_within(root, "hook", params, timeout=timeout)
     except Exception:  # refused (another vault's route, a bad payload): the cold path decides
-        return None, (root, "error", time.monotonic() - started)
+        return None, (real, "error", time.monotonic() - started)
     if status == "ok" and isinstance(result, str):
         return result, None
-    return None, (root, status, time.monotonic() - started)
+    return None, (real, status, time.monotonic() - started)
 
 
 def parse_hook_line(argv: list[str]) -> tuple[dict[str, str], str, list[str]] | None:

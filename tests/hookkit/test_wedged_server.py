@@ -134,12 +134,14 @@ def payload(event: str, cwd: Path) -> bytes:
     return text.replace("{CWD}", str(cwd)).replace("{TRANSCRIPT}", "").encode()
 
 
-def run_hook(vault: Vault, event: str, cwd: Path) -> tuple[dict[str, Any], float]:
+def run_hook(
+    vault: Vault, event: str, cwd: Path, root: Path | None = None
+) -> tuple[dict[str, Any], float]:
     """The host's run of one hook: its answer, and how long the host waited for it
     (exit and the end of stdout and stderr: a child still holding them would count)."""
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "mdmem", "--vault", str(vault.root), "hook", event],
+        [sys.executable, "-m", "mdmem", "--vault", str(root or vault.root), "hook", event],
         input=payload(event, cwd),
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -291,5 +293,21 @@ def test_a_capture_the_host_did_not_wait_for_is_made(
         vault.admin.refresh()
         [gotcha] = vault.library.list(kinds="gotcha")
         assert "test_checkout.py::test_total" in gotcha.text
+    finally:
+        server.close()
+
+
+def test_a_vault_named_through_a_link_is_asked_once(
+    vault: Vault, runtime: Path, repo: Path, tmp_path: Path
+) -> None:
+    link = tmp_path / "memory-link"
+    link.symlink_to(vault.root)
+    server = fake(vault, "mute")
+    try:
+        answer, took = run_hook(vault, "session-start", repo, root=link)
+        # The fast path's verdict holds for the cold path: one wait, not two.
+        assert len(server.accepted) == 2
+        assert took < BUDGET["session-start"] + SLACK, took
+        assert "answered neither it nor a ping" in answer["systemMessage"]
     finally:
         server.close()
