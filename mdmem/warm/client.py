@@ -85,7 +85,9 @@ _GROUP_FLAGS = ("-q", "--quiet")
 CLI_TIMEOUT_SECONDS = 30.0  # then the command runs in-process after all
 #: A live server answers ``ping`` from its own loop at once, however busy its
 #: workers are: no answer in this long after a late one means it is wedged.
-PING_SECONDS = 0.15
+#: Milliseconds suffice on an idle machine; the rest is for a loaded one, where
+#: a server wrongly found wedged would be skipped for a minute.
+PING_SECONDS = 0.25
 #: How long callers of :func:`ask_within` skip a server found wedged; then one
 #: of them pays its wait again to see whether it came back.
 WEDGED_SECONDS = 60.0
