@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import scale
 
-from tests.ui.conftest import login, request
+from tests.ui.conftest import login
 
 
 def pages(vault: Any) -> dict[str, str]:
@@ -63,22 +63,23 @@ def run_size(n: int, args: argparse.Namespace, cache: Path) -> dict[str, Any]:
         server = UiServer(vault)
         server.start()
         try:
-            cookie = login(server)
+            session = login(server)
             out: dict[str, Any] = {"memories": info["memories"]}
             listed = pages(vault)
             deep = "/"
             for _ in range(19):
-                body = request(server, "GET", deep, headers={"Cookie": cookie}).body
+                body = session.get(deep).body
                 found = re.search(r'<a href="([^"]+)">older →</a>', body)
                 if found is None:
                     break
-                deep = html.unescape(found.group(1))
+                # The page's links carry the session's path: the pages here are below it.
+                deep = html.unescape(found.group(1)).removeprefix(session.base)
             listed["memories, page 20"] = deep
             for name, path in listed.items():
                 times = []
                 for _ in range(args.rounds):
                     start = time.perf_counter()
-                    reply = request(server, "GET", path, headers={"Cookie": cookie})
+                    reply = session.get(path)
                     times.append((time.perf_counter() - start) * 1000)
                     assert reply.status == 200, (path, reply.status, reply.body[:200])
                 out[name] = {"p50": statistics.median(times), "max": max(times)}

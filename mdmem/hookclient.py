@@ -10,13 +10,14 @@ module, host formats, logging, dataclasses or pathlib.
 The client decides only what it must before it can reach a server: which
 vault's server (:func:`guess_root`, the same order as
 :func:`mdmem.hookkit.policy.hook_vault_root`) and how long to wait
-(:func:`server_timeout`). The request then carries a *route* — the payload's
+(:func:`server_timeout`: within the event's budget, whatever the server
+does). The request then carries a *route* — the payload's
 cwd, the process's folder, the command's ``--vault``/``--vault-name``, the
 user's config folder and ``MDMEM_VAULT`` — and the server resolves the
 policy and the vault from it with the very functions the in-process path
 uses (:func:`~mdmem.hookkit.policy.resolve_route`), refusing a request
-meant for another vault. Anything else — no server, a late or refused
-answer, odd arguments, an unreadable payload, a ``hooks doctor`` probe —
+meant for another vault. Anything else — no server, a late, wedged or
+refused answer, odd arguments, an unreadable payload, a ``hooks doctor`` probe —
 is handed (:data:`Handoff`) to :func:`mdmem.hookmain.thin_hook` (the cold
 path: it opens the vault and starts a server) with the bytes already read and
 what the server said, so nothing is read or asked twice.
@@ -31,7 +32,7 @@ import time
 from mdmem.ipc.boundedjson import MAX_DEPTH, loads_bounded
 from mdmem.ipc.capped import read_capped
 from mdmem.ipc.hostproc import host_process
-from mdmem.warm.client import ask, find_root
+from mdmem.warm.client import PING_SECONDS, ask_within, find_root
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ __all__ = [
     "Prior",
     "config_home",
     "guess_root",
+    "hook_latency_ms",
     "hook_route",
     "parse_hook_line",
     "print_answer",
@@ -75,7 +77,8 @@ HOST_EVENTS: dict[str, frozenset[str]] = {
     "codex": frozenset({"session-start", "prompt-submit", "post-tool-use", "pre-compact", "stop"}),
     "cursor": _EVERY_EVENT,
 }
-#: Seconds each host waits for a hook, per event (every host alike, as in hostformats).
+#: Seconds each host waits for a hook, per event (every host alike, as in hostformats):
+#: its limit, never what a hook takes (see :func:`server_timeout`).
 HOST_TIMEOUTS: dict[str, int] = {
     "session-start": 30,
     "prompt-submit": 10,
@@ -85,16 +88,17 @@ HOST_TIMEOUTS: dict[str, int] = {
     "stop": 120,
     "session-end": 120,
 }
-DEFAULT_LATENCY_MS = 300  # projectpolicy.DEFAULTS["prompt_latency_ms"]
+DEFAULT_LATENCY_MS = 300  # policy.DEFAULTS["prompt_latency_ms"]
+DEFAULT_HOOK_MS = 1000  # policy.DEFAULTS["hook_latency_ms"]
 _TRANSPORT_S = 0.1  # connect, send, receive on a local socket, with room for a busy machine
-_HOST_MARGIN_S = 5.0  # answer this long before the host's own timeout kills the hook
 _GLOBAL_VALUES = ("--vault", "--agent")
 _GLOBAL_FLAGS = ("-q", "--quiet")
 _HOOK_VALUES = ("--host", "--vault-name", "--vault", "--agent")
 _MAX_SETTINGS_BYTES = 256 * 1024  # as projectpolicy reads a settings file
 
 #: What the fast path learnt, for the cold path: (the vault's real path, the
-#: server's status "ok" | "absent" | "late" | "error", seconds waited).
+#: server's status "ok" | "absent" | "late" | "wedged" | "skipped" | "error", seconds
+#: waited; see :func:`mdmem.warm.client.ask_within`).
 Prior = tuple[str, str, float]
 #: What the cold path takes over: the payload already read, and the server's answer.
 Handoff = tuple[bytes, Prior | None]
@@ -148,15 +152,19 @@ def _ask_server(
     found = host_process()
     if found is not None:  # the server stays up while the host lives
         params["client"] = {"host_pid": found[0], "host_start": found[1]}
-    timeout = server_timeout(host, event, prompt_latency_ms(route))
+    latency = prompt_latency_ms(route) if event == "prompt-submit" else hook_latency_ms(route)
+    timeout = server_timeout(host, event, latency)
     started = time.monotonic()
+    # Real, as the cold path compares it: a vault named through a link is the same
+    # vault, and its server must not be asked (and waited for) a second time.
+    real = os.path.realpath(root)
     try:
-        status, result = ask(root, "hook", params, timeout=timeout)
+        status, result = ask_within(root, "hook", params, timeout=timeout)
     except Exception:  # refused (another vault's route, a bad payload): the cold path decides
-        return None, (root, "error", time.monotonic() - started)
+        return None, (real, "error", time.monotonic() - started)
     if status == "ok" and isinstance(result, str):
         return result, None
-    return None, (root, status, time.monotonic() - started)
+    return None, (real, status, time.monotonic() - started)
 
 
 def parse_hook_line(argv: list[str]) -> tuple[dict[str, str], str, list[str]] | None:
@@ -281,20 +289,35 @@ def guess_root(route: dict[str, Any]) -> str | None:
 
 def prompt_latency_ms(route: dict[str, Any]) -> int:
     """The prompt's latency budget, as ``resolve_policy`` sets it (a project may only lower it)."""
+    return _latency(route, "prompt_latency_ms", DEFAULT_LATENCY_MS)
+
+
+def hook_latency_ms(route: dict[str, Any]) -> int:
+    """The other events' latency budget, as ``resolve_policy`` sets it."""
+    return _latency(route, "hook_latency_ms", DEFAULT_HOOK_MS)
+
+
+def _latency(route: dict[str, Any], key: str, default: int) -> int:
     user, project, _ = _settings(route)
-    ceiling = _budget(user.get("prompt_latency_ms"))
-    ceiling = DEFAULT_LATENCY_MS if ceiling is None else ceiling
-    asked = _budget(project.get("prompt_latency_ms"))
+    ceiling = _budget(user.get(key))
+    ceiling = default if ceiling is None else ceiling
+    asked = _budget(project.get(key))
     return ceiling if asked is None else min(asked, ceiling)
 
 
 def server_timeout(host: str, event: str, latency_ms: int) -> float:
-    """How long to wait for the server: the prompt's latency budget (the server keeps
-    it too, and answers ``degraded`` when recall runs out) plus the socket round trip;
-    for the other events, until shortly before the host would give up on the hook."""
+    """How long to wait for the server's answer, so that the hook answers its host in
+    time whatever the server does (a late answer costs :data:`PING_SECONDS` more,
+    to tell a busy server from a wedged one).
+
+    ``latency_ms``: prompt-submit's ``prompt_latency_ms`` (the server keeps it
+    too, and answers ``degraded`` when recall runs out; the socket's round trip
+    comes on top), or every other event's ``hook_latency_ms``, the ping included:
+    a capture the server took goes on there, and nothing waits on its answer.
+    """
     if event == "prompt-submit":
         return max(0.05, latency_ms / 1000) + _TRANSPORT_S
-    return max(1.0, HOST_TIMEOUTS.get(event, 30) - _HOST_MARGIN_S)
+    return max(0.05, latency_ms / 1000 - PING_SECONDS)
 
 
 def _settings(route: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bool]:

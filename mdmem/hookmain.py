@@ -6,10 +6,16 @@
 (:mod:`mdmem.hookkit.policy`) are standard library, and the warm
 server's client (:mod:`mdmem.warm.client`) too, so a hook the server answers
 never loads Whoosh, FAISS, numpy or the embedder. Only when no server
-answers is the vault opened here (keyword recall, marked ``degraded``); the
+runs is the vault opened here (keyword recall, marked ``degraded``); the
 first such call starts a warm server in the background for the calls after
 it, and says so once (unless ``warm_server = false`` in ``hooks.toml`` or
 ``MDMEM_SERVER=off``).
+
+Whatever a server that runs does, the hook answers within its event's
+budget (:func:`mdmem.hookclient.server_timeout`): a server that is late keeps
+the capture it took, and the events that inject answer without it; one found
+wedged (:func:`mdmem.warm.client.ask_within`) is skipped for a while, and a
+capture it can't take is made by a child process the host does not wait for.
 
 Whatever arrives — on stdin (garbage, a payload nested a thousand levels, 16
 MB and more) or on the command line (an unknown event or host, options this
@@ -51,6 +57,9 @@ __all__ = ["MAX_STDIN_BYTES", "PROBE_ENV", "answer_hook", "read_stdin", "thin_ho
 _ERRORS_FILE = "hook-errors.jsonl"
 _MAX_ERRORS_BYTES = 2 * 1024 * 1024
 _STARTED_NOTE = "announced"  # beside the server's socket: the start was told once
+#: What the warm server said when it gave no answer: late (busy), wedged (found
+#: so just now) or skipped (found so lately, not asked).
+_UNANSWERED = ("late", "wedged", "skipped")
 
 
 def thin_hook(
@@ -81,6 +90,7 @@ def thin_hook(
             vault_name=options.get("--vault-name"),
             unknown=unknown,
             prior=prior,
+            detach=True,
         )
     except BaseException as exc:  # the host gets an answer, always
         out = _failed(host_name, event, f"{type(exc).__name__}: {exc}", exc)
@@ -98,11 +108,13 @@ def answer_hook(
     vault_name: str | None = None,
     unknown: list[str] | None = None,
     prior: Prior | None = None,
+    detach: bool = False,
 ) -> str:
     """The stdout for one hook run (``raw``: the host's stdin); never raises.
 
     ``prior``: the warm server's answer to :mod:`mdmem.hookclient` (not asked
-    again when it was this run's vault)."""
+    again when it was this run's vault). ``detach``: this process is the
+    hook's own, and may fork a capture off that a wedged server can't take."""
     if host_name not in hf.HOSTS:
         _note_error(host_name, event, f"unknown host {host_name!r} (one of {', '.join(hf.HOSTS)})")
         return "{}"  # every host reads an empty object as "nothing to add"
@@ -138,13 +150,14 @@ def answer_hook(
             if warm is not None:
                 return warm
             waited = time.monotonic() - started
-        if status == "late" and event == "prompt-submit":
-            # A server is there but busy: a cold in-process recall would only be slower.
-            return _late(host_name, event, waited)
-        if status == "late" and event not in hf.INJECTING:
+        if status in _UNANSWERED and event in hf.INJECTING:
+            # A cold in-process run would outlast the event's budget (opening the
+            # vault alone takes about that), and a wedged server may hold the
+            # vault's lock: the host is answered now, without memories.
+            return _unanswered(host_name, event, status, waited, policy)
+        if status == "late":
             # The server took the capture and is still at it: doing it here too
             # would only wait for its lock. Nothing to show the host either way.
-            _note_error(host_name, event, f"handed to the warm server ({waited:.0f} s so far)")
             return hf.render_output(host_name, event)
         if os.environ.get(PROBE_ENV) and event not in hf.INJECTING:
             # A doctor's probe of a capture: it would write nothing, so the vault
@@ -152,6 +165,10 @@ def answer_hook(
             if not (root / "mdmem.toml").is_file():
                 raise FileNotFoundError(f"{root} is not an mdmem vault (no mdmem.toml)")
             return hf.render_output(host_name, event)
+        notice = _wedged_notice(host_name, event, status)
+        if status in ("wedged", "skipped") and detach and _forked_off():
+            # This process answers the host; the child makes the capture, in its own time.
+            return _with_notice(host_name, event, hf.render_output(host_name, event), notice)
         from mdmem.hookkit.runner import run_event
         from mdmem.vault import Vault
 
@@ -159,8 +176,9 @@ def answer_hook(
         # server's: a capture has one author whichever process made it.
         with Vault.open(root, agent=agent) as vault:
             out = run_event(vault, host_name, event, payload, policy, warm=False)
-        # Started after the answer, so its start-up does not compete with this hook.
-        notice = _start_server(root, host_name, event) if status == "absent" else ""
+        if status == "absent":
+            # Started after the answer, so its start-up does not compete with this hook.
+            notice = _start_server(root, host_name, event)
         return _with_notice(host_name, event, out, notice)
     except Exception as exc:  # the host must get an answer whatever happened
         return _failed(host_name, event, f"{type(exc).__name__}: {exc}", exc)
@@ -179,11 +197,13 @@ def _warm_answer(
 ) -> tuple[str, str | None]:
     """What the warm server made of it (it runs ``hostkit.run_event`` on its open vault).
 
-    ``("ok", stdout)``, or ``("absent" | "late" | "error", None)``: no server,
-    no answer in time (it may still be working on it), or it refused.
+    ``("ok", stdout)``, or ``("absent" | "late" | "wedged" | "skipped" | "error",
+    None)``: no server, no answer in time (it may still be working on it), no
+    answer nor a ping just now or lately (:func:`mdmem.warm.client.ask_within`),
+    or it refused.
     """
     from mdmem.ipc.hostproc import host_process
-    from mdmem.warm.client import ask
+    from mdmem.warm.client import ask_within
 
     timeout = _server_timeout(host_name, event, policy)
     params: dict[str, Any] = {
@@ -199,7 +219,7 @@ def _warm_answer(
     if host is not None:  # the server stays up while this process lives
         params["client"] = {"host_pid": host[0], "host_start": host[1]}
     try:
-        status, result = ask(root, "hook", params, timeout=timeout)
+        status, result = ask_within(root, "hook", params, timeout=timeout)
     except Exception:  # the in-process path is the fallback for any server trouble
         return "error", None
     if status == "ok" and isinstance(result, str):
@@ -208,7 +228,71 @@ def _warm_answer(
 
 
 def _server_timeout(host_name: str, event: str, policy: Policy) -> float:
-    return server_timeout(host_name, event, policy.prompt_latency_ms)
+    if event == "prompt-submit":
+        return server_timeout(host_name, event, policy.prompt_latency_ms)
+    return server_timeout(host_name, event, policy.hook_latency_ms)
+
+
+def _unanswered(host_name: str, event: str, status: str, waited: float, policy: Policy) -> str:
+    """The answer of an event that injects when the warm server gave none in time."""
+    if event == "prompt-submit":
+        if status == "late":
+            return _late(host_name, event, waited)
+        block = (
+            "## Recalled Memory (mdmem, degraded)\n"
+            "_No memories: the warm server is not answering._\n"
+        )
+        notice = _wedged_notice(host_name, event, status)
+        return _with_notice(host_name, event, hf.render_output(host_name, event, block), notice)
+    if status == "late":
+        budget = policy.hook_latency_ms
+        line = f"warm server gave no answer in {budget} ms (hook_latency_ms)"
+        _note_error(host_name, event, line)
+        notice = f"mdmem: no memories this time: the {line}"
+        notice = notice if _shows_notice(host_name, event) else ""
+    else:
+        notice = _wedged_notice(host_name, event, status)
+    return hf.render_output(host_name, event, notice=notice)
+
+
+def _wedged_notice(host_name: str, event: str, status: str) -> str:
+    """Said (and logged) once, by the hook that found the server wedged; "" after."""
+    if status != "wedged":
+        return ""
+    from mdmem.warm.client import WEDGED_SECONDS
+
+    line = (
+        f"the warm server took a hook and answered neither it nor a ping: hooks skip it "
+        f"for {WEDGED_SECONDS:.0f} s (`mdmem server stop` ends it)"
+    )
+    _note_error(host_name, event, line)
+    return f"mdmem: {line}" if _shows_notice(host_name, event) else ""
+
+
+def _forked_off() -> bool:
+    """Fork, and whether this process is done: True in the parent, which answers the
+    host at once; False in the child, which carries on detached from the host's
+    session and pipes (so the host sees the hook end), or where nothing was forked
+    (no fork on this system, or it failed): then this process does the work."""
+    fork = getattr(os, "fork", None)
+    if fork is None:
+        return False
+    try:
+        pid = fork()
+    except OSError:
+        return False
+    if pid:
+        return True
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        if null > 2:
+            os.close(null)
+    except OSError:
+        pass
+    return False
 
 
 def _start_server(root: Path, host_name: str, event: str) -> str:
@@ -265,9 +349,7 @@ def _late(host_name: str, event: str, waited: float) -> str:
     return hf.render_output(host_name, event, block)
 
 
-def _note_error(
-    host_name: str, event: str, line: str, exc: BaseException | None = None
-) -> None:
+def _note_error(host_name: str, event: str, line: str, exc: BaseException | None = None) -> None:
     """One line (and a traceback) in ``hook-errors.jsonl``; never raises."""
     try:
         path = config_home() / _ERRORS_FILE

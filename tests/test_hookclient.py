@@ -76,37 +76,40 @@ def test_config_home_agrees_with_mdmem_config(
 
 def decide_cold(
     cwd: Path, workdir: Path, vault: str | None, name: str | None
-) -> tuple[str | None, int]:
-    """The vault and latency budget the cold path (mdmem.hookmain) decides."""
+) -> tuple[str | None, int, int]:
+    """The vault and latency budgets the cold path (mdmem.hookmain) decides."""
     policy = resolve_policy(str(cwd))
+    budgets = (policy.prompt_latency_ms, policy.hook_latency_ms)
     try:
         root, _ = hook_vault_root(policy, vault, name, workdir=str(workdir))
     except FileNotFoundError:
-        return None, policy.prompt_latency_ms
-    return str(root), policy.prompt_latency_ms
+        return None, *budgets
+    return str(root), *budgets
 
 
 def decide_fast(
     cwd: Path, workdir: Path, vault: str | None, name: str | None, monkeypatch: pytest.MonkeyPatch
-) -> tuple[str | None, int]:
+) -> tuple[str | None, int, int]:
     monkeypatch.chdir(workdir)
     options = {k: v for k, v in (("--vault", vault), ("--vault-name", name)) if v}
     route = hookclient.hook_route(options, {"cwd": str(cwd)})
-    return hookclient.guess_root(route), hookclient.prompt_latency_ms(route)
+    budgets = (hookclient.prompt_latency_ms(route), hookclient.hook_latency_ms(route))
+    return hookclient.guess_root(route), *budgets
 
 
 USER_FILES = [
     "",
-    'vault = "{default}"\nprompt_latency_ms = 250\n[vaults]\nwork = "{work}"\n',
+    'vault = "{default}"\nprompt_latency_ms = 250\nhook_latency_ms = 700\n'
+    '[vaults]\nwork = "{work}"\n',
     '[vaults]\nwork = "{work}"\nempty = ""\n',
-    "prompt_latency_ms = true\nvault = 3\n",
+    "prompt_latency_ms = true\nhook_latency_ms = -5\nvault = 3\n",
     "not toml [",
 ]
 PROJECT_FILES = [
     None,
-    'vault = "work"\nprompt_latency_ms = 100\n',
+    'vault = "work"\nprompt_latency_ms = 100\nhook_latency_ms = 400\n',
     'vault = "{work}"\n',  # a path, allowed when it is one of the user's
-    'vault = "/tmp/attacker-vault"\nprompt_latency_ms = 9000\n',
+    'vault = "/tmp/attacker-vault"\nprompt_latency_ms = 9000\nhook_latency_ms = 90000\n',
     'vault = ""\nprompt_latency_ms = -1\n',
     "vault = [1]\n",
 ]
@@ -205,7 +208,7 @@ def test_a_served_hook_imports_the_standard_library_only(
     # push the first recall past the 300 ms budget and so hand over to the cold path.
     home = Path(os.environ["MDMEM_CONFIG_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    (home / "hooks.toml").write_text("prompt_latency_ms = 30000\n")
+    (home / "hooks.toml").write_text("prompt_latency_ms = 30000\nhook_latency_ms = 30000\n")
     before = ask(served.root, "ping", timeout=10)[1]["requests"]
     code = SERVED_RUN.format(event=event, host=host, root=str(served.root))
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -521,7 +521,7 @@ def policy_command(directory: str | None, as_json: bool) -> None:
                 "repository's memories alone, run: mdmem hooks adopt"
             )
         click.echo(f"capture: {data['capture']}")
-        for key in ("session_tokens", "prompt_tokens", "prompt_latency_ms"):
+        for key in ("session_tokens", "prompt_tokens", "prompt_latency_ms", "hook_latency_ms"):
             click.echo(f"{key}: {data[key]}")
         for note in policy.notes:
             click.echo(f"note: {note}")

@@ -39,10 +39,11 @@ def _person(obj: Context) -> str | None:
 def ui(obj: Context, port: int) -> None:
     """Browse, search and review memories in your browser (127.0.0.1 only).
 
-    Prints a URL that carries a one-run key: open it, and the page sets a
-    session cookie. Pages only read; the buttons (resolve, forget, merge or
-    reject a review) run the same verbs as the CLI, committed as you (--agent,
-    else git's user.name). Ctrl-C stops it.
+    Prints a URL that carries a one-run key: open it, and the browser gets a
+    session of its own (a random path and a cookie sent only with it). Pages
+    only read; the buttons (resolve, forget, merge or reject a review) run the
+    same verbs as the CLI, committed as you (--agent, else git's user.name).
+    Ctrl-C stops it.
     """
     from mdmem.ui import UiServer
     from mdmem.vault import Vault

@@ -10,6 +10,7 @@ The hooks find the file by walking up from the payload's ``cwd``::
     session_tokens = 1500         # session-start budget
     prompt_tokens = 800           # prompt-submit budget
     prompt_latency_ms = 300
+    hook_latency_ms = 1000        # the other events: how long they wait for the warm server
 
 A project file travels with the repository, so (docs/hooks.md#policy-files): it can
 only narrow what is captured and only lower budgets (a scope, a vault among those
@@ -26,6 +27,7 @@ sets the ceilings::
     session_tokens = 1500
     prompt_tokens = 800
     prompt_latency_ms = 300
+    hook_latency_ms = 1000
     warm_server = true            # a hook that finds no warm server starts one
     [vaults]
     work = "/home/me/work-vault"
@@ -93,12 +95,13 @@ DEFAULTS: dict[str, Any] = {
     "session_tokens": 1500,
     "prompt_tokens": 800,
     "prompt_latency_ms": 300,
+    "hook_latency_ms": 1000,
     "outside_repositories": "off",
 }
 # Outside any repository: "off" captures nothing (recall reads the root);
 # "folder" captures into a scope of the working folder's own (folder_identity).
 OUTSIDE_CHOICES = ("off", "folder")
-_BUDGETS = ("session_tokens", "prompt_tokens", "prompt_latency_ms")
+_BUDGETS = ("session_tokens", "prompt_tokens", "prompt_latency_ms", "hook_latency_ms")
 _PROJECT_KEYS = {"enabled", "vault", "scope", "capture", *_BUDGETS}
 
 
@@ -123,6 +126,8 @@ class Policy:
     session_tokens: int = 1500
     prompt_tokens: int = 800
     prompt_latency_ms: int = 300
+    # How long every hook but prompt-submit waits for the warm server (the ping included).
+    hook_latency_ms: int = 1000
     source: str | None = None  # the .mdmem.toml that applied, if any
     notes: tuple[str, ...] = field(default_factory=tuple)  # what was ignored, and why
 

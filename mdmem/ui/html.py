@@ -6,11 +6,15 @@ value reaches the page through :func:`esc` (text and attribute values) or
 memory holding ``<script>`` or a ``javascript:`` link shows as text. The pages
 carry no script at all, and the Content-Security-Policy the server sends
 forbids any.
+
+Every path of a session sits under its ``base`` (``/<session path>``, see
+:mod:`mdmem.ui.server`): the helpers put it in front of each local path.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import quote, urlencode
 
@@ -42,20 +46,26 @@ def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def local_url(path: str, params: Mapping[str, object] | None = None) -> str:
-    """A URL of this server's ``path`` (segments quoted), never one with a scheme or host."""
+_BASE = re.compile(r"(/[A-Za-z0-9_-]+)?")
+
+
+def local_url(path: str, params: Mapping[str, object] | None = None, *, base: str = "") -> str:
+    """A URL of this server's ``path`` under ``base`` (segments quoted), never one with
+    a scheme or host."""
     if not path.startswith("/") or path.startswith("//"):
         raise ValueError(f"not a local path: {path!r}")
-    url = quote(path, safe="/")
+    if not _BASE.fullmatch(base):
+        raise ValueError(f"not a session's base: {base!r}")
+    url = base + quote(path, safe="/")
     query = {k: str(v) for k, v in (params or {}).items() if v not in (None, "")}
     if query:
         url += "?" + urlencode(query)
     return url
 
 
-def href(path: str, params: Mapping[str, object] | None = None) -> str:
+def href(path: str, params: Mapping[str, object] | None = None, *, base: str = "") -> str:
     """:func:`local_url`, escaped for an attribute."""
-    return esc(local_url(path, params))
+    return esc(local_url(path, params, base=base))
 
 
 def table(headings: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
@@ -65,28 +75,36 @@ def table(headings: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def form_post(action: str, csrf: str, label: str, fields: Mapping[str, str] | None = None) -> str:
+def form_post(
+    action: str,
+    csrf: str,
+    label: str,
+    fields: Mapping[str, str] | None = None,
+    *,
+    base: str = "",
+) -> str:
     """A one-button form that POSTs to ``action`` with the page's CSRF token."""
     hidden = "".join(
         f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">' for k, v in (fields or {}).items()
     )
     return (
-        f'<form class="inline" method="post" action="{href(action)}">'
+        f'<form class="inline" method="post" action="{href(action, base=base)}">'
         f'<input type="hidden" name="csrf" value="{esc(csrf)}">{hidden}'
         f'<button type="submit">{esc(label)}</button></form>'
     )
 
 
-def page(title: str, body: str, *, vault_name: str, notice: str = "") -> str:
+def page(title: str, body: str, *, vault_name: str, notice: str = "", base: str = "") -> str:
     """The page shell around ``body`` (already HTML); ``title`` and ``notice`` are text."""
     shown = f'<div class="notice">{esc(notice)}</div>' if notice else ""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)} · mdmem</title>"
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        '<link rel="stylesheet" href="/style.css"></head><body>'
+        f'<link rel="stylesheet" href="{href("/style.css", base=base)}"></head><body>'
         f"<header><b>mdmem · {esc(vault_name)}</b>"
-        '<a href="/">Memories</a><a href="/hooks">Injected</a>'
-        '<a href="/reviews">Reviews</a></header>'
+        f'<a href="{href("/", base=base)}">Memories</a>'
+        f'<a href="{href("/hooks", base=base)}">Injected</a>'
+        f'<a href="{href("/reviews", base=base)}">Reviews</a></header>'
         f"<main>{shown}<h1>{esc(title)}</h1>{body}</main></body></html>"
     )

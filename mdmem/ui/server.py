@@ -3,15 +3,23 @@
 Who may look, and who may act:
 
 * The server binds 127.0.0.1 and answers only requests whose ``Host`` is
-  ``127.0.0.1:<port>`` or ``localhost:<port>``: a page on another site that
-  points its own name at 127.0.0.1 (DNS rebinding) is refused before anything
-  else is read.
+  ``127.0.0.1:<port>``: a page on another site that points its own name at
+  127.0.0.1 (DNS rebinding) is refused before anything else is read, and so is
+  ``localhost``, which a browser may send to ``[::1]``, where another user can
+  listen on the same port.
 * The credential is a random token made per run and printed in the URL
-  (``/login?token=…``). Opening it sets a session cookie (HttpOnly,
-  SameSite=Strict, named for the port) and redirects at once, so the token
-  leaves the address bar; every other page needs that cookie.
-* An action (a POST) needs the cookie, the session's CSRF token in the form,
-  and an ``Origin`` of this server (``Sec-Fetch-Site``, when sent, must be
+  (``/login?token=…``). Opening it starts a session and redirects at once to
+  the session's own path, ``/<session path>/``, so the token leaves the address
+  bar. Every page of the session is under that path, and needs it *and* the
+  session cookie (HttpOnly, SameSite=Strict), which is set for that path only.
+* Why both: a browser sends a cookie of 127.0.0.1 to every port of
+  127.0.0.1 (cookies ignore ports), so a page another local user serves there
+  would be sent a cookie set for ``/`` and could replay it. The browser sends
+  this one only with a URL under the session's random path, which no other
+  page knows; and the path alone (it is in the address bar) opens nothing
+  without the cookie.
+* An action (a POST) needs both, the session's CSRF token in the form, and an
+  ``Origin`` of this server (``Sec-Fetch-Site``, when sent, must be
   same-origin): no other site's page can act, even with the person's cookie.
 * Pages carry no script; the Content-Security-Policy forbids any, and every
   value a page shows is escaped (:mod:`mdmem.ui.html`).
@@ -61,6 +69,17 @@ HEADERS: dict[str, str] = {
 _MAX_FORM_BYTES = 64 * 1024
 
 
+@dataclass(frozen=True)
+class _Session:
+    path: str  # the first segment of every URL of the session
+    cookie: str  # the cookie's value, sent only under that path
+    csrf: str  # the token every form of the session carries
+
+    @property
+    def base(self) -> str:
+        return f"/{self.path}"
+
+
 @dataclass
 class _Answer:
     status: int
@@ -75,7 +94,7 @@ class UiServer:
     def __init__(self, vault: Vault, *, port: int = 0) -> None:
         self.vault = vault
         self.token = secrets.token_urlsafe(32)
-        self._sessions: dict[str, str] = {}  # session cookie -> its CSRF token
+        self._sessions: list[_Session] = []
         self._lock = threading.Lock()
         self.refused = 0
         try:
@@ -86,8 +105,8 @@ class UiServer:
         self._server = server
         self.port = int(server.server_address[1])
         self.cookie = f"mdmem_ui_{self.port}"
-        self.hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
-        self.origins = {f"http://{h}" for h in self.hosts}
+        self.host = f"127.0.0.1:{self.port}"
+        self.origin = f"http://{self.host}"
 
     @property
     def url(self) -> str:
@@ -111,35 +130,42 @@ class UiServer:
 
     def answer(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> _Answer:
         """The whole decision for one request (no socket involved, so it is testable)."""
-        if headers.get("host", "") not in self.hosts:
+        if headers.get("host", "") != self.host:
             return self._refuse(HTTPStatus.FORBIDDEN, "this server answers only its own address")
         url = urlsplit(target)
-        path = unquote(url.path)
         params = dict(parse_qsl(url.query, keep_blank_values=True))
-        if method == "GET" and path == "/style.css":
-            return _Answer(200, CSS.encode("utf-8"), "text/css; charset=utf-8")
-        if method == "GET" and path == "/login":
+        if method == "GET" and url.path == "/login":
             return self._login(params.get("token", ""))
-        session = self._session(headers.get("cookie", ""))
+        if url.path == "/favicon.ico":  # asked by every browser at the root, outside a session
+            return _Answer(HTTPStatus.NOT_FOUND, b"", "text/plain; charset=utf-8")
+        # The session's path segment comes first, as it came (quoted or not, it
+        # must be the very one the login redirected to).
+        first, _, rest = url.path[1:].partition("/")
+        session = self._session(first, headers.get("cookie", ""))
         if session is None:
             return self._refuse(
                 HTTPStatus.UNAUTHORIZED, "open the URL `mdmem ui` printed (it carries the key)"
             )
+        path = "/" + unquote(rest)
         if method == "POST":
             return self._act(path, headers, body, session)
         if method != "GET":
             return self._refuse(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and POST")
-        view = views.View(params, session, self.vault.root.name, params.get("done", ""))
+        if path == "/style.css":
+            return _Answer(200, CSS.encode("utf-8"), "text/css; charset=utf-8")
+        view = views.View(
+            params, session.csrf, self.vault.root.name, params.get("done", ""), session.base
+        )
         route = self._route(path)
         if route is None:
-            return self._page(HTTPStatus.NOT_FOUND, "Not found", "There is no such page.")
+            return self._page(session, HTTPStatus.NOT_FOUND, "Not found", "There is no such page.")
         with self._lock:
             try:
                 html = route(view)
             except MemoryNotFoundError as exc:
-                return self._page(HTTPStatus.NOT_FOUND, "Not found", str(exc))
+                return self._page(session, HTTPStatus.NOT_FOUND, "Not found", str(exc))
             except MdmemError as exc:
-                return self._page(HTTPStatus.BAD_REQUEST, "Could not show this", str(exc))
+                return self._page(session, HTTPStatus.BAD_REQUEST, "Could not show this", str(exc))
         return _Answer(200, html.encode("utf-8"))
 
     def _route(self, path: str) -> Callable[[views.View], str] | None:
@@ -158,52 +184,67 @@ class UiServer:
     def _login(self, given: str) -> _Answer:
         if not hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8")):
             return self._refuse(HTTPStatus.UNAUTHORIZED, "wrong or missing key")
-        session = secrets.token_urlsafe(32)
+        session = _Session(
+            secrets.token_urlsafe(24), secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        )
         with self._lock:
-            self._sessions[session] = secrets.token_urlsafe(32)
-        cookie = f"{self.cookie}={session}; HttpOnly; SameSite=Strict; Path=/"
+            self._sessions.append(session)
+        # Path-scoped: the browser sends it with this session's URLs only, on any
+        # port of 127.0.0.1 (so never to a page that does not know the path).
+        cookie = f"{self.cookie}={session.cookie}; HttpOnly; SameSite=Strict; Path={session.base}/"
         return _Answer(
-            HTTPStatus.SEE_OTHER, b"", headers=(("Set-Cookie", cookie), ("Location", "/"))
+            HTTPStatus.SEE_OTHER,
+            b"",
+            headers=(("Set-Cookie", cookie), ("Location", local_url("/", base=session.base))),
         )
 
-    def _session(self, cookie_header: str) -> str | None:
-        """The CSRF token of the session the cookie names (None: no valid session)."""
+    def _session(self, path: str, cookie_header: str) -> _Session | None:
+        """The session whose path is ``path`` when the request carries its cookie too."""
+        found = None
+        for session in list(self._sessions):  # every one compared: no timing of which
+            if hmac.compare_digest(path.encode("utf-8"), session.path.encode("utf-8")):
+                found = session
+        if found is None:
+            return None
         for part in cookie_header.split(";"):
             name, _, value = part.strip().partition("=")
-            if name == self.cookie:
-                for session, csrf in list(self._sessions.items()):
-                    if hmac.compare_digest(value.encode("utf-8"), session.encode("utf-8")):
-                        return csrf
+            if name == self.cookie and hmac.compare_digest(
+                value.encode("utf-8"), found.cookie.encode("utf-8")
+            ):
+                return found
         return None
 
-    def _act(self, path: str, headers: Mapping[str, str], body: bytes, csrf: str) -> _Answer:
+    def _act(
+        self, path: str, headers: Mapping[str, str], body: bytes, session: _Session
+    ) -> _Answer:
         origin = headers.get("origin", "")
         fetch_site = headers.get("sec-fetch-site", "")
-        if origin not in self.origins or fetch_site not in ("", "same-origin"):
+        if origin != self.origin or fetch_site not in ("", "same-origin"):
             return self._refuse(HTTPStatus.FORBIDDEN, "actions come only from this page")
         if path != "/action":
-            return self._page(HTTPStatus.NOT_FOUND, "Not found", "There is no such action.")
+            return self._page(session, HTTPStatus.NOT_FOUND, "Not found", "No such action.")
         form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        if not hmac.compare_digest(form.get("csrf", "").encode("utf-8"), csrf.encode("utf-8")):
+        sent = form.get("csrf", "").encode("utf-8")
+        if not hmac.compare_digest(sent, session.csrf.encode("utf-8")):
             return self._refuse(HTTPStatus.FORBIDDEN, "the form is stale: reload the page")
         action = views.ACTIONS.get(form.get("verb", ""))
         if action is None:
-            return self._page(HTTPStatus.BAD_REQUEST, "Unknown action", "No such verb.")
+            return self._page(session, HTTPStatus.BAD_REQUEST, "Unknown action", "No such verb.")
         with self._lock:
             try:
                 done = action.run(self.vault, form)
             except MdmemError as exc:
-                return self._page(HTTPStatus.BAD_REQUEST, "The action failed", str(exc))
-        back = action.back(form)
-        location = local_url(back, {"done": done})
+                return self._page(session, HTTPStatus.BAD_REQUEST, "The action failed", str(exc))
+        location = local_url(action.back(form), {"done": done}, base=session.base)
         return _Answer(HTTPStatus.SEE_OTHER, b"", headers=(("Location", location),))
 
     def _refuse(self, status: HTTPStatus, why: str) -> _Answer:
         self.refused += 1
         return _Answer(status, f"mdmem ui: {why}\n".encode(), "text/plain; charset=utf-8")
 
-    def _page(self, status: HTTPStatus, title: str, text: str) -> _Answer:
-        html = page(title, f'<div class="error">{esc(text)}</div>', vault_name=self.vault.root.name)
+    def _page(self, session: _Session, status: HTTPStatus, title: str, text: str) -> _Answer:
+        body = f'<div class="error">{esc(text)}</div>'
+        html = page(title, body, vault_name=self.vault.root.name, base=session.base)
         return _Answer(status, html.encode("utf-8"))
 
 

@@ -34,12 +34,23 @@ _SNIPPET = 240
 
 @dataclass(frozen=True)
 class View:
-    """What a page needs besides the vault: its parameters and the session's CSRF token."""
+    """What a page needs besides the vault: its parameters, the session's CSRF token
+    and the session's base path, which every link of the page starts with."""
 
     params: Mapping[str, str]
     csrf: str
     vault_name: str
     notice: str = ""
+    base: str = ""
+
+    def href(self, path: str, params: Mapping[str, object] | None = None) -> str:
+        return href(path, params, base=self.base)
+
+    def action(self, label: str, fields: Mapping[str, str]) -> str:
+        return form_post("/action", self.csrf, label, fields, base=self.base)
+
+    def page(self, title: str, body: str) -> str:
+        return page(title, body, vault_name=self.vault_name, notice=self.notice, base=self.base)
 
     def get(self, key: str) -> str:
         return self.params.get(key, "").strip()
@@ -64,11 +75,11 @@ def _pager(view: View, path: str, has_more: bool, cursor: Mapping[str, str] | No
     if number > 1:
         back = {**params} if cursor is not None else {**params, "page": number - 1}
         label = "← newest" if cursor is not None else "← newer"
-        links.append(f'<a href="{href(path, back)}">{label}</a>')
+        links.append(f'<a href="{view.href(path, back)}">{label}</a>')
     links.append(f"<span>page {number}</span>")
     if has_more:
         ahead = {**params, **(cursor or {}), "page": number + 1}
-        links.append(f'<a href="{href(path, ahead)}">older →</a>')
+        links.append(f'<a href="{view.href(path, ahead)}">older →</a>')
     return f'<div class="pager">{"".join(links)}</div>'
 
 
@@ -103,7 +114,7 @@ def _filters(view: View) -> str:
         )
 
     return (
-        '<form class="filters" method="get" action="/">'
+        f'<form class="filters" method="get" action="{view.href("/")}">'
         f'<input type="search" name="q" value="{esc(view.get("q"))}" '
         'placeholder="search by meaning or words" size="40" autofocus>'
         f"{_select('mode', _MODES, view.get('mode'))}"
@@ -115,8 +126,8 @@ def _filters(view: View) -> str:
     )
 
 
-def _memory_link(memory_id: str, label: str | None = None) -> str:
-    return f'<a href="{href("/m/" + memory_id)}">{esc(label or memory_id)}</a>'
+def _memory_link(view: View, memory_id: str, label: str | None = None) -> str:
+    return f'<a href="{view.href("/m/" + memory_id)}">{esc(label or memory_id)}</a>'
 
 
 def browse(vault: Vault, view: View) -> str:
@@ -172,10 +183,10 @@ def browse(vault: Vault, view: View) -> str:
     shown = rows[offset : offset + PAGE_SIZE]
     cells = [
         (
-            _memory_link(memory_id),
+            _memory_link(view, memory_id),
             f'<div class="text">{esc(_snippet(text))}</div>',
             esc(kind_),
-            f'<a href="{href("/", {"file": file})}">{esc(file)}</a>'
+            f'<a href="{view.href("/", {"file": file})}">{esc(file)}</a>'
             f'<span class="meta">:{esc(line)}</span>',
             esc(status_),
             f'<span class="meta">{esc(created.isoformat(timespec="minutes"))}</span>',
@@ -198,7 +209,7 @@ def browse(vault: Vault, view: View) -> str:
             same += ties
         body += _pager(view, "/", more, {"before": f"{last[6].isoformat()}~{last[0]}~{same}"})
     title = f"Search: {query}" if query else "Memories"
-    return page(title, body, vault_name=view.vault_name, notice=view.notice)
+    return view.page(title, body)
 
 
 def memory(vault: Vault, view: View, memory_id: str) -> str:
@@ -232,8 +243,8 @@ def memory(vault: Vault, view: View, memory_id: str) -> str:
     ]
     actions = ""
     if row.get("status") == "active":
-        actions += form_post("/action", view.csrf, "Resolve", {"verb": "resolve", "id": memory_id})
-    actions += " " + form_post("/action", view.csrf, "Forget", {"verb": "forget", "id": memory_id})
+        actions += view.action("Resolve", {"verb": "resolve", "id": memory_id})
+    actions += " " + view.action("Forget", {"verb": "forget", "id": memory_id})
     body = (
         f'<div class="text" id="memory-text">{esc(row.get("text"))}</div>'
         + table(("field", "value"), [(esc(k), v) for k, v in fields])
@@ -246,7 +257,7 @@ def memory(vault: Vault, view: View, memory_id: str) -> str:
         )
         + "".join(f'<div class="error">{esc(p)}</div>' for p in shown.problems)
     )
-    return page(f"Memory {memory_id}", body, vault_name=view.vault_name, notice=view.notice)
+    return view.page(f"Memory {memory_id}", body)
 
 
 def hooks(vault: Vault, view: View) -> str:
@@ -263,7 +274,7 @@ def hooks(vault: Vault, view: View) -> str:
                 text = _snippet(vault.reading().get(memory_id).text)
             except MdmemError:
                 text = "(no longer in the vault)"
-            injected.append(f"<li>{_memory_link(memory_id)} {esc(text)}</li>")
+            injected.append(f"<li>{_memory_link(view, memory_id)} {esc(text)}</li>")
         what = f"<ul>{''.join(injected)}</ul>" if injected else '<span class="meta">nothing</span>'
         problem = entry.get("error") or entry.get("skipped") or ""
         rows.append(
@@ -283,7 +294,7 @@ def hooks(vault: Vault, view: View) -> str:
         else "<p>No hook runs logged yet.</p>"
     )
     body += _pager(view, "/hooks", len(entries) > start + _HOOK_PAGE)
-    return page("What the hooks injected", body, vault_name=view.vault_name, notice=view.notice)
+    return view.page("What the hooks injected", body)
 
 
 def reviews(vault: Vault, view: View) -> str:
@@ -295,17 +306,16 @@ def reviews(vault: Vault, view: View) -> str:
             f"{review.added} added, {review.superseded} superseded, {review.dropped} dropped, "
             f"{review.episodes} episodes, {review.entries} session entries"
         )
-        buttons = form_post(
-            "/action", view.csrf, "Merge", {"verb": "merge", "branch": review.branch}
-        ) + form_post("/action", view.csrf, "Reject", {"verb": "reject", "branch": review.branch})
+        buttons = view.action("Merge", {"verb": "merge", "branch": review.branch})
+        buttons += view.action("Reject", {"verb": "reject", "branch": review.branch})
         body = (
             f'<p>{esc(review.title)} <span class="meta">{esc(review.date)}</span></p>'
             f"<p>{esc(counts)}</p><p>{buttons}</p><pre>{esc(review.diff)}</pre>"
         )
-        return page(f"Review {branch}", body, vault_name=view.vault_name, notice=view.notice)
+        return view.page(f"Review {branch}", body)
     rows = [
         (
-            f'<a href="{href("/reviews", {"branch": r.branch})}">{esc(r.branch)}</a>',
+            f'<a href="{view.href("/reviews", {"branch": r.branch})}">{esc(r.branch)}</a>',
             esc(r.title),
             f'<span class="meta">{esc(r.date)}</span>',
             esc(f"{r.added} added, {r.superseded} superseded, {r.dropped} dropped"),
@@ -317,7 +327,7 @@ def reviews(vault: Vault, view: View) -> str:
         if rows
         else "<p>No consolidation is waiting for review.</p>"
     )
-    return page("Pending reviews", body, vault_name=view.vault_name, notice=view.notice)
+    return view.page("Pending reviews", body)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,11 @@ Protocol: one request per connection, one JSON object per line each way::
 
     → {"v": 1, "root": "/real/vault/path", "method": "recall", "params": {...}}
     ← {"ok": true, "result": ...}   or   {"ok": false, "error": {"type": ..., "message": ...}}
+
+A caller with a budget (a hook) asks through :func:`ask_within`: a server that
+takes a request, gives no answer in time and then answers no ``ping`` either
+is *wedged*; a marker beside its socket (``<key>.wedged``) has the callers after
+it skip that server, at once, for :data:`WEDGED_SECONDS`.
 """
 
 from __future__ import annotations
@@ -47,10 +52,13 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 __all__ = [
+    "PING_SECONDS",
     "PROTOCOL",
     "READ_COMMANDS",
+    "WEDGED_SECONDS",
     "ServerPaths",
     "ask",
+    "ask_within",
     "cli_command",
     "find_root",
     "paths_for",
@@ -75,6 +83,15 @@ READ_COMMANDS = frozenset({"recall", "context", "get", "history", "status"})
 _GROUP_VALUE_OPTIONS = ("--vault", "--agent")
 _GROUP_FLAGS = ("-q", "--quiet")
 CLI_TIMEOUT_SECONDS = 30.0  # then the command runs in-process after all
+#: A live server answers ``ping`` from its own loop at once, however busy its
+#: workers are: no answer in this long after a late one means it is wedged.
+#: Milliseconds suffice on an idle machine; the rest is for a loaded one, where
+#: a server wrongly found wedged would be skipped for a minute.
+PING_SECONDS = 0.25
+#: How long callers of :func:`ask_within` skip a server found wedged; then one
+#: of them pays its wait again to see whether it came back.
+WEDGED_SECONDS = 60.0
+_MARKER_MAX = 64  # bytes of a wedged marker: which socket file it is about
 # Variables that steer the client or the server itself, not the vault's settings.
 _PROCESS_ONLY = frozenset(
     {
@@ -210,6 +227,86 @@ def ask(
     if answer.get("ok"):
         return "ok", answer.get("result")
     _raise(answer.get("error"))
+
+
+def ask_within(
+    vault_root: str | os.PathLike[str],
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    timeout: float,
+    check: float = PING_SECONDS,
+) -> tuple[str, Any]:
+    """:func:`ask` for a caller that must answer its own caller in time (a hook).
+
+    Waits ``timeout`` seconds for the answer and, when none came, at most
+    ``check`` more for a ``ping``. A server that answers the ping is busy:
+    ``("late", None)``, and it may still carry the request out; one gone
+    meanwhile, ``("absent", None)``. One that takes the ping and doesn't
+    answer it is wedged (stopped, deadlocked, or cut off mid-answer): it is
+    marked so beside its socket, and ``("wedged", None)``. While the mark is
+    younger than :data:`WEDGED_SECONDS` and the socket is the one it was made
+    for (a server started since has another), the server is not asked at all:
+    ``("skipped", None)`` at once. Otherwise as :func:`ask`.
+    """
+    folder, key = _locate(vault_root)
+    if not private_folder_ok(folder):
+        return "absent", None
+    marker = os.path.join(folder, f"{key}.wedged")
+    try:
+        st = os.stat(os.path.join(folder, f"{key}.sock"))
+    except OSError:
+        return "absent", None
+    # The socket file as bound: a server started since binds another (an inode
+    # number may come back once freed; its time of binding does not).
+    bound = f"{st.st_ino}:{st.st_mtime_ns}"
+    if _marked(marker, bound):
+        return "skipped", None
+    status, result = ask(vault_root, method, params, timeout=timeout)
+    if status != "late":
+        return status, result
+    try:
+        pinged = ask(vault_root, "ping", timeout=check)[0]
+    except Exception:  # an error answer is an answer: someone is there
+        pinged = "ok"
+    if pinged == "ok":
+        return "late", None
+    if pinged == "absent":
+        return "absent", None  # it is gone (a crash): the caller starts another
+    _mark(marker, bound)
+    return "wedged", None
+
+
+def _marked(marker: str, bound: str) -> bool:
+    """Whether ``marker`` says the server on the socket ``bound`` was found wedged lately."""
+    try:
+        fd = os.open(marker, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        age = time.time() - os.fstat(fd).st_mtime
+        text = os.read(fd, _MARKER_MAX)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    # A mark from the future (the clock was set back) is not trusted to be recent.
+    return 0 <= age < WEDGED_SECONDS and text.strip() == bound.encode()
+
+
+def _mark(marker: str, bound: str) -> None:
+    """Write the wedged mark for the server on the socket ``bound`` (best effort)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(marker, flags, 0o600)
+    except OSError:
+        return
+    try:
+        os.write(fd, f"{bound}\n".encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def send_message(sock: socket.socket, message: Any) -> None:

@@ -629,14 +629,14 @@ def test_a_served_hook_process_never_loads_the_indexes(vault: Vault, repo: Path)
     assert not heavy, heavy
 
 
-def test_a_busy_server_means_a_degraded_answer_within_the_budget(
+def test_a_server_that_never_answers_means_a_degraded_answer_within_the_budget(
     vault: Vault, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import socket
 
     from mdmem.hookmain import answer_hook
     from mdmem.ipc.sockets import ensure_private_folder
-    from mdmem.warm.client import paths_for
+    from mdmem.warm.client import PING_SECONDS, paths_for
 
     runtime = Path(tempfile.mkdtemp(prefix="mdr"))
     monkeypatch.setenv("MDMEM_RUNTIME_DIR", str(runtime / "rt"))
@@ -654,8 +654,10 @@ def test_a_busy_server_means_a_degraded_answer_within_the_budget(
         mute.close()
         shutil.rmtree(runtime, ignore_errors=True)
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-    assert "degraded" in context and "did not answer" in context
-    assert took < Policy().prompt_latency_ms / 1000 + 0.5  # no cold in-process fallback
+    # It answers no ping either: wedged, not busy (tests/hookkit/test_wedged_server.py).
+    assert "degraded" in context and "not answering" in context
+    # The wait, the socket's 0.1 s and the ping: no cold in-process fallback.
+    assert took < Policy().prompt_latency_ms / 1000 + 0.1 + PING_SECONDS + 0.4
 
 
 def test_a_secret_typed_into_the_vault_by_hand_is_never_injected(vault: Vault, repo: Path) -> None:

@@ -141,14 +141,18 @@ def test_bad_calls_return_structured_errors(
     _assert_error(Toolset(vault).dispatch(name, arguments), kind)
 
 
+# Not digits alone: ids, scores and timestamps in the answers hold those by chance.
+BOB = "4711-bravo"
+
+
 def test_scope_check_from_the_issue(vault: Vault) -> None:
-    vault.remember("Bob's door code is 4711.", scope="user:bob")
+    vault.remember(f"Bob's door code is {BOB}.", scope="user:bob")
     alice = vault.remember("Alice's door code is 1234.", scope="user:alice")
     tools = Toolset(vault, allowed_scopes=["user:alice"])
 
     refused = tools.dispatch("recall", {"query": "door code", "scope": "user:bob"})
     _assert_error(refused, "scope_denied")
-    assert "4711" not in json.dumps(refused)
+    assert BOB not in json.dumps(refused)
 
     # No scope, or "any", searches only what the host allowed: unconfined, the
     # query finds both codes; confined to Alice, only hers comes back.
@@ -157,7 +161,7 @@ def test_scope_check_from_the_issue(vault: Vault) -> None:
     for args in ({"query": "door code 4711"}, {"query": "door code 4711", "scope": "any"}):
         items = tools.dispatch("recall", args)["items"]
         assert [i["id"] for i in items] == [alice.id]
-        assert "4711" not in json.dumps(items)
+        assert BOB not in json.dumps(items)
 
 
 def test_model_scope_can_only_narrow(vault: Vault) -> None:

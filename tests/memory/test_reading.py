@@ -30,7 +30,9 @@ from tests.conftest import git
 from tests.mcp_client import mcp_session
 
 BLUEBIRD = "BLUEBIRD"  # the launch code name: in old versions and a commit subject only
-ALICE = "4711"  # Alice's door code: in her scope only
+# Alice's door code: in her scope only. Not digits alone, which commit hashes and
+# timestamps in the answers hold by chance.
+ALICE = "4711-zulu"
 OUTPUT = "QUASAR-7"  # a build secret in a tool output of project:secret
 HOOKS = Path(__file__).parents[1] / "hookkit" / "data" / "hooks"
 

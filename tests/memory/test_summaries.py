@@ -166,7 +166,9 @@ def test_a_secret_in_the_model_summary_is_redacted_not_fatal(tmp_path: Path) -> 
     assert token not in git(vault.root, "log", "-p", "--all")
 
 
-SECRETISH = "The door code of the Lisbon office is 4417 and changes monthly."
+# Not four digits alone: those turn up by chance in the commit hashes of `git log -p`.
+CODE = "4417-kilo"
+SECRETISH = f"The door code of the Lisbon office is {CODE} and changes monthly."
 
 
 def _summarised_session(vault: Vault) -> tuple[str, str]:
@@ -174,7 +176,7 @@ def _summarised_session(vault: Vault) -> tuple[str, str]:
     turn = s.record("user", SECRETISH)
     s.record("assistant", "Understood, the visitors will get the new code from reception.")
     summary = vault.sessions.summarize("door")
-    assert summary is not None and "4417" in summary.text
+    assert summary is not None and CODE in summary.text
     return turn.id, summary.id
 
 
@@ -184,11 +186,11 @@ def test_purging_a_turn_purges_its_copy_in_the_session_summary(vault: Vault) -> 
     assert summary in result.episodes and summary in result.regenerated
     block = vault.get(summary)
     # Written again from the turn left in its span, and saying so.
-    assert "4417" not in block.text and "door code" not in block.text
+    assert CODE not in block.text and "door code" not in block.text
     assert block.text.startswith("Session door (") and "1 turn)" in block.text
     assert "reception" in block.text  # the other turn's sentence stays
     assert block.field("turns") == "1" and block.field("summarizer") == "extractive"
-    assert "4417" not in git(vault.root, "log", "-p", "--all")
+    assert CODE not in git(vault.root, "log", "-p", "--all")
 
 
 def test_retention_redacts_a_retired_turn_in_the_summary_and_resolve_keeps_it(
@@ -200,7 +202,7 @@ def test_retention_redacts_a_retired_turn_in_the_summary_and_resolve_keeps_it(
     report = vault.admin.retention(days=0, apply=True)
     assert turn in [m.id for m in report.memories] and summary in report.copies
     text = vault.get(summary).text
-    assert "4417" not in text and "[REDACTED]" in text
+    assert CODE not in text and "[REDACTED]" in text
 
 
 def test_two_hosts_ending_the_same_session_write_one_summary(vault: Vault) -> None:

@@ -106,9 +106,29 @@ def request(
         conn.close()
 
 
-def login(server: UiServer) -> str:
-    """The session cookie the printed URL sets ("name=value")."""
+@dataclass(frozen=True)
+class Session:
+    """What opening the printed URL gives a browser: a cookie ("name=value") and the
+    session's own path, which every page's URL starts with."""
+
+    server: UiServer
+    cookie: str
+    base: str
+
+    def get(self, path: str, headers: Mapping[str, str] | None = None) -> Reply:
+        sent = {"Cookie": self.cookie, **(headers or {})}
+        return request(self.server, "GET", self.base + path, headers=sent)
+
+    def post(self, path: str, body: str, headers: Mapping[str, str] | None = None) -> Reply:
+        sent = {"Cookie": self.cookie, **(headers or {})}
+        return request(self.server, "POST", self.base + path, headers=sent, body=body)
+
+
+def login(server: UiServer) -> Session:
+    """The session the printed URL starts."""
     path = server.url.split(f":{server.port}", 1)[1]
     reply = request(server, "GET", path)
     assert reply.status == 303
-    return reply.headers["set-cookie"].split(";", 1)[0]
+    location = reply.headers["location"]
+    assert location.startswith("/") and location.endswith("/") and location.count("/") == 2
+    return Session(server, reply.headers["set-cookie"].split(";", 1)[0], location[:-1])
