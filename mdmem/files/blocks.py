@@ -16,7 +16,7 @@ import bisect
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache
@@ -37,6 +37,7 @@ __all__ = [
     "FRONTMATTER_MAX_BYTES",
     "ROOT_SCOPE",
     "UNDATED",
+    "EVERY_LINE",
     "Beside",
     "ParsedFile",
     "content_hash",
@@ -84,8 +85,9 @@ _FILE_KINDS = {
     "JOURNAL.md": "journal",
 }
 _ENTRY_KINDS = frozenset({"log", "journal", "chat_message", "document_chunk"})
-#: Where retired list items of a note go (``MEMORY.md`` -> ``archive/MEMORY.md``), beside it.
-ARCHIVE_DIR = "archive"
+#: Where retired list items of a memory file go, beside it: ``MEMORY.md`` ->
+#: ``MEMORY.earlier.md`` (a name of its own, so ``[[MEMORY]]`` still means one note).
+ARCHIVE_SUFFIX = ".earlier.md"
 _LABEL_KINDS = {label.casefold(): kind for kind, label in KIND_LABELS.items()}
 # A line a person typed without an id, in a memory file, is a block of its own
 # at once, keyed by its text until mdmem gives it an id: "USER.md#item-3f2a9c1b".
@@ -143,8 +145,8 @@ def scope_of_path(path: str) -> tuple[str, str]:
 def default_kind_for(path: str) -> str:
     _, inner = scope_of_path(path)
     parts = PurePosixPath(inner).parts
-    if len(parts) == 2 and parts[0] == ARCHIVE_DIR and parts[1] in _FILE_KINDS:
-        return _FILE_KINDS[parts[1]]  # archive/MEMORY.md holds MEMORY.md's retired lines
+    if len(parts) == 1 and _home_name(parts[0]) in _FILE_KINDS:
+        return _FILE_KINDS[_home_name(parts[0])]  # MEMORY.earlier.md: MEMORY.md's retired lines
     if len(parts) == 1 and parts[0] in _FILE_KINDS:
         return _FILE_KINDS[parts[0]]
     if parts and parts[0] == "daily":
@@ -169,25 +171,29 @@ def memory_file_kind(path: str) -> str | None:
     person types is a memory at once; None for any other file."""
     _, inner = scope_of_path(path)
     parts = PurePosixPath(inner).parts
-    if parts and parts[0] == ARCHIVE_DIR:
-        parts = parts[1:]
-    if len(parts) == 1 and parts[0] in _FILE_KINDS and parts[0] != "JOURNAL.md":
-        return _FILE_KINDS[parts[0]]
+    if len(parts) != 1:
+        return None
+    name = _home_name(parts[0])
+    if name in _FILE_KINDS and name != "JOURNAL.md":
+        return _FILE_KINDS[name]
     return None
 
 
+def _home_name(name: str) -> str:
+    """``MEMORY.md`` for ``MEMORY.earlier.md``; any other name as it is."""
+    return name[: -len(ARCHIVE_SUFFIX)] + ".md" if name.endswith(ARCHIVE_SUFFIX) else name
+
+
 def archive_path(path: str) -> str:
-    """Where a retired line of ``path`` goes: ``archive/`` beside the note."""
-    pure = PurePosixPath(path)
-    return str(pure.parent / ARCHIVE_DIR / pure.name)
+    """Where a retired line of ``path`` goes: ``MEMORY.earlier.md`` beside ``MEMORY.md``."""
+    return path[: -len(".md")] + ARCHIVE_SUFFIX
 
 
 def unarchived_path(path: str) -> str | None:
     """The note an archive file belongs to (None when ``path`` is not an archive)."""
-    pure = PurePosixPath(path)
-    if pure.parent.name != ARCHIVE_DIR:
+    if not path.endswith(ARCHIVE_SUFFIX):
         return None
-    return str(pure.parent.parent / pure.name)
+    return path[: -len(ARCHIVE_SUFFIX)] + ".md"
 
 
 def kind_label(kind: str) -> str | None:
@@ -634,8 +640,7 @@ def _merge_fields(
         return tuple(line_fields)
     merged = {k: v for k, v in beside if k != "tags"}
     for key, value in line_fields:
-        merged.pop(key, None)
-        merged[key] = value
+        merged[key] = value  # in the place it has beside, if any: one order for both
     return tuple(merged.items())
 
 
@@ -811,6 +816,18 @@ def refielded(parsed: ParsedFile, old: Block, lines: list[str], beside: Beside) 
     if (new.text, new.scope) != (old.text, old.scope):
         return None
     return new
+
+
+class _EveryLine:
+    """A Beside for edits that only move lines: every line with an id is read
+    as one mdmem keeps fields for (its kind's word is a kind), none has any."""
+
+    def get(self, memory_id: str, /) -> Fields | None:
+        return ()
+
+
+#: See :class:`_EveryLine` (purge and retention rewrite lines of any version).
+EVERY_LINE: Beside = _EveryLine()
 
 
 def _valid_scope(value: str | None) -> bool:
@@ -1217,12 +1234,21 @@ def line_parts(block: Block, tf: TextFile) -> tuple[str | None, list[str], list[
     return label, _tags_in(" ".join(lines)), live
 
 
-def replace_text(block: Block, tf: TextFile, new_text: str) -> list[str]:
+def replace_text(
+    block: Block,
+    tf: TextFile,
+    new_text: str,
+    *,
+    updates: Mapping[str, str | None] | None = None,
+) -> list[str]:
     """Lines for the block with its text replaced; its kind word, tags, the
-    fields on its line and its id kept (fields kept beside it stay there)."""
+    fields on its line (with ``updates`` to those among them) and its id kept;
+    fields kept beside it stay there."""
     if block.line_start - 1 >= len(tf.lines):
         raise InvalidInputError("block out of range")
     label, line_tags, fields = line_parts(block, tf)
+    if updates:
+        fields = [(k, updates.get(k, v) or "") for k, v in fields if updates.get(k, v) is not None]
     style_entry = (
         is_entry_file(block.path)
         and block.heading

@@ -356,7 +356,13 @@ def _merge_paths(
     accepted, and anything else is a conflict with git's markers in ``ours``.
     ``line_merge`` is git's line merge (``git merge-file``).
     """
-    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    posix = path.replace("\\", "/")
+    if posix.endswith(".md.jsonl") and "/.fields/" in "/" + posix:
+        return _merge_fields(*_read_texts(base, ours, theirs))
+    name = posix.rsplit("/", 1)[-1]
+    if name.endswith(".earlier.md"):
+        mode = "default"  # a memory file's archive: list items, merged as its note is
+        name = name[: -len(".earlier.md")] + ".md"
     blockwise = mode in ("union", "blocks") or (name in _LEDGER_NAMES and path.endswith(".md"))
     if mode == "union":
         texts = _read_texts(base, ours, theirs)
@@ -375,6 +381,43 @@ def _merge_paths(
         with open(ours, "rb") as handle:
             return handle.read(), False
     return merged, False
+
+
+def _merge_fields(base: str, ours: str, theirs: str) -> tuple[bytes, bool]:
+    """A fields file (mdmem.files.sidecar), merged as sets of record lines: ours,
+    less what theirs took out since the base, then what theirs added. Clean
+    unless both sides set the same field of the same memory to different
+    values since the base (as two edits of one line conflict); then the file
+    holds both records and git reports the conflict."""
+    import json  # imported here: only a fields file needs it
+
+    base_lines = set(base.splitlines())
+    their_lines = theirs.splitlines()
+    gone = base_lines - set(their_lines)  # records theirs took out (a revert, a purge)
+    ours_lines = [line for line in ours.splitlines() if line not in gone]
+    have = set(ours_lines)
+    added = [line for line in their_lines if line not in have and line not in base_lines]
+    newline = "\r\n" if "\r\n" in ours else "\n"
+    merged = newline.join([*ours_lines, *added]) + (newline if ours_lines or added else "")
+
+    def changes(lines: list[str]) -> dict[tuple[str, str], object]:
+        out: dict[tuple[str, str], object] = {}
+        for line in lines:
+            if line in base_lines or not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                for key, value in record.items():
+                    if key not in ("id", "at"):
+                        out[(str(record.get("id")), key)] = value
+        return out
+
+    mine, yours = changes(ours_lines), changes(added)
+    clean = all(yours[k] == v for k, v in mine.items() if k in yours)
+    return merged.encode("utf-8", "surrogateescape"), clean
 
 
 def _driver_main(argv: list[str]) -> int:

@@ -470,6 +470,8 @@ def _forget_now(store: MemoryStore, target: _Target, sweep: Sweep) -> bool:
             tx.apply(path, rewrite.editor(), subject, [])
             if path in holding:
                 tx.apply(path, sweep.editor(), subject, [])
+            ids = [b.id for b in store.catalog.blocks_in(path) if b.is_memory]
+            tx.record_many(path, rewrite.record_updates(ids))
         tx.set_message(subject, trailers)
     return memory_id in present
 

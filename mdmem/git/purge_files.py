@@ -15,9 +15,11 @@ import hashlib
 import json
 import re
 from collections.abc import Collection, Iterator
+from dataclasses import replace
 
 from mdmem.files import blocks as blk
 from mdmem.files.ids import ID_PATTERN
+from mdmem.files.sidecar import encode, is_sidecar, parse_records
 from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.store.derived import Rewrite, updated_fields
 from mdmem.store.derived import remove_lines as _remove_lines
@@ -40,6 +42,8 @@ def rewrite_file(
     block starts, keyed by everything up to its id line (see
     :func:`_cached_spans`).
     """
+    if is_sidecar(path):
+        return _rewrite_records(data, rewrite)
     if path.endswith(".jsonl"):
         return _rewrite_rows(data, rewrite, raw_paths)
     if not path.endswith(".md"):
@@ -55,7 +59,7 @@ def rewrite_file(
                 _remove_lines(tf, start, end)
             return tf.to_bytes() if found else data
     try:
-        parsed = blk.parse(path, tf)
+        parsed = blk.parse(path, tf, beside=blk.EVERY_LINE)
     except SkipFile:
         return _drop_id_lines(tf, rewrite.touched) or data
     if spans is not None:
@@ -64,6 +68,31 @@ def rewrite_file(
     if changed is None:
         return None
     return tf.to_bytes() if changed else data
+
+
+def _rewrite_records(data: bytes, rewrite: Rewrite) -> bytes:
+    """A fields file beside a note (mdmem.files.sidecar): the records of removed
+    memories leave; a regenerated copy's records take its updated fields (a
+    field it never had in this version stays out). Other lines keep their bytes."""
+    if not any(i.encode() in data for i in {*rewrite.removed, *rewrite.fields}):
+        return data
+    out: list[bytes] = []
+    for line in data.splitlines(keepends=True):
+        records, _bad = parse_records([line.decode("utf-8", "surrogateescape")])
+        if not records:
+            out.append(line)
+            continue
+        record = records[0]
+        if record.id in rewrite.removed:
+            continue
+        updates = rewrite.fields.get(record.id)
+        if updates:
+            values = tuple((k, updates.get(k, v) if k in updates else v) for k, v in record.values)
+            if values != record.values:
+                end = line[len(line.rstrip(b"\r\n")) :]
+                line = encode(replace(record, values=values)).encode("utf-8") + end
+        out.append(line)
+    return b"".join(out)
 
 
 def _rewrite_rows(data: bytes, rewrite: Rewrite, raw_paths: Collection[str] = ()) -> bytes:

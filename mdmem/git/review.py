@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from mdmem.errors import ConfigError, ConflictError, GitError, InvalidInputError
 from mdmem.files.catalog import EXCLUDED_DIRS
+from mdmem.files.sidecar import note_of
 from mdmem.git.merge_driver import driver_config
 from mdmem.git.revisions import is_ancestor, parsed_at, rev_parse
 from mdmem.models import FACT_KINDS, Block, first_line
@@ -382,7 +383,9 @@ def _read(store: MemoryStore, name: str, sha: str, *, with_diff: bool) -> Review
     messages = git.run("log", "-z", "--format=%(trailers:only,unfold)", f"{base}..{sha}", "--")
     given_dropped = [value for key, value in _trailers(messages) if key == "Dropped"]
     listing = git.run("diff", "--name-only", "-z", "--no-renames", base, sha, "--", strip=False)
-    paths = [p for p in listing.split("\0") if p.endswith(".md") and _indexed(p)]
+    # A field changed beside a note (an entry marked consolidated) changes the note's memories.
+    named = [note_of(p) or p for p in listing.split("\0")]
+    paths = list(dict.fromkeys(p for p in named if p.endswith(".md") and _indexed(p)))
     before, after = _memories_at(store, base, paths), _memories_at(store, sha, paths)
     new = [b for i, b in after.items() if i not in before]
     removed = [b for i, b in before.items() if i not in after]
@@ -446,6 +449,15 @@ def merge(store: MemoryStore, branch: str | None = None) -> ReviewDecision:
         name, sha = _pick(store, branch)
         current = _current_branch(store)
         found = _read(store, name, sha, with_diff=False)
+        stale = _sources_changed(store, found.base, sha)
+        if stale:
+            # The mark that an entry was consolidated sits beside its line now, so git
+            # would merge cleanly; but the review drew its facts from the old words.
+            raise ConflictError(
+                f"{name} conflicts with {current} in {', '.join(stale)} (entries it "
+                "consolidated changed since it was drafted); nothing was merged: reject the "
+                "review and consolidate again, or merge it by hand with git"
+            )
         message = format_message(
             f"review-merge: {name} into {current}",
             f"{found.title}\n\n{found.added} facts added, {found.superseded} superseded, "
@@ -484,6 +496,34 @@ def merge(store: MemoryStore, branch: str | None = None) -> ReviewDecision:
     log.info("merged review %s into %s (%s)", name, current, (commit or "")[:10])
     _retire_duplicates(store, found.facts, f"the merge of {name}")
     return ReviewDecision(branch=name, action="merged", commit=commit, review=found)
+
+
+def _sources_changed(store: MemoryStore, base: str, sha: str) -> list[str]:
+    """Files of the entries a review consolidated whose text changed on the
+    current branch since the review's base (HEAD's words differ from the base's)."""
+    head = store.git.head()
+    if head is None or head == base:
+        return []
+    listing = store.git.run("diff", "--name-only", "-z", "--no-renames", base, sha, "--", strip=False)
+    notes = list(dict.fromkeys(n for p in listing.split("\0") if (n := note_of(p))))
+    stale: list[str] = []
+    for note in notes:
+        before, after = parsed_at(store, base, note), parsed_at(store, sha, note)
+        if before is None or after is None:
+            continue
+        marked = {
+            b.id
+            for b in after.memories()
+            if b.field("consolidated") and (was := before.by_id(b.id)) is not None
+            and not was.field("consolidated")
+        }
+        now = parsed_at(store, head, note)
+        if marked and (now is None or any(
+            (b := now.by_id(i)) is None or b.text != before.by_id(i).text  # type: ignore[union-attr]
+            for i in marked
+        )):
+            stale.append(note)
+    return stale
 
 
 def _retire_duplicates(store: MemoryStore, fact_ids: Iterable[str], why: str) -> list[str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mdmem.errors import ConfigError, ConflictError, GitError
+from mdmem.files.sidecar import note_of
 from mdmem.git.merge_driver import driver_config
 from mdmem.git.purge import clear_stale_marker, remote_is_stale
 from mdmem.git.revisions import is_ancestor
@@ -355,7 +356,18 @@ def _name_status(store: MemoryStore, old: str | None, new: str | None) -> tuple[
             i += 2
         else:
             break
-    return tuple(changes)
+    # A fields file is part of its note: a pulled status change reads as the
+    # note's change (the catalog reads both again either way).
+    notes = {c.path for c in changes}
+    folded: list[PathChange] = []
+    for change in changes:
+        note = note_of(change.path)
+        if note is None:
+            folded.append(change)
+        elif note not in notes:
+            notes.add(note)
+            folded.append(PathChange("M", note))
+    return tuple(folded)
 
 
 def _text(raw: bytes | None) -> str | None:

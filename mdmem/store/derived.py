@@ -512,7 +512,7 @@ class Rewrite:
         changed = _remove_blocks(tf, parsed, self.removed)
         if changed:
             try:
-                parsed = blk.parse(parsed.path, tf)
+                parsed = blk.parse(parsed.path, tf, beside=blk.EVERY_LINE)
             except SkipFile:
                 return True
         for block in sorted(parsed.blocks, key=lambda b: -b.line_start):
@@ -520,7 +520,11 @@ class Rewrite:
                 continue
             fields = updated_fields(block.fields, self.fields.get(block.id))
             edited = blk.retag(block, fields=fields)
-            lines = blk.replace_text(edited, tf, self.texts[block.id])
+            # Fields written on the line (an older vault's) take the update there;
+            # those kept beside it, in its fields file (record_updates).
+            lines = blk.replace_text(
+                edited, tf, self.texts[block.id], updates=self.fields.get(block.id)
+            )
             old = [line.rstrip("\r\n") for line in tf.lines[block.line_start - 1 : block.line_end]]
             if lines != old:
                 tf.replace_lines(block.line_start - 1, block.line_end, lines)
@@ -529,6 +533,11 @@ class Rewrite:
             regenerated = self.notes.get(note) if note is not None else None
             changed |= _edit_note(tf, parsed.frontmatter_lines, self, regenerated)
         return changed
+
+    def record_updates(self, ids: Iterable[str]) -> list[tuple[str, list[tuple[str, str | None]]]]:
+        """The field changes of regenerated copies among ``ids``, as records to
+        keep beside their lines (today's files; history is rewritten whole)."""
+        return [(i, list(self.fields[i].items())) for i in ids if self.fields.get(i)]
 
     def editor(self) -> Editor:
         """:meth:`apply` as an editor for a writer's transaction (today's files).
@@ -571,7 +580,7 @@ def _remove_blocks(tf: TextFile, parsed: blk.ParsedFile, ids: Collection[str]) -
         remove_lines(tf, doomed[-1].line_start - 1, doomed[-1].line_end)
         changed = True
         try:
-            parsed = blk.parse(parsed.path, tf)
+            parsed = blk.parse(parsed.path, tf, beside=blk.EVERY_LINE)
         except SkipFile:
             break
     return changed

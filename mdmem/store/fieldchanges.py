@@ -7,7 +7,7 @@ Setting a field writes a record into the fields file beside the memory's note
 * when it leaves the reading flow: a list item of a memory file
   (``MEMORY.md``, ``USER.md``, ``LEARNING.md``, ``WORLD.md``) that is
   superseded, resolved or archived moves to the note's archive
-  (``archive/MEMORY.md``), with a link to what replaced it; one made active
+  (``MEMORY.earlier.md``), with a link to what replaced it; one made active
   again moves back to the end of its note. Its fields go with it, whole, into
   the archive's fields file. Entries (daily logs, sessions, the journal) and
   a person's own notes keep their place: they are a record of time, or the
@@ -135,7 +135,7 @@ def _placer(target: str, block: Block, lifted: list[str], values: dict[str, str 
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
         lines = clean_lines(block, lifted, target, values)
         if not tf.lines:
-            tf.append_lines([_title(target), ""])
+            tf.append_lines([*_title(target), ""])
         return append_item(tf, lines)
 
     return edit
@@ -160,9 +160,10 @@ def clean_lines(
     return lines
 
 
-def _title(target: str) -> str:
+def _title(target: str) -> list[str]:
     home = blk.unarchived_path(target) or target
-    return f"# Earlier in {home.rsplit('/', 1)[-1][:-3]}"
+    name = home.rsplit("/", 1)[-1][:-3]
+    return [f"# Earlier in {name}", "", f"Retired memories of [[{home}|{name}]], newest last."]
 
 
 def _converter(

@@ -15,13 +15,38 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["APPEND_DRIVER", "LEGACY_APPEND_DRIVERS", "union_lines", "without_union"]
+__all__ = [
+    "APPEND_DRIVER",
+    "FIELDS_LINES",
+    "LEGACY_APPEND_DRIVERS",
+    "union_lines",
+    "without_union",
+]
 
 APPEND_DRIVER = "mdmem-append"
 # Names older vaults' .gitattributes use for the same files; mdmem merges them alike.
 LEGACY_APPEND_DRIVERS = ("union",)
 
 _LOSSY = "merge=union"
+# The fields files beside notes (mdmem.files.sidecar) are append-only records,
+# each a line of its own: git's built-in union keeps every record of both sides,
+# which is their merge (mdmem's own merges also report one field changed two ways).
+FIELDS_LINES = (
+    "# What mdmem knows about each memory line, beside its note: append-only\n"
+    "# records, so both sides' records are kept, even by plain git.\n"
+    "**/.fields/*.jsonl merge=union\n"
+    "# Retired memories, moved out of their note (MEMORY.earlier.md): lines only ever\n"
+    "# appended or taken out, each its own, so both sides' are kept.\n"
+    "*.earlier.md merge=union\n"
+)
+
+
+def _is_fields_pattern(pattern: str) -> bool:
+    """The line format's own union lines (fields files, archives): not lossy."""
+    pattern = pattern.strip()
+    return (".fields/" in pattern and pattern.endswith(".jsonl")) or pattern.endswith(
+        ".earlier.md"
+    )
 _SPACE = re.compile(r"(\s+)")
 # The comment of the template's first version, replaced along with the lines it explains.
 _OLD_COMMENT = (
@@ -59,7 +84,7 @@ def union_lines(text: str) -> list[tuple[int, str]]:
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         parts = _split(line)
-        if parts is not None and _LOSSY in parts[1]:
+        if parts is not None and _LOSSY in parts[1] and not _is_fields_pattern(parts[0]):
             found.append((number, parts[0].strip()))
     return found
 
@@ -73,7 +98,7 @@ def without_union(text: str) -> str:
     out = []
     for line in text.splitlines(keepends=True):
         parts = _split(line)
-        if parts is not None and _LOSSY in parts[1]:
+        if parts is not None and _LOSSY in parts[1] and not _is_fields_pattern(parts[0]):
             ending = line[len(line.rstrip("\r\n")) :]
             rest = [f"merge={APPEND_DRIVER}" if t == _LOSSY else t for t in parts[1]]
             line = parts[0] + "".join(rest) + ending

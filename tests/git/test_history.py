@@ -178,10 +178,11 @@ def test_provenance_of_agent_human_and_uncommitted_memories(vault: Vault) -> Non
     prov = provenance(vault.admin.store, agent_made.id)
     assert prov.written_by_human is False and prov.authors == ("test-agent",)
     assert prov.created_commit == created and prov.created_by == "test-agent"
-    vault.resolve(agent_made.id)  # changes the id line: creation commit is still the first
+    # Resolving moves the line to MEMORY.earlier.md: the creation commit is still the first.
+    vault.resolve(agent_made.id)
     assert provenance(vault.admin.store, agent_made.id).created_commit == created
 
-    human_edit(vault, "MEMORY.md", "Written by the agent", "Reworded by a person")
+    human_edit(vault, "MEMORY.earlier.md", "Written by the agent", "Reworded by a person")
     human_commit(vault)
     prov = provenance(vault.admin.store, agent_made.id)
     assert prov.written_by_human and prov.last_author == "Ada Human"

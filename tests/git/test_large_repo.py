@@ -89,8 +89,8 @@ def test_history_reads_the_journal_and_catches_up(vault: Vault) -> None:
     assert journal.exists()
     with sqlite3.connect(journal) as db:
         (commits,) = db.execute("SELECT COUNT(*) FROM commits").fetchone()
-    # A person edits the line: the next call reads only the new commit.
-    path = vault.root / m.path
+    # A person edits the line (in MEMORY.earlier.md now): the next call reads only the new commit.
+    path = vault.root / vault.get(m.id).path
     path.write_text(
         path.read_text().replace("The ferry leaves at nine", "The ferry left at nine"),
         encoding="utf-8",

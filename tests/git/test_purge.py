@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from mdmem import InvalidInputError, MemoryNotFoundError, Vault
 from mdmem.cli import main
 from mdmem.files import blocks as blk
+from mdmem.files.sidecar import is_sidecar
 from mdmem.files.textfile import SkipFile, decode
 from mdmem.git.purge import PURGED, purge, rewrite_file, scrub_message
 from mdmem.store.derived import Rewrite
@@ -45,9 +46,23 @@ def snapshot(root: Path, exclude: set[str] = frozenset()) -> list[Commit]:  # ty
             raw = subprocess.run(
                 ["git", "show", f"{sha}:{path}"], cwd=root, capture_output=True, check=True
             ).stdout
-            files[path] = _blocks(path, raw, exclude) if path.endswith(".md") else raw
+            if path.endswith(".md"):
+                files[path] = _blocks(path, raw, exclude)
+            elif is_sidecar(path):
+                files[path] = _records(raw, exclude)
+            else:
+                files[path] = raw
         out.append(Commit(message, files))
     return out
+
+
+def _records(raw: bytes, exclude: set[str]) -> list[bytes]:
+    """A fields file's lines but the records of excluded memories (those leave with them)."""
+    return [
+        line
+        for line in raw.splitlines(keepends=True)
+        if not any(f'"id":"{i}"'.encode() in line for i in exclude)
+    ]
 
 
 def _blocks(path: str, raw: bytes, exclude: set[str]) -> object:

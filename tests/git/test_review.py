@@ -96,8 +96,12 @@ def test_review_run_commits_to_a_branch_and_leaves_the_vault_alone(vault: Vault)
     assert f"Review: {result.branch}" in body and body.rstrip().endswith("Op: consolidate")
     assert f"Episode: {result.episodes[0].path}" in body
     memory_md = git(vault.root, "show", f"{result.branch}:MEMORY.md")
-    assert "- The user's editor is Helix. [episode:: ^" in memory_md
-    assert "+++ b/sessions/c1.md" in result.diff and "[consolidated:: ^" in result.diff
+    assert "- The user's editor is Helix. ^m-" in memory_md
+    # What mdmem knows of each line is beside it: the fact's episode, the entries' mark.
+    kept = git(vault.root, "show", f"{result.branch}:.fields/MEMORY.md.jsonl")
+    assert '"episode":"^' in kept
+    assert "+++ b/sessions/.fields/c1.md.jsonl" in result.diff
+    assert '"consolidated":"^' in result.diff
     # Until the branch is merged: nothing is recalled, the entries are held, not pending.
     assert fact_texts(vault, "editor Helix") == []
     assert pending_ids(vault) == []
@@ -127,14 +131,15 @@ def test_review_counts_added_superseded_and_dropped(tmp_path: Path) -> None:
     assert (found.episodes, found.entries) == (1, 4)
     assert found.dropped_facts == ["The user's editor is Helix."]
     assert f"+++ b/{result.episodes[0].path}" in found.diff
-    assert f"[status:: superseded] [by:: ^{result.facts[0].id}]" in found.diff
+    assert f'"status":"superseded","by":"^{result.facts[0].id}"' in found.diff
 
     # A person amends the review before merging: a proposed fact removed is simply
     # not added; a memory main has, removed, counts as dropped.
     git(vault.root, "checkout", "-q", found.branch)
-    memory_md = vault.root / "MEMORY.md"
-    lines = memory_md.read_text().splitlines(keepends=True)
-    memory_md.write_text("".join(x for x in lines if "dog is Rex" not in x and "Porto" not in x))
+    # (Porto, superseded on the branch, is in MEMORY.md's archive there.)
+    for memory_md in (vault.root / "MEMORY.md", vault.root / "MEMORY.earlier.md"):
+        lines = memory_md.read_text().splitlines(keepends=True)
+        memory_md.write_text("".join(x for x in lines if "dog is Rex" not in x and "Porto" not in x))
     git(vault.root, "commit", "-qam", "no dogs, no Porto", human=True)
     git(vault.root, "checkout", "-q", "main")
     amended = vault.git.review(found.branch)
@@ -165,7 +170,9 @@ def test_a_second_run_does_not_redraft_entries_under_review(vault: Vault) -> Non
     session_md = (vault.root / "sessions/c1.md").read_text()
     for entry in (*first_entries, *newer):
         assert vault.get(entry.id).field("consolidated")
-    assert session_md.count("[consolidated:: ^") == 3
+    assert "consolidated" not in session_md  # the mark is kept beside each entry
+    marks = (vault.root / "sessions/.fields/c1.md.jsonl").read_text()
+    assert marks.count('"consolidated":"^') == 3
     memory_md = (vault.root / "MEMORY.md").read_text()
     assert "The user's editor is Helix." in memory_md
     assert "The user's team is Platform." in memory_md
@@ -496,7 +503,7 @@ def test_cli_review_flow_and_json(vault: Vault) -> None:
     assert "2 facts added, 0 superseded, 0 dropped" in shown.output
     assert "+++ b/MEMORY.md" in shown.output
     one = json.loads(runner.invoke(main, [*base, "git", "review", branch, "--json"]).output)
-    assert one["branch"] == branch and "+++ b/sessions/c1.md" in one["diff"]
+    assert one["branch"] == branch and "+++ b/sessions/.fields/c1.md.jsonl" in one["diff"]
 
     merged = runner.invoke(main, [*base, "git", "review", "--merge", branch, "--json"])
     assert merged.exit_code == 0, merged.output

@@ -26,9 +26,9 @@ def test_archive_hides_from_recall_and_lists_and_unarchive_brings_it_back(vault:
     # Out of the reading flow, not removed: the line is in MEMORY.md's archive,
     # its status beside it.
     assert "rotates on Mondays" not in (vault.root / "MEMORY.md").read_text(encoding="utf-8")
-    assert archived.path == "archive/MEMORY.md"
+    assert archived.path == "MEMORY.earlier.md"
     assert f"rotates on Mondays. ^{old.id}" in (vault.root / archived.path).read_text("utf-8")
-    record = (vault.root / "archive/.fields/MEMORY.md.jsonl").read_text("utf-8")
+    record = (vault.root / ".fields/MEMORY.earlier.md.jsonl").read_text("utf-8")
     assert json.loads(record.splitlines()[-1])["status"] == "archived"
     assert old.id not in {h.id for h in vault.recall("staging database Mondays")}
     assert old.id not in {m.id for m in vault.library.list(statuses="active")}
@@ -41,7 +41,7 @@ def test_archive_hides_from_recall_and_lists_and_unarchive_brings_it_back(vault:
     restored = vault.unarchive(old.id)
     assert restored.status == "active" and restored.path == "MEMORY.md"
     assert f"rotates on Mondays. ^{old.id}" in (vault.root / "MEMORY.md").read_text("utf-8")
-    assert old.id not in (vault.root / "archive/MEMORY.md").read_text(encoding="utf-8")
+    assert old.id not in (vault.root / "MEMORY.earlier.md").read_text(encoding="utf-8")
     assert [v.status for v in vault.history(old.id)] == ["active", "archived", "active"]
     assert old.id in {h.id for h in vault.recall("staging database Mondays")}
 
@@ -58,7 +58,7 @@ def test_archive_is_not_retirement_and_refuses_what_it_cannot_undo(vault: Vault)
     # Retention redacts retired memories; an archived one is not retired.
     report = vault.admin.retention(days=0, apply=True)
     assert other.id not in {m.id for m in report.memories}
-    assert "Lunch is at noon" in (vault.root / "archive/MEMORY.md").read_text(encoding="utf-8")
+    assert "Lunch is at noon" in (vault.root / "MEMORY.earlier.md").read_text(encoding="utf-8")
     note = vault.root / "notes" / "n.md"
     note.parent.mkdir()
     note.write_text("# N\n\n## Plans\n\nPaint the fence in May.\n", encoding="utf-8")

@@ -63,7 +63,7 @@ def test_each_agent_commit_keeps_what_it_did_to_which_memories(vault: Vault) -> 
     assert found[superseded].plus == {
         coffee.id: Side("MEMORY.md", "active"),
         # Retired: out of the reading flow, into MEMORY.md's archive.
-        tea.id: Side("archive/MEMORY.md", "superseded", coffee.id),
+        tea.id: Side("MEMORY.earlier.md", "superseded", coffee.id),
     }
     assert found[superseded].minus == {tea.id: Side("MEMORY.md", "active")}
     assert found[forgot].plus == {}

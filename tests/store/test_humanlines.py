@@ -13,7 +13,7 @@ from tests.conftest import git
 def test_memory_files_of_the_root_and_of_scopes() -> None:
     assert memory_file_kind("USER.md") == "preference" and memory_file_kind("MEMORY.md") == "fact"
     assert memory_file_kind("scopes/project/shop/LEARNING.md") == "learning"
-    assert memory_file_kind("archive/WORLD.md") == "world"
+    assert memory_file_kind("WORLD.earlier.md") == "world"
     assert memory_file_kind("notes/USER.md") is None and memory_file_kind("JOURNAL.md") is None
 
 

@@ -121,7 +121,7 @@ def test_retention_keeps_an_important_retired_memory_twice_as_long(vault: Vault)
     later = datetime.now(UTC) + timedelta(days=4)
     report = anonymize_retired(vault.admin.store, 3, apply=True, now=later)
     assert {m.id for m in report.memories} == {minor.id}
-    assert "two officers" in (vault.root / "archive/MEMORY.md").read_text(encoding="utf-8")
+    assert "two officers" in (vault.root / "MEMORY.earlier.md").read_text(encoding="utf-8")
     report = anonymize_retired(vault.admin.store, 3, apply=True, now=later + timedelta(days=3))
     assert {m.id for m in report.memories} == {vital.id}
 

@@ -632,6 +632,8 @@ def anonymize_retired(
         )
         for path in sorted(set(copies.values())):
             tx.apply(path, rewrite.editor(), subject, [("Op", "retention")])
+            ids = [i for i, where in copies.items() if where == path]
+            tx.record_many(path, rewrite.record_updates(ids))
     return RetentionReport(
         days, cutoff, memories, applied=True, commit=store.git.head(), copies=sorted(copies)
     )
