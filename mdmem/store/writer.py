@@ -40,7 +40,7 @@ from mdmem.files import blocks as blk
 from mdmem.files.catalog import Catalog, signature_of
 from mdmem.files.health import DERIVED_ERRORS
 from mdmem.files.ids import IdIssuer, normalize_id
-from mdmem.files.sidecar import Record, encode, is_sidecar, sidecar_of, stamp
+from mdmem.files.sidecar import Record, encode, is_sidecar, parse_records, sidecar_of, stamp
 from mdmem.files.textfile import SkipFile, TextFile, decode, file_stat, safe_path
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
@@ -182,6 +182,13 @@ class Transaction:
         """Keep fields of ``memory_id``, a memory of the note ``rel``, in the fields
         file beside it (:mod:`mdmem.files.sidecar`); None unsets a field."""
         self.record_many(rel, [(memory_id, list(values))])
+
+    def record_lines(self, rel: str, lines: list[str]) -> None:
+        """Append record lines as they are (a restore) to ``rel``'s fields file."""
+        records, _bad = parse_records(lines)
+        side = sidecar_of(rel)
+        self._apply_quiet(side, record_appender(lines))
+        self._writer.catalog.fields.add(side, records)
 
     def record_many(
         self, rel: str, changes: Iterable[tuple[str, Iterable[tuple[str, str | None]]]]

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mdmem import Vault
+from mdmem.files.sidecar import is_sidecar
 from mdmem.models import Hit
 
 _SYSTEM = {"created", "kind", "event", "status", "by"}
@@ -141,7 +142,12 @@ def test_export_has_a_header_its_files_and_a_trailer(vault: Vault) -> None:
     # tool output, and none of mdmem.toml, .obsidian or templates.
     assert {r["path"] for r in rows} <= set(files)
     assert any(p.startswith("tool-outputs/") for p in files)
-    assert not any(p.startswith((".", "templates/")) or p == "mdmem.toml" for p in files)
+    # What mdmem knows of each line, beside its note, goes too: a restore needs it.
+    assert {p for p in files if p.startswith(".")} == {".fields/MEMORY.md.jsonl"} or all(
+        is_sidecar(p) for p in files if p.startswith(".")
+    )
+    assert ".fields/MEMORY.md.jsonl" in files
+    assert not any(p.startswith("templates/") or p == "mdmem.toml" for p in files)
     assert files["MEMORY.md"] == (vault.root / "MEMORY.md").read_text()
     # mdmem's own frontmatter of a full tool output (`key: tout_…`) is no secret.
     for path, text in files.items():

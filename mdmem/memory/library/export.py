@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from mdmem.errors import MdmemError
+from mdmem.files.sidecar import sidecar_of
 from mdmem.index.progress import Progress, silent
 from mdmem.maintenance.settings_fingerprint import settings_fingerprint
 from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, read_tool_output, session_id_of
@@ -116,6 +117,13 @@ def export_rows(
 def export_files(store: MemoryStore) -> tuple[list[str], int]:
     """(the knowledge files of the vault, in path order; how many other files stay out)."""
     paths = set(store.catalog.files)
+    # What mdmem knows of each memory line, kept beside its note: restored with it
+    # (a fields file sorts before the notes of its folder, so it comes first).
+    paths.update(
+        side
+        for note in list(paths)
+        if (store.root / (side := sidecar_of(note))).is_file()
+    )
     outputs = store.root / TOOL_OUTPUT_DIR
     if outputs.is_dir():
         paths.update(f"{TOOL_OUTPUT_DIR}/{p.name}" for p in outputs.glob("*.md") if p.is_file())

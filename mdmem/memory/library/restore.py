@@ -28,7 +28,11 @@ vault named in a trailer; git history is the new vault's, never forged):
   learning under its topic), the file's other lines stay the vault's (lines
   outside memories that the vault's file lacks are listed);
 * any other file with other content (an episode, a contact profile, a
-  note): left as the vault has it, and listed.
+  note): left as the vault has it, and listed;
+* a note's fields file (what mdmem knows of each memory line, beside it:
+  :mod:`mdmem.files.sidecar`), which the export gives right before its note:
+  written byte for byte where the vault has none, else the export's records
+  of memories the vault lacks are appended. The note is then read with them.
 
 A memory whose id the vault already holds is not written twice: the same
 memory counts as a duplicate, a different one (changed since the export) is
@@ -48,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import ConflictError, InvalidInputError, MdmemError
 from mdmem.files import blocks as blk
+from mdmem.files.sidecar import Fields, Record, note_of, parse_records, resolve, sidecar_of
 from mdmem.files.textfile import SkipFile, TextFile, decode, safe_path
 from mdmem.maintenance.settings_fingerprint import settings_left_behind
 from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR
@@ -103,6 +108,7 @@ def restore(
     done = 0
     tick("restore", 0, total)
     rows = _file_rows(path)
+    kept: dict[str, dict[str, Fields]] = {}  # the export's fields files, by note
     more = True
     while more:
         head = store.git.head()
@@ -110,7 +116,7 @@ def restore(
         count = 0
         with store.batch(subject) as tx:
             for rel, text in rows:
-                restorer = _Restorer(store, tx, report, rel, mode, template, origin)
+                restorer = _Restorer(store, tx, report, rel, mode, template, origin, kept)
                 restorer.run(text)
                 done += 1
                 count += 1
@@ -247,10 +253,12 @@ class _Restorer:
         mode: str,
         template: Path | None,
         origin: str,
+        kept: dict[str, dict[str, Fields]],
     ) -> None:
         self.store, self.tx, self.report = store, tx, report
         self.rel, self.mode, self.template = rel, mode, template
         self.trailers = [("Op", "restore"), ("Restored-From", origin)]
+        self.kept = kept
 
     def run(self, text: str) -> None:
         try:
@@ -259,6 +267,10 @@ class _Restorer:
             self.report.refuse(self.rel, str(exc) or type(exc).__name__)
 
     def _run(self, text: str) -> None:
+        note = note_of(self.rel)
+        if note is not None:
+            self._fields(_check_path(note), guard(text, self.mode))
+            return
         rel = _check_path(self.rel)
         start = payload_span(rel, text)
         text = text[:start] + guard(text[start:], self.mode)  # SecretRefusedError: refused
@@ -268,9 +280,10 @@ class _Restorer:
         except FileNotFoundError:
             before = None
         new = decode(text.encode("utf-8"))
+        beside = self.kept.get(rel, {})
         if before == new.to_bytes():
             if not rel.startswith(f"{TOOL_OUTPUT_DIR}/"):
-                held = len(blk.parse(rel, new).memories())
+                held = len(blk.parse(rel, new, beside=beside).memories())
                 self.report.messages += held
                 self.report.duplicates += held
             return
@@ -281,7 +294,7 @@ class _Restorer:
             self.tx.stage_raw_file(rel, new.to_bytes())
             self._restored(rel)
             return
-        parsed = blk.parse(rel, new)
+        parsed = blk.parse(rel, new, beside=beside)
         memories = parsed.memories()
         self.report.messages += len(memories)
         fresh, skip = self._classify(memories)
@@ -320,6 +333,27 @@ class _Restorer:
                 "differ from the vault's file; kept the vault's",
             )
 
+    def _fields(self, note: str, text: str) -> None:
+        """A note's fields file, before its note: its records, and those the vault lacks."""
+        records, bad = parse_records(text.splitlines())
+        if bad:
+            raise InvalidInputError(f"lines {bad[:3]} are not field records; not restored")
+        self.kept[note] = resolve(records)
+        side = sidecar_of(note)
+        try:
+            before = safe_path(self.store.root, side).read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            before = ""
+        have = set(before.splitlines())
+        held = {b.id for b in self.store.catalog.blocks_in(note) if b.is_memory}
+        fresh = [
+            line
+            for line, record in zip(text.splitlines(), _each(text), strict=True)
+            if line not in have and (record is None or record.id not in held)
+        ]
+        if fresh:
+            self.tx.record_lines(note, fresh)  # counted with its note, not as a file
+
     def _classify(self, memories: list[Block]) -> tuple[list[Block], list[Block]]:
         """(memories the vault lacks, memories it holds already: not written again)."""
         fresh: list[Block] = []
@@ -351,6 +385,15 @@ class _Restorer:
     def _restored(self, rel: str) -> None:
         if rel not in self.report.files:
             self.report.files.append(rel)
+
+
+def _each(text: str) -> list[Record | None]:
+    """The record on each line of a fields file's text (None for a blank line)."""
+    out: list[Record | None] = []
+    for line in text.splitlines():
+        records, _bad = parse_records([line])
+        out.append(records[0] if records else None)
+    return out
 
 
 def _same(a: Block, b: Block) -> bool:
