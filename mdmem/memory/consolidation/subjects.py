@@ -40,8 +40,10 @@ embed close together, and so do ``The frontend is written in TypeScript`` and
      09:00 now``, ``currently``, ``these days``), ``no longer`` before the
      very same statement, a verb of change taking the old value's place
      (``The standup moved to 11am`` after ``The standup is at 10am``: the
-     same subject words, then the values compared as ``is …``), or ``is now
-     on …`` after ``lives on …`` (another verb, the same preposition);
+     same subject words, then the values compared as ``is …``), ``is now on
+     …`` after ``lives on …`` (another verb, the same preposition), or ``is
+     now $25`` after ``costs $20`` (another verb, values that are numbers or
+     identifiers);
    * ``unsure`` otherwise: no verb found, the verb itself changed shape,
      several words changed in several places, the bound of a quantity
      changed with it (``at least 3`` / ``at most 10``), the tags differ, or
@@ -133,6 +135,8 @@ IRREGULAR_PARTICIPLES = IRREGULAR_PAST | _words(
 )
 # A subject that opens with one of these is one of many ("One of our customers is …").
 INDEFINITE = _words("a an one some any another each every many several few")
+# Adverbs of time and degree before a number: "is now 25", "is still 3".
+ADVERBS = _words("now still already just only also even ever never currently usually almost")
 # Words that bound a quantity: "at least 3" and "at most 10" are two limits, not two values.
 BOUNDS = _words("least most more less fewer than")
 # Abbreviated titles: the full stop of "Dr. Chen" does not end a sentence.
@@ -329,6 +333,8 @@ def _is_name_number(toks: list[Token], i: int) -> bool:
         return False  # "is 7", "at 9:30", "Node 20" (a version of a name)
     if _looks_finite(prev.text):
         return False  # "takes 12", "weighs 82"
+    if prev.key in ADVERBS or prev.key.endswith("ly"):
+        return False  # "now 25", "roughly 30": an amount, said of when or how nearly
     nxt = toks[i + 1] if i + 1 < len(toks) and toks[i + 1].clause == toks[i].clause else None
     # "3 nodes", "12 characters": a quantity of what follows.
     return nxt is None or nxt.key in FUNCTION_WORDS or nxt.cls != "word"
@@ -352,12 +358,17 @@ def compare(old: str, new: str) -> Verdict:
     verdict = _compare(old, new)
     if verdict.kind == "distinct":
         return verdict
-    for marker, old_said, new_said, exact in _said_changed(old, new):
+    for marker, old_said, new_said, need in _said_changed(old, new):
         again = _compare(old_said, new_said)
-        if again.update and (not exact or again.reason == "same statement"):
-            if verdict.update:  # the wording already saw it; the change words only vouch
-                return replace(verdict, said=True)
-            return Verdict("update", f"{marker}: {again.reason}", again.subject, said=True)
+        if not again.update:
+            continue
+        if need == "same" and again.reason != "same statement":
+            continue
+        if need == "value" and not again.one_value:
+            continue
+        if verdict.update:  # the wording already saw it; the change words only vouch
+            return replace(verdict, said=True)
+        return Verdict("update", f"{marker}: {again.reason}", again.subject, said=True)
     return verdict
 
 
@@ -450,7 +461,11 @@ def _names_the_predicate(
         return False
     if any(t.key not in DETERMINERS for t in toks[verb.index + 1 : start]):
         return False
-    return all(t.cls != "word" or t.text[:1].isupper() for t in toks[start:stop])
+    named = toks[start:stop]
+    # Names, and a name among them: "Route 53" replaces "Cloudflare", "30" does not.
+    return all(t.cls != "word" or t.text[:1].isupper() for t in named) and any(
+        t.cls != "number" for t in named
+    )
 
 
 def _holds_value(toks: list[Token], verb: _Verb | None, start: int) -> bool:
@@ -566,32 +581,35 @@ _CHANGE = re.compile(
 )
 
 
-def _said_changed(old: str, new: str) -> list[tuple[str, str, str, bool]]:
-    """Rewrites of (old, new) that set aside how ``new`` says it changed:
-    (marker, old text, new text, whether the rewrite must be the same statement)."""
-    out: list[tuple[str, str, str, bool]] = []
+def _said_changed(old: str, new: str) -> list[tuple[str, str, str, str]]:
+    """Rewrites of (old, new) that set aside how ``new`` says it changed: (marker,
+    old text, new text, what the rewrite must then be: ``same`` statement, one
+    ``value`` changed, or ``any`` update)."""
+    out: list[tuple[str, str, str, str]] = []
     old_plain, new_plain = _tidy(_NOW.sub(" ", old)), _tidy(_NOW.sub(" ", new))
     if new_plain != _tidy(new):
-        out.append(("said to hold now", old_plain, new_plain, False))
-        moved = _LINKED.match(_expanded(new_plain).rstrip(".!"))
-        rest = _after_subject(old_plain, moved.group("subject")) if moved else None
-        if moved is not None and rest is not None:
+        out.append(("said to hold now", old_plain, new_plain, "any"))
+        linked = _LINKED.match(_expanded(new_plain).rstrip(".!"))
+        rest = _after_subject(old_plain, linked["subject"]) if linked else None
+        if linked is not None and rest is not None:
             verb, *words = rest.rstrip(".!").split()
-            # "… lives on host db-07" -> "… is now on host db-12": another verb,
-            # the same preposition before the value.
-            same_prep = bool(words) and words[0].lower() == moved["prep"].lower()
-            if same_prep and verb.lower() not in AUXILIARIES:
-                subject = moved.group("subject")
-                out.append(
-                    (
-                        "said to hold now",
-                        f"{subject} is {' '.join(words)}.",
-                        f"{subject} is {moved['prep']} {moved['value']}.",
-                        False,
-                    )
-                )
+            subject, value = linked["subject"], linked["value"]
+            if words and verb.lower() not in AUXILIARIES:
+                if (
+                    words[0].lower() in PREPOSITIONS
+                    and words[0].lower() == value.split()[0].lower()
+                ):
+                    # "… lives on host db-07" -> "… is now on host db-12": another
+                    # verb, the same preposition before the value.
+                    pair = f"{subject} is {' '.join(words)}.", f"{subject} is {value}."
+                    out.append(("said to hold now", *pair, "any"))
+                elif _measures(words) and _measures(value.split()):
+                    # "The plan costs $20" -> "The plan is now $25": as sure only when
+                    # what changed is a number or an identifier.
+                    pair = f"{subject} is {_strip_lead(' '.join(words))}.", f"{subject} is {value}."
+                    out.append(("said to hold now", *pair, "value"))
     if _NO_LONGER.search(new_plain) and not _NO_LONGER.search(old_plain):
-        out.append(("no longer", old_plain, _tidy(_NO_LONGER.sub("", new_plain)), True))
+        out.append(("no longer", old_plain, _tidy(_NO_LONGER.sub("", new_plain)), "same"))
     change = _CHANGE.match(_expanded(new_plain).rstrip(".!"))
     if change is not None:
         subject = change.group("subject")
@@ -604,20 +622,19 @@ def _said_changed(old: str, new: str) -> list[tuple[str, str, str, bool]]:
                         "said to change",
                         f"{subject} is {value}.",
                         f"{subject} is {_strip_lead(change.group('value'))}.",
-                        False,
+                        "any",
                     )
                 )
     return out
 
 
-# "<subject> is <preposition> <value>", once the time words are set aside.
-_LINKED = re.compile(
-    r"^(?P<subject>.+?)\s+(?:is|are|was|were|am)\s+(?P<prep>"
-    + "|".join(sorted(PREPOSITIONS, key=len, reverse=True))
-    + r")\s+(?P<value>.+)$",
-    re.IGNORECASE,
-)
+# "<subject> is <value>", once the time words are set aside.
+_LINKED = re.compile(r"^(?P<subject>.+?)\s+(?:is|are|was|were|am)\s+(?P<value>.+)$", re.I)
 _CONTRACTED = re.compile(r"\b(i|you|we|they)['’](m|re)\b", re.IGNORECASE)
+
+
+def _measures(words: list[str]) -> bool:
+    return any(_classify(w.strip(_LEADING + _TRAILING) or w) != "word" for w in words)
 
 
 def _expanded(text: str) -> str:
