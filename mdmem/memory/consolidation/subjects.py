@@ -459,13 +459,18 @@ def _names_the_predicate(
     first, end = clauses[toks[start].clause]
     if stop != end or toks[first].key in INDEFINITE:
         return False
-    if any(t.key not in DETERMINERS for t in toks[verb.index + 1 : start]):
+    # Between "is" and the change: determiners and the shared part of the name ("Dr.").
+    if any(t.key not in DETERMINERS and not _capital(t) for t in toks[verb.index + 1 : start]):
         return False
     named = toks[start:stop]
     # Names, and a name among them: "Route 53" replaces "Cloudflare", "30" does not.
-    return all(t.cls != "word" or t.text[:1].isupper() for t in named) and any(
+    return all(t.cls != "word" or _capital(t) for t in named) and any(
         t.cls != "number" for t in named
     )
+
+
+def _capital(tok: Token) -> bool:
+    return tok.cls == "word" and tok.text[:1].isupper()
 
 
 def _holds_value(toks: list[Token], verb: _Verb | None, start: int) -> bool:
