@@ -82,9 +82,17 @@ def oracle_judge(pairs: list[Pair]) -> Callable[[dict[str, Any]], Any]:
 
 
 def run_pipeline(
-    root: Path, pairs: list[Pair], *, old_rule: bool, base_url: str | None
+    root: Path,
+    pairs: list[Pair],
+    *,
+    old_rule: bool,
+    base_url: str | None,
+    rule: Callable[[str, str], Any] | None = None,
 ) -> tuple[list[bool], float]:
-    """Remember each pair (old, then new) in its own scope; which olds got retired."""
+    """Remember each pair (old, then new) in its own scope; which olds got retired.
+
+    ``rule``: the wording rule auto-resolve applies, when not this tree's
+    (``old_rule`` puts the cosine-only baseline in its place)."""
     from mdmem import Vault
     from mdmem.memory.consolidation.lifecycle import similarity_only
 
@@ -98,6 +106,8 @@ def run_pipeline(
     )
     if old_rule:
         vault.resolver.rule = similarity_only
+    elif rule is not None:
+        vault.resolver.rule = rule
     retired = []
     started = time.perf_counter()
     for n, (old, new, _) in enumerate(pairs):

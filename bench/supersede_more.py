@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit_json, print_table, scratch_dir
@@ -34,11 +34,16 @@ from supersede import cosines, run_pipeline
 from supersede_pairs import HELD_OUT, PAIRS, UPDATE, Pair
 from supersede_pairs_more import MORE
 
+if TYPE_CHECKING:
+    from mdmem.memory.consolidation.subjects import Verdict
+
 RULE = "mdmem/memory/consolidation/subjects.py"
 
 
-def rule_at(rev: str) -> Callable[[str, str], Any]:
-    """``compare`` as the file is at git revision ``rev``."""
+def rule_at(rev: str) -> Callable[[str, str], Verdict]:
+    """``compare`` as the file is at git revision ``rev``, answering with this tree's
+    :class:`Verdict` (a field the old one lacks keeps its default), so that
+    auto-resolve can run it as its rule."""
     root = Path(__file__).resolve().parent.parent
     text = subprocess.run(
         ["git", "show", f"{rev}:{RULE}"], cwd=root, capture_output=True, text=True, check=True
@@ -50,7 +55,15 @@ def rule_at(rev: str) -> Callable[[str, str], Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules["subjects_before"] = module
     spec.loader.exec_module(module)
-    return module.compare  # type: ignore[no-any-return]
+    from mdmem.memory.consolidation import subjects
+
+    known = set(subjects.Verdict.__dataclass_fields__)
+
+    def compare(old: str, new: str) -> Verdict:
+        v = module.compare(old, new)
+        return subjects.Verdict(**{k: getattr(v, k) for k in v.__dataclass_fields__ if k in known})
+
+    return compare
 
 
 def decide(rule: Callable[[str, str], Any], pairs: list[Pair], cos: list[float]) -> list[bool]:
@@ -58,14 +71,11 @@ def decide(rule: Callable[[str, str], Any], pairs: list[Pair], cos: list[float])
     from mdmem.memory.consolidation import lifecycle
 
     cfg = ConsolidationSettings()
-    said = getattr(lifecycle, "SAID_THRESHOLD", 1.0)
     out = []
     for (old, new, _), c in zip(pairs, cos, strict=True):
         verdict = rule(old, new)
-        limit = cfg.same_context_threshold if verdict.subject else cfg.other_context_threshold
-        if getattr(verdict, "said", False):
-            limit = min(limit, said)
-        out.append(bool(verdict.update) and c >= limit)
+        limit = lifecycle.retire_limit(verdict, False, cfg)
+        out.append(verdict.update and c >= limit)
     return out
 
 

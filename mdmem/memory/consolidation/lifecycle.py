@@ -7,8 +7,11 @@ wording (:func:`mdmem.memory.consolidation.subjects.compare`). A candidate is re
 when the wording says the new memory states *the same subject with a new
 value* (``the office is cleaned monthly`` -> ``… weekly``) and the cosine is
 at or above ``consolidation.same_context_threshold`` (0.85) when both share a
-context, or ``other_context_threshold`` (0.92) otherwise. Similarity alone
-never retires: ``Note abc123 says …`` / ``Note def456 says …`` and
+context, or ``other_context_threshold`` (0.92) otherwise; at or above
+:data:`SAID_THRESHOLD` (0.6) when the newer text says it changed (``… now``,
+``moved to …``) or only a value that measures or names changed (``port 8080``
+-> ``port 9090``, ``is Redis`` -> ``is Memcached``: ``Verdict.one_value``).
+Similarity alone never retires: ``Note abc123 says …`` / ``Note def456 says …`` and
 ``The frontend is …`` / ``The backend is …`` read alike but are different
 facts. A retired memory is marked ``[status:: superseded] [by:: ^new]`` in
 the same commit as the new memory (subject ``auto-supersede …``, trailers
@@ -79,6 +82,7 @@ from mdmem.store.importance import KEEP_LONGER, importance_of
 from mdmem.store.writer import memory_trailers
 
 if TYPE_CHECKING:
+    from mdmem.config import ConsolidationSettings
     from mdmem.files.textfile import TextFile
     from mdmem.providers.llm import LLMClient
     from mdmem.store.memories import MemoryStore
@@ -97,6 +101,7 @@ __all__ = [
     "contexts_of",
     "judge",
     "resolve_session",
+    "retire_limit",
     "retired_before",
     "similarity_only",
 ]
@@ -105,9 +110,12 @@ log = logging.getLogger("mdmem")
 
 SIMILAR_K = 5
 # The cosine at which a memory the wording rule calls an update *that says so*
-# (subjects.Verdict.said) retires the old one. Saying it moves the value far
-# from the old text ("The user lives in Lisbon" / "The user moved to Porto":
-# 0.65 with MiniLM); look-alikes the rule lets through sat at <= 0.55 in
+# (subjects.Verdict.said), or one where only a value that measures or names
+# changed (Verdict.one_value), retires the old one. Saying it moves the value
+# far from the old text ("The user lives in Lisbon" / "The user moved to
+# Porto": 0.65 with MiniLM), and so does a new name or number ("The API
+# listens on port 8080" / "… 9090": 0.82; "The cache backend is Redis" /
+# "… Memcached": 0.77); look-alikes the rule lets through sat at <= 0.55 in
 # bench/supersede_more.py's sets.
 SAID_THRESHOLD = 0.6
 REDACTED = "[REDACTED]"
@@ -143,6 +151,18 @@ def similarity_only(old: str, new: str) -> Verdict:
     Kept as the baseline ``bench/supersede.py`` measures against.
     """
     return Verdict("update", "similarity only")
+
+
+def retire_limit(verdict: Verdict, same_context: bool, cfg: ConsolidationSettings) -> float:
+    """The cosine at which a candidate the wording calls an update is retired."""
+    same = same_context or bool(verdict.subject)
+    limit = cfg.same_context_threshold if same else cfg.other_context_threshold
+    if verdict.said or verdict.one_value:
+        # "… now", "moved to …": the text itself says it replaces. "port 8080" ->
+        # "port 9090", "is Redis" -> "is Memcached": only the value changed, and
+        # values that name or measure embed far apart (0.82 and 0.77 with MiniLM).
+        limit = min(limit, SAID_THRESHOLD)
+    return limit
 
 
 # ----------------------------------------------------------------- contexts ----
@@ -355,10 +375,7 @@ def auto_resolve(
                 # judge below, when configured, still sees this candidate.
                 log.debug("auto-resolve keeps %s: %s", cand.block.id, verdict.reason)
                 continue
-            same = cand.same_context or bool(verdict.subject)
-            limit = cfg.same_context_threshold if same else cfg.other_context_threshold
-            if verdict.said:  # "… now", "moved to …": the text itself says it replaces
-                limit = min(limit, SAID_THRESHOLD)
+            limit = retire_limit(verdict, cand.same_context, cfg)
             if cand.cosine >= limit:
                 retired[cand.block.id] = f"similarity {cand.cosine:.2f}, {verdict.reason}"
     if llm is not None:

@@ -10,39 +10,65 @@ embed close together, and so do ``The frontend is written in TypeScript`` and
    token; ``#tags`` are set aside), and the token sequences are aligned; the
    stretches where they differ are the *regions*.
 2. Each clause is split at its main verb: the first auxiliary or copula
-   (``is``, ``was``, ``has``, ``will`` …) or separator (``:``, ``=``) when it
-   has one, else the first word shaped like a finite verb (``lives``,
-   ``prefers``, ``needs``: ``-s``/``-ed``, after a word that is not a
-   determiner or preposition). Before it is the *subject*, after it the
-   *value*.
+   (``is``, ``was``, ``has``, ``will``, ``we're`` …) or separator (``:``,
+   ``=``) when it has one, else the word after a personal pronoun (``We
+   pin …``, ``I use …``), else the first word shaped like a finite verb
+   (``lives``, ``prefers``, ``needs``: ``-s``/``-ed`` or a common irregular
+   past such as ``ran``, after a word that is not a determiner or
+   preposition). Before it is the *subject*, after it the *value*.
 3. The verdict:
 
    * ``distinct`` when a region touches a subject (``frontend``/``backend``,
      ``Note abc123``/``Note def456``, ``fact 1-1``/``fact 1-2``), or when the
-     differing words include an identifier: a code with digits
-     (``web-01``, ``INV-2041``, ``abc123``), a ``#number``, a path or dotted
-     name, a quoted string, or a number that names something
-     (``room 204``, ``step 3``);
+     differing words include an identifier (a code with digits such as
+     ``web-01`` or ``INV-2041``, a ``#number``, a path or dotted name, a
+     quoted string, a ``--flag``, a number that names something such as
+     ``room 204``) anywhere but in the value's own slot: the identifier of a
+     thing the verb relates its subject to is one of many (``The release
+     includes PR #412``, ``owns service web-01``, ``is watching issue
+     #880``, ``is flaky on host ci-03``, and any identifier of an event);
    * ``update`` when every region lies in the value of a clause whose main
      verb both texts share, and the value changed in one place
      (``monthly`` → ``weekly``, ``v4.2`` → ``v4.3``, ``Paris`` → ``Berlin``)
-     or only in quantities (``7am and 6pm`` → ``8am and 7pm``), also when the
+     or only in quantities and identifiers (``7am and 6pm`` → ``8am and
+     7pm``). An identifier is the value itself when it is the predicate of
+     ``be`` or a separator (``The phone number is 555-0134``), or stands in
+     a preposition's phrase right after the verb (``lives on host db-07``,
+     ``listens on port 8080``, ``is hosted in us-east-1``), the kind of
+     name (``host``, ``port``) before it or not. Also an update when the
      newer text says that it changed: a time word set aside (``… Tuesday
      09:00 now``, ``currently``, ``these days``), ``no longer`` before the
-     very same statement, or a verb of change taking the old value's place
+     very same statement, a verb of change taking the old value's place
      (``The standup moved to 11am`` after ``The standup is at 10am``: the
-     same subject words, then the values compared as ``is …``);
+     same subject words, then the values compared as ``is …``), ``is now on
+     …`` after ``lives on …`` (another verb, the same preposition), or ``is
+     now $25`` after ``costs $20`` (another verb, values that are numbers or
+     identifiers);
    * ``unsure`` otherwise: no verb found, the verb itself changed shape,
-     several words changed in several places, the tags differ, or the verb is
-     an event in the past tense (``Alice visited Paris`` /
+     several words changed in several places, the bound of a quantity
+     changed with it (``at least 3`` / ``at most 10``), the tags differ, or
+     the verb is an event in the past tense (``Alice visited Paris`` /
      ``Alice visited Berlin``: events add up, they do not replace each other).
 
 Only ``update`` lets the similarity rule retire a memory. ``unsure`` and
 ``distinct`` keep both active; a configured LLM judge still sees them and
 may retire what the wording cannot settle.
 
+An update is ``one_value`` when nothing changed but values that measure or
+name: numbers, times, dates, versions, amounts and identifiers in the
+value's slot (``port 8080`` → ``port 9090``), or a name that is the whole
+predicate of ``be`` after a definite subject (``The cache backend is
+Redis`` → ``… Memcached``; not ``One of our customers is …``, not a lower
+case property such as ``is slow``, which may hold beside another). Such
+values embed far apart while the rest stays word for word, so auto-resolve
+trusts them at the lower similarity it allows a text that says it changed.
+What the wording cannot tell is a relation that holds many values from one
+that holds one: ``The user likes tea`` / ``… coffee`` reads like ``The
+service uses Postgres`` / ``… MySQL``; both stay at the ordinary bar.
+
 The only word lists here are English closed classes (auxiliaries,
-determiners, pronouns, prepositions, conjunctions): grammar, not vocabulary.
+determiners, pronouns, prepositions, conjunctions, titles such as ``Dr.``,
+the irregular past forms of common verbs): grammar, not vocabulary.
 Open-class words (nouns, verbs, names) are recognised by their shape.
 """
 
@@ -66,7 +92,12 @@ AUXILIARIES = _words(
     "am is are was were be been being has have had do does did will would shall should "
     "can could may might must isn't aren't wasn't weren't hasn't haven't hadn't doesn't "
     "don't didn't won't wouldn't shan't shouldn't can't cannot couldn't mightn't mustn't "
-    "it's that's there's here's what's who's he's she's"
+    "it's that's there's here's what's who's he's she's i'm you're we're they're"
+)
+# The forms of "be", and the contractions that end in one: a verb that links
+# its subject to a value ("is", "we're") rather than relating it to a thing.
+COPULAS = _words("am is are was were be been being isn't aren't wasn't weren't") | frozenset(
+    w for w in AUXILIARIES if w.endswith(("'s", "'m", "'re"))
 )
 # Words that sit before a noun: a word right after one of these is not a verb.
 DETERMINERS = _words(
@@ -80,6 +111,8 @@ PREPOSITIONS = _words(
     "toward towards under underneath until unlike up upon via with within without"
 )
 PRONOUNS = _words("i you he she it we they me him us them who whom whose which what there here")
+# A clause that opens with one of these has its verb right after it: "We pin numpy 1.26".
+PERSONAL = _words("i you we they")
 CONJUNCTIONS = _words("and or but nor so yet")
 # A subordinate or relative clause has a verb of its own: it starts a new clause.
 SUBORDINATORS = _words(
@@ -87,6 +120,27 @@ SUBORDINATORS = _words(
 )
 FUNCTION_WORDS = AUXILIARIES | DETERMINERS | PREPOSITIONS | PRONOUNS | CONJUNCTIONS | SUBORDINATORS
 ARTICLES = frozenset({"a", "an", "the"})
+# The past tense of the common irregular verbs (those it tells from the present:
+# not "read", "put", "set"): "The user ran 5 km" is an event, as "walked" is.
+IRREGULAR_PAST = _words(
+    "ate became began bought brought built came caught chose drank drove fell felt fought "
+    "flew forgot found gave grew heard held kept knew led left lost made meant met paid ran "
+    "rang rode said sang sat saw sent slept sold spent spoke stole stood swam taught thought "
+    "threw told took understood went woke won wore wrote"
+)
+IRREGULAR_PARTICIPLES = IRREGULAR_PAST | _words(
+    "set put run cut hit let shut cast cost read become begun come done drunk gone grown known "
+    "seen shown sung flown thrown worn torn broken written hidden given taken driven eaten "
+    "chosen fallen forgotten spoken stolen ridden frozen"
+)
+# A subject that opens with one of these is one of many ("One of our customers is …").
+INDEFINITE = _words("a an one some any another each every many several few")
+# Adverbs of time and degree before a number: "is now 25", "is still 3".
+ADVERBS = _words("now still already just only also even ever never currently usually almost")
+# Words that bound a quantity: "at least 3" and "at most 10" are two limits, not two values.
+BOUNDS = _words("least most more less fewer than")
+# Abbreviated titles: the full stop of "Dr. Chen" does not end a sentence.
+TITLES = _words("dr mr mrs ms mx prof st mt jr sr vs")
 SEPARATORS = frozenset({":", "=", "->", "=>", "→"})
 
 # A #tag, as mdmem.files.blocks parses it.
@@ -132,6 +186,11 @@ class Verdict:
     # "moved to"), which a mere look-alike does not: auto-resolve trusts a
     # lower similarity then (lifecycle.SAID_THRESHOLD).
     said: bool = False
+    # Nothing changed but values of the shape that measures or names (a number,
+    # time, version, amount, host, port, path) in the value of a clause whose
+    # subject and verb stay: as sure a sign of a replacement as saying so, so
+    # auto-resolve trusts the same lower similarity.
+    one_value: bool = False
 
     @property
     def update(self) -> bool:
@@ -150,7 +209,11 @@ def _classify(core: str) -> Literal["word", "number", "code"]:
     if "_" in core or "://" in core or _DOTTED.search(core):
         return "code"  # snake_case, URLs, file.ts, api.example.com
     if "/" in core and (core.startswith(("/", "./", "~/")) or "." in core.rsplit("/", 1)[-1]):
-        return "code"  # paths (but "he/him" and "and/or" stay words)
+        return "code"  # paths
+    if "/" in core and not all(part.lower() in FUNCTION_WORDS for part in core.split("/")):
+        return "code"  # packages/ui, feature/login (but "he/him" and "and/or" stay words)
+    if core.startswith("-") and len(core) > 1:
+        return "code"  # a command-line option: --verbose, -v
     return "word"
 
 
@@ -176,7 +239,7 @@ def tokens(text: str) -> tuple[list[Token], frozenset[str]]:
             if any(c in ".;!?" for c in chunk):
                 clause += 1
             continue
-        low = core.lower()
+        low = core.lower().replace("’", "'")  # "we’re" is "we're"
         if low in SUBORDINATORS and out and out[-1].clause == clause:
             clause += 1
         cls = _classify(core)
@@ -184,7 +247,7 @@ def tokens(text: str) -> tuple[list[Token], frozenset[str]]:
         out.append(Token(core, key, cls, clause))
         if tail.startswith(":"):
             out.append(Token(":", ":", "sep", clause))  # "Office cleaning: weekly"
-        if any(c in ".;!?" for c in tail):
+        if any(c in ".;!?" for c in tail) and not (tail == "." and low in TITLES):
             clause += 1
     return out, tags
 
@@ -204,14 +267,28 @@ def _looks_finite(word: str) -> bool:
         return False
     if word.endswith("s"):
         return not word.endswith(("ss", "us", "is"))
-    return word.endswith("ed") and len(word) > 3
+    return (word.endswith("ed") and len(word) > 3) or word in IRREGULAR_PAST
+
+
+def _past(tok: Token) -> bool:
+    return tok.key.endswith("ed") or tok.key in IRREGULAR_PAST
+
+
+def _auxiliary(toks: list[Token], i: int, start: int) -> bool:
+    # "in May", "ask Will": a capitalised auxiliary inside a clause is a name.
+    return toks[i].key in AUXILIARIES and (i == start or not toks[i].text[:1].isupper())
 
 
 def _main_verb(toks: list[Token], start: int, end: int) -> _Verb | None:
     """The main verb of the clause ``toks[start:end]``."""
     for i in range(start, end):
-        if toks[i].cls == "sep" or toks[i].key in AUXILIARIES:
+        if toks[i].cls == "sep" or _auxiliary(toks, i, start):
             return _Verb(i, strong=True, past_event=False)
+    if end - start > 1 and toks[start].key in PERSONAL:
+        # "I use …", "We pin …": after a personal pronoun the verb needs no -s.
+        tok = toks[start + 1]
+        if tok.cls == "word" and tok.text.isalpha() and tok.key not in FUNCTION_WORDS:
+            return _Verb(start + 1, strong=False, past_event=_past(tok))
     for i in range(start + 1, end):
         prev, tok = toks[i - 1], toks[i]
         if prev.cls == "sep" or prev.key in DETERMINERS or prev.key in PREPOSITIONS:
@@ -219,7 +296,7 @@ def _main_verb(toks: list[Token], start: int, end: int) -> _Verb | None:
         if prev.key.endswith(("'s", "s'")):  # "the user's preferred airline"
             continue
         if tok.cls == "word" and _looks_finite(tok.text):
-            return _Verb(i, strong=False, past_event=tok.key.endswith("ed"))
+            return _Verb(i, strong=False, past_event=_past(tok))
     for i in range(start + 1, end - 1):
         # A plural subject takes the bare verb: "deploys happen on", "reports go to".
         prev, tok, nxt = toks[i - 1], toks[i], toks[i + 1]
@@ -249,13 +326,15 @@ def _clauses(toks: list[Token]) -> dict[int, tuple[int, int]]:
 
 def _is_name_number(toks: list[Token], i: int) -> bool:
     """A number that names something (``room 204``, ``step 3``), not an amount of it."""
-    if toks[i].cls != "number" or i == 0:
-        return False
+    if toks[i].cls != "number" or i == 0 or "." in toks[i].key:
+        return False  # a dotted number is a version or a measure: "numpy 1.26", "Python 3.12"
     prev = toks[i - 1]
     if prev.cls != "word" or prev.key in FUNCTION_WORDS or not prev.text.islower():
         return False  # "is 7", "at 9:30", "Node 20" (a version of a name)
     if _looks_finite(prev.text):
         return False  # "takes 12", "weighs 82"
+    if prev.key in ADVERBS or prev.key.endswith("ly"):
+        return False  # "now 25", "roughly 30": an amount, said of when or how nearly
     nxt = toks[i + 1] if i + 1 < len(toks) and toks[i + 1].clause == toks[i].clause else None
     # "3 nodes", "12 characters": a quantity of what follows.
     return nxt is None or nxt.key in FUNCTION_WORDS or nxt.cls != "word"
@@ -279,12 +358,17 @@ def compare(old: str, new: str) -> Verdict:
     verdict = _compare(old, new)
     if verdict.kind == "distinct":
         return verdict
-    for marker, old_said, new_said, exact in _said_changed(old, new):
+    for marker, old_said, new_said, need in _said_changed(old, new):
         again = _compare(old_said, new_said)
-        if again.update and (not exact or again.reason == "same statement"):
-            if verdict.update:  # the wording already saw it; the change words only vouch
-                return replace(verdict, said=True)
-            return Verdict("update", f"{marker}: {again.reason}", again.subject, said=True)
+        if not again.update:
+            continue
+        if need == "same" and again.reason != "same statement":
+            continue
+        if need == "value" and not again.one_value:
+            continue
+        if verdict.update:  # the wording already saw it; the change words only vouch
+            return replace(verdict, said=True)
+        return Verdict("update", f"{marker}: {again.reason}", again.subject, said=True)
     return verdict
 
 
@@ -311,25 +395,121 @@ def _compare(old: str, new: str) -> Verdict:
     clauses_a, clauses_b = _clauses(a), _clauses(b)
     changed: list[str] = []
     values_only = True
+    one_value = True
     for i1, i2, j1, j2 in regions:
         ra, rb = a[i1:i2], b[j1:j2]
         words = _shown(ra), _shown(rb)
         changed.append(f"{words[0]} -> {words[1]}")
-        codes = [t.text for t in ra + rb if t.cls == "code"]
-        codes += [a[k].text for k in range(i1, i2) if _is_name_number(a, k)]
-        codes += [b[k].text for k in range(j1, j2) if _is_name_number(b, k)]
-        if codes:
+        names = any(t.cls == "code" for t in ra + rb)
+        names |= any(_is_name_number(a, k) for k in range(i1, i2))
+        names |= any(_is_name_number(b, k) for k in range(j1, j2))
+        where, verb_a, verb_b = _position(a, b, clauses_a, clauses_b, i1, j1)
+        if names and not (
+            where == "value" and _holds_value(a, verb_a, i1) and _holds_value(b, verb_b, j1)
+        ):
+            # An identifier that names what the text is about ("Server web-01 has …"),
+            # or a thing the verb relates its subject to ("includes PR #412"): another fact.
             return Verdict("distinct", f"identifier differs: {words[0]} -> {words[1]}")
-        where = _position(a, b, clauses_a, clauses_b, i1, j1)
         if where == "subject":
             return Verdict("distinct", f"subject differs: {words[0]} -> {words[1]}")
         if where != "value":
             return Verdict("unsure", where)
-        values_only &= all(t.cls == "number" for t in ra + rb)
+        shapes = {t.cls for t in ra + rb}
+        if "number" in shapes and any(t.key in BOUNDS for t in ra + rb):
+            return Verdict("unsure", f"the bound changed: {words[0]} -> {words[1]}")
+        values_only &= shapes <= {"number", "code"}
+        one_value &= (
+            bool(ra)
+            and bool(rb)
+            and (
+                shapes <= {"number", "code"}
+                or (
+                    _names_the_predicate(a, verb_a, i1, i2, clauses_a)
+                    and _names_the_predicate(b, verb_b, j1, j2, clauses_b)
+                )
+            )
+        )
     if len(regions) > 1 and not values_only:
         return Verdict("unsure", "changed in several places: " + "; ".join(changed))
     subject = _subject(a, a[min(regions[0][0], len(a) - 1)].clause)
-    return Verdict("update", "same subject, new value: " + "; ".join(changed), subject)
+    return Verdict(
+        "update", "same subject, new value: " + "; ".join(changed), subject, one_value=one_value
+    )
+
+
+def _names_the_predicate(
+    toks: list[Token],
+    verb: _Verb | None,
+    start: int,
+    stop: int,
+    clauses: dict[int, tuple[int, int]],
+) -> bool:
+    """Is ``toks[start:stop]`` a name that is the whole predicate of "be" with a definite subject?
+
+    ``The cache backend is Redis``, ``The user's dentist is Maria Alvarez``:
+    one thing named as the subject's value, which another name replaces. Not
+    a property (``is slow``, lower case: properties can hold together), not a
+    name inside a longer predicate (``Alice is Bob's manager``), and not one
+    of many (``One of our customers is Initech``).
+    """
+    if verb is None or start >= stop:
+        return False
+    if toks[verb.index].cls != "sep" and toks[verb.index].key not in COPULAS:
+        return False
+    first, end = clauses[toks[start].clause]
+    if stop != end or toks[first].key in INDEFINITE:
+        return False
+    # Between "is" and the change: determiners and the shared part of the name ("Dr.").
+    if any(t.key not in DETERMINERS and not _capital(t) for t in toks[verb.index + 1 : start]):
+        return False
+    named = toks[start:stop]
+    # Names, and a name among them: "Route 53" replaces "Cloudflare", "30" does not.
+    return all(t.cls != "word" or _capital(t) for t in named) and any(
+        t.cls != "number" for t in named
+    )
+
+
+def _capital(tok: Token) -> bool:
+    return tok.cls == "word" and tok.text[:1].isupper()
+
+
+def _holds_value(toks: list[Token], verb: _Verb | None, start: int) -> bool:
+    """Does the region at ``toks[start]`` hold the value its clause gives the subject?
+
+    It does after a form of "be" or a separator (``is 555-0134``, ``is at
+    /etc/app.conf``, ``is hosted in us-east-1``) or a preposition right after
+    the verb (``lives on host db-07``, ``listens on port 8080``), the kind of
+    name between (``host``, ``port``) or not. A thing the verb relates its
+    subject to is not a value: ``owns service billing-api``, ``includes PR
+    #412``, ``is watching issue #880`` hold one of many.
+    """
+    if verb is None:
+        return False
+    head = toks[verb.index]
+    copula = head.cls == "sep" or head.key in COPULAS
+    linked = copula
+    between = toks[verb.index + 1 : start]
+    for k, tok in enumerate(between):
+        if tok.key in PREPOSITIONS:
+            linked = True
+        elif tok.key in FUNCTION_WORDS:
+            continue
+        elif k == len(between) - 1 and tok.cls == "word" and tok.text.islower():
+            continue  # the kind of name: "host db-07", "port 8080"
+        elif k == 0 and copula and tok.cls == "word":
+            if tok.key.endswith("ing"):
+                linked = False  # "is watching issue #880": the verb is "watching"
+            elif not _participle(tok):
+                # "is flaky on host ci-03", "is available in": a property, which
+                # may hold in many places; a passive ("is hosted in") names the place.
+                return False
+        else:
+            return False
+    return linked
+
+
+def _participle(tok: Token) -> bool:
+    return (tok.key.endswith("ed") and len(tok.key) > 3) or tok.key in IRREGULAR_PARTICIPLES
 
 
 def _shown(toks: list[Token], limit: int = 40) -> str:
@@ -353,12 +533,13 @@ def _position(
     clauses_b: dict[int, tuple[int, int]],
     i1: int,
     j1: int,
-) -> str:
-    """``subject`` or ``value`` for a region starting at ``a[i1]``/``b[j1]``, else why not."""
+) -> tuple[str, _Verb | None, _Verb | None]:
+    """``subject`` or ``value`` for a region starting at ``a[i1]``/``b[j1]``, else why
+    not; with the main verbs of its clause in ``a`` and ``b``."""
     # A pure insertion at the end belongs to the last token's clause.
     clause = a[min(i1, len(a) - 1)].clause
     if b[min(j1, len(b) - 1)].clause != clause:
-        return "changed across sentences"
+        return "changed across sentences", None, None
     start_a, end_a = clauses_a[clause]
     start_b, end_b = clauses_b[clause]
     verb_a = _main_verb(a, start_a, end_a)
@@ -370,19 +551,19 @@ def _position(
     if verb_b is not None and verb_a is None and verb_b.strong and verb_b.index == j1:
         verb_a = _Verb(i1, strong=True, past_event=False)
     if verb_a is None or verb_b is None:
-        return "no verb found"
+        return "no verb found", verb_a, verb_b
     before_a, before_b = verb_a.index <= i1, verb_b.index <= j1
     if before_a != before_b:
-        return "the verb changed"
+        return "the verb changed", verb_a, verb_b
     if not before_a:
-        return "subject"
+        return "subject", verb_a, verb_b
     # The verb is in the shared prefix, or (an auxiliary) opens the region itself.
     shared = verb_a.index < i1 and verb_b.index < j1 and a[verb_a.index].key == b[verb_b.index].key
     if not shared and not (verb_a.strong and verb_b.strong):
-        return "the verb changed"
+        return "the verb changed", verb_a, verb_b
     if verb_a.past_event or verb_b.past_event:
-        return "an event, not a state"
-    return "value"
+        return "an event, not a state", verb_a, verb_b
+    return "value", verb_a, verb_b
 
 
 # --------------------------------------------------------- said to change ----
@@ -405,32 +586,83 @@ _CHANGE = re.compile(
 )
 
 
-def _said_changed(old: str, new: str) -> list[tuple[str, str, str, bool]]:
-    """Rewrites of (old, new) that set aside how ``new`` says it changed:
-    (marker, old text, new text, whether the rewrite must be the same statement)."""
-    out: list[tuple[str, str, str, bool]] = []
+def _said_changed(old: str, new: str) -> list[tuple[str, str, str, str]]:
+    """Rewrites of (old, new) that set aside how ``new`` says it changed: (marker,
+    old text, new text, what the rewrite must then be: ``same`` statement, one
+    ``value`` changed, or ``any`` update)."""
+    out: list[tuple[str, str, str, str]] = []
     old_plain, new_plain = _tidy(_NOW.sub(" ", old)), _tidy(_NOW.sub(" ", new))
     if new_plain != _tidy(new):
-        out.append(("said to hold now", old_plain, new_plain, False))
+        out.append(("said to hold now", old_plain, new_plain, "any"))
+        linked = _LINKED.match(_expanded(new_plain).rstrip(".!"))
+        rest = _after_subject(old_plain, linked["subject"]) if linked else None
+        if linked is not None and rest is not None:
+            verb, *words = rest.rstrip(".!").split()
+            subject, value = linked["subject"], linked["value"]
+            if words and verb.lower() not in AUXILIARIES:
+                if (
+                    words[0].lower() in PREPOSITIONS
+                    and words[0].lower() == value.split()[0].lower()
+                ):
+                    # "… lives on host db-07" -> "… is now on host db-12": another
+                    # verb, the same preposition before the value.
+                    pair = f"{subject} is {' '.join(words)}.", f"{subject} is {value}."
+                    out.append(("said to hold now", *pair, "any"))
+                elif _measures(words) and _measures(value.split()):
+                    # "The plan costs $20" -> "The plan is now $25": as sure only when
+                    # what changed is a number or an identifier.
+                    pair = f"{subject} is {_strip_lead(' '.join(words))}.", f"{subject} is {value}."
+                    out.append(("said to hold now", *pair, "value"))
     if _NO_LONGER.search(new_plain) and not _NO_LONGER.search(old_plain):
-        out.append(("no longer", old_plain, _tidy(_NO_LONGER.sub("", new_plain)), True))
-    change = _CHANGE.match(new_plain.rstrip(".!"))
+        out.append(("no longer", old_plain, _tidy(_NO_LONGER.sub("", new_plain)), "same"))
+    change = _CHANGE.match(_expanded(new_plain).rstrip(".!"))
     if change is not None:
         subject = change.group("subject")
-        key = " ".join(subject.lower().split())
-        if old_plain.lower().startswith(key + " ") and any(c.isalpha() for c in key):
-            rest = old_plain[len(subject) :].strip().rstrip(".!")
-            value = _old_value(rest)
+        rest = _after_subject(old_plain, subject)
+        if rest is not None and any(c.isalpha() for c in subject):
+            value = _old_value(rest.rstrip(".!"))
             if value:
                 out.append(
                     (
                         "said to change",
                         f"{subject} is {value}.",
                         f"{subject} is {_strip_lead(change.group('value'))}.",
-                        False,
+                        "any",
                     )
                 )
     return out
+
+
+# "<subject> is <value>", once the time words are set aside.
+_LINKED = re.compile(r"^(?P<subject>.+?)\s+(?:is|are|was|were|am)\s+(?P<value>.+)$", re.I)
+_CONTRACTED = re.compile(r"\b(i|you|we|they)['’](m|re)\b", re.IGNORECASE)
+
+
+def _measures(words: list[str]) -> bool:
+    return any(_classify(w.strip(_LEADING + _TRAILING) or w) != "word" for w in words)
+
+
+def _expanded(text: str) -> str:
+    """``we're`` as ``we are``: so that the subject words of both texts line up."""
+    return _CONTRACTED.sub(lambda m: f"{m[1]} {'am' if m[2].lower() == 'm' else 'are'}", text)
+
+
+def _after_subject(old: str, subject: str) -> str | None:
+    """``old`` after the words of ``subject`` (case, a leading article and contractions
+    aside), or None when it does not start with them."""
+    want = _bare(subject)
+    words = _expanded(old).split()
+    for n in range(1, len(words)):
+        if _bare(" ".join(words[:n])) == want:
+            return " ".join(words[n:])
+    return None
+
+
+def _bare(text: str) -> str:
+    words = text.lower().split()
+    if words and words[0] in ARTICLES:
+        words = words[1:]
+    return " ".join(words)
 
 
 def _old_value(rest: str) -> str:
