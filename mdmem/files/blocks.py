@@ -55,6 +55,7 @@ __all__ = [
     "render_entry",
     "render_list_item",
     "render_paragraph",
+    "render_turn",
     "scope_dir",
     "scope_of_path",
     "tags_on",
@@ -89,6 +90,13 @@ _ENTRY_KINDS = frozenset({"log", "journal", "chat_message", "document_chunk"})
 #: ``MEMORY.earlier.md`` (a name of its own, so ``[[MEMORY]]`` still means one note).
 ARCHIVE_SUFFIX = ".earlier.md"
 _LABEL_KINDS = {label.casefold(): kind for kind, label in KIND_LABELS.items()}
+# A turn of a session file, as a transcript reads: "**Ana** (09:12): text ^m-…"
+# (a paragraph), or, when its text needs more than a paragraph, a heading
+# "### Ana (09:12)" over it. Days are "## 2026-12-02" headings between them.
+_TURN_PREFIX = re.compile(r"\*\*([^*\n]{1,100})\*\* \((\d{2}:\d{2}(?::\d{2})?)\): ")
+_TURN_HEADING = re.compile(
+    r"^(?:\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?(?: · .+)?|.+ \(\d{2}:\d{2}(?::\d{2})?\))$"
+)
 # A line a person typed without an id, in a memory file, is a block of its own
 # at once, keyed by its text until mdmem gives it an id: "USER.md#item-3f2a9c1b".
 _TYPED_KEY = re.compile(r"#item-[0-9a-f]{12}(?: \(\d+\))?\Z")
@@ -435,9 +443,14 @@ def parse(
         elif pending_item and tok.map and tok.type in ("fence", "code_block", "html_block"):
             pending_item[-1][5] = True
 
+    turns = default_kind_for(path) == "chat_message"
+    # In a session file a turn's heading is the turn's own, not a section the
+    # turns after it belong to: they sit under the day's heading.
+    sections = [h for h in headings if not _TURN_HEADING.match(h.text)] if turns else headings
+
     def heading_at(line: int) -> str:
         text = ""
-        for h in headings:
+        for h in sections:
             if h.line <= line:
                 text = h.text
             else:
@@ -462,7 +475,13 @@ def parse(
 
     kind_default = default_kind_for(path)
     if kind_default in _ENTRY_KINDS:
-        spans = _entry_spans(tf, headings, spans, fm_lines, id_on)
+        stops: list[int] = []
+        entry_headings = headings
+        if turns:
+            # A turn written as a paragraph ends the turn above it, heading or not.
+            stops = [a for a, _ in paragraphs if _TURN_PREFIX.match(_strip_eol(tf.lines[a]))]
+            entry_headings = [h for h in headings if _TURN_HEADING.match(h.text)]
+        spans = _entry_spans(tf, entry_headings, spans, fm_lines, id_on, stops)
 
     spans.sort(key=lambda s: (s.start, -s.end))
     # A memory item must not swallow a nested memory item: stop at the child.
@@ -488,7 +507,9 @@ def parse(
 
     parsed = ParsedFile(path=path, file=tf, frontmatter=meta, frontmatter_lines=fm_lines)
     covered = [False] * total
-    context = _Context(scope, file_kind, file_tags, beside, memory_file_kind(path) is not None)
+    context = _Context(
+        scope, file_kind, file_tags, beside, memory_file_kind(path) is not None, turns
+    )
     for span in spans:
         # A duplicated id (a copied line) stays a block of its own: the catalog
         # keys the copy by its place, so neither line drops out of recall.
@@ -537,6 +558,7 @@ class _Context:
     tags: list[str]
     beside: Beside | None = None
     labels: bool = False  # a memory file: kind words may open its lines
+    turns: bool = False  # a session file: a paragraph turn opens with "**Ana** (09:12): "
 
 
 def _typed_items(
@@ -586,7 +608,8 @@ def _memory_block(
     # A line mdmem keeps fields for, or one typed without an id: its kind word
     # is a kind. An older vault's line (no fields kept) reads as it always did.
     labels = context.labels and (beside is not None or not span.block_id)
-    text, line_fields = _clean(body_lines, span.style, span.block_id, labels=labels)
+    turn = context.turns and span.style == "para"
+    text, line_fields = _clean(body_lines, span.style, span.block_id, labels=labels, turn=turn)
     fields = _merge_fields(beside, line_fields)
     field_map = dict(fields)
     kind = field_map.get("kind") if field_map.get("kind") in KINDS else context.kind
@@ -646,7 +669,8 @@ def _merge_fields(
 
 def _context_of(parsed: ParsedFile, beside: Beside | None) -> _Context:
     scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
-    return _Context(scope, kind, tags, beside, memory_file_kind(parsed.path) is not None)
+    turns = default_kind_for(parsed.path) == "chat_message"
+    return _Context(scope, kind, tags, beside, memory_file_kind(parsed.path) is not None, turns)
 
 
 def _file_context(path: str, meta: dict[str, Any]) -> tuple[str, str, list[str]]:
@@ -840,13 +864,19 @@ def _entry_spans(
     spans: list[_Span],
     fm_lines: int,
     id_on: Any,
+    stops: list[int] | None = None,
 ) -> list[_Span]:
-    """In entry files a heading section with one id, on its last line, is one memory."""
+    """In entry files a heading section with one id, on its last line, is one memory
+    (``stops``: lines that end a section as a heading would, a session's paragraph turns)."""
     total = len(tf.lines)
     result: list[_Span] = []
     claimed: set[int] = set()
     for i, heading in enumerate(headings):
         end = headings[i + 1].line if i + 1 < len(headings) else total
+        if stops:
+            after = bisect.bisect_right(stops, heading.line)
+            if after < len(stops) and stops[after] < end:
+                end = stops[after]
         last = end - 1
         while last > heading.line and not tf.lines[last].strip():
             last -= 1
@@ -861,7 +891,7 @@ def _entry_spans(
 
 
 def _clean(
-    lines: list[str], style: str, block_id: str, *, labels: bool = False
+    lines: list[str], style: str, block_id: str, *, labels: bool = False, turn: bool = False
 ) -> tuple[str, list[tuple[str, str]]]:
     """Block lines to (text, inline fields): no marker, id or live fields, escapes decoded.
 
@@ -875,6 +905,10 @@ def _clean(
     indent = 0
     fence: str | None = None
     for n, line in enumerate(lines):
+        if turn and n == 0:
+            said = _TURN_PREFIX.match(line)
+            if said is not None:
+                line = line[said.end() :]  # who and when: the turn's fields say it
         if style == "item" and n == 0:
             match = _LIST_MARKER.match(line)
             if match:
@@ -1098,6 +1132,37 @@ def render_paragraph(
     if check or fields:
         _check_paragraph(escaped, "para", expected, fields)
     return [*escaped[:-1], f"{escaped[-1]} {_suffix(block_id, tags, fields, text)}"]
+
+
+def render_turn(
+    name: str,
+    clock: str,
+    text: str,
+    block_id: str,
+    *,
+    tags: Iterable[str] = (),
+) -> list[str]:
+    """A session turn as a transcript reads it: ``**Ana** (09:12): text ^id`` when
+    its text is lines of one paragraph, else ``### Ana (09:12)`` over its text
+    (lists, code, several paragraphs). Either reads back as exactly the text."""
+    name = " ".join(name.split()) or "someone"
+    lines = _split_lines(text)
+    stripped = [line.rstrip() for line in lines]
+    simple = (
+        "*" not in name
+        and all(line.strip() for line in stripped)
+        and stripped == lines
+        and lines[0] == lines[0].lstrip()
+        and all(esc.is_plain_line(line) for line in lines)
+    )
+    if simple:
+        escaped, plain = esc.escape_lines(lines, full=True)
+        first = f"**{name}** ({clock}): {escaped[0]}"
+        body = [first, *escaped[1:]]
+        probe = [*body[:-1], f"{body[-1]} ^{_PROBE_ID}"]
+        if _clean(probe, "para", _PROBE_ID, turn=True) == ("\n".join(plain), []):
+            return [*body[:-1], f"{body[-1]} {_suffix(block_id, tags, (), text)}"]
+    return render_entry(f"{name} ({clock})", text, block_id, level=3, tags=tags)
 
 
 def _place_suffix(body: list[str], suffix: str) -> list[str]:

@@ -36,6 +36,7 @@ __all__ = [
     "item_appender",
     "raw_replacer",
     "record_appender",
+    "turn_appender",
     "refielder",
     "require",
 ]
@@ -60,6 +61,9 @@ class Edit:
     rewritten: Block | None = None
     # (text, its content hash) when the caller hashed the item's text already.
     hashed: tuple[str, str] | None = None
+    # The section the appended blocks sit in when the appended lines don't
+    # say it themselves (a session turn under its day's heading).
+    heading: str | None = None
 
 
 Editor = Callable[[TextFile, "blk.ParsedFile | None"], Edit]
@@ -128,6 +132,33 @@ def entry_appender(header: list[str], lines: list[str], memory_id: str) -> Edito
         first = tf.append_lines(lines, blank_before=True)
         tf.fence_clean = len(tf.lines)
         return Edit(appended_at=first, ids=[memory_id])
+
+    return edit
+
+
+_DAY_HEADING = re.compile(r"^## (\d{4}-\d{2}-\d{2})[ \t]*$")
+
+
+def turn_appender(header: list[str], day: str, lines: list[str], memory_id: str) -> Editor:
+    """An edit appending one session turn (:func:`mdmem.files.blocks.render_turn`)
+    under its day's heading (``## 2026-12-02``, added when the day changed)."""
+
+    def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
+        if not tf.lines:
+            tf.append_lines([*header, ""])
+        _close_open_fence(tf)
+        last_day = None
+        for raw in reversed(tf.lines):
+            match = _DAY_HEADING.match(raw.rstrip("\r\n"))
+            if match is not None:
+                last_day = match.group(1)
+                break
+        first = None
+        if last_day != day:
+            first = tf.append_lines([f"## {day}"], blank_before=True)
+        start = tf.append_lines(lines, blank_before=True)
+        tf.fence_clean = len(tf.lines)
+        return Edit(appended_at=start if first is None else first, ids=[memory_id], heading=day)
 
     return edit
 

@@ -345,26 +345,40 @@ class MemoryStore:
         trailers: Trailers,
         tags: Iterable[str] = (),
         op: str = "record",
+        turn: tuple[str, datetime] | None = None,
     ) -> str:
-        """Append a ``## heading`` entry with inline fields (``header`` starts a new file).
+        """Append a ``## heading`` entry, its fields kept beside it (``header``
+        starts a new file); ``turn``: (who, when) of a session turn, written as a
+        transcript line under its day (:func:`mdmem.files.blocks.render_turn`).
 
         ``body`` must already be clean (:meth:`clean_text`); returns the new id.
         """
         kept = _kept(kind, tags, fields)
-        refuse_secret_metadata(
-            rel, [*blk.render_entry(heading, MASK, "m-0", tags=tags), *_shown(kept)], header
-        )
+        day: str | None = None
+        if turn is not None:
+            moment = self.clock.local(turn[1])
+            day, clock = f"{moment:%Y-%m-%d}", f"{moment:%H:%M}"
+
+            def render(text: str, memory_id: str) -> list[str]:
+                return blk.render_turn(turn[0], clock, text, memory_id, tags=tags)
+        else:
+
+            def render(text: str, memory_id: str) -> list[str]:
+                return blk.render_entry(heading, text, memory_id, tags=tags)
+
+        around = [*header, *([f"## {day}"] if day else [])]
+        refuse_secret_metadata(rel, [*render(MASK, "m-0"), *_shown(kept)], around)
         with self.writer.batch(subject=None) as tx:
             memory_id = self.writer.new_id()
-            lines = blk.render_entry(heading, body, memory_id, tags=tags)
             tx.add_entry(
                 rel,
-                lines,
+                render(body, memory_id),
                 memory_id,
                 header=header,
                 subject=subject,
                 trailers=memory_trailers(memory_id, kind, scope, op) + trailers,
                 fields=kept,
+                day=day,
             )
         return memory_id
 

@@ -58,6 +58,7 @@ from mdmem.store.editors import (
     item_appender,
     raw_replacer,
     record_appender,
+    turn_appender,
 )
 from mdmem.store.fieldchanges import field_edits
 from mdmem.store.gitstore import GitStore, Identity, format_message
@@ -169,12 +170,18 @@ class Transaction:
         subject: str,
         trailers: Trailers,
         fields: list[tuple[str, str]] | None = None,
+        day: str | None = None,
     ) -> None:
-        """Append a rendered entry section; ``header`` starts the file if it is new;
-        ``fields`` are kept beside it."""
+        """Append a rendered entry section (``day``: a session turn, under that
+        day's heading); ``header`` starts the file if it is new; ``fields`` are
+        kept beside it."""
         if fields is not None:
             self.record_fields(rel, memory_id, fields)
-        self.apply(rel, entry_appender(header, lines, memory_id), subject, trailers)
+        if day is not None:
+            edit = turn_appender(header, day, lines, memory_id)
+        else:
+            edit = entry_appender(header, lines, memory_id)
+        self.apply(rel, edit, subject, trailers)
 
     def record_fields(
         self, rel: str, memory_id: str, values: Iterable[tuple[str, str | None]]
@@ -775,6 +782,7 @@ class Writer:
                         line_start=b.line_start + first,
                         line_end=b.line_end + first,
                         tags=tuple(dict.fromkeys([*b.tags, *file_tags])),
+                        heading=b.heading or result.heading or "",
                     )
                     for b in blk.parse(rel, snippet, beside=beside).blocks
                     if b.id in result.ids

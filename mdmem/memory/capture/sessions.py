@@ -333,6 +333,7 @@ class Session:
                 self.path,
                 self._heading(role, when),
                 body,
+                turn=(who or role, self._moment(when)),
                 fields=fields,
                 scope=self.scope,
                 kind="chat_message",
@@ -407,6 +408,7 @@ class Session:
                 self.path,
                 self._heading(f"tool {tool}", when),
                 body,
+                turn=(f"{tool} output", self._moment(when)),
                 fields=fields,
                 scope=self.scope,
                 kind="tool_output",
@@ -440,6 +442,9 @@ class Session:
             moment = when if when.tzinfo else when.replace(tzinfo=UTC)
             fields.append(("created", moment.isoformat(timespec="seconds")))
         return fields
+
+    def _moment(self, when: datetime | None) -> datetime:
+        return when if when is not None else datetime.now(UTC)
 
     def _heading(self, label: str, when: datetime | None) -> str:
         moment = self.store.clock.local(when)
