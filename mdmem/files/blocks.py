@@ -1305,13 +1305,16 @@ def replace_text(
     new_text: str,
     *,
     updates: Mapping[str, str | None] | None = None,
+    tags: Iterable[str] | None = None,
 ) -> list[str]:
-    """Lines for the block with its text replaced; its kind word, tags, the
-    fields on its line (with ``updates`` to those among them) and its id kept;
-    fields kept beside it stay there."""
+    """Lines for the block with its text replaced; its kind word, tags (or
+    ``tags``), the fields on its line (with ``updates`` to those among them)
+    and its id kept; fields kept beside it stay there."""
     if block.line_start - 1 >= len(tf.lines):
         raise InvalidInputError("block out of range")
     label, line_tags, fields = line_parts(block, tf)
+    if tags is not None:
+        line_tags = list(tags)
     if updates:
         fields = [(k, updates.get(k, v) or "") for k, v in fields if updates.get(k, v) is not None]
     style_entry = (

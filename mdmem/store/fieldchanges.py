@@ -163,7 +163,8 @@ def clean_lines(
 def _title(target: str) -> list[str]:
     home = blk.unarchived_path(target) or target
     name = home.rsplit("/", 1)[-1][:-3]
-    return [f"# Earlier in {name}", "", f"Retired memories of [[{home}|{name}]], newest last."]
+    # A comment, not a paragraph: it would be recalled as a note.
+    return [f"# Earlier in {name}", "", f"<!-- Retired memories of {home}, newest last. -->"]
 
 
 def _converter(

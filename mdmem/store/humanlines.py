@@ -59,7 +59,11 @@ class _Transaction(Protocol):
         self, rel: str, edit: Editor, subject: str, trailers: list[tuple[str, str]]
     ) -> None: ...
     def record_many(
-        self, rel: str, changes: Iterable[tuple[str, Iterable[tuple[str, str | None]]]]
+        self,
+        rel: str,
+        changes: Iterable[tuple[str, Iterable[tuple[str, str | None]]]],
+        *,
+        refresh: bool = True,
     ) -> None: ...
     def set_message(self, subject: str, trailers: Iterable[tuple[str, str]]) -> None: ...
 

@@ -58,6 +58,7 @@ from mdmem.store.editors import (
     item_appender,
     raw_replacer,
     record_appender,
+    refielder,
     turn_appender,
 )
 from mdmem.store.fieldchanges import field_edits
@@ -198,16 +199,29 @@ class Transaction:
         self._writer.catalog.fields.add(side, records)
 
     def record_many(
-        self, rel: str, changes: Iterable[tuple[str, Iterable[tuple[str, str | None]]]]
+        self,
+        rel: str,
+        changes: Iterable[tuple[str, Iterable[tuple[str, str | None]]]],
+        *,
+        refresh: bool = True,
     ) -> None:
-        """:meth:`record_fields` for several memories of one note, in one append."""
+        """:meth:`record_fields` for several memories of one note, in one append.
+        Their blocks take the new fields at once (``refresh=False``: the caller's
+        next edit of their lines does it)."""
         records = [Record(i, stamp(), tuple(values)) for i, values in changes]
         records = [r for r in records if r.values]
         if not records:
             return
         side = sidecar_of(rel)
+        catalog = self._writer.catalog
         self._apply_quiet(side, record_appender([encode(r) for r in records]))
-        self._writer.catalog.fields.add(side, records)
+        changed = catalog.fields.add(side, records)
+        if refresh:
+            for memory_id in sorted(changed):
+                path = catalog.path_of(memory_id)
+                if path is not None and (block := catalog.block(memory_id)) is not None:
+                    if block.is_memory:
+                        self._apply_quiet(path, refielder(memory_id, catalog.fields.view(path)))
 
     def set_fields(
         self,
@@ -239,7 +253,7 @@ class Transaction:
         fields = writer.catalog.fields
         for step in field_edits(blocks, updates, fields):
             if step.records:
-                self.record_many(step.path, step.records)
+                self.record_many(step.path, step.records, refresh=False)
             for edit in step.edits:
                 self._apply_quiet(step.path, edit)
         self._subjects.append(subject)

@@ -236,7 +236,8 @@ def test_review_puts_the_commit_on_a_branch_for_a_person(
     result = vault.admin.cleanup()
     assert result.branch and result.branch.startswith("mdmem/cleanup-")
     assert vault.git.head() == head and (vault.root / "MEMORY.md").read_bytes() == before
-    assert f"+- {FACTS[2][0]} [status:: superseded]" in result.diff
+    assert f"+- {FACTS[2][0]} → [[MEMORY.md#^{ids[3]}|newer]] ^{ids[2]}" in result.diff
+    assert f'"status":"superseded","by":"^{ids[3]}"' in result.diff
     assert [r.branch for r in vault.git.reviews()] == [result.branch]
     vault.git.merge_review(result.branch)
     assert vault.get(ids[2]).status == "superseded"

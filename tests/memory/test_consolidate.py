@@ -18,7 +18,7 @@ from mdmem.memory.consolidation.consolidate import pending_entries
 from mdmem.testing import Reply, ScriptedOpenAIServer
 from tests.llm_fakes import FakeModel, client, data_blocks, llm_vault, system_of
 
-from ..conftest import git
+from ..conftest import git, kept_fields
 
 
 def commits(root: Path) -> int:
@@ -85,11 +85,13 @@ def test_offline_consolidation_writes_an_extractive_episode(vault: Vault) -> Non
     memory_md = (vault.root / "MEMORY.md").read_text()
     assert "The user prefers dark mode in every editor." in user_md
     assert "The staging database resets every night at two." in memory_md
-    assert f"[episode:: ^{episode.id}]" in memory_md
+    # What each fact came from is kept beside its line.
+    facts = kept_fields(vault.root, "MEMORY.md")
+    assert any(f.get("episode") == f"^{episode.id}" for f in facts.values())
     # Sources are marked, never deleted; a line went to the daily log.
     assert all(m.text for m in s.entries())
-    session_md = (vault.root / "sessions/chat-7.md").read_text()
-    assert session_md.count(f"[consolidated:: ^{episode.id}]") == 4
+    marks = kept_fields(vault.root, "sessions/chat-7.md")
+    assert sum(f.get("consolidated") == f"^{episode.id}" for f in marks.values()) == 4
     daily = next((vault.root / "daily").glob("*.md")).read_text()
     assert "Consolidation" in daily and f"#^{episode.id}]]" in daily
     message = git(vault.root, "log", "-1", "--format=%B")
@@ -187,7 +189,8 @@ def test_dry_run_prints_the_diff_and_writes_nothing(vault: Vault) -> None:
     path = result.episodes[0].path
     assert f"+++ b/{path}" in result.diff and "--- /dev/null" in result.diff
     assert "+- The user prefers tabs over spaces." in result.diff
-    assert "[consolidated:: ^" in result.diff and "+++ b/sessions/dry.md" in result.diff
+    assert '"consolidated":"^' in result.diff
+    assert "+++ b/sessions/.fields/dry.md.jsonl" in result.diff
     # The vault still sees the entries as pending, and recall sees no phantom episode.
     assert len(pending_entries(vault.admin.store)) == 2
     assert vault.recall("tabs spaces", kinds=["episode"]).items == []
@@ -201,7 +204,8 @@ def test_cli_consolidate_dry_run_and_json(vault: Vault) -> None:
     base = ["--vault", str(vault.root)]
     dry = runner.invoke(main, [*base, "consolidate", "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert "would write episodes/" in dry.output and "+++ b/sessions/c.md" in dry.output
+    assert "would write episodes/" in dry.output
+    assert "+++ b/sessions/.fields/c.md.jsonl" in dry.output  # the entry marked consolidated
     done = runner.invoke(main, [*base, "consolidate", "--json"])
     assert done.exit_code == 0, done.output
     data = json.loads(done.output)
@@ -238,9 +242,11 @@ def test_forty_turns_consolidate_into_a_linked_episode_and_facts(
     assert "## Open items" in text and "talked about the project over 40 turns" in text
     user_md = (vault.root / "USER.md").read_text()
     memory_md = (vault.root / "MEMORY.md").read_text()
-    assert "- The user prefers metric units. [episode:: ^" in user_md
-    assert "- The user's name is Ada. [episode:: ^" in memory_md
-    assert "- The user's team is Platform. [episode:: ^" in memory_md
+    assert "- The user prefers metric units. ^m-" in user_md
+    assert "- The user's name is Ada. ^m-" in memory_md
+    assert "- The user's team is Platform. ^m-" in memory_md
+    kept = {**kept_fields(vault.root, "USER.md"), **kept_fields(vault.root, "MEMORY.md")}
+    assert sum(f.get("episode") == f"^{episode.id}" for f in kept.values()) >= 3
     for fact_id in episode.facts:
         assert f"#^{fact_id}]]" in text  # the episode links its facts
 

@@ -9,6 +9,7 @@ from typing import Any
 from mdmem import Vault
 from mdmem.memory.capture import extractive
 from mdmem.testing import ScriptedOpenAIServer
+from tests.conftest import kept_fields
 from tests.llm_fakes import FakeModel, data_blocks, llm_vault, system_of
 
 FILE_FORMAT = Path(__file__).resolve().parents[2] / "docs" / "file-format.md"
@@ -26,10 +27,14 @@ def _group_chat(vault: Vault) -> dict[str, str]:
 
 
 def _line_of(vault: Vault, text: str) -> str:
+    """``file: line [key:: value]…``: the line and the fields kept beside it."""
     for name in ("MEMORY.md", "USER.md"):
+        kept = kept_fields(vault.root, name)
         for line in (vault.root / name).read_text().splitlines():
             if text in line:
-                return f"{name}: {line}"
+                memory_id = line.rsplit("^", 1)[-1].strip()
+                fields = kept.get(memory_id, {})
+                return " ".join([f"{name}: {line}", *(f"[{k}:: {v}]" for k, v in fields.items())])
     raise AssertionError(f"{text!r} is in no ledger file")
 
 

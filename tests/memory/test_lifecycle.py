@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from mdmem import Vault
 from mdmem.cli import main
+from mdmem.files.sidecar import note_of
 from mdmem.memory.consolidation.lifecycle import REDACTED, contexts_of, nearest, share_context
 from mdmem.recall.usefulness import DEFAULT_TRUST, FEEDBACK_STEP, HIT_NUDGE
 from mdmem.testing import Reply, ScriptedOpenAIServer
@@ -76,7 +77,7 @@ def test_offline_near_duplicate_of_same_kind_supersedes_the_old_one(
     assert "similarity 0.9" in message
     # The new memory and the retirement are one commit.
     changed = git(vault.root, "show", "--format=", "-U0", "HEAD")
-    assert f"^{new.id}" in changed and f"[by:: ^{new.id}]" in changed
+    assert f"^{new.id}" in changed and f'"by":"^{new.id}"' in changed  # beside the old line
     hits = vault.recall("when are production deploys?")
     assert [h.id for h in hits.items][:1] == [new.id] and old.id not in [h.id for h in hits.items]
     history = vault.history(old.id)
@@ -479,9 +480,11 @@ def test_retention_redacts_the_copies_consolidation_made(vault: Vault) -> None:
     assert "I prefer tea over coffee in the morning." in summary.text
     assert vault.get(daily.id).text.endswith("(extractive): " + summary.text.split(". ")[0] + ".")
     assert _copy_hits(vault) == [] and _copy_hits(vault, include_inactive=True) == []
-    # One commit; it changed the entry, the episode note and the daily-log line only.
+    # One commit; it changed the entry, the episode note and the daily-log line only
+    # (and the fields kept beside them: the entry's redaction mark, the line's sources).
     changed = git(vault.root, "show", "--format=", "--name-only", "HEAD").split()
-    assert sorted(changed) == sorted([episode.path, "sessions/old-chat.md", daily.path])
+    notes = {note_of(p) or p for p in changed}
+    assert notes == {episode.path, "sessions/old-chat.md", daily.path}
     assert "Pemberly" not in "".join(
         (vault.root / p).read_text() for p in changed
     )  # the retired entry's words are nowhere in today's files

@@ -18,7 +18,7 @@ from mdmem.errors import (
 )
 from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, validate_session_id
 
-from ..conftest import git
+from ..conftest import git, kept_fields
 
 
 def commits(root: Path) -> int:
@@ -43,8 +43,16 @@ def test_record_writes_one_entry_per_turn_with_fields(vault: Vault) -> None:
     text = (vault.root / m.path).read_text()
     assert text.startswith("---\nsession: tg-123\nsource: telegram\ncontact: telegram:123\n")
     assert "# Session tg-123" in text
-    assert re.search(r"^## \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · user$", text, re.MULTILINE)
-    assert "How do I deploy to production? [role:: user] [source:: telegram]" in text
+    # A transcript: the day's heading, then who said what when; the fields beside it.
+    assert re.search(r"^## \d{4}-\d\d-\d\d$", text, re.MULTILINE)
+    assert re.search(
+        rf"^\*\*user\*\* \(\d\d:\d\d\): How do I deploy to production\? \^{m.id}$",
+        text,
+        re.MULTILINE,
+    )
+    assert re.search(r"^### assistant \(\d\d:\d\d\)$", text, re.MULTILINE)  # a list inside
+    assert "[role::" not in text
+    assert kept_fields(vault.root, m.path)[m.id]["source"] == "telegram"
     subject = git(vault.root, "log", "-1", "--format=%B")
     assert (
         subject.startswith("record assistant: Run `make deploy`") and "Session: tg-123" in subject
@@ -145,7 +153,11 @@ def test_large_tool_output_keeps_a_preview_and_a_key(vault: Vault) -> None:
     assert len(block.text) < 1_500 and key in block.text and "TAILMARKER" not in block.text
     assert vault.sessions.read_tool_output(key) == payload  # byte for byte, CRLF and all
     changed = git(vault.root, "show", "--name-only", "--format=", "HEAD").split()
-    assert sorted(changed) == ["sessions/s1.md", f"{TOOL_OUTPUT_DIR}/{key}.md"]
+    assert sorted(changed) == [
+        "sessions/.fields/s1.md.jsonl",
+        "sessions/s1.md",
+        f"{TOOL_OUTPUT_DIR}/{key}.md",
+    ]
     # The full text is not indexed (the preview is): nothing finds the tail.
     assert vault.recall("TAILMARKER", mode="keyword").items == []
     assert not any(p.startswith(TOOL_OUTPUT_DIR) for p in vault.admin.store.catalog.files)

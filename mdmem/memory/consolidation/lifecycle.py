@@ -609,10 +609,10 @@ def retired_before(
 
 
 def _redact(today: str) -> Any:
+    # The text and its tags go (a tag can say as much); the date of the
+    # redaction is kept beside the line (retention records it).
     def make(block: Block, tf: TextFile) -> list[str]:
-        fields = tuple((k, v) for k, v in block.fields if k != "redacted")
-        bare = blk.retag(block, tags=(), fields=(*fields, ("redacted", today)))
-        return blk.replace_text(bare, tf, REDACTED)
+        return blk.replace_text(block, tf, REDACTED, tags=())
 
     return make
 
@@ -640,13 +640,17 @@ def anonymize_retired(
         return RetentionReport(days, cutoff, memories, applied=False, copies=sorted(copies))
     subject = f"retention: anonymise {len(targets)} retired memories older than {days} days"
     with store.writer.transaction(subject) as tx:
+        today = moment.date().isoformat()
         tx.rewrite_blocks(
             [b.id for b in targets],
-            _redact(moment.date().isoformat()),
+            _redact(today),
             subject=subject,
             op="retention",
             trailers=[("Retention-Days", str(days))],
         )
+        for path in sorted({b.path for b in targets}):
+            marks = [("redacted", today), ("tags", None)]
+            tx.record_many(path, [(b.id, marks) for b in targets if b.path == path])
         for path in sorted(set(copies.values())):
             tx.apply(path, rewrite.editor(), subject, [("Op", "retention")])
             ids = [i for i, where in copies.items() if where == path]

@@ -81,6 +81,7 @@ _BYTES_PER_COMMIT = 64 * 1024 * 1024
 MAX_LINE_BYTES = 128 * 1024 * 1024
 _VERSIONS = (2,)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*$")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Files whose memories merge into a file the vault already has: one memory a
 # list item or a "## heading" entry, in any order.
 _LEDGERS = frozenset({"MEMORY.md", "USER.md", "WORLD.md", "LEARNING.md", "JOURNAL.md"})
@@ -456,13 +457,17 @@ def _appender(pieces: list[tuple[Block, list[str]]]) -> Editor:
             if _HEADING.match(lines[0]):
                 tf.append_lines(lines, blank_before=True)
                 continue
+            # A list item joins its list; a paragraph (a session's turn) stands apart.
+            paragraph = blk.list_marker(lines[0]) is None
             end = _section_end(tf, block.heading)
             if end is None and block.heading.startswith("Topic:"):
                 tf.append_lines([f"## {block.heading}", "", *lines], blank_before=True)
+            elif end is None and paragraph and _DAY.fullmatch(block.heading):
+                tf.append_lines([f"## {block.heading}", "", *lines], blank_before=True)
             elif end is None or end == len(tf.lines):
-                tf.append_lines(lines)
+                tf.append_lines(lines, blank_before=paragraph)
             else:
-                tf.insert_lines(end, lines)
+                tf.insert_lines(end, ["", *lines] if paragraph else lines)
         return Edit()
 
     return edit
