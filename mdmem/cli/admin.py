@@ -17,6 +17,7 @@ __all__ = [
     "admin_group",
     "cleanup_cmd",
     "config_cmd",
+    "migrate_cmd",
     "providers_cmd",
     "retention_cmd",
     "trust_cmd",
@@ -95,6 +96,34 @@ def retention_cmd(obj: Context, days: int | None, apply: bool, as_json: bool) ->
             click.echo("dry run: pass --apply to redact them", err=True)
 
     emit(report, as_json, human)
+
+
+@admin_group.command("migrate")
+@click.option("--yes", is_flag=True, help="Write the migration (default: show its diff only).")
+@json_option
+@click.pass_obj
+def migrate_cmd(obj: Context, yes: bool, as_json: bool) -> None:
+    """Move an older vault to the line format: fields beside the lines (one commit)."""
+    done = obj.vault().admin.migrate(apply=yes)
+
+    def human() -> None:
+        if done.nothing_to_do:
+            click.echo("nothing to migrate: the vault is in the line format")
+            return
+        if not done.applied:
+            click.echo(done.diff, nl=False)
+        verb = "migrated" if done.applied else "would migrate"
+        click.echo(
+            f"{verb} {done.memories} memories in {len(done.files)} files "
+            f"({done.archived} retired lines to archives, {done.transcripts} sessions "
+            "as transcripts)"
+        )
+        if done.applied and done.commit:
+            click.echo(f"committed {done.commit[:10]} (undo: git revert {done.commit[:10]})")
+        elif not done.applied:
+            click.echo("dry run: pass --yes to write it as one commit", err=True)
+
+    emit(done, as_json, human)
 
 
 @admin_group.command("config")

@@ -9,11 +9,11 @@ it (an Obsidian vault, a git repository of notes) is the person's:
   write. A secret typed into one is redacted in what git gets (see
   :mod:`mdmem.store.typed_secrets`). Editor state the template ignores
   (``.obsidian/workspace.json``, ``.trash/``) is not committed;
-* the template is merged in, never over theirs: a file they have is kept; a
-  settings file mdmem relies on (``.obsidian/*.json``) gains the keys and list
-  entries it lacks and keeps every key and value of theirs (``vimMode``,
-  their ignore filters); ``.gitignore`` and ``.gitattributes`` gain the lines
-  they lack;
+* the template is merged in, never over theirs: a file they have is kept;
+  an Obsidian vault's ``.obsidian/`` is left byte for byte (not one file
+  added or merged: ``mdmem doctor`` names the setting that hides tool
+  outputs from Obsidian's search, for them to add); ``.gitignore`` and
+  ``.gitattributes`` gain the lines they lack;
 * the agent's commit holds only what mdmem added or merged;
 * :class:`Adoption` says what happened, for ``mdmem init`` to print.
 """
@@ -38,6 +38,7 @@ __all__ = ["Adoption", "adopt", "commit_mdmem", "parse_author"]
 _AUTHOR = re.compile(r"\s*([^<>]*?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
 _LINE_FILES = (".gitignore", ".gitattributes")  # merged line by line
 _HEADER = "# Added by mdmem init"
+_OBSIDIAN_KEPT = "your Obsidian settings, not a byte changed (mdmem doctor says what to hide)"
 
 
 @dataclass
@@ -224,7 +225,14 @@ def _commit_theirs(
 
 
 def _merge_template(root: Path, template: Path, report: Adoption) -> None:
+    # An Obsidian vault's settings are the person's: not a byte of .obsidian/
+    # changes (doctor says what mdmem would hide from its search, and how).
+    theirs_obsidian = (root / ".obsidian").is_dir()
+    if theirs_obsidian:
+        report.left_alone[".obsidian/"] = _OBSIDIAN_KEPT
     for rel in sorted(_files(template)):
+        if theirs_obsidian and rel.startswith(".obsidian/"):
+            continue
         source, target = template / rel, root / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,15 @@ from mdmem.files.textfile import TextFile
 from mdmem.models import Block
 from mdmem.store.editors import Edit, Editor, append_item, refielder, require
 
-__all__ = ["RETIRED", "Step", "clean_lines", "field_edits", "kept_values", "moved_to"]
+__all__ = [
+    "RETIRED",
+    "Step",
+    "archive_title",
+    "clean_lines",
+    "field_edits",
+    "kept_values",
+    "moved_to",
+]
 
 #: Statuses that take a memory out of its note's reading flow.
 RETIRED = frozenset({"superseded", "resolved", "archived"})
@@ -135,7 +143,7 @@ def _placer(target: str, block: Block, lifted: list[str], values: dict[str, str 
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
         lines = clean_lines(block, lifted, target, values)
         if not tf.lines:
-            tf.append_lines([*_title(target), ""])
+            tf.append_lines([*archive_title(target), ""])
         return append_item(tf, lines)
 
     return edit
@@ -160,7 +168,8 @@ def clean_lines(
     return lines
 
 
-def _title(target: str) -> list[str]:
+def archive_title(target: str) -> list[str]:
+    """The first lines of a new archive file."""
     home = blk.unarchived_path(target) or target
     name = home.rsplit("/", 1)[-1][:-3]
     # A comment, not a paragraph: it would be recalled as a note.

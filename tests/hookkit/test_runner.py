@@ -964,7 +964,8 @@ def test_a_line_typed_into_user_md_reaches_the_next_session_start_with_an_id(
     assert "by person, reviewed" in line and "· preference ·" in line
     typed = next(x for x in user_md.read_text().splitlines() if "British English" in x)
     memory_id = typed.rsplit("^", 1)[1]
-    assert typed == f"- I like short answers in British English [captured:: human] ^{memory_id}"
+    assert typed == f"- I like short answers in British English ^{memory_id}"
+    assert vault.get(memory_id).field("captured") == "human"  # kept beside the line
     assert memory_id in last_log(vault)["ids"]
     # The person's words were committed as theirs first, then the id, still as theirs.
     log = git(vault.root, "log", "--format=%an|%s", "-2").splitlines()

@@ -63,16 +63,10 @@ def _in_git(root: Path) -> bytes:
 
 def test_an_obsidian_vault_is_adopted_keeping_every_setting(tmp_path: Path) -> None:
     root = _obsidian_vault(tmp_path / "Notes")
+    settings = {p.name: p.read_bytes() for p in (root / ".obsidian").iterdir()}
     vault = Vault.init(root, agent="orc", author=PERSON)
-    app = json.loads((root / ".obsidian" / "app.json").read_text())
-    # Every key and value of theirs, and the template's tool-output filters added.
-    assert {k: app[k] for k in APP if k != "userIgnoreFilters"} == {
-        k: v for k, v in APP.items() if k != "userIgnoreFilters"
-    }
-    assert app["userIgnoreFilters"][:2] == ["Archive/", "private/"]
-    assert "tool-outputs/" in app["userIgnoreFilters"]
-    plugins = json.loads((root / ".obsidian" / "core-plugins.json").read_text())
-    assert plugins[:2] == ["file-explorer", "canvas"] and "daily-notes" in plugins
+    # Their Obsidian settings, byte for byte: not one file added, merged or rewritten.
+    assert {p.name: p.read_bytes() for p in (root / ".obsidian").iterdir()} == settings
     assert (root / "USER.md").read_text() == "# About me\n\nI live in Porto.\n"
     assert (root / ".gitignore").read_text().startswith("private/\n")
     assert ".obsidian/workspace.json" in (root / ".gitignore").read_text()
@@ -89,8 +83,9 @@ def test_an_obsidian_vault_is_adopted_keeping_every_setting(tmp_path: Path) -> N
     }  # editor state is not committed
     assert "mdmem" in agent and ours[1] == "init: mdmem vault"
     assert "notes/garden.md" not in ours[2] and "USER.md" not in ours[2]
-    assert {".obsidian/app.json", "mdmem.toml", "MEMORY.md"} <= set(ours[2])
-    # Their settings as they were are in their commit; the merge is the agent's.
+    assert {"mdmem.toml", "MEMORY.md"} <= set(ours[2])
+    assert not any(p.startswith(".obsidian/") for p in ours[2])  # theirs alone
+    # Their settings as they were are in their commit.
     first = json.loads(
         git(
             root,
@@ -107,7 +102,6 @@ def test_an_obsidian_vault_is_adopted_keeping_every_setting(tmp_path: Path) -> N
     assert report.kept_out == {"notes/ci.md": ["GitLab token"]}
     text = "\n".join(report.lines())
     assert "as Bea Person <bea@example.org>" in text and "vimMode" not in text
-    assert ".obsidian/app.json: kept every setting of yours" in text
     # The vault works: their note is found, a memory goes in.
     assert any("tomatoes" in h.text for h in vault.recall("tomatoes garden").items)
     vault.remember("The user prefers metric units.")
@@ -184,5 +178,5 @@ def test_settings_that_are_not_json_are_left_alone_and_said(tmp_path: Path) -> N
     vault = Vault.init(root, author=PERSON)
     assert (root / ".obsidian" / "app.json").read_text() == "{ vimMode: true, // hand-edited\n}"
     assert vault.admin.adoption is not None
-    assert vault.admin.adoption.left_alone == {".obsidian/app.json": "not JSON mdmem can read"}
+    assert list(vault.admin.adoption.left_alone) == [".obsidian/"]  # never read, never merged
     vault.close()

@@ -16,7 +16,9 @@ from click.testing import CliRunner
 from mdmem import InvalidInputError, Vault
 from mdmem.cli import main
 from mdmem.errors import EmbedderError
+from mdmem.files.sidecar import is_sidecar
 from mdmem.providers.embedders import HashEmbedder
+from tests.conftest import git
 
 
 @pytest.fixture
@@ -283,11 +285,18 @@ def test_model_change_re_embeds(vault: Vault, monkeypatch: pytest.MonkeyPatch) -
 def test_no_index_files_inside_the_vault(seeded: Vault) -> None:
     seeded.recall("anything at all")
     seeded.close()
-    names = {p.name for p in seeded.root.rglob("*") if ".git" not in p.parts and p.is_file()}
+    files = [p for p in seeded.root.rglob("*") if ".git" not in p.parts and p.is_file()]
+    names = {p.name for p in files}
     assert all(
         n.endswith((".md", ".json", ".toml", ".gitkeep", ".gitignore", ".gitattributes"))
         for n in names
+        if not n.endswith(".md.jsonl")
     )
+    # The fields kept beside notes are the vault's own (under git), never derived state.
+    sides = [p.relative_to(seeded.root).as_posix() for p in files if p.name.endswith(".jsonl")]
+    assert all(is_sidecar(p) for p in sides)
+    tracked = git(seeded.root, "ls-files").split()
+    assert set(sides) <= set(tracked)
 
 
 def test_full_reindex_reports_progress(seeded: Vault) -> None:

@@ -22,6 +22,8 @@ from mdmem.errors import MdmemError
 from mdmem.git import review as git_review
 from mdmem.index.progress import Progress
 from mdmem.maintenance.doctor import DoctorReport, run_doctor
+from mdmem.maintenance.migrate import Migration
+from mdmem.maintenance.migrate import migrate as run_migration
 from mdmem.maintenance.watch import Watcher
 from mdmem.memory.consolidation import cleanup as store_cleanup
 from mdmem.memory.consolidation import lifecycle
@@ -148,6 +150,12 @@ class Admin:
     def retention(self, days: int | None = None, *, apply: bool = False) -> RetentionReport:
         """Retired memories older than ``days``: listed, or with ``apply`` redacted."""
         return lifecycle.anonymize_retired(self.store, days, apply=apply)
+
+    def migrate(self, *, apply: bool = False) -> Migration:
+        """Move a vault of an older format to the line format (fields beside the
+        lines, retired lines in archives, sessions as transcripts): a dry run
+        with its diff, or with ``apply`` one commit (:mod:`mdmem.maintenance.migrate`)."""
+        return run_migration(self.store, apply=apply)
 
     def warm_up(self) -> None:
         """Load what the first recall would (the keyword index, the embedder with
