@@ -134,7 +134,10 @@ def _team(vault: object, root: Path) -> Path | None:
     folder.propose(
         Source(other.id, other.text, other.kind, (), "", (), other.created, "person Dev")
     )
-    folder.accept([memory.id])
+    # Accepting is a teammate's (an acceptance by the proposer does not count).
+    _git(repo, "config", "user.name", "Rev")
+    _git(repo, "config", "user.email", "rev@example.com")
+    TeamFolder.at(repo).accept([memory.id])
     return repo
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "load_settings",
     "setting_values",
     "state_dir_for",
+    "state_root",
     "trust_vault",
 ]
 
@@ -520,18 +521,26 @@ def _trusted_digest(vault_root: Path, env: Mapping[str, str]) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def state_root(state_dir: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The root of mdmem's derived state: ``state_dir`` (a vault's setting), else
+    ``MDMEM_STATE_DIR``, else the user cache folder. Per-vault folders and a code
+    repository's team lock live under it."""
+    env = os.environ if env is None else env
+    chosen = state_dir or env.get("MDMEM_STATE_DIR")
+    if chosen:
+        return Path(chosen).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("mdmem"))
+
+
 def state_dir_for(vault_root: Path, settings: Settings) -> Path:
     """The per-vault folder for derived state (indexes, manifest, locks).
 
     Outside the vault, keyed by the vault's real path so many vaults can share
     one root (``MDMEM_STATE_DIR`` / ``state_dir`` or the user cache dir).
     """
-    if settings.state_dir:
-        root = Path(settings.state_dir).expanduser()
-    else:
-        from platformdirs import user_cache_dir
-
-        root = Path(user_cache_dir("mdmem"))
+    root = state_root(settings.state_dir or None)
     real = vault_root.resolve()
     key = f"{real.name[:40]}-{hashlib.sha256(str(real).encode()).hexdigest()[:16]}"
     directory = root / "vaults" / key
