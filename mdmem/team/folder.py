@@ -258,7 +258,7 @@ class TeamFolder:
                 created = list(edits)
                 commit = self.writer.commit(
                     edits,
-                    self._parse_with(self.fields()),
+                    self.parser(),
                     (
                         "team: set up the team memory folder",
                         "Memories the team agreed on, read by every teammate's agent.",
@@ -344,7 +344,7 @@ class TeamFolder:
                 edits[".gitattributes"] = [attributes]
             commit = self.writer.commit(
                 edits,
-                self._parse_with(self.fields()),
+                self.parser(),
                 (
                     f"team: propose ^{memory_id} ({source.kind})",
                     f"Note: {note}" if note else "",
@@ -447,7 +447,7 @@ class TeamFolder:
                     edits[".gitattributes"] = [attributes]
             commit = self.writer.commit(
                 edits,
-                self._parse_with(self.fields()),
+                self.parser(),
                 (f"team: {action} {shown}", body, trailers),
                 person,
             )
@@ -481,7 +481,11 @@ class TeamFolder:
 
     # -- helpers ---------------------------------------------------------------
 
-    def _parse_with(self, beside: dict[str, Fields]) -> Parse:
+    def parser(self, beside: dict[str, Fields] | None = None) -> Parse:
+        """How a team file is parsed: every line may open with a kind's word, with
+        the fields kept beside the lines (``beside``, default: read now)."""
+        beside = self.fields() if beside is None else beside
+
         def parse(rel: str, tf: TextFile) -> blk.ParsedFile:
             return blk.parse(rel, tf, labels=True, beside=beside)
 

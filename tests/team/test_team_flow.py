@@ -168,7 +168,8 @@ def test_propose_review_accept_pull_inject_blame_delete(team: tuple[Person, Pers
         assert context.count(GOTCHA) == 1, context
         assert "### Team memory (shop, accepted by teammates)" in context
         # Who proposed and accepted it: git's commits, never the line's words.
-        assert f"[^{gotcha} · team memory · gotcha · proposed by Ada, accepted by Bob on " in context
+        label = f"[^{gotcha} · team memory · gotcha · proposed by Ada, accepted by Bob on "
+        assert label in context
         # Fenced as quoted data like every injected memory.
         assert "```memory" in context
         # Unrelated prompts get no team memory.
