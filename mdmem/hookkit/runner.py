@@ -317,7 +317,8 @@ class _Run:
         self.entry["team"] = {"status": composed.team.status, "ids": composed.team_ids}
         self.entry["ids"] = composed.shown
         self.entry["source"] = self.inp.source
-        return composed.text if composed.shown else ""
+        # A line without an id counts too ("2 edit(s) by a person since then").
+        return "" if composed.empty else composed.text
 
     def _changes(self) -> list[tuple[str, str]]:
         """What changed since this host's last session start (``vault.git.changes``); marked."""

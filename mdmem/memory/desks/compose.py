@@ -47,6 +47,7 @@ class Composed:
     team_block: str = ""  # the team's section as it stands in ``text`` ("" without)
     recall: Recall | None = None  # the recall the person's items came from, if any
     cited: list[Hit] = field(default_factory=list)  # those items shown, best first
+    empty: bool = False  # nothing fitted or nothing to show: ``text`` says so
 
     @property
     def shown(self) -> list[str]:
@@ -108,7 +109,7 @@ def compose(
             ids, cited = [best.id], [best]
     text = _render(title, chosen) if chosen else f"{title}\n\n{_NOTHING}\n"
     team_part = next((_part(h, lines, t) for h, lines, t in chosen if t), "")
-    return Composed(text, ids, team, team_ids, team_part, recall, cited)
+    return Composed(text, ids, team, team_ids, team_part, recall, cited, empty=not chosen)
 
 
 def recalled_lines(hits: Sequence[Hit]) -> list[tuple[str, str]]:
