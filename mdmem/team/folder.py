@@ -495,10 +495,13 @@ class TeamFolder:
         """The lines ``.gitattributes`` lacks (the team files' merge driver, the fields
         files' union merge), as an edit; None when it has them."""
         old = (self.writer.read(".gitattributes") or b"").decode("utf-8", "replace")
-        missing = [x for x in (ATTRIBUTES_LINE, FIELDS_ATTRIBUTES_LINE) if x not in old]
-        if not missing:
+        lines: list[str] = []
+        if ATTRIBUTES_LINE not in old:
+            lines += ["# mdmem team memory: merged line by line, by id", ATTRIBUTES_LINE]
+        if FIELDS_ATTRIBUTES_LINE not in old:
+            lines += ["# ... and the fields beside its lines: append-only", FIELDS_ATTRIBUTES_LINE]
+        if not lines:
             return None
-        lines = ["# mdmem team memory: merged line by line, by id (mdmem team init)", *missing]
 
         def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
             tf.append_lines(lines)
