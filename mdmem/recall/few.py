@@ -102,9 +102,10 @@ def _exact(query: str, pool: Sequence[Block]) -> dict[str, bool]:
 def _cover(query: str, pool: Sequence[Block], ranked: Sequence[str]) -> float:
     """The gate's ``cover`` feature, over these blocks as the whole collection."""
     forms = {w: ranking.query_words(w) for w in search.scan_words(query)}
-    held = {
-        b.id: frozenset(w for w, f in forms.items() if f & search.block_words(b)) for b in pool
-    }
+    held: dict[str, frozenset[str]] = {}
+    for b in pool:
+        have = search.block_words(b)
+        held[b.id] = frozenset(w for w, f in forms.items() if f & have)
     df = Counter(w for terms in held.values() for w in terms)
     row = gate.features(
         gate.GateInput(

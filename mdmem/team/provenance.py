@@ -20,14 +20,14 @@ repository's own review process vouches for (who may push, pull request
 reviews); mdmem does not check signatures.
 
 :func:`events` reads the commits, and the text each acceptance held from its
-commit's tree (``git show``), once: the tier caches them under the commit
+commit's tree (one ``git cat-file --batch``), once: the tier caches them under the commit
 HEAD names and asks only for the commits a later HEAD added.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mdmem.errors import GitError
@@ -82,7 +82,7 @@ def events(git: GitStore, head: str, since: str | None = None) -> list[Event]:
         TEAM_DIR,
         strip=False,
     )
-    found: list[Event] = []
+    commits = []
     for chunk in out.split(_RS)[1:]:
         parts = chunk.split(_US)
         if len(parts) < 6:
@@ -90,35 +90,52 @@ def events(git: GitStore, head: str, since: str | None = None) -> list[Event]:
         sha, name, email, date, body, names = parts[:6]
         ops = [_OPS[v] for k, v in _TRAILER.findall(body) if k == "Op" and v in _OPS]
         ids = [v for k, v in _TRAILER.findall(body) if k == "Memory-Id" and _ID.fullmatch(v)]
-        if not ops or not ids:
-            continue
-        texts: dict[str, str] = {}
-        if ACCEPTED in ops:
-            texts = _accepted_texts(git, sha, names.split(), set(ids))
+        if ops and ids:
+            commits.append((sha, name, email, date, ops, ids, names.split()))
+    # The text each acceptance held, read from all their trees in one git process.
+    wanted = [
+        (sha, rel)
+        for sha, _, _, _, ops, _, paths in commits
+        if ACCEPTED in ops
+        for rel in paths
+        if rel.startswith(f"{TEAM_DIR}/") and rel.endswith(".md") and "/." not in rel
+    ]
+    texts = _accepted_texts(git, wanted)
+    found: list[Event] = []
+    for sha, name, email, date, ops, ids, _ in commits:
         for op in dict.fromkeys(ops):
             for memory_id in dict.fromkeys(ids):
-                mark = texts.get(memory_id, "") if op == ACCEPTED else ""
+                mark = texts.get((sha, memory_id), "") if op == ACCEPTED else ""
                 found.append(Event(op, memory_id, sha, name, email, date, mark))
     return found
 
 
-def _accepted_texts(git: GitStore, sha: str, paths: Iterable[str], ids: set[str]) -> dict[str, str]:
-    """The digest of each of ``ids``' text in the team files commit ``sha`` holds."""
-    out: dict[str, str] = {}
-    for rel in paths:
-        if not (rel.startswith(f"{TEAM_DIR}/") and rel.endswith(".md")) or "/." in rel:
-            continue
-        data = git.show(sha, rel)
-        if data is None:
-            continue  # the commit removed the file
+def _accepted_texts(git: GitStore, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(commit, id) -> the digest of that line's text in the team files the commit
+    holds (``git cat-file --batch`` of each (commit, path))."""
+    if not wanted:
+        return {}
+    out = git.run_bytes(
+        "cat-file", "--batch", input="".join(f"{sha}:{rel}\n" for sha, rel in wanted).encode()
+    )
+    digests: dict[tuple[str, str], str] = {}
+    pos = 0
+    for sha, rel in wanted:
+        header_end = out.index(b"\n", pos)
+        header = out[pos:header_end].split()
+        pos = header_end + 1
+        if len(header) < 3 or header[1] != b"blob":
+            continue  # "missing": the commit removed the file
+        size = int(header[2])
+        data = out[pos : pos + size]
+        pos += size + 1
         try:
             parsed = blk.parse(rel, decode(data), labels=True)
         except SkipFile:
             continue
         for block in parsed.memories():
-            if block.id in ids and block.id not in out:
-                out[block.id] = digest(team_line(block).text)
-    return out
+            digests.setdefault((sha, block.id), digest(team_line(block).text))
+    return digests
 
 
 def same_person(a: tuple[str, str], b: tuple[str, str]) -> bool:
