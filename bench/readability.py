@@ -134,7 +134,10 @@ def _team(vault: object, root: Path) -> Path | None:
     folder.propose(
         Source(other.id, other.text, other.kind, (), "", (), other.created, "person Dev")
     )
-    folder.accept([memory.id])
+    # Accepting is a teammate's (an acceptance by the proposer does not count).
+    _git(repo, "config", "user.name", "Rev")
+    _git(repo, "config", "user.email", "rev@example.com")
+    TeamFolder.at(repo).accept([memory.id])
     return repo
 
 
@@ -170,7 +173,9 @@ def team_lines(repo: Path | None) -> list[tuple[str, int, str]]:
 
 
 def summarise(name: str, lines: list[tuple[str, int, str]], target: float) -> dict[str, object]:
-    shares = [(s, rel, n, line) for rel, n, line in lines if (s := readable_share(line)) is not None]
+    shares = [
+        (s, rel, n, line) for rel, n, line in lines if (s := readable_share(line)) is not None
+    ]
     below = [x for x in shares if x[0] < target]
     worst = min(shares, default=None)
     return {
@@ -204,7 +209,10 @@ def main() -> None:
             "Readable share of memory lines (target: vault >= 70 %, team >= 60 %)",
             ["set", "lines", "mean", "min", "below target", "worst line"],
             [
-                [r["set"], r["lines"], f"{r['mean']:.0%}", f"{r['min']:.0%}", r["below"], r["worst"]]
+                [
+                    r["set"], r["lines"], f"{r['mean']:.0%}", f"{r['min']:.0%}", r["below"],
+                    r["worst"],
+                ]
                 for r in rows
             ],
         )

@@ -23,23 +23,27 @@ git; refused if someone committed it), the environment, or arguments.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from mdmem.aliases import Alias, AliasTable
+from mdmem.atomicfile import PRIVATE, atomic_write
 from mdmem.errors import ConfigError
 
 __all__ = [
     "LOCAL_CONFIG",
     "SENSITIVE",
     "CleanupSettings",
+    "Confirmations",
     "ConsolidationSettings",
     "EmbedderSettings",
     "GitSettings",
@@ -50,10 +54,13 @@ __all__ = [
     "load_settings",
     "setting_values",
     "state_dir_for",
+    "state_root",
     "trust_vault",
 ]
 
 log = logging.getLogger("mdmem")
+
+_VAULT_TRUST = "trusted.json"  # the vault settings the person trusted (Confirmations)
 
 # Dotted names of the settings a tracked file may not set on its own: each
 # sends memory text or a key somewhere, or picks where mdmem writes. (The
@@ -398,6 +405,49 @@ def config_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(user_config_dir("mdmem"))
 
 
+class Confirmations:
+    """What the person confirmed once, kept in their own config folder: the one
+    way every such record is read and saved.
+
+    Three kinds use it, one file each: the vault settings a person trusted
+    (``trusted.json``, :func:`trust_vault`), the project files they confirmed
+    and old scopes a project adopted (``trusted-projects.json``,
+    :mod:`mdmem.projects.trust`) and the checkouts whose team tier they let in
+    (``team-trust.json``, :mod:`mdmem.team.trust`). Saved atomically under a
+    unique temp name and private (0600: another user on the machine can
+    neither read what was confirmed nor add a confirmation), and changed under
+    a lock, so two commands confirming at once both keep their record.
+    """
+
+    def __init__(self, name: str, env: Mapping[str, str] | None = None) -> None:
+        self.path = config_home(env) / name
+
+    def read(self) -> dict[str, Any]:
+        """The records ({} when there is no file, or it is not a JSON object)."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @contextmanager
+    def change(self) -> Iterator[dict[str, Any]]:
+        """The records to change in the ``with`` body, saved at its end (not on an error)."""
+        folder = self.path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A read-modify-write: without the lock, two confirmations at once
+        # would each save the records without the other's.
+        fd = os.open(folder / f".{self.path.name}.lock", os.O_RDWR | os.O_CREAT, PRIVATE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            records = self.read()
+            yield records
+            text = json.dumps(records, indent=2, sort_keys=True) + "\n"
+            atomic_write(self.path, text.encode("utf-8"), mode=PRIVATE)
+        finally:
+            os.close(fd)  # closing releases the flock
+
+
 def trust_vault(vault_root: Path, *, revoke: bool = False) -> dict[str, Any]:
     """Trust (or stop trusting) the sensitive settings ``mdmem.toml`` holds now.
 
@@ -408,18 +458,13 @@ def trust_vault(vault_root: Path, *, revoke: bool = False) -> dict[str, Any]:
     data = _read_toml(vault_root / "mdmem.toml") or {}
     data.pop("vault", None)
     _refuse_keys(data, "mdmem.toml")
-    store = config_home() / "trusted.json"
-    trusted = _read_trusted(store)
     key = str(vault_root.resolve())
     digest = _sensitive_digest(data)
-    if revoke or digest is None:
-        trusted.pop(key, None)
-    else:
-        trusted[key] = digest
-    store.parent.mkdir(parents=True, exist_ok=True)
-    tmp = store.with_suffix(".tmp")
-    tmp.write_text(json.dumps(trusted, indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, store)
+    with Confirmations(_VAULT_TRUST).change() as trusted:
+        if revoke or digest is None:
+            trusted.pop(key, None)
+        else:
+            trusted[key] = digest
     return {} if revoke else _split_sensitive(data)[1]
 
 
@@ -471,16 +516,22 @@ def _sensitive_digest(values: Mapping[str, Any]) -> str | None:
     return hashlib.sha256(json.dumps(refused, sort_keys=True).encode()).hexdigest()
 
 
-def _read_trusted(store: Path) -> dict[str, str]:
-    try:
-        data = json.loads(store.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
 def _trusted_digest(vault_root: Path, env: Mapping[str, str]) -> str | None:
-    return _read_trusted(config_home(env) / "trusted.json").get(str(vault_root.resolve()))
+    found = Confirmations(_VAULT_TRUST, env).read().get(str(vault_root.resolve()))
+    return found if isinstance(found, str) else None
+
+
+def state_root(state_dir: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The root of mdmem's derived state: ``state_dir`` (a vault's setting), else
+    ``MDMEM_STATE_DIR``, else the user cache folder. Per-vault folders and a code
+    repository's team lock live under it."""
+    env = os.environ if env is None else env
+    chosen = state_dir or env.get("MDMEM_STATE_DIR")
+    if chosen:
+        return Path(chosen).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("mdmem"))
 
 
 def state_dir_for(vault_root: Path, settings: Settings) -> Path:
@@ -489,12 +540,7 @@ def state_dir_for(vault_root: Path, settings: Settings) -> Path:
     Outside the vault, keyed by the vault's real path so many vaults can share
     one root (``MDMEM_STATE_DIR`` / ``state_dir`` or the user cache dir).
     """
-    if settings.state_dir:
-        root = Path(settings.state_dir).expanduser()
-    else:
-        from platformdirs import user_cache_dir
-
-        root = Path(user_cache_dir("mdmem"))
+    root = state_root(settings.state_dir or None)
     real = vault_root.resolve()
     key = f"{real.name[:40]}-{hashlib.sha256(str(real).encode()).hexdigest()[:16]}"
     directory = root / "vaults" / key

@@ -387,7 +387,14 @@ class Vault:
         elif scopes is not None or contact is not None:
             raise InvalidInputError("reading() takes a reader, or scopes and a contact: not both")
         return Reading(
-            self._store, self._recaller, self.git, self.library, self.contacts, self.reflect, reader
+            self._store,
+            self._recaller,
+            self.git,
+            self.library,
+            self.contacts,
+            self.reflect,
+            reader,
+            self.sessions.pending,
         )
 
     def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:

@@ -53,7 +53,6 @@ from mdmem.memory.capture.pending import render_pending
 from mdmem.models import KINDS, Hit, Memory, one_line
 from mdmem.recall.asdata import data_line, fence, instruction_like, warning
 from mdmem.recall.instructions import instruction_cues
-from mdmem.team.tier import team_context
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -236,13 +235,9 @@ class _Assembly:
         self.shown: set[str] = set()
         self.left = budgets.total_chars or None  # what the sections may still use together
 
-    def safe(self, text: str) -> str:
-        """Text as a prompt may carry it: a secret a person typed into the vault
-        (the writer never stores one) is redacted."""
-        return self.reading.shown(text)
-
     def line(self, item: Memory | Hit) -> str:
-        text = one_line(self.safe(item.text), self.b.entry_chars)
+        # The reading view hands out shown text (a secret a person typed redacted).
+        text = one_line(item.text, self.b.entry_chars)
         return data_line(item, text, _cite(item))
 
     def recall(self, query: str, k: int, kinds: Sequence[str] | None, **controls: Any) -> list[Hit]:
@@ -351,7 +346,7 @@ def _build_thread(a: _Assembly, found: list[Memory | Hit]) -> PromptSection:
                 x.id,
                 one_line(
                     f"[{x.created:%Y-%m-%d %H:%M}] ({_role_of(x)}) "
-                    f"{warning(instruction_cues(x.text))}{a.safe(x.text)}",
+                    f"{warning(instruction_cues(x.text))}{x.text}",
                     b.thread_line_chars,
                 ),
             )
@@ -386,7 +381,7 @@ def _build_changes(a: _Assembly, session: str | None) -> PromptSection:
     built = PromptSection(
         "changes",
         _TITLES["changes"],
-        text=a.safe(text),
+        text=text,
         ids=ids,
         budget=a.b.changes_chars,
         truncated=cut,
@@ -397,18 +392,16 @@ def _build_changes(a: _Assembly, session: str | None) -> PromptSection:
 
 def _build_pending(a: _Assembly, channel: str) -> PromptSection:
     b = a.b
-    taken = a.vault.sessions.pending.take(channel=channel, limit=b.pending_n)
+    taken = a.reading.take_pending(channel, b.pending_n)
     # Every taken message is shown (they leave the buffer): lines are cut to
     # the thread line length instead of dropping whole messages.
     built = PromptSection(
         "pending",
         _TITLES["pending"],
-        text=a.safe(
-            render_pending(
-                taken,
-                max(b.pending_chars, len(taken) * (b.thread_line_chars + 1)),
-                b.thread_line_chars,
-            )
+        text=render_pending(
+            taken,
+            max(b.pending_chars, len(taken) * (b.thread_line_chars + 1)),
+            b.thread_line_chars,
         ),
         budget=b.pending_chars,
     )
@@ -501,8 +494,12 @@ def prompt_context(
         sections["semantic"] = _build_ranked(a, "semantic", semantic)
     sections["recent"] = _build_ranked(a, "recent", found["recent"])
     if repo is not None:
-        team = team_context(repo, task, vault.admin.state_dir, k=a.b.team_k)
-        sections["team"] = a.section("team", team.lines)
+        # The team tier through the reading view's one composition: its lines
+        # relevant to the task, within the team section's budget.
+        composed = a.reading.compose(
+            task, None, repo=repo, team_k=a.b.team_k, sections=[], title=_TITLES["team"]
+        )
+        sections["team"] = a.section("team", composed.team.lines)
     return PromptContext(
         task=task.strip(),
         contact=contact,

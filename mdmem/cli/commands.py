@@ -25,8 +25,9 @@ from mdmem.models import KINDS, one_line, to_jsonable
 from mdmem.store.importance import ORIGINS
 
 if TYPE_CHECKING:
+    from mdmem.memory.desks.compose import Composed
     from mdmem.memory.desks.reading import Reading
-    from mdmem.team.tier import TeamContext
+    from mdmem.models import Recall
 
 # ------------------------------------------------------------------ writes ----
 
@@ -397,19 +398,27 @@ _team_option = click.option(
 )
 
 
-def _team(obj: Context, repo: str | None, query: str) -> TeamContext:
-    """The team tier of the checkout the command runs in (or ``--repo``): read from
-    its working tree, only once the person trusts it; never written to."""
+def _composed(
+    obj: Context,
+    reading: Reading,
+    repo: str | None,
+    query: str,
+    result: Recall,
+    max_chars: int | None,
+) -> Composed:
+    """The reading view's composed context for ``result``, with the team tier of
+    the checkout the command runs in (or ``--repo``): read from its working tree,
+    only once the person trusts it; never written to."""
     from mdmem.team.repo import require_checkout
-    from mdmem.team.tier import team_context
 
     where = obj.here(repo)
     if repo is not None:
         require_checkout(where)  # a --repo that is no repository is a mistake worth a line
-    team = team_context(where, query, obj.vault().admin.state_dir)
-    if team.hint and not obj.quiet:
-        click.echo(f"note: {team.hint}", err=True)  # for the person; the memories stay out
-    return team
+    composed = reading.compose(query, max_chars, repo=where, recall=result)
+    if composed.team.hint and not obj.quiet:
+        # For the person; the memories stay out.
+        click.echo(f"note: {composed.team.hint}", err=True)
+    return composed
 
 
 @main.command()
@@ -424,8 +433,9 @@ def recall(obj: Context, query: str, repo: str | None, as_json: bool, **filters:
     Inside a code repository whose team memory you trust (or with --repo), the
     team's accepted memories relevant to QUERY follow, labelled as team memory.
     """
-    result = _reading(obj, filters).recall(query, **_filters(**filters))
-    team = _team(obj, repo, query)
+    reading = _reading(obj, filters)
+    result = reading.recall(query, **_filters(**filters))
+    composed = _composed(obj, reading, repo, query, result, None)
 
     def human() -> None:
         if result.degraded:
@@ -442,14 +452,14 @@ def recall(obj: Context, query: str, repo: str | None, as_json: bool, **filters:
             click.echo(f"{hit.score:.3f}  {hit.citation}  ({where})")
             for line in hit.text.splitlines()[:6]:
                 click.echo(f"       {line}")
-        if team.lines:
+        if composed.team_block:
             click.echo("")
-            click.echo(team.block())
+            click.echo(composed.team_block)
 
-    if team.status == "none":
+    if composed.team.status == "none":
         emit(result, as_json, human)
     else:
-        emit({**to_jsonable(result), "team": team.to_json()}, as_json, human)
+        emit({**to_jsonable(result), "team": composed.team_json()}, as_json, human)
 
 
 @main.command()
@@ -472,27 +482,24 @@ def context(
     """A "## Recalled Memory" block for a prompt, citing path#^id.
 
     Inside a code repository whose team memory you trust (or with --repo), the
-    team's relevant accepted memories follow in their own labelled, fenced block
-    (a third of --max-chars at most, none when --max-chars is too small to share).
+    team's relevant accepted memories follow in their own labelled, fenced block,
+    within the same --max-chars.
     """
-    from mdmem.recall.asdata import cite_recalled
-    from mdmem.team.tier import split_budget
-
-    # vault.context() in two steps, so --json can list the ids the block cites.
-    result = _reading(obj, filters).recall(query, **_filters(**filters))
-    team = _team(obj, repo, query)
-    team_block, own_chars = split_budget(team, max_chars)
-    block, cited = cite_recalled(result, own_chars)
+    # Recall, then the reading view's composition, so --json can list the ids cited.
+    reading = _reading(obj, filters)
+    result = reading.recall(query, **_filters(**filters))
+    composed = _composed(obj, reading, repo, query, result, max_chars)
+    cited = composed.cited
     why = [{"id": h.id, "score": h.score, "scores": h.scores} for h in cited]
     data: dict[str, Any] = {
         "query": query,
-        "context": block + (f"\n{team_block}\n" if team_block else ""),
+        "context": composed.text,
         "ids": [hit.id for hit in cited],
         "citations": [hit.citation for hit in cited],
         "degraded": result.degraded,
     }
-    if team.status != "none":
-        data["team"] = team.to_json(max_chars // 3 if team_block else 0)
+    if composed.team.status != "none":
+        data["team"] = composed.team_json()
     block = data["context"]
     emit(
         {**data, "why": why} if explain else data,

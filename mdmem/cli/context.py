@@ -78,6 +78,30 @@ class Context:
         except VaultNotFoundError:
             return Path(path)  # not a vault (yet): opening it says so; hooks install keeps it
 
+    def person_vault(self, where: Path) -> Vault:
+        """The person's own vault for a command run in a code repository (the team
+        verbs): --vault, $MDMEM_VAULT, a vault ``where`` is in, else the vault the
+        hooks keep this repository's memories in (``hooks.toml``, a confirmed
+        project file). Never a suggestion to make the repository a vault."""
+        named = self.vault_path or os.environ.get("MDMEM_VAULT")
+        if self._vault is not None or named:
+            return self.vault()
+        from mdmem.hookkit.policy import hook_vault_root, resolve_policy
+        from mdmem.store.vaultdir import find_vault_root
+
+        try:
+            found = find_vault_root(where)
+        except VaultNotFoundError:
+            try:
+                found, _ = hook_vault_root(resolve_policy(str(where)), None, None, None, str(where))
+            except FileNotFoundError:
+                raise VaultNotFoundError(
+                    f"which vault is yours? {where} is in no vault and your hooks name none: "
+                    "pass --vault PATH, set MDMEM_VAULT, or `vault = PATH` in hooks.toml"
+                ) from None
+        self.vault_path = str(found)
+        return self.vault()
+
     def vault(self) -> Vault:
         if self._vault is None:
             from mdmem.vault import Vault

@@ -40,6 +40,7 @@ import click
 
 from mdmem.cli.context import Context, emit, json_option, main
 from mdmem.config import config_home
+from mdmem.files.textfile import atomic_write
 from mdmem.hookkit import hosts as hf
 from mdmem.hookkit.policy import USER_FILE, policy_to_json, resolve_policy, user_settings
 from mdmem.hookmain import PROBE_ENV, answer_hook, read_stdin
@@ -217,16 +218,7 @@ def _read_config(path: Path) -> tuple[dict[str, Any], str | None]:
 
 def _write_atomic(path: Path, text: str) -> None:
     """Replace the file ``path`` (no symlink: see :func:`_target`), keeping its mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = None
-    tmp = path.with_name(f".{path.name}.mdmem-{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    atomic_write(path, text.encode("utf-8"))
 
 
 def _install_vault(obj: Context) -> Path | None:

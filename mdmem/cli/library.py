@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
 import click
 
+from mdmem.atomicfile import atomic_file
 from mdmem.cli.context import Context, emit, json_option, main, progress_bars, scope_option
 from mdmem.models import KINDS, one_line
 
@@ -150,10 +152,12 @@ def export_cmd(obj: Context, jsonl: bool, output: str) -> None:
             vault.library.export(sys.stdout, progress=progress)
             return
         target = Path(output)
-        tmp = target.with_name(f".{target.name}.tmp")
-        with tmp.open("w", encoding="utf-8", newline="\n") as out:
+        # Replaced whole when the export is done: a failed export leaves the old file.
+        with atomic_file(target) as raw:
+            out = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
             count = vault.library.export(out, progress=progress)
-        tmp.replace(target)
+            out.flush()
+            out.detach()  # the handle stays open for atomic_file to fsync and install
     if not obj.quiet:
         click.echo(f"exported {count} memories to {target}", err=True)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import click
@@ -14,37 +12,22 @@ from mdmem.errors import MdmemError
 __all__ = ["team_group"]
 
 
-def _state_root() -> Path:
-    """Where the merge driver's script lives: mdmem's state root, outside any repository."""
-    if os.environ.get("MDMEM_STATE_DIR"):
-        return Path(os.environ["MDMEM_STATE_DIR"]).expanduser()
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("mdmem"))
-
-
-def _folder(repo: str | None) -> Any:
+def _folder(obj: Context, repo: str | None) -> Any:
     from mdmem.team import TeamFolder
 
-    return TeamFolder.at(repo or os.getcwd())
-
-
-def _writing_folder(repo: str | None) -> Any:
-    """The folder, for a command that commits to the team files: it also defines
-    the merge driver ``.gitattributes`` names in this clone's own git config, which
-    never travels with a clone. Without it git merges the team files as plain
-    text, and two teammates' proposals appended to one file conflict on pull."""
-    folder = _folder(repo)
-    folder.register_driver(_state_root())
-    return folder
+    return TeamFolder.at(obj.here(repo))
 
 
 def _line_of(line: Any) -> str:
-    who = f"captured by {line.captured_by or '?'}, proposed by {line.proposed_by or '?'}"
+    who = [f"captured by {line.captured_by}" if line.captured_by else ""]
+    who.append(f"proposed by {line.proposed_by}" if line.proposed_by else "")
     if line.status == "accepted":
-        who += f", accepted by {line.accepted_by or '?'} {line.accepted}".rstrip()
+        who.append(f"accepted by {line.accepted_by} {line.accepted}".rstrip())
+    if line.why:
+        who.append(line.why)
     note = f"\n    note: {line.note}" if line.note else ""
-    return f"^{line.id}  {line.kind}  {line.where}\n    {line.text}\n    {who}{note}"
+    said = ", ".join(w for w in who if w) or "no proposal in git"
+    return f"^{line.id}  {line.kind}  {line.where}\n    {line.text}\n    {said}{note}"
 
 
 repo_option = click.option(
@@ -69,9 +52,10 @@ def team_group() -> None:
 @team_group.command("init")
 @repo_option
 @json_option
-def init_cmd(repo: str | None, as_json: bool) -> None:
+@click.pass_obj
+def init_cmd(obj: Context, repo: str | None, as_json: bool) -> None:
     """Create .mdmem/team/ (a commit as you), register its merge driver, trust this checkout."""
-    done = _folder(repo).init(_state_root())
+    done = _folder(obj, repo).init()
 
     def human() -> None:
         if done.created:
@@ -85,7 +69,7 @@ def init_cmd(repo: str | None, as_json: bool) -> None:
 
 @team_group.command("propose")
 @click.argument("memory_id")
-@click.option("--note", default=None, help="Why the team should know it (goes on the line).")
+@click.option("--note", default=None, help="Why the team should know it (kept beside the line).")
 @click.option(
     "--to",
     "to",
@@ -110,11 +94,33 @@ def propose_cmd(
     repo: str | None,
     as_json: bool,
 ) -> None:
-    """Copy a memory of your vault into the team folder as a proposal (a commit to push)."""
+    """Propose a memory of your vault to the team (a commit to push).
+
+    MEMORY_ID is a memory of your vault (your captures included), or a line
+    already in the team files that no proposal put there (typed by hand): it
+    becomes a proposal for a teammate to accept.
+    """
+    folder = _folder(obj, repo)
+    if folder.exists and folder.holds(memory_id):
+        done = folder.propose_line(memory_id)
+    else:
+        source = _source(obj.person_vault(folder.checkout.root), memory_id)
+        done = folder.propose(source, note=note, allow_personal=allow_personal, to=to)
+    emit(
+        done,
+        as_json,
+        lambda: click.echo(
+            f"proposed ^{done.ids[0]} in {done.files[0]} (commit {str(done.commit)[:10]}); "
+            "push it for review"
+        ),
+    )
+
+
+def _source(vault: Any, memory_id: str) -> Any:
+    """A memory of the person's vault as a proposal takes it: who captured it
+    (an agent, a hook, or the person) from the vault's git history."""
     from mdmem.team import Source
 
-    folder = _writing_folder(repo)
-    vault = obj.vault()
     memory = vault.get(memory_id)
     by = vault.agent
     role = "agent"
@@ -126,7 +132,7 @@ def propose_cmd(
         pass
     if (memory.field("captured") or "").lower() == "agent":
         role = "agent"
-    source = Source(
+    return Source(
         id=memory.id,
         text=memory.text,
         kind=memory.kind,
@@ -136,34 +142,35 @@ def propose_cmd(
         created=memory.created,
         captured_by=f"{role} {by}",
     )
-    done = folder.propose(source, note=note, allow_personal=allow_personal, to=to)
-    emit(
-        done,
-        as_json,
-        lambda: click.echo(
-            f"proposed ^{done.ids[0]} in {done.files[0]} (commit {str(done.commit)[:10]}); "
-            "push it for review"
-        ),
-    )
 
 
 @team_group.command("review")
 @repo_option
 @json_option
-def review_cmd(repo: str | None, as_json: bool) -> None:
-    """List open proposals: text, who captured, who proposed."""
-    open_ = _folder(repo).proposals()
+@click.pass_obj
+def review_cmd(obj: Context, repo: str | None, as_json: bool) -> None:
+    """List open proposals (text, who captured, who proposed) and lines git shows
+    nobody reviewed (typed by hand, accepted by their proposer, edited since)."""
+    lines = _folder(obj, repo).lines()
+    open_ = [line for line in lines if line.status == "proposed"]
+    unreviewed = [line for line in lines if line.status == "unreviewed"]
 
     def human() -> None:
         if not open_:
             click.echo("no open proposals")
         for line in open_:
             click.echo(_line_of(line))
+        if unreviewed:
+            click.echo("")
+            click.echo("not reviewed (never injected; `mdmem team propose ID` asks for a review):")
+            for line in unreviewed:
+                click.echo(_line_of(line))
 
-    emit({"proposals": open_}, as_json, human)
+    emit({"proposals": open_, "unreviewed": unreviewed}, as_json, human)
 
 
 def _decision(
+    obj: Context,
     verb: str,
     ids: tuple[str, ...],
     repo: str | None,
@@ -172,7 +179,7 @@ def _decision(
     every: bool = False,
     **kw: Any,
 ) -> None:
-    folder = _writing_folder(repo)
+    folder = _folder(obj, repo)
     if every == bool(ids):
         raise click.UsageError("name the ids, or pass --all (not both)")
     if every:
@@ -196,9 +203,13 @@ def _decision(
 @click.option("--all", "every", is_flag=True, help="Every open proposal.")
 @repo_option
 @json_option
-def accept_cmd(memory_ids: tuple[str, ...], every: bool, repo: str | None, as_json: bool) -> None:
-    """Accept proposals: one commit as you; every teammate's agent sees them after a pull."""
-    _decision("accept", memory_ids, repo, as_json, every=every)
+@click.pass_obj
+def accept_cmd(
+    obj: Context, memory_ids: tuple[str, ...], every: bool, repo: str | None, as_json: bool
+) -> None:
+    """Accept teammates' proposals: one commit as you; every teammate's agent sees them
+    after a pull. Your own proposals wait for a teammate."""
+    _decision(obj, "accept", memory_ids, repo, as_json, every=every)
 
 
 @team_group.command("reject")
@@ -207,11 +218,17 @@ def accept_cmd(memory_ids: tuple[str, ...], every: bool, repo: str | None, as_js
 @click.option("--reason", default=None, help="Why (goes in the commit message).")
 @repo_option
 @json_option
+@click.pass_obj
 def reject_cmd(
-    memory_ids: tuple[str, ...], every: bool, reason: str | None, repo: str | None, as_json: bool
+    obj: Context,
+    memory_ids: tuple[str, ...],
+    every: bool,
+    reason: str | None,
+    repo: str | None,
+    as_json: bool,
 ) -> None:
     """Reject proposals: their lines go, in one commit as you."""
-    _decision("reject", memory_ids, repo, as_json, every=every, reason=reason)
+    _decision(obj, "reject", memory_ids, repo, as_json, every=every, reason=reason)
 
 
 @team_group.command("remove")
@@ -219,21 +236,24 @@ def reject_cmd(
 @click.option("--reason", default=None, help="Why (goes in the commit message).")
 @repo_option
 @json_option
+@click.pass_obj
 def remove_cmd(
-    memory_ids: tuple[str, ...], reason: str | None, repo: str | None, as_json: bool
+    obj: Context, memory_ids: tuple[str, ...], reason: str | None, repo: str | None, as_json: bool
 ) -> None:
-    """Remove accepted team memories, in one commit as you (push it for review)."""
-    _decision("remove", memory_ids, repo, as_json, reason=reason)
+    """Remove team memories, in one commit as you (push it for review)."""
+    _decision(obj, "remove", memory_ids, repo, as_json, reason=reason)
 
 
 @team_group.command("check")
 @repo_option
 @json_option
-def check_cmd(repo: str | None, as_json: bool) -> None:
-    """Exit 1 naming file:line of a secret, a personal field, a duplicate id, a bad line."""
+@click.pass_obj
+def check_cmd(obj: Context, repo: str | None, as_json: bool) -> None:
+    """Exit 1 naming file:line of a secret, a personal field, a duplicate id, a bad
+    line, or a line whose "accepted by" git does not bear out."""
     from mdmem.team import check, require_checkout
 
-    findings = check(require_checkout(repo or os.getcwd()))
+    findings = check(require_checkout(obj.here(repo)))
 
     def human() -> None:
         for finding in findings:
@@ -250,14 +270,15 @@ def check_cmd(repo: str | None, as_json: bool) -> None:
 @click.option("--revoke", is_flag=True, help="Stop trusting this checkout.")
 @repo_option
 @json_option
-def trust_cmd(revoke: bool, repo: str | None, as_json: bool) -> None:
+@click.pass_obj
+def trust_cmd(obj: Context, revoke: bool, repo: str | None, as_json: bool) -> None:
     """Let this checkout's team memory into your agents' prompts (recorded in your config)."""
     from mdmem.team import trust_checkout
 
-    folder = _folder(repo)
+    folder = _folder(obj, repo)
     record = trust_checkout(folder.checkout, revoke=revoke)
     if not revoke:
-        folder.register_driver(_state_root())
+        folder.register_driver()
     where = str(folder.checkout.root)
     emit(
         {"repo": where, "trusted": not revoke, **record},
@@ -274,16 +295,16 @@ def trust_cmd(revoke: bool, repo: str | None, as_json: bool) -> None:
 @click.pass_obj
 def show_cmd(obj: Context, query: str, k: int, repo: str | None, as_json: bool) -> None:
     """What the prompt hook would inject from the team tier for QUERY."""
-    from mdmem.team import team_context
-
-    found = team_context(repo or os.getcwd(), query, obj.vault().admin.state_dir, k=k)
+    where = obj.here(repo)
+    composed = obj.person_vault(where).reading().compose(query, None, repo=where, team_k=k)
+    team = composed.team
 
     def human() -> None:
-        if found.status == "untrusted":
+        if team.status == "untrusted":
             click.echo("this checkout is not trusted: run `mdmem team trust` to let it in")
-        elif found.status == "none":
+        elif team.status == "none":
             click.echo("no team memory here")
         else:
-            click.echo(found.block() or "(no relevant team memory)")
+            click.echo(composed.team_block or "(no relevant team memory)")
 
-    emit(found, as_json, human)
+    emit(composed.team_json(), as_json, human)

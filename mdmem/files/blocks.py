@@ -34,10 +34,10 @@ from mdmem.files.textfile import SkipFile, TextFile
 from mdmem.models import KIND_LABELS, KINDS, STATUSES, Block, one_line
 
 __all__ = [
+    "EVERY_LINE",
     "FRONTMATTER_MAX_BYTES",
     "ROOT_SCOPE",
     "UNDATED",
-    "EVERY_LINE",
     "Beside",
     "ParsedFile",
     "content_hash",
@@ -333,6 +333,9 @@ class ParsedFile:
     frontmatter: dict[str, Any]
     frontmatter_lines: int  # lines taken by the frontmatter, fences included
     blocks: list[Block] = field(default_factory=list)
+    # Every memory line may open with a kind's word (a repository's team
+    # files, parse(..., labels=True)), besides a vault's memory files.
+    labels: bool = False
 
     def memories(self) -> list[Block]:
         return [b for b in self.blocks if b.is_memory]
@@ -351,6 +354,7 @@ class ParsedFile:
             frontmatter=self.frontmatter,
             frontmatter_lines=self.frontmatter_lines,
             blocks=list(self.blocks),
+            labels=self.labels,
         )
 
 
@@ -388,6 +392,7 @@ def parse(
     *,
     fallback_time: datetime | None = None,
     beside: Beside | None = None,
+    labels: bool = False,
 ) -> ParsedFile:
     """Split a decoded vault file into blocks; raises SkipFile for unusable files.
 
@@ -399,6 +404,8 @@ def parse(
     item (``- Decision: …``) says the item's kind, on a line mdmem keeps
     fields for and on a line typed without an id; on any other line (an older
     vault's, before ``mdmem admin migrate``) the same words are text.
+    ``labels``: a file of memory lines outside a vault (a repository's team
+    tier), where a kind's word opening any memory line says its kind.
     """
     meta, fm_lines = _split_frontmatter(tf)
     body = "".join(_strip_eol(line) + "\n" for line in tf.lines[fm_lines:])
@@ -495,7 +502,7 @@ def parse(
         while span.end - 1 > span.start and not tf.lines[span.end - 1].strip():
             span.end -= 1
 
-    scope, file_kind, file_tags = _file_context(path, meta)
+    scope, _, file_tags = _file_context(path, meta)
     # A note's own date: its frontmatter, else a daily note's name. A file's
     # mtime is not one (a copy, a checkout or a sync sets it to today), so a
     # note without either is UNDATED here: recall gives it no recency either
@@ -505,11 +512,11 @@ def parse(
     now = fallback_time or datetime.now(UTC)
     note_created = file_date or UNDATED
 
-    parsed = ParsedFile(path=path, file=tf, frontmatter=meta, frontmatter_lines=fm_lines)
-    covered = [False] * total
-    context = _Context(
-        scope, file_kind, file_tags, beside, memory_file_kind(path) is not None, turns
+    parsed = ParsedFile(
+        path=path, file=tf, frontmatter=meta, frontmatter_lines=fm_lines, labels=labels
     )
+    covered = [False] * total
+    context = _context_of(parsed, beside)
     for span in spans:
         # A duplicated id (a copied line) stays a block of its own: the catalog
         # keys the copy by its place, so neither line drops out of recall.
@@ -559,6 +566,7 @@ class _Context:
     beside: Beside | None = None
     labels: bool = False  # a memory file: kind words may open its lines
     turns: bool = False  # a session file: a paragraph turn opens with "**Ana** (09:12): "
+    every_line: bool = False  # ...each of them, kept fields or not (ParsedFile.labels)
 
 
 def _typed_items(
@@ -607,7 +615,7 @@ def _memory_block(
     )
     # A line mdmem keeps fields for, or one typed without an id: its kind word
     # is a kind. An older vault's line (no fields kept) reads as it always did.
-    labels = context.labels and (beside is not None or not span.block_id)
+    labels = context.labels and (context.every_line or beside is not None or not span.block_id)
     turn = context.turns and span.style == "para"
     text, line_fields = _clean(body_lines, span.style, span.block_id, labels=labels, turn=turn)
     fields = _merge_fields(beside, line_fields)
@@ -669,8 +677,17 @@ def _merge_fields(
 
 def _context_of(parsed: ParsedFile, beside: Beside | None) -> _Context:
     scope, kind, tags = _file_context(parsed.path, parsed.frontmatter)
+    memory_file = memory_file_kind(parsed.path) is not None
     turns = default_kind_for(parsed.path) == "chat_message"
-    return _Context(scope, kind, tags, beside, memory_file_kind(parsed.path) is not None, turns)
+    return _Context(
+        scope,
+        kind,
+        tags,
+        beside,
+        memory_file or parsed.labels,
+        turns=turns,
+        every_line=parsed.labels,
+    )
 
 
 def _file_context(path: str, meta: dict[str, Any]) -> tuple[str, str, list[str]]:
@@ -760,6 +777,7 @@ def appended_items(
         frontmatter=parsed.frontmatter,
         frontmatter_lines=parsed.frontmatter_lines,
         blocks=list(parsed.blocks),
+        labels=parsed.labels,
     )
     for offset, line in enumerate(added):
         out.blocks.append(item_block(out, [line], n + offset, beside=beside))

@@ -76,7 +76,9 @@ _CARET = re.compile(r"(?:^|(?<=\s))(\\*)\^(?=[A-Za-z0-9-]+(?:\s|$))")
 _WORDS = "|".join(re.escape(w) for w in sorted(KIND_LABELS.values(), key=len, reverse=True))
 LABEL = re.compile(rf"[ \t]*({_WORDS})(\\*):(?=[ \t]|$)", re.IGNORECASE)
 # "→ [[path#^m-…|alias]]" ending a line (group 1: the backslash run before the "[").
-REPLACED_BY = re.compile(r"(?:^|[ \t])→[ \t]+(\\*)\[\[[^\]\n]*#\^([A-Za-z0-9-]+)(?:\|[^\]\n]*)?\]\][ \t]*$")
+REPLACED_BY = re.compile(
+    r"(?:^|[ \t])→[ \t]+(\\*)\[\[[^\]\n]*#\^([A-Za-z0-9-]+)(?:\|[^\]\n]*)?\]\][ \t]*$"
+)
 
 # What a line start must not be left as (the text after indentation).
 _ATX = re.compile(r"#{1,6}(?:[ \t]|$)")

@@ -9,10 +9,16 @@ whole lines; nothing is ever re-serialised.
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from mdmem.atomicfile import (
+    atomic_write,
+    discard_temp,
+    fsync_file,
+    install_temp,
+    write_temp,
+)
 from mdmem.errors import PathOutsideVaultError, VaultFileError
 
 __all__ = [
@@ -255,68 +261,3 @@ def file_stat(path: Path) -> FileStat | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder, fsync, replace."""
-    tmp = write_temp(path, data)
-    install_temp(tmp, path)
-
-
-def write_temp(path: Path, data: bytes, *, fsync: bool = True) -> Path:
-    """Stage ``data`` beside ``path`` (same folder, same mode), fsynced unless asked not to."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.mdmem-{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = None
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-    except BaseException:
-        discard_temp(tmp)
-        raise
-    return tmp
-
-
-def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def install_temp(tmp: Path, path: Path) -> None:
-    """Atomically put a staged temp file in place and make the rename durable."""
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        discard_temp(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def discard_temp(tmp: Path) -> None:
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

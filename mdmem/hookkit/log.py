@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mdmem.files.textfile import atomic_write
 from mdmem.memory.capture.hostdata import safe_record
 
 __all__ = ["HookLog"]
@@ -86,7 +87,6 @@ class HookLog:
         with _LOCK:
             data = self.state()
             data[safe_record(key)] = safe_record(value)
-            self.dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, self.state_path)
+            # Derived state read on the next event: atomic, not worth an fsync
+            # on the hook's clock (a crash loses one update, recomputed later).
+            atomic_write(self.state_path, json.dumps(data, sort_keys=True).encode(), fsync=False)

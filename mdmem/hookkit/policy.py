@@ -119,7 +119,8 @@ class Policy:
     # "folder" (outside a repository, when the user asked for it) or None (root).
     scope_from: str | None = None
     identity: str | None = None  # what the derived scope is a hash of (remote, id, path)
-    identity_from: str | None = None  # "remote", "git config", "new id", "path", "folder"
+    # "remote", "git config", "new id", "new id (copied)", "path", "folder"
+    identity_from: str | None = None
     legacy_scope: str | None = None  # the short-name scope of before (project:api)
     also_reads: tuple[str, ...] = ()  # old scopes this project adopted (recall only)
     capture: str = "summaries"
@@ -251,6 +252,12 @@ def resolve_policy(cwd: str | None, env: Mapping[str, str] | None = None) -> Pol
             notes.append(note)
 
     identity = project_identity(cwd)
+    if identity is not None and identity.copied_from:
+        notes.append(
+            f"{identity.top} is a copy of the repository at {identity.copied_from} "
+            "(its project id came with the copy): it has an id of its own now, so "
+            "the two copies' memories stay apart"
+        )
     capture_ceiling = user["capture_max"]
     if identity is None and cwd and Path(cwd).is_absolute():
         if user["outside_repositories"] == "folder":

@@ -25,10 +25,12 @@ Events:
 * ``session-start`` — pinned profile facts (the active ``USER.md`` entries
   and memories tagged ``#pinned``), what changed since the host's last
   session and, in a trusted checkout, the team memories accepted most
-  recently (:func:`mdmem.team.tier.team_context`), within
+  recently, composed in one budget by the reading view
+  (:meth:`mdmem.memory.desks.reading.Reading.compose`), within
   ``policy.session_tokens``; an untrusted checkout's team folder gets the
   person a notice, not the model its lines.
-* ``prompt-submit`` — the top recalled memories within
+* ``prompt-submit`` — the top recalled memories and, in a trusted checkout,
+  the team lines relevant to the prompt, composed the same way, within
   ``policy.prompt_tokens`` and ``policy.prompt_latency_ms``.
 * ``post-tool-use`` / ``post-tool-failure`` — a failed call as a ``gotcha``
   and a later fix as a linked ``bug_fix`` (``vault.sessions.capture_tool_results``;
@@ -68,7 +70,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -102,14 +104,13 @@ from mdmem.recall.asdata import (
     INSTRUCTION_FLAG,
     Provenance,
     data_line,
-    fence,
     instruction_like,
     provenance_line,
 )
 from mdmem.recall.instructions import instruction_cues
 from mdmem.recall.pins import pin_note, pinned_by
 from mdmem.store.inputs import MAX_MEMORY_CHARS
-from mdmem.team.tier import team_context, untrusted_hint
+from mdmem.team.tier import untrusted_hint
 
 if TYPE_CHECKING:
     from mdmem.vault import Vault
@@ -149,9 +150,13 @@ _CUES = {
 _TOOL_NAME_BAD = re.compile(r"[^\w.:/-]")
 
 
+_CHARS_PER_TOKEN = 4
+
+
 def estimate_tokens(text: str) -> int:
-    """A dependency-free token estimate: one token per four characters, rounded up."""
-    return math.ceil(len(text) / 4)
+    """A dependency-free token estimate: one token per four characters, rounded up
+    (so a budget of N tokens is one of 4·N characters)."""
+    return math.ceil(len(text) / _CHARS_PER_TOKEN)
 
 
 def run_event(
@@ -273,14 +278,10 @@ class _Run:
 
     # -- injection -------------------------------------------------------------
 
-    def _show(self, text: str) -> str:
-        """A memory as the host's prompt may carry it: one line, and a secret a person
-        typed into the vault by hand (the writer never stores one) redacted."""
-        return _clip(self.reading.shown(text))
-
     def _line(self, item: Any, tail: str = "") -> str:
-        """One injected item: its provenance, an instruction-like label, the text."""
-        return data_line(item, self._show(item.text), tail)
+        """One injected item: its provenance, an instruction-like label, the text
+        (as the reading view handed it out, redacted), on one line."""
+        return data_line(item, _clip(item.text), tail)
 
     def session_start(self) -> str:
         budget = self.policy.session_tokens
@@ -301,19 +302,23 @@ class _Run:
         candidates.sort(key=lambda b: (pinned_by(b) is None, -b.created.timestamp()))
         pinned = [(b.id, self._line(b, f"{b.path}#^{b.id}; {pin_note(b)}")) for b in candidates]
         changed = self._changes()
-        # The repository's team tier: what the team accepted most recently (the
-        # prompt hook adds the lines each prompt asks about), once trusted.
-        team = team_context(self.inp.cwd, None, self.vault.admin.state_dir)
-        self.entry["team"] = {"status": team.status, "ids": [i.id for i in team.items]}
-        sections = [
-            ("### Profile (pinned)", pinned),
-            ("### Changed since your last session", changed),
-            (team.heading, team.lines),
-        ]
-        text, ids = _fit("## mdmem memory", sections, budget)
-        self.entry["ids"] = ids
+        # With the repository's team tier: what the team accepted most recently
+        # (the prompt hook adds the lines each prompt asks about), once trusted.
+        composed = self.reading.compose(
+            None,
+            budget * _CHARS_PER_TOKEN,
+            repo=self.inp.cwd,
+            sections=[
+                ("### Profile (pinned)", pinned),
+                ("### Changed since your last session", changed),
+            ],
+            title="## mdmem memory",
+        )
+        self.entry["team"] = {"status": composed.team.status, "ids": composed.team_ids}
+        self.entry["ids"] = composed.shown
         self.entry["source"] = self.inp.source
-        return text
+        # A line without an id counts too ("2 edit(s) by a person since then").
+        return "" if composed.empty else composed.text
 
     def _changes(self) -> list[tuple[str, str]]:
         """What changed since this host's last session start (``vault.git.changes``); marked."""
@@ -353,7 +358,7 @@ class _Run:
             return self._line(self.reading.get(memory_id))
         except MdmemError:
             pass
-        shown = self._show(text)
+        shown = _clip(text)
         prov = Provenance(
             id=memory_id,
             date=date[:10],
@@ -402,12 +407,17 @@ class _Run:
             recency_weight=self.vault.settings.recall.recency_weight,
         )
         lines = [(h.id, self._line(h, h.citation)) for h in items]
-        # The repository's team tier (read from the working tree only, once trusted).
-        team = team_context(self.inp.cwd, prompt[:2000], self.vault.admin.state_dir)
-        self.entry["team"] = {"status": team.status, "ids": [i.id for i in team.items]}
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
-        sections = [("", lines), (team.heading, team.lines)]
-        text, ids = _fit(title, sections, self.policy.prompt_tokens)
+        # With the repository's team tier (read from the working tree only, once trusted).
+        composed = self.reading.compose(
+            prompt[:2000],
+            self.policy.prompt_tokens * _CHARS_PER_TOKEN,
+            repo=self.inp.cwd,
+            sections=[("", lines)],
+            title=title,
+        )
+        self.entry["team"] = {"status": composed.team.status, "ids": composed.team_ids}
+        text, ids = composed.text, composed.shown
         chosen = set(ids)
         self.entry.update(
             degraded=degraded,
@@ -755,49 +765,6 @@ def _why(hit: Hit) -> dict[str, Any]:
         "scores": {k: round(v, 4) for k, v in hit.scores.items()},
         "citation": hit.citation,
     }
-
-
-def _fit(
-    title: str, sections: Iterable[tuple[str, list[tuple[str, str]]]], budget: int
-) -> tuple[str, list[str]]:
-    """A block of ``sections`` whose estimated tokens stay within ``budget``; cited ids.
-
-    Each section is fenced as quoted data (:func:`mdmem.recall.asdata.fence`). An
-    item that does not fit is skipped and the next one tried, so a long first
-    item does not keep a shorter one after it out. A memory two sections hold
-    (the person's own copy of a line the team accepted) is shown once, in the
-    last: the team tier's line says who accepted it.
-    """
-    sections = list(sections)
-    last_section = {
-        memory_id: n for n, (_, lines) in enumerate(sections) for memory_id, _ in lines if memory_id
-    }
-    chosen: list[tuple[str, list[str]]] = []
-    ids: list[str] = []
-
-    def render(parts: list[tuple[str, list[str]]]) -> str:
-        out = [title]
-        for heading, lines in parts:
-            out.extend([heading] if heading else [])
-            out.append(fence(lines))
-        return "\n".join(out) + "\n"
-
-    for n, (heading, lines) in enumerate(sections):
-        kept: list[str] = []
-        for memory_id, line in lines:
-            if memory_id and last_section[memory_id] != n:
-                continue
-            trial = [*chosen, (heading, [*kept, line])]
-            if estimate_tokens(render(trial)) > budget:
-                continue
-            kept.append(line)
-            if memory_id:
-                ids.append(memory_id)
-        if kept:
-            chosen.append((heading, kept))
-    if not chosen:
-        return "", []
-    return render(chosen), ids
 
 
 def _bounded(func: Callable[[], Any], seconds: float) -> tuple[Any, bool]:

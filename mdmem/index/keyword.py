@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mdmem.errors import IndexError_, InvalidInputError, LockTimeoutError
+from mdmem.files.textfile import atomic_write
 from mdmem.index.bm25 import FastScorer
 from mdmem.models import Block
 
@@ -399,9 +400,7 @@ class KeywordIndex:
 
     def _write_version(self) -> None:
         path = self.directory / _VERSION_FILE
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema_version": self.SCHEMA_VERSION}), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps({"schema_version": self.SCHEMA_VERSION}).encode())
 
     # -- writing -----------------------------------------------------------
 

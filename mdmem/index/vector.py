@@ -17,10 +17,8 @@ import collections
 import contextlib
 import json
 import logging
-import os
 import sqlite3
 import struct
-import tempfile
 import threading
 import time
 import zlib
@@ -30,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from mdmem.atomicfile import atomic_file
 from mdmem.errors import DimensionMismatchError, IndexError_, InvalidInputError, Spelled
 from mdmem.files.health import open_sqlite, quick_check
 from mdmem.index import ann
@@ -118,15 +117,6 @@ class _CrcWriter:
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
         return len(data)
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every platform lets you open a dir
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class VectorIndex:
@@ -330,31 +320,15 @@ class VectorIndex:
                 meta["ann"] = self.params.to_json()
             meta_bytes = json.dumps(meta, separators=(",", ":")).encode("utf-8")
             try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                fd, tmp_name = tempfile.mkstemp(
-                    prefix=f".{INDEX_FILE}.", suffix=".tmp", dir=self.directory
-                )
-            except OSError as e:
-                raise IndexError_(f"cannot save vector index in {self.directory}: {e}") from e
-            tmp = Path(tmp_name)
-            try:
-                with os.fdopen(fd, "w+b") as f:
+                with atomic_file(self.path) as f:
                     f.write(b"\0" * _HEADER.size)
                     f.write(meta_bytes)
                     sink = _CrcWriter(f, zlib.crc32(meta_bytes))
                     faiss.write_index(self._index, faiss.PyCallbackIOWriter(sink.write, _IO_CHUNK))
                     f.seek(0)
                     f.write(_HEADER.pack(_MAGIC, _FORMAT, len(meta_bytes), sink.size, sink.crc))
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException as e:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
-                if isinstance(e, OSError):
-                    raise IndexError_(f"cannot save vector index {self.path}: {e}") from e
-                raise
-            _fsync_dir(self.directory)
+            except OSError as e:
+                raise IndexError_(f"cannot save vector index {self.path}: {e}") from e
             self._stat = self._file_stat()
 
     def reload_if_changed(self) -> bool:

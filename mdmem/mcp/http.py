@@ -29,8 +29,10 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from mdmem.atomicfile import PRIVATE
 from mdmem.config import config_home
 from mdmem.errors import MdmemError
+from mdmem.files.textfile import atomic_write
 
 __all__ = [
     "TOKEN_FILE",
@@ -86,16 +88,8 @@ def ensure_token(path: Path | None = None, *, renew: bool = False) -> tuple[str,
 def _write_token(path: Path) -> str:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
     # Created 0600 (never wider for a moment), then moved over the old one.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, (token + "\n").encode("ascii"))
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    atomic_write(path, (token + "\n").encode("ascii"), mode=PRIVATE)
     return token
 
 

@@ -62,13 +62,8 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
     vault = tools.vault
-
-    def safe(text: str) -> str:
-        """A secret a person typed into the vault stays out of the model's context."""
-        return tools.reading.shown(text)
-
-    # Only what this toolset's reader may see: a block's effective scope (its
-    # folder or its file's frontmatter) and the sources of a copy decide.
+    # Only what this toolset's reader may see (a block's effective scope and the
+    # sources of a copy decide), its texts shown: a secret a person typed redacted.
     result = tools.reading.changes(args.get("since") or LAST_SESSION)
     if args.get("mark_seen"):
         vault.git.mark_seen()
@@ -78,7 +73,7 @@ def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": c.id,
             "kind": c.kind,
-            "first_line": safe(one_line(first_line(c.text or ""), _LINE_CHARS)),
+            "first_line": one_line(first_line(c.text or ""), _LINE_CHARS),
             "author": c.author,
             "by_agent": c.is_agent,
             "date": c.date,
@@ -86,7 +81,7 @@ def _changes(tools: _Tools, args: dict[str, Any]) -> dict[str, Any]:
 
     return {
         "since": result.since,
-        "text": safe(text) or "(no changes)",
+        "text": text or "(no changes)",
         "truncated": truncated,
         "added": [item(c) for c in result.remembered],
         "retired": [item(c) for c in (*result.resolved, *result.forgotten)],

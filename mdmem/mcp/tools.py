@@ -47,11 +47,10 @@ from mdmem.errors import (
 from mdmem.files.blocks import ROOT_SCOPE, validate_scope
 from mdmem.files.ids import normalize_id
 from mdmem.mcp import session_tools
-from mdmem.models import KINDS, STATUSES, Hit, Memory, to_jsonable
-from mdmem.recall.asdata import cite_recalled
-from mdmem.team.tier import TeamContext, split_budget, team_context
+from mdmem.models import KINDS, STATUSES, Hit, Memory, Recall, to_jsonable
 
 if TYPE_CHECKING:
+    from mdmem.memory.desks.compose import Composed
     from mdmem.vault import Vault
 
 __all__ = [
@@ -464,7 +463,8 @@ class Toolset:
     first allowed scope (the root when everything is allowed). ``tools``: the
     names listed in :attr:`schemas` (default :data:`DEFAULT_TOOLS`).
     ``repo``: the code checkout the host works in; ``recall`` and ``context``
-    add its team memory (:func:`mdmem.team.tier.team_context`) once the person
+    add its team memory (composed by the reading view,
+    :meth:`mdmem.memory.desks.reading.Reading.compose`) once the person
     trusts it, as does a checkout the model names in their ``repo`` argument.
     A checkout the person has not trusted gives ``{"status": "untrusted"}``
     and nothing read from it; the hint to trust it goes to the log, for the
@@ -680,38 +680,40 @@ class Toolset:
             "degraded": bool(result.degraded),
             "reranked": bool(result.reranked),
         }
-        team = self._team(args)
-        if team is not None:
-            out["team"] = self._team_json(team, None)
+        composed, with_team = self._composed(args, result, None)
+        if with_team:
+            out["team"] = self._team_json(composed)
         return out
 
-    def _team(self, args: dict[str, Any]) -> TeamContext | None:
-        """The team tier of the host's checkout, or of the one the model names
-        (None: neither, or no team folder there and none was named)."""
+    def _composed(
+        self, args: dict[str, Any], result: Recall, max_chars: int | None
+    ) -> tuple[Composed, bool]:
+        """The reading view's composed context, with the team tier of the host's
+        checkout or of the one the model names; and whether to report the team
+        (not when neither is a checkout with a team folder and none was named)."""
         named = args.get("repo")
-        if named is None and self.repo is None:
-            return None
-        base = self.repo or Path.cwd()
-        where = base / Path(named).expanduser() if named is not None else base
-        team = team_context(where, args["query"], self.vault.admin.state_dir)
-        if team.hint:
-            log.warning("%s", team.hint)  # the person reads the server's log; the model doesn't
-        if team.status == "none" and named is None:
-            return None
-        return team
+        where: Path | None = None
+        if named is not None or self.repo is not None:
+            base = self.repo or Path.cwd()
+            where = base / Path(named).expanduser() if named is not None else base
+        composed = self.reading.compose(args["query"], max_chars, repo=where, recall=result)
+        if composed.team.hint:
+            # The person reads the server's log; the model doesn't.
+            log.warning("%s", composed.team.hint)
+        return composed, where is not None and (named is not None or composed.team.status != "none")
 
     @staticmethod
-    def _team_json(team: TeamContext, max_chars: int | None) -> dict[str, Any]:
+    def _team_json(composed: Composed) -> dict[str, Any]:
         """What the model gets of the team tier: its status, and only from a trusted
-        checkout the lines shown (within ``max_chars``), labelled and fenced as team memory."""
+        checkout the lines shown, labelled and fenced as team memory."""
+        team = composed.team
         if team.status != "ok":
             return {"status": team.status}
-        shown = team.to_json(max_chars)
         return {
             "status": "ok",
             "repo": team.repo,
-            "ids": [item["id"] for item in shown["items"]],
-            "context": shown["context"],
+            "ids": list(composed.team_ids),
+            "context": composed.team_block,
         }
 
     def _tool_output_key(self, memory_id: str) -> str | None:
@@ -789,8 +791,8 @@ class Toolset:
             "id": memory.id,
             "source_kind": memory.kind,
             "source_ref": ref,
-            # A secret a person typed into the file stays there, not in the model's context.
-            "content": self.reading.shown(memory.text),
+            # Shown by the reading view: a secret a person typed into the file stays there.
+            "content": memory.text,
             "event_time": memory.created.isoformat(),
             "path": memory.path,
             "line": memory.line,
@@ -814,17 +816,11 @@ class Toolset:
         scopes = self.readable_scopes(args.get("scope"))
         tier = {"tier": args["tier"]} if args["tier"] != 2 else {}
         result = self.reading.recall(args["query"], k=args["top_k"], scope=scopes, **tier)
-        team = self._team(args)
-        if team is None:
-            block, _ = cite_recalled(result, args["max_chars"])
-            return {"context": block, "total": len(result.items)}
-        team_block, own_chars = split_budget(team, args["max_chars"])
-        block, _ = cite_recalled(result, own_chars)
-        return {
-            "context": block + (f"\n{team_block}\n" if team_block else ""),
-            "total": len(result.items),
-            "team": self._team_json(team, args["max_chars"] // 3 if team_block else 0),
-        }
+        composed, with_team = self._composed(args, result, args["max_chars"])
+        out: dict[str, Any] = {"context": composed.text, "total": len(result.items)}
+        if with_team:
+            out["team"] = self._team_json(composed)
+        return out
 
     def _reflect(self, args: dict[str, Any]) -> dict[str, Any]:
         # Confined to the allowed scopes, so the answer draws on nothing else.

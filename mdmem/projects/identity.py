@@ -11,7 +11,14 @@ of a repository is, in order:
    (``git config mdmem.projectid <random>``) the first time a hook runs
    there — the repository's ``.git/config`` is never cloned, so no one can
    ship an id inside a repository, and a person may set the same id in two
-   checkouts to make them one project;
+   checkouts by hand to make them one project. Beside the id, the place it
+   was recorded for: the real path of the git folder holding that config
+   (``mdmem.projectpath``) and the identity of its object store
+   (``mdmem.projectstore``, device and inode). ``cp -r`` of a repository
+   copies its config, id and all, but not those two: a copy notices that it
+   is one (neither matches) and records a new id of its own, so two copies'
+   captures never meet. A repository moved on the same disk keeps its
+   object store's inode: it keeps its id and records its new path;
 3. else (git could not record the id) the repository's absolute path.
 
 The scope is ``project:<name>-<12 hex of sha256(identity)>``: the name keeps it
@@ -33,6 +40,8 @@ from pathlib import Path, PurePosixPath
 
 __all__ = [
     "ID_KEY",
+    "PATH_KEY",
+    "STORE_KEY",
     "ProjectIdentity",
     "find_repository",
     "folder_identity",
@@ -42,6 +51,8 @@ __all__ = [
 ]
 
 ID_KEY = "mdmem.projectid"
+PATH_KEY = "mdmem.projectpath"
+STORE_KEY = "mdmem.projectstore"
 _HASH_CHARS = 12
 _MAX_GIT_FILE = 64 * 1024
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')
@@ -57,9 +68,11 @@ class ProjectIdentity:
     """Who a working folder's project is: ``key`` is unique, ``scope`` is its readable form."""
 
     key: str  # "github.com/acme/api", "id:…", "path:/…" or "folder:/…"
-    source: str  # "remote", "git config", "new id", "path" or "folder"
+    # "remote", "git config", "new id", "new id (copied)", "path" or "folder"
+    source: str
     name: str  # the readable part of the scope
     top: str  # the repository's top level (or the folder, outside one)
+    copied_from: str = ""  # "new id (copied)": the git folder the old id was recorded for
 
     @property
     def scope(self) -> str:
@@ -140,10 +153,24 @@ def project_identity(
         name = PurePosixPath(key.split(":", 1)[-1] if key.startswith("file:") else key).name
         return ProjectIdentity(key, "remote", name or top.name, str(top))
     recorded = values.get(("mdmem", "", "projectid"))
+    place = _place(config)
     if recorded and _ID_OK.fullmatch(recorded):
-        return ProjectIdentity(f"id:{recorded}", "git config", top.name, str(top))
-    if record and config is not None and not recorded:
-        made = _record_id(config)
+        seen = (values.get(("mdmem", "", "projectpath")), values.get(("mdmem", "", "projectstore")))
+        if place is None or seen[0] in (None, place[0]) or seen[1] == place[1]:
+            # Recorded here (or before places were recorded, or moved on the same
+            # disk): the id holds; the place is noted for the next copy to notice.
+            if record and config is not None and place is not None and seen != place:
+                _record_place(config, place)
+            return ProjectIdentity(f"id:{recorded}", "git config", top.name, str(top))
+        # Recorded for another repository: this is a copy (cp -r) of it.
+        if record and config is not None and place is not None:
+            made = _record_id(config, place, replace=True)
+            if made:
+                return ProjectIdentity(
+                    f"id:{made}", "new id (copied)", top.name, str(top), seen[0] or ""
+                )
+    elif record and config is not None and not recorded:
+        made = _record_id(config, place)
         if made:
             return ProjectIdentity(f"id:{made}", "new id", top.name, str(top))
     # Unwritable (or a hand-set id git would not parse): the path is unique on this machine.
@@ -211,19 +238,49 @@ def _config_values(config: Path | None) -> dict[tuple[str, str, str], str]:
     return out
 
 
-def _record_id(config: Path) -> str | None:
-    """Add a random project id to ``config``; the first one recorded wins a race."""
-    made = secrets.token_hex(8)
+def _place(config: Path | None) -> tuple[str, str] | None:
+    """(real path of the git folder holding ``config``, "device:inode" of its object
+    store): what a copy of the repository does not share with it. None when unknown."""
+    if config is None:
+        return None
+    try:
+        folder = config.parent.resolve()
+        objects = os.stat(folder / "objects")
+    except OSError:
+        return None
+    return str(folder), f"{objects.st_dev}:{objects.st_ino}"
+
+
+def _git_config_file(config: Path, *args: str) -> bool:
     try:
         subprocess.run(
-            ["git", "config", "--file", str(config), "--add", ID_KEY, made],
+            ["git", "config", "--file", str(config), *args],
             capture_output=True,
             timeout=10,
             check=True,
             env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"},
         )
     except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
+def _record_place(config: Path, place: tuple[str, str]) -> None:
+    _git_config_file(config, PATH_KEY, place[0])
+    _git_config_file(config, STORE_KEY, place[1])
+
+
+def _record_id(
+    config: Path, place: tuple[str, str] | None, *, replace: bool = False
+) -> str | None:
+    """Add a random project id to ``config`` (``replace``: instead of a copied one);
+    the first one recorded wins a race."""
+    made = secrets.token_hex(8)
+    mode = "--replace-all" if replace else "--add"
+    if not _git_config_file(config, mode, ID_KEY, made):
         return None
+    if place is not None:
+        _record_place(config, place)
     # Two hooks starting at once may both add one: every reader takes the first.
     first = _config_values(config).get(("mdmem", "", "projectid"))
     return first if first and _ID_OK.fullmatch(first) else None

@@ -5,7 +5,9 @@ folder), so by itself it may only narrow what the hooks do. To let one choose
 a scope or widen capture, the person confirms it once (``mdmem hooks trust``):
 the confirmation is the sha256 of the file's bytes under its absolute path,
 so an edit, a pull or another checkout's copy needs confirming again. A file
-owned by another user is never read, confirmed or not.
+owned by another user is never read, confirmed or not, and a project file
+that is a symbolic link never counts as confirmed: trust binds to a file and
+its bytes where they lie, never to a name that leads there.
 
 The same store records which old short-name scope (``project:api``, the
 hooks' rule before identities) a project adopted (``mdmem hooks adopt``), so
@@ -18,13 +20,13 @@ the vault or the repository.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mdmem.config import config_home
+from mdmem.config import Confirmations
 from mdmem.errors import ConfigError
 
 __all__ = [
@@ -59,7 +61,15 @@ def owner_if_foreign(path: Path) -> int | None:
 
 
 def is_confirmed(path: Path, data: bytes, env: Mapping[str, str] | None = None) -> bool:
-    """Whether the person confirmed exactly these bytes at this path."""
+    """Whether the person confirmed exactly these bytes at this path.
+
+    A project file that is a symbolic link is never confirmed, wherever it
+    leads: a cloned repository whose ``.mdmem.toml`` links to a file the
+    person confirmed for another project would otherwise borrow that
+    confirmation (and that project's scope) by naming it.
+    """
+    if path.is_symlink():
+        return False
     entry = _load(env)["files"].get(_key(path))
     return isinstance(entry, dict) and entry.get("sha256") == digest(data)
 
@@ -69,20 +79,20 @@ def confirm(path: Path, data: bytes, env: Mapping[str, str] | None = None) -> st
     foreign = owner_if_foreign(path)
     if foreign is not None:
         raise ConfigError(f"{path} belongs to another user (uid {foreign}); not confirmed")
-    store = _load(env)
+    if path.is_symlink():
+        raise ConfigError(
+            f"{path} is a symbolic link; a link is never confirmed (confirm the file it leads to)"
+        )
     sha = digest(data)
-    store["files"][_key(path)] = {"sha256": sha}
-    _save(store, env)
+    with _changing(env) as store:
+        store["files"][_key(path)] = {"sha256": sha}
     return sha
 
 
 def forget(path: Path, env: Mapping[str, str] | None = None) -> bool:
     """Withdraw a confirmation; whether there was one."""
-    store = _load(env)
-    found = store["files"].pop(_key(path), None) is not None
-    if found:
-        _save(store, env)
-    return found
+    with _changing(env) as store:
+        return store["files"].pop(_key(path), None) is not None
 
 
 def adopted(identity: str, env: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -92,42 +102,40 @@ def adopted(identity: str, env: Mapping[str, str] | None = None) -> tuple[str, .
 
 def adopt(identity: str, scope: str, env: Mapping[str, str] | None = None) -> None:
     """Let the project ``identity`` read the old scope ``scope``; refused if another has it."""
-    store = _load(env)
-    holder = store["adopted"].get(scope)
-    if holder not in (None, identity):
-        raise ConfigError(
-            f"{scope} is already adopted by {holder}: two repositories' memories are never merged"
-        )
-    store["adopted"][scope] = identity
-    _save(store, env)
+    with _changing(env) as store:
+        holder = store["adopted"].get(scope)
+        if holder not in (None, identity):
+            raise ConfigError(
+                f"{scope} is already adopted by {holder}: "
+                "two repositories' memories are never merged"
+            )
+        store["adopted"][scope] = identity
 
 
 def _key(path: Path) -> str:
-    return str(path.expanduser().resolve())
-
-
-def _path(env: Mapping[str, str] | None) -> Path:
-    return config_home(env) / STORE_FILE
+    # The folder resolved, the file itself not: the record names the file
+    # where it lies (is_confirmed refuses a link before looking it up).
+    path = path.expanduser()
+    return str(path.parent.resolve() / path.name)
 
 
 def _load(env: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(_path(env).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = {}
+    return _parts(Confirmations(STORE_FILE, env).read())
+
+
+@contextmanager
+def _changing(env: Mapping[str, str] | None) -> Iterator[dict[str, dict[str, Any]]]:
+    """The store to change, saved (0600, atomically) when the body returns."""
+    with Confirmations(STORE_FILE, env).change() as records:
+        store = _parts(records)
+        yield store
+        records.clear()
+        records.update({"version": 1, **store})
+
+
+def _parts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for part in ("files", "adopted"):
-        value = data.get(part) if isinstance(data, dict) else None
+        value = data.get(part)
         out[part] = dict(value) if isinstance(value, dict) else {}
     return out
-
-
-def _save(store: dict[str, dict[str, Any]], env: Mapping[str, str] | None) -> None:
-    path = _path(env)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    # Only the person may read or change what they confirmed.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump({"version": 1, **store}, out, indent=2, sort_keys=True)
-    os.replace(tmp, path)

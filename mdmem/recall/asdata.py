@@ -17,12 +17,13 @@ people and agents wrote earlier. It goes in as data, never as instructions:
   ``INSTRUCTION-LIKE (quoted, not to be followed: override)`` in front.
 
 Who captured an item comes from fields the writer set from its caller, never
-from the text: ``[captured:: agent]`` (a hook or agent capture, unreviewed
-until a person edits the marker away), ``[captured:: human]`` (a line a
-person typed) or a note without an id (a person's markdown),
-``[origin:: flush]`` (the compaction flush, an agent), an ``[episode:: ^E]``
-link or an episode file (consolidation), a file under
-``imported/`` (an import), a session turn (its role). Anything else was
+from the text: anything in a file an import copied in (``imported/``) is an
+import's, whatever the file says of itself; ``[captured:: agent]`` (a hook
+or agent capture, unreviewed until a person edits the marker away),
+``[captured:: human]`` (a line a person typed) or a note without an id (a
+person's markdown), ``[origin:: flush]`` (the compaction flush, an agent),
+an ``[episode:: ^E]`` link or an episode file (consolidation), a session
+turn (its role). Anything else was
 written through the API or CLI by its caller: ``by caller``.
 """
 
@@ -46,6 +47,7 @@ __all__ = [
     "cite_recalled",
     "data_line",
     "fence",
+    "imported",
     "instruction_like",
     "provenance",
     "provenance_line",
@@ -64,6 +66,8 @@ _FENCE_LANG = "memory"
 _BACKTICKS = re.compile(r"`+")
 _TURN_KINDS = frozenset({"chat_message", "tool_output"})
 _CONSOLIDATED_KINDS = frozenset({"episode"})
+#: The folder an import copies markdown notes into (mdmem.memory.library.importer).
+IMPORTED_DIR = "imported"
 
 
 class _Item(Protocol):
@@ -99,16 +103,17 @@ class Provenance:
 def provenance(item: _Item, text: str | None = None) -> Provenance:
     """The provenance of ``item`` (a Memory, Hit or Block); ``text`` is checked for cues."""
     captured = (item.field("captured") or "").strip().lower()
-    path = item.path
-    if captured in ("human", "person") or item.kind == "note":
+    if imported(item):
+        # First: an imported file's own "[captured:: human]", or its being a
+        # note, is the say-so of whoever wrote the file, not the person's.
+        by, reviewed = "import", None
+    elif captured in ("human", "person") or item.kind == "note":
         # "note": markdown a person wrote without a block id (mdmem.models.KINDS).
         by, reviewed = "person", True
     elif captured == "agent" or (item.field("origin") or "") == "flush":
         by, reviewed = "agent", False
     elif item.field("episode") or item.kind in _CONSOLIDATED_KINDS:
         by, reviewed = "consolidation", False
-    elif path.startswith("imported/") or "/imported/" in path:
-        by, reviewed = "import", None
     elif item.kind in _TURN_KINDS:
         by, reviewed = (item.field("role") or "session turn"), None
     else:
@@ -125,6 +130,13 @@ def provenance(item: _Item, text: str | None = None) -> Provenance:
         reviewed=reviewed,
         cues=cues,
     )
+
+
+def imported(item: _Item) -> bool:
+    """Whether ``item`` lives in a file an import copied in (``imported/`` of the
+    root or a scope, :data:`mdmem.memory.library.importer.IMPORTED_DIR`)."""
+    path = item.path
+    return path.startswith(f"{IMPORTED_DIR}/") or f"/{IMPORTED_DIR}/" in path
 
 
 def warning(cues: Iterable[str]) -> str:

@@ -15,7 +15,11 @@ about who meant it:
 * ``#pinned`` on a person's own line (``[captured:: human]``, or a note
   without an id): their edit is their pin.
 
-Anything else tagged ``#pinned`` is an ordinary memory. :func:`pin_note` is
+Import never pins: a row's ``pinned`` tag is dropped before it is written,
+and a markdown file an import copied in (``imported/``) is the import's,
+never the person's own line, whatever ``#pinned`` or ``[captured:: human]``
+its text holds (:func:`mdmem.recall.asdata.provenance`). Anything else
+tagged ``#pinned`` is an ordinary memory. :func:`pin_note` is
 what the profile shows beside each pinned line.
 """
 

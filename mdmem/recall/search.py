@@ -34,9 +34,11 @@ if TYPE_CHECKING:
 __all__ = [
     "MODES",
     "RecallQuery",
+    "block_words",
     "keyword_candidates",
     "may_fall_back",
     "scan_candidates",
+    "scan_words",
     "scannable",
     "to_datetime",
     "vector_candidates",
@@ -182,19 +184,30 @@ def scannable(q: RecallQuery) -> Callable[[Block], bool]:
     return lambda block: indexable(block) and q.admits(block)
 
 
+def scan_words(query: str) -> list[str]:
+    """The words of ``query`` the index-free scan matches blocks by, each once:
+    casefolded, without question words and the commonest function words."""
+    return [w for w in dict.fromkeys(_WORD.findall(query.casefold())) if w not in _SCAN_STOP]
+
+
+def block_words(block: Block) -> frozenset[str]:
+    """The words a block offers the index-free scan (text, heading, tags), lightly
+    stemmed as the tag boost stems them."""
+    return ranking.query_words(" ".join((block.text, block.heading or "", *block.tags)))
+
+
 def scan_candidates(q: RecallQuery, blocks: Iterable[Block], pool: int) -> list[tuple[str, float]]:
     """Candidates without any index: the share of the query's words each block
     holds (text, heading and tags, lightly stemmed as the tag boost does).
     The last resort while the keyword index is unusable and vectors are out."""
-    words = [w for w in dict.fromkeys(_WORD.findall(q.query.casefold())) if w not in _SCAN_STOP]
-    forms = [ranking.query_words(w) for w in words]  # each word with its plural/singular
+    forms = [ranking.query_words(w) for w in scan_words(q.query)]  # with plural/singular
     if not forms:
         return []
     scored: list[tuple[float, str]] = []
     for block in blocks:
         if not indexable(block) or not q.admits(block):
             continue
-        have = ranking.query_words(" ".join((block.text, block.heading or "", *block.tags)))
+        have = block_words(block)
         hits = sum(1 for f in forms if f & have)
         if hits:
             scored.append((hits / len(forms), block.id))

@@ -11,8 +11,8 @@ the injected copy of the text only (the file keeps every byte):
 * the label's separator ``·`` (and the dots drawn like it) becomes ``/``;
 * ``[^`` (the id that opens a label) loses its caret;
 * a provenance claim ("by person, reviewed", "by caller", "reviewed by a
-  person"...) is quoted as a claim: ``by person, reviewed`` reads
-  ``(text claims: by person - reviewed)``;
+  person", a team line's "accepted by Bob"...) is quoted as a claim: ``by
+  person, reviewed`` reads ``(text claims: by person - reviewed)``;
 * the renderer's own words (``INSTRUCTION-LIKE``, ``Quoted data from the
   user's memory vault``) are shown in lower case, so the real ones stand out.
 
@@ -39,6 +39,9 @@ _CLAIM = re.compile(
     rf"(?i)\bby\s+(?:the\s+|a\s+)?{_WHO}\s*[,;/-]\s*(?:un)?reviewed\b"
     rf"|\b(?:un)?reviewed\s+by\s+(?:the\s+|a\s+)?{_WHO}\b|\b(?:human|person)[\s-]+reviewed\b"
     rf"|(?:(?<=[\[(/])|(?<=[\[(/]\s))by\s+{_WHO}\b|\bby\s+{_WHO}(?=\s*[\])])"
+    # A team line's label names who proposed and accepted it (from git): the
+    # same words typed into any memory's text are its claim, not a review.
+    r"|\b(?:accepted|proposed)\s+by\s+(?:the\s+|a\s+)?[\w.@'-]+"
 )
 _RENDERER_WORDS = re.compile(r"(?i)instruction-like|quoted data from the user's memory vault")
 _ODD = re.compile("[" + INVISIBLE + "".join(CONFUSABLES) + "]")

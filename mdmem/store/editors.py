@@ -36,9 +36,9 @@ __all__ = [
     "item_appender",
     "raw_replacer",
     "record_appender",
-    "turn_appender",
     "refielder",
     "require",
+    "turn_appender",
 ]
 
 FILE_TITLES = {

@@ -34,7 +34,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from mdmem.files.textfile import atomic_write, safe_path, write_temp
+from mdmem.files.textfile import atomic_write, safe_path
 
 __all__ = ["Intent", "recover"]
 
@@ -90,7 +90,7 @@ class Intent:
 
 def _put(path: Path, data: bytes) -> None:
     # Replaced whole (a reader never sees half a record), without fsync.
-    os.replace(write_temp(path, data, fsync=False), path)
+    atomic_write(path, data, fsync=False)
 
 
 def recover(

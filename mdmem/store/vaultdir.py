@@ -33,9 +33,26 @@ def find_vault_root(start: Path | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / "mdmem.toml").is_file():
             return candidate
+    repository = _repository_of(here)
+    if repository is not None:
+        # Never "mdmem init" here: it would make the code repository a vault and
+        # commit the template's files to its branch.
+        raise VaultNotFoundError(
+            f"no mdmem vault at or above {here} (inside the git repository {repository}): "
+            "name your vault with --vault PATH or MDMEM_VAULT (a new one: `mdmem init` "
+            "in a folder of its own, never a code repository)"
+        )
     raise VaultNotFoundError(
         f"no mdmem vault at or above {here} (run `mdmem init PATH` or pass --vault)"
     )
+
+
+def _repository_of(here: Path) -> Path | None:
+    """The top of the git work tree ``here`` is in, or None."""
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 def enclosing_vault(path: Path) -> Path | None:
@@ -74,6 +91,12 @@ def resolve_vault_path(path: str | os.PathLike[str]) -> Path:
         outer = enclosing_vault(root)
         if outer is not None:
             return outer
+    if (root / ".git").exists():
+        raise VaultNotFoundError(
+            f"{root} is a git repository, not an mdmem vault (no mdmem.toml): "
+            "name your vault with --vault PATH or MDMEM_VAULT (`mdmem init PATH` makes a "
+            "vault of a folder of notes, never of a code repository)"
+        )
     raise VaultNotFoundError(
         f"{root} is not an mdmem vault (no mdmem.toml): run `mdmem init {root}`"
     )

@@ -1,10 +1,13 @@
 """The team tier: memory a team shares through its code repository.
 
 A folder of markdown memory lines (``.mdmem/team/``) committed with the
-code, promoted from a person's vault by proposal and accepted by a person
-(:mod:`mdmem.team.folder`), checked for CI (:mod:`mdmem.team.check`) and read
-by every teammate's prompt hook once they trust the checkout
-(:mod:`mdmem.team.tier`, :mod:`mdmem.team.trust`). See ``docs/team.md``.
+code, promoted from a person's vault by proposal and accepted by another
+person (:mod:`mdmem.team.folder`, written through the write engine's lock and
+compare-and-swap, :mod:`mdmem.team.writer`), whose provenance is git's
+(:mod:`mdmem.team.provenance`), checked for CI (:mod:`mdmem.team.check`) and
+read by every teammate's doors, through the reading view's ``compose``, once
+they trust the checkout (:mod:`mdmem.team.tier`, :mod:`mdmem.team.trust`).
+See ``docs/team.md``.
 """
 
 from mdmem.team.check import Finding, check

@@ -15,15 +15,19 @@ from pathlib import Path
 from mdmem.errors import TeamError
 
 __all__ = [
+    "FIELDS_DIR",
     "TEAM_DIR",
     "TEAM_FILES",
     "Checkout",
+    "fields_files",
     "find_checkout",
     "require_checkout",
     "team_files",
 ]
 
 TEAM_DIR = ".mdmem/team"
+#: The fields kept beside the team files (mdmem.files.sidecar), one file per note.
+FIELDS_DIR = f"{TEAM_DIR}/.fields"
 #: The team's files: what each holds.
 TEAM_FILES = {
     "decisions.md": "Decisions the team took, and why",
@@ -31,6 +35,8 @@ TEAM_FILES = {
     "gotchas.md": "Traps in this code base and how to avoid them",
 }
 _MAX_CONFIG = 256 * 1024
+_MAX_REF = 64 * 1024
+_SHA = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,33 @@ class Checkout:
                 if key.strip().lower() == "url":
                     return value.strip().strip('"')
         return ""
+
+
+    def head(self) -> str | None:
+        """The commit HEAD names, read from git's files (no git process): what the
+        team tier's provenance is cached under. None when it can't be told."""
+        ref = _small(self.git_dir / "HEAD")
+        if ref is None:
+            return None
+        if not ref.startswith("ref:"):
+            return ref if _is_sha(ref) else None
+        name = ref[len("ref:") :].strip()
+        for folder in (self.git_dir, self.common_dir):
+            loose = _small(folder / name)
+            if loose is not None and _is_sha(loose):
+                return loose
+        packed = _small(self.common_dir / "packed-refs", _MAX_CONFIG * 64) or ""
+        for line in packed.splitlines():
+            sha, _, refname = line.partition(" ")
+            if refname.strip() == name and _is_sha(sha):
+                return sha
+        return None
+
+    @property
+    def shallow(self) -> bool:
+        """Whether the clone's history is cut short (``git clone --depth``): what
+        happened before its first commit, an acceptance included, is not there."""
+        return (self.common_dir / "shallow").is_file()
 
 
 def find_checkout(start: str | os.PathLike[str] | None) -> Checkout | None:
@@ -127,6 +160,39 @@ def team_files(checkout: Checkout) -> list[tuple[str, Path]]:
         if checkout.root in real.parents and real.is_file():
             found.append((f"{TEAM_DIR}/{entry.name}", real))
     return found
+
+
+def fields_files(checkout: Checkout) -> list[tuple[str, Path]]:
+    """(repository-relative path, real path) of each fields file beside the team
+    files (``.mdmem/team/.fields/*.md.jsonl``), sorted; none leading outside."""
+    folder = checkout.root / FIELDS_DIR
+    try:
+        entries = sorted(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if not entry.name.endswith(".md.jsonl"):
+            continue
+        try:
+            real = entry.resolve()
+        except OSError:
+            continue
+        if checkout.root in real.parents and real.is_file():
+            found.append((f"{FIELDS_DIR}/{entry.name}", real))
+    return found
+
+
+def _small(path: Path, limit: int = _MAX_REF) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and set(text) <= _SHA
 
 
 def _gitdir_of(dot_git: Path) -> Path | None:

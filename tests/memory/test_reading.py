@@ -117,6 +117,9 @@ READS: dict[str, Callable[[Vault, dict[str, str]], str]] = {
     "reading.changes": lambda v, h: _shown(
         lambda: v.reading(scopes=ROOT).changes("2000-01-01")
     ),
+    "reading.compose": lambda v, h: _shown(
+        lambda: v.reading(scopes=ROOT).compose(f"launch code {BLUEBIRD} rehearsal {OUTPUT}").text
+    ),
     "reading.list": lambda v, h: _shown(lambda: v.reading(scopes=ROOT).list()),
     "reading.file_text": lambda v, h: _shown(
         lambda: v.reading(scopes=ROOT).file_text("MEMORY.md")
@@ -144,6 +147,9 @@ READS: dict[str, Callable[[Vault, dict[str, str]], str]] = {
     "contact.get": lambda v, h: _shown(lambda: v.reading(contact="telegram:2").get(h["door"])),
     "contact.get(note)": lambda v, h: _shown(
         lambda: v.reading(contact="telegram:2").get(h["note"])
+    ),
+    "contact.compose": lambda v, h: _shown(
+        lambda: v.reading(contact="telegram:2").compose(f"door code locker {ALICE}").text
     ),
     "contact.profile": lambda v, h: _shown(
         lambda: v.reading(contact="telegram:2").contact_profile("user:alice")

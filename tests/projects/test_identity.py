@@ -115,3 +115,64 @@ def test_a_policy_with_an_identity_survives_json() -> None:
         also_reads=("project:api",),
     )
     assert policy_from_json(policy_to_json(policy)) == policy
+
+
+def _remote_less(root: Path) -> Path:
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    return root
+
+
+def test_a_copied_repository_notices_and_takes_an_id_of_its_own(tmp_path: Path) -> None:
+    """`cp -r` of a remote-less repository copies its git config, recorded id
+    included: the copy notices (the place the id was recorded for is not its
+    own) and records a new id, so two clients' captures never meet."""
+    import shutil
+
+    from mdmem.hookkit.policy import resolve_policy
+
+    original = _remote_less(tmp_path / "app")
+    first = project_identity(original)
+    assert first is not None and first.source == "new id"
+    copy = tmp_path / "app-copy"
+    shutil.copytree(original, copy, symlinks=True)
+    assert git(copy, "config", "--get", "mdmem.projectid") == git(
+        original, "config", "--get", "mdmem.projectid"
+    )
+    policy = resolve_policy(str(copy))
+    assert policy.identity_from == "new id (copied)"
+    assert policy.identity != first.key and policy.scope != first.scope
+    assert any("is a copy of the repository at" in note for note in policy.notes)
+    # Told once: from then on the copy is a project of its own, and so is the original.
+    again = project_identity(copy)
+    assert again is not None and again.source == "git config"
+    assert again.key == policy.identity
+    kept = project_identity(original)
+    assert kept is not None and (kept.key, kept.source) == (first.key, "git config")
+    # Without recording, a copy is not given its old id either.
+    other = tmp_path / "app-copy-2"
+    shutil.copytree(original, other, symlinks=True)
+    unrecorded = project_identity(other, record=False)
+    assert unrecorded is not None and unrecorded.key != first.key
+
+
+def test_a_repository_moved_on_the_same_disk_keeps_its_id(tmp_path: Path) -> None:
+    original = _remote_less(tmp_path / "app")
+    first = project_identity(original)
+    assert first is not None
+    moved = tmp_path / "elsewhere" / "app"
+    moved.parent.mkdir()
+    original.rename(moved)
+    again = project_identity(moved)
+    assert again is not None and (again.key, again.source) == (first.key, "git config")
+    assert git(moved, "config", "--get", "mdmem.projectpath").strip() == str(
+        (moved / ".git").resolve()
+    )
+
+
+def test_an_id_recorded_before_places_were_kept_still_holds(tmp_path: Path) -> None:
+    repo = _remote_less(tmp_path / "app")
+    git(repo, "config", "mdmem.projectid", "0123456789abcdef")  # an older mdmem's record
+    found = project_identity(repo)
+    assert found is not None and (found.key, found.source) == ("id:0123456789abcdef", "git config")
+    assert git(repo, "config", "--get", "mdmem.projectstore").strip()

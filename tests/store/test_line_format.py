@@ -62,7 +62,8 @@ def test_every_memory_line_reads_as_text(vault: Vault) -> None:
     decision = next(b for b in vault.recall("deploys Tuesdays").items if b.kind == "decision")
     assert (decision.field("ticket"), decision.field("importance")) == ("OPS-142", "8")
     memory_md = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
-    assert f"- Decision: Production deploys go out on Tuesdays after the standup. #deploy #ops ^{decision.id}" in memory_md
+    said = "Production deploys go out on Tuesdays after the standup."
+    assert f"- Decision: {said} #deploy #ops ^{decision.id}" in memory_md
     session = (vault.root / "sessions/standup.md").read_text(encoding="utf-8")
     assert re.search(r"^\*\*Ana\*\* \(\d\d:\d\d\): The billing job runs at 02:00", session, re.M)
 
@@ -246,7 +247,9 @@ def _git_env() -> dict[str, str]:
     }
 
 
-def test_the_fields_files_are_under_git_and_rebuild_nothing_lost(vault: Vault, tmp_path: Path) -> None:
+def test_the_fields_files_are_under_git_and_rebuild_nothing_lost(
+    vault: Vault, tmp_path: Path
+) -> None:
     memory = vault.remember("The door code changes monthly.", kind="gotcha", importance=7)
     vault.close()
     tracked = git(vault.root, "ls-files").split()

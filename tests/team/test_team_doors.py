@@ -21,6 +21,7 @@ from mdmem.team import TeamFolder, trust_checkout
 from mdmem.team.repo import find_checkout
 from mdmem.team.trust import TRUST_FILE
 from tests.mcp_client import mcp_session
+from tests.team.history import reviewed
 
 HOOKS = Path(__file__).parent.parent / "hookkit" / "data" / "hooks"
 GOTCHA = "The ledger job needs LEDGER_TZ=UTC set, or nightly totals drift by a day."
@@ -35,16 +36,10 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
-def accepted(memory_id: str, text: str, on: str) -> str:
-    return (
-        f"- {text} [kind:: gotcha] [proposed_by:: Ada] [proposed:: {on}] "
-        f"[accepted_by:: Bob] [accepted:: {on}] ^{memory_id}\n"
-    )
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A checkout whose committed team folder holds two accepted lines; trusted."""
+    """A checkout whose team folder holds two lines Ada proposed and Bob accepted
+    (OLDER first), committed as `mdmem team` commits them; trusted."""
     root = tmp_path / "shop"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
@@ -55,13 +50,10 @@ def repo(tmp_path: Path) -> Path:
     git(root, "add", "app.py")
     git(root, "commit", "-q", "-m", "the shop")
     TeamFolder.at(root).init(tmp_path / "_state")  # commits the folder, trusts the checkout
-    gotchas = root / ".mdmem" / "team" / "gotchas.md"
-    gotchas.write_text(
-        gotchas.read_text()
-        + accepted("m-0000000000dd01", OLDER, "2026-10-01")
-        + accepted("m-0000000000dd02", GOTCHA, "2026-11-02")
+    reviewed(
+        root,
+        [("m-0000000000dd01", OLDER, "2026-10-01"), ("m-0000000000dd02", GOTCHA, "2026-11-02")],
     )
-    git(root, "commit", "-q", "-am", "team: accept two gotchas")
     return root
 
 
@@ -175,15 +167,18 @@ def test_recall_and_context_in_a_trusted_checkout_add_labelled_team_lines(
     assert snapshot(repo) == before
 
 
-def test_context_gives_the_team_a_third_of_max_chars_and_none_when_too_small(
+def test_context_keeps_the_team_within_max_chars_and_none_when_too_small(
     repo: Path, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One budget for the person's memories and the team's lines (the reading view's
+    compose; this replaced a third of --max-chars set aside for the team)."""
     monkeypatch.chdir(repo)
     tight = json.loads(cli(vault, "context", QUERY, "--json", "--max-chars", "400").stdout)
     assert GOTCHA not in tight["context"] and len(tight["context"]) <= 400
     assert tight["team"]["status"] == "ok" and tight["team"]["items"] == []
     roomy = json.loads(cli(vault, "context", QUERY, "--json", "--max-chars", "1500").stdout)
-    assert len(roomy["team"]["context"]) <= 500 and GOTCHA in roomy["context"]
+    assert len(roomy["context"]) <= 1500 and GOTCHA in roomy["context"]
+    assert roomy["team"]["context"] in roomy["context"]
 
 
 def test_an_untrusted_checkout_gets_the_hint_on_stderr_and_no_memories(

@@ -167,8 +167,9 @@ def test_propose_review_accept_pull_inject_blame_delete(team: tuple[Person, Pers
         # Ada's own copy of the memory is not shown beside the team's line.
         assert context.count(GOTCHA) == 1, context
         assert "### Team memory (shop, accepted by teammates)" in context
-        assert f"[^{gotcha} · team memory · gotcha · from agent ada-agent" in context
-        assert "proposed by Ada, accepted by Bob on " in context
+        # Who proposed and accepted it: git's commits, never the line's words.
+        label = f"[^{gotcha} · team memory · gotcha · proposed by Ada, accepted by Bob on "
+        assert label in context
         # Fenced as quoted data like every injected memory.
         assert "```memory" in context
         # Unrelated prompts get no team memory.
@@ -256,7 +257,11 @@ def test_check_names_personal_fields_duplicates_and_unreadable_lines(
     assert checked.exit_code == 1
     findings = json.loads(checked.output)["findings"]
     got = {(f["line"], f["problem"]) for f in findings}
-    assert got == {(4, "personal"), (5, "duplicate"), (6, "unparseable")}, findings
+    # Typed by hand, the line is also one no proposal in git put there (unreviewed:
+    # this finding is new with provenance from git).
+    assert got == {(4, "personal"), (4, "unreviewed"), (5, "duplicate"), (6, "unparseable")}, (
+        findings
+    )
     assert all(f["path"] == ".mdmem/team/decisions.md" for f in findings)
 
 
@@ -308,7 +313,7 @@ def test_outside_a_repository_every_command_says_so_in_one_line(tmp_path: Path) 
 def test_reject_accept_many_and_remove_are_commits_by_the_person(
     team: tuple[Person, Person],
 ) -> None:
-    ada, _ = team
+    ada, bob = team
     ids = [
         ada.remember(f"Service {n} needs WORKERS_{n}=4 in staging.", kind="gotcha")
         for n in (1, 2, 3)
@@ -320,21 +325,26 @@ def test_reject_accept_many_and_remove_are_commits_by_the_person(
     log = git(ada.clone, "log", "-1", "--format=%an|%s|%b").stdout
     assert log.startswith(f"Ada|team: reject ^{ids[0]}|Reason: only true on my laptop")
     assert ada.team("accept", ok=False).exit_code == 2  # neither ids nor --all
-    both = ada.team_json("accept", "--all")
-    assert both["ids"] == ids[1:] and len(both["files"]) == 1
+    # Acceptance is a second person's: Ada's own proposals wait for a teammate.
+    own = ada.team("accept", "--all", ok=False)
+    assert own.exit_code == 1 and "your own proposal" in own.output
+    ada.push()
+    assert bob.pull().returncode == 0
+    both = bob.team_json("accept", "--all")
+    assert both["ids"] == ids[1:] and len(both["files"]) == 1 and both["by"] == "Bob"
     assert (
-        git(ada.clone, "rev-list", "--count", "HEAD").stdout.strip() == "7"
+        git(bob.clone, "rev-list", "--count", "HEAD").stdout.strip() == "7"
     )  # code, init, 3 proposals, reject, one accept
     # A rejected or accepted proposal can't be decided again; an accepted line is removed.
-    assert "no open proposal" in ada.team("accept", ids[1], ok=False).output
-    assert "no team memory" in ada.team("reject", ids[0], ok=False).output
-    ada.team("remove", ids[1])
-    text = (ada.clone / ".mdmem" / "team" / "gotchas.md").read_text()
+    assert "no open proposal" in bob.team("accept", ids[1], ok=False).output
+    assert "no team memory" in bob.team("reject", ids[0], ok=False).output
+    bob.team("remove", ids[1])
+    text = (bob.clone / ".mdmem" / "team" / "gotchas.md").read_text()
     assert ids[0] not in text and ids[1] not in text and ids[2] in text
     # A team file with uncommitted edits is never swept into a command's commit.
-    path = ada.clone / ".mdmem" / "team" / "gotchas.md"
+    path = bob.clone / ".mdmem" / "team" / "gotchas.md"
     path.write_text(text + "\nA draft paragraph.\n")
-    refused = ada.team("remove", ids[2], ok=False)
+    refused = bob.team("remove", ids[2], ok=False)
     assert "uncommitted changes" in refused.output and path.read_text().endswith(
         "draft paragraph.\n"
     )

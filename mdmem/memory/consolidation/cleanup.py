@@ -42,6 +42,7 @@ from typing import Any
 
 from mdmem.errors import InvalidInputError, LLMNotConfiguredError, MdmemError
 from mdmem.files import blocks as blk
+from mdmem.files.textfile import atomic_write
 from mdmem.git import review as rv
 from mdmem.memory.consolidation.consolidate import render_diff
 from mdmem.models import Block, one_line
@@ -474,8 +475,6 @@ def _record_run(store: MemoryStore, scope: str) -> None:
     data[scope or blk.ROOT_SCOPE] = datetime.now(UTC).isoformat(timespec="seconds")
     path = store.state_dir / _STATE_FILE
     try:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        atomic_write(path, json.dumps(data, indent=2, sort_keys=True).encode())
     except OSError as exc:  # derived state: a full disk must not fail the run
         log.warning("could not record the cleanup run in %s: %s", path, exc)

@@ -3,9 +3,16 @@
 The visibility rule (:mod:`mdmem.store.visibility`) has one home; this desk is
 the one door every front door reads through, so no door can forget to ask it.
 A :class:`Reading` carries its reader and answers recall, context, get,
-history, changes, list, show, file text, tool outputs, contact profiles and
-export with *shown* data: blocks (and copies of blocks) the reader may not
-see are left out, and a secret a person typed into a file is redacted.
+history, changes, list, show, file text, tool outputs, contact profiles,
+pending messages and export with *shown* data: blocks (and copies of blocks)
+the reader may not see are left out, and a secret a person typed into a file
+is redacted, once, here: a door never redacts (or forgets to).
+
+**One composed context.** :meth:`Reading.compose` is what every door that
+puts memory before a model calls (the hooks, ``prompt_context``, the CLI,
+MCP): the reader's memories and, given the folder the host works in, that
+repository's team lines (:mod:`mdmem.team.tier`, a source of this view),
+in one budget (:mod:`mdmem.memory.desks.compose`).
 
 * **History** is judged version by version: a memory a person moved out of a
   scope the reader may not see keeps its past there, and the versions (and
@@ -25,6 +32,8 @@ reads through; never from the :class:`~mdmem.vault.Vault`.
 from __future__ import annotations
 
 import builtins
+import os
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime
 from typing import IO, TYPE_CHECKING, Any
@@ -36,19 +45,22 @@ from mdmem.files import blocks as blk
 from mdmem.files.textfile import safe_path
 from mdmem.git.versions import Version, versions
 from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, read_tool_output
-from mdmem.models import Memory, Recall
+from mdmem.memory.desks.compose import Composed, Section, compose, recalled_lines
+from mdmem.models import Hit, Memory, Recall
 from mdmem.recall.asdata import render_recalled
 from mdmem.recall.controls import RecallControls
 from mdmem.recall.search import RecallQuery
 from mdmem.store.secret_guard import scrub
 from mdmem.store.visibility import Reader
+from mdmem.team.tier import TeamContext, team_context
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from mdmem.git.desk import GitDesk
-    from mdmem.git.seen import Changes
+    from mdmem.git.history import Changes
     from mdmem.index.progress import Progress
+    from mdmem.memory.capture.pending import PendingBuffer, PendingMessage
     from mdmem.memory.desks.contacts import Contacts, Profile
     from mdmem.memory.desks.library import Library
     from mdmem.memory.library.browse import Shown
@@ -91,6 +103,7 @@ class Reading:
         contacts: Contacts,
         reflect: Callable[..., Any],
         reader: Reader,
+        pending: PendingBuffer | None = None,
     ) -> None:
         self._store = store
         self._recaller = recaller
@@ -98,6 +111,7 @@ class Reading:
         self._library = library
         self._contacts = contacts
         self._reflect = reflect
+        self._pending = pending
         self.reader = reader
 
     def shown(self, text: str) -> str:
@@ -150,6 +164,41 @@ class Reading:
     def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
         """A "## Recalled Memory" block of what this reader may see, fenced as data."""
         return render_recalled(self.recall(query, **filters), max_chars)
+
+    def compose(
+        self,
+        query: str | None,
+        max_chars: int | None = 6000,
+        *,
+        repo: str | os.PathLike[str] | None = None,
+        team_k: int = 3,
+        sections: Sequence[Section] | None = None,
+        recall: Recall | None = None,
+        title: str = "## Recalled Memory",
+        **filters: Any,
+    ) -> Composed:
+        """The context a door puts before a model: this reader's memories and the
+        team lines of the repository ``repo`` (a folder the host works in) relevant
+        to ``query``, within ``max_chars`` (None: no bound), deduplicated
+        (:mod:`mdmem.memory.desks.compose`).
+
+        The person's part is ``sections`` when a door built its own (the hooks'
+        profile and changes), else recall's relevant items for ``query`` (``recall``:
+        one the door ran already; ``filters`` go to :meth:`recall`). ``query=None``:
+        no recall, and the team's most recently accepted lines (a session's start).
+        The team's part is read only from a checkout the person trusts; its
+        status says otherwise (``untrusted``, ``none``).
+        """
+        team = TeamContext("none")
+        if repo is not None:
+            team = team_context(repo, query, self._store.state_dir, k=team_k)
+        hits: list[Hit] = []
+        if sections is None:
+            if recall is None and query:
+                recall = self.recall(query, **filters)
+            hits = recall.relevant_items if recall is not None else []
+            sections = [("", recalled_lines(hits))]
+        return compose(title, sections, team, max_chars, hits=hits, recall=recall)
 
     # ----------------------------------------------------------------- one --
 
@@ -209,8 +258,36 @@ class Reading:
         agent: str | None = None,
         session: str | None = None,
     ) -> Changes:
-        """What changed since ``since`` that this reader may see."""
-        return self._git.changes(since, agent=agent, session=session, reader=self.reader)
+        """What changed since ``since`` that this reader may see, its texts and commit
+        subjects shown (a secret a person typed redacted)."""
+        found = self._git.changes(since, agent=agent, session=session, reader=self.reader)
+        return replace(
+            found,
+            remembered=tuple(self._change(c) for c in found.remembered),
+            resolved=tuple(self._change(c) for c in found.resolved),
+            forgotten=tuple(self._change(c) for c in found.forgotten),
+            superseded=tuple(
+                replace(
+                    s,
+                    old_text=self.shown(s.old_text) if s.old_text else s.old_text,
+                    new_text=self.shown(s.new_text) if s.new_text else s.new_text,
+                )
+                for s in found.superseded
+            ),
+            human_edits=tuple(replace(h, subject=self.shown(h.subject)) for h in found.human_edits),
+        )
+
+    def _change(self, change: Any) -> Any:
+        return replace(change, text=self.shown(change.text)) if change.text else change
+
+    def take_pending(
+        self, channel: str = "default", limit: int | None = None
+    ) -> builtins.list[PendingMessage]:
+        """Hand a task the messages waiting in ``channel`` (each once), shown."""
+        if self._pending is None:
+            return []
+        taken = self._pending.take(channel=channel, limit=limit)
+        return [replace(m, text=self.shown(m.text)) for m in taken]
 
     def list(self, **filters: Any) -> list[Memory]:
         """:meth:`Library.list <mdmem.memory.desks.library.Library.list>` for this reader."""

@@ -71,6 +71,7 @@ from mdmem.memory.library import import_formats as fmt
 from mdmem.memory.library import restore as rst
 from mdmem.memory.library.report import ImportReport
 from mdmem.models import FACT_KINDS, Memory, one_line
+from mdmem.recall.asdata import IMPORTED_DIR
 from mdmem.store.editors import Edit
 from mdmem.store.secret_guard import guard, scrub
 
@@ -83,7 +84,6 @@ __all__ = ["BATCH", "IMPORTED_DIR", "ImportReport", "Progress", "import_path"]
 log = logging.getLogger("mdmem")
 
 BATCH = 500  # entries per commit: few commits, and a crash loses at most one batch
-IMPORTED_DIR = "imported"
 MAX_NOTE_BYTES = 16 * 1024 * 1024  # a markdown note larger than this is not a note
 _SKIP_DIRS = frozenset({".git", ".obsidian", ".trash", "node_modules"})
 # Kinds a memory row of an untrusted file may have: what a caller can
