@@ -483,12 +483,10 @@ def parse(
     kind_default = default_kind_for(path)
     if kind_default in _ENTRY_KINDS:
         stops: list[int] = []
-        entry_headings = headings
         if turns:
-            # A turn written as a paragraph ends the turn above it, heading or not.
+            # A turn written as a paragraph ends the turn above it, as a heading does.
             stops = [a for a, _ in paragraphs if _TURN_PREFIX.match(_strip_eol(tf.lines[a]))]
-            entry_headings = [h for h in headings if _TURN_HEADING.match(h.text)]
-        spans = _entry_spans(tf, entry_headings, spans, fm_lines, id_on, stops)
+        spans = _entry_spans(tf, headings, spans, fm_lines, id_on, stops, turns=turns)
 
     spans.sort(key=lambda s: (s.start, -s.end))
     # A memory item must not swallow a nested memory item: stop at the child.
@@ -883,13 +881,18 @@ def _entry_spans(
     fm_lines: int,
     id_on: Any,
     stops: list[int] | None = None,
+    *,
+    turns: bool = False,
 ) -> list[_Span]:
     """In entry files a heading section with one id, on its last line, is one memory
-    (``stops``: lines that end a section as a heading would, a session's paragraph turns)."""
+    (``stops``: lines that end a section as a heading would, a session's paragraph
+    turns; ``turns``: only a turn's heading starts one, a day's only ends one)."""
     total = len(tf.lines)
     result: list[_Span] = []
     claimed: set[int] = set()
     for i, heading in enumerate(headings):
+        if turns and not _TURN_HEADING.match(heading.text):
+            continue
         end = headings[i + 1].line if i + 1 < len(headings) else total
         if stops:
             after = bisect.bisect_right(stops, heading.line)

@@ -21,9 +21,10 @@ def indexable(block: Block) -> bool:
 
 
 def _memory_text(block: Block) -> bool:
-    """A memory, or a copied line (keyed ``path#^m-…``, see the catalog): embedded
-    as the memory it copies is, so both lines rank alike."""
-    return block.is_memory or "#^" in block.id
+    """A memory, a copied line (keyed ``path#^m-…``, see the catalog) or a line
+    typed into a memory file without an id yet (``path#item-…``): embedded as a
+    memory is, so the line ranks the same before and after it gets its id."""
+    return block.is_memory or "#^" in block.id or "#item-" in block.id
 
 
 def embed_text(block: Block) -> str:

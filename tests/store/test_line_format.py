@@ -8,8 +8,10 @@ These tests read the files as a person, git and a fresh process would.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -74,14 +76,10 @@ def test_a_line_typed_into_user_md_is_a_memory_at_once(vault: Vault) -> None:
     with user_md.open("a", encoding="utf-8") as fh:
         fh.write("- I run on Saturdays.\n")
     # No session start, no doctor, no write: the next read has it as its own item.
-    hits = vault.recall("When do I go running?").items
+    hits = vault.recall("On which day do I run?").items
     assert hits and hits[0].text == "I run on Saturdays." and hits[0].kind == "preference"
     assert hits[0].path == "USER.md"
     # A write gives it its stable id (from the person's commit, no blame), as theirs.
-    user_md.touch()
-    import os
-    import time
-
     past = time.time() - 60  # saved a while ago: no one is typing into it
     os.utime(user_md, (past, past))
     vault.remember("An unrelated fact.")
@@ -91,7 +89,7 @@ def test_a_line_typed_into_user_md_is_a_memory_at_once(vault: Vault) -> None:
     assert vault.get(memory_id).field("captured") == "human"
     # Deleting the line ends it.
     user_md.write_text(user_md.read_text().replace(line + "\n", ""), encoding="utf-8")
-    assert all("Saturdays" not in h.text for h in vault.recall("When do I go running?").items)
+    assert all("Saturdays" not in h.text for h in vault.recall("On which day do I run?").items)
 
 
 def test_a_person_who_rewrites_a_line_keeps_its_kind_tags_and_fields(vault: Vault) -> None:
@@ -236,8 +234,6 @@ def test_the_same_field_changed_on_both_sides_is_a_conflict_in_mdmems_merge(
 
 
 def _git_env() -> dict[str, str]:
-    import os
-
     return {
         **os.environ,
         "GIT_AUTHOR_NAME": "p",
@@ -257,7 +253,7 @@ def test_the_fields_files_are_under_git_and_rebuild_nothing_lost(
     record = json.loads((vault.root / ".fields/MEMORY.md.jsonl").read_text().splitlines()[-1])
     assert record["id"] == memory.id and record["kind"] == "gotcha"
     # Every derived file gone: the vault alone says everything.
-    fresh = Vault.open(vault.root, state_dir=tmp_path / "new-state")
+    fresh = Vault.open(vault.root, state_dir=str(tmp_path / "new-state"))
     got = fresh.get(memory.id)
     assert (got.kind, got.field("importance")) == ("gotcha", "7")
     assert kept_fields(vault.root, "MEMORY.md")[memory.id]["importance"] == "7"
