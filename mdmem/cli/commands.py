@@ -557,10 +557,21 @@ def doctor(obj: Context, fix: bool, as_json: bool) -> None:
             for p in bad:
                 mark = "fixed" if p.detail in report.fixed else ("fixable" if p.fixable else "")
                 click.echo(f"       {p.detail}" + (f"  [{mark}]" if mark else ""))
+        for notice in report.notices:
+            click.echo(f"note: {notice}")
         if not report.ok and not fix and any(p.fixable for p in report.problems):
             click.echo("run `mdmem doctor --fix` to repair what can be repaired")
 
-    emit({"ok": report.ok, "problems": report.problems, "fixed": report.fixed}, as_json, human)
+    emit(
+        {
+            "ok": report.ok,
+            "problems": report.problems,
+            "fixed": report.fixed,
+            "notices": report.notices,
+        },
+        as_json,
+        human,
+    )
     if not report.ok:
         raise click.exceptions.Exit(EXIT_ERROR)
 

@@ -48,6 +48,7 @@ from mdmem.maintenance.derived import (
     check_manifest,
     fix_derived,
 )
+from mdmem.maintenance.migrate import needs_migration
 from mdmem.maintenance.obsidian import fix_ignore_filters, stale_ignore_filters
 from mdmem.models import Block
 from mdmem.store.gitattributes import APPEND_DRIVER, union_lines, without_union
@@ -85,6 +86,8 @@ class DoctorReport:
     problems: list[Problem] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
+    # Worth knowing, not wrong (an older format mdmem still reads).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -117,6 +120,24 @@ def run_doctor(
             report.problems.append(
                 Problem("files parse", f"{byte.where(path)}, line skipped", False)
             )
+
+    report.checks.append("fields beside the notes")
+    for side, lines in sorted(store.catalog.fields.damaged().items()):
+        shown = ", ".join(str(n) for n in lines[:5])
+        report.problems.append(
+            Problem(
+                "fields beside the notes",
+                f"{side}: lines {shown} are not field records (skipped; fix or remove them)",
+                False,
+            )
+        )
+    older = needs_migration(store)
+    if older:
+        report.notices.append(
+            f"{len(older)} note(s) keep memories in the older format ({', '.join(older[:3])}"
+            f"{' …' if len(older) > 3 else ''}): `mdmem admin migrate` moves them to the "
+            "line format (mdmem reads both)"
+        )
 
     copies = check_copied_ids(store, report)
     tell("doctor", 1, _STEPS)

@@ -178,6 +178,14 @@ def test_an_older_vault_reads_as_it_always_did(old: Vault) -> None:
     assert got["m-01m8t7q39y0066"]["kind"] == "tool_output"
 
 
+def test_doctor_names_the_older_format_until_it_is_migrated(old: Vault) -> None:
+    report = old.admin.doctor()
+    assert report.ok  # an older format is read, not wrong
+    assert any("mdmem admin migrate" in n and "MEMORY.md" in n for n in report.notices)
+    old.admin.migrate(apply=True)
+    assert old.admin.doctor().notices == []
+
+
 def test_a_dry_run_shows_the_diff_and_writes_nothing(old: Vault) -> None:
     head = git(old.root, "rev-parse", "HEAD")
     files = {p: p.read_bytes() for p in old.root.rglob("*") if ".git" not in p.parts and p.is_file()}
