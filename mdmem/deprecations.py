@@ -49,9 +49,8 @@ def _list_rows(vault: Any) -> Callable[..., list[dict[str, Any]]]:
     def list_memories(**filters: Any) -> list[dict[str, Any]]:
         filters.setdefault("limit", 50)
         block_of = vault.admin.store.block
-        return [
-            row_of(block_of(m.id), vault.settings.secrets) for m in vault.library.list(**filters)
-        ]
+        reading = vault.reading()
+        return [row_of(block_of(m.id), reading.shown) for m in reading.list(**filters)]
 
     return list_memories
 

@@ -41,10 +41,9 @@ from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.git import provenance as git_provenance
 from mdmem.git import timetravel
 from mdmem.git.desk import GitDesk
-from mdmem.git.versions import Version, versions
+from mdmem.git.versions import Version
 from mdmem.index.progress import Progress
 from mdmem.maintenance import adopt
-from mdmem.memory.consolidation import reflect as reflection
 from mdmem.memory.desks.admin import Admin, VaultStatus
 from mdmem.memory.desks.contacts import Contacts
 from mdmem.memory.desks.library import Library
@@ -53,7 +52,6 @@ from mdmem.memory.desks.reading import Reading, reader_for
 from mdmem.memory.desks.sessions import Sessions
 from mdmem.models import Block, Memory, Recall
 from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice, LLMClient
-from mdmem.recall.asdata import render_recalled
 from mdmem.recall.recaller import Recaller
 from mdmem.recall.usefulness import UsefulnessDesk
 from mdmem.store.gitstore import Identity
@@ -97,10 +95,10 @@ class Vault:
             past=functools.partial(timetravel.source_at, store),
         )
         self.contacts = Contacts(store)
-        self.sessions = Sessions(self._parts, self.contacts)
-        self.git = GitDesk(store)
+        self.sessions = Sessions(self._parts, self.contacts, self.reading)
+        self.git = GitDesk(store, self.reading)
         self.admin = Admin(self._parts)
-        self.library = Library(self._parts, self.sessions)
+        self.library = Library(self._parts, self.sessions, self.reading)
         self.usefulness = UsefulnessDesk(store.block, lambda: self._recaller.usefulness)
 
     @property
@@ -249,11 +247,8 @@ class Vault:
 
     def get(self, memory_id: str, *, reader: Reader = EVERYONE) -> Memory:
         """One memory by id (``m-…``, with or without the caret, or a note's
-        ``path#heading``); ScopeDeniedError when ``reader`` may not see it."""
-        memory = self._store.get(memory_id)
-        if not reader.unrestricted:
-            self._store.visibility.require(reader, self._store.block(memory.id))
-        return memory
+        ``path#heading``), shown; ScopeDeniedError when ``reader`` may not see it."""
+        return self.reading(reader).get(memory_id)
 
     def forget(
         self,
@@ -386,20 +381,16 @@ class Vault:
             reader = reader_for(self.contacts, scopes, contact)
         elif scopes is not None or contact is not None:
             raise InvalidInputError("reading() takes a reader, or scopes and a contact: not both")
+        parts = self._parts
         return Reading(
-            self._store,
-            self._recaller,
-            self.git,
-            self.library,
-            self.contacts,
-            self.reflect,
-            reader,
-            self.sessions.pending,
+            self._store, self._recaller, self.contacts, parts.llm, reader, self.sessions.pending
         )
 
-    def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
+    def context(
+        self, query: str, max_chars: int = 6000, *, reader: Reader = EVERYONE, **filters: Any
+    ) -> str:
         """A "## Recalled Memory" block for a prompt, citing each memory as path#^id."""
-        return render_recalled(self.recall(query, **filters), max_chars)
+        return self.reading(reader).context(query, max_chars, **filters)
 
     def _written_by_human(self, block: Block) -> bool:
         """Whether a person wrote any line of the block (git blame, cached per file version)."""
@@ -443,10 +434,16 @@ class Vault:
         )
 
     def reflect(
-        self, query: str, *, k: int = 8, llm: LLMChoice = USE_CONFIGURED_LLM, **filters: Any
+        self,
+        query: str,
+        *,
+        k: int = 8,
+        llm: LLMChoice = USE_CONFIGURED_LLM,
+        reader: Reader = EVERYONE,
+        **filters: Any,
     ) -> Reflection:
         """An answer synthesised across recalled memories, citing ``path#^id``."""
-        return reflection.reflect(self.recall, query, llm=self._parts.llm(llm), k=k, **filters)
+        return self.reading(reader).reflect(query, k=k, llm=llm, **filters)
 
     def reindex(
         self, full: bool = False, *, progress: Callable[[str, int, int], None] | None = None
@@ -457,8 +454,6 @@ class Vault:
     def history(self, memory_id: str, *, reader: Reader = EVERYONE) -> list[Version]:
         """Every version of one memory in git, oldest first, following moves; with a
         ``reader``, only the versions it may see (each judged by where it lived)."""
-        if reader.unrestricted:
-            return versions(self._store, memory_id)
         return self.reading(reader).history(memory_id)
 
     def status(self) -> VaultStatus:

@@ -23,8 +23,9 @@ from mdmem import (
     VaultNotFoundError,
 )
 from mdmem.files.ids import is_memory_id
+from mdmem.store.gitattributes import union_lines
 
-from .conftest import git
+from .conftest import git, kept_fields
 
 
 def read(vault: Vault, rel: str) -> str:
@@ -46,7 +47,9 @@ def test_init_copies_the_template_and_commits(vault: Vault) -> None:
     daily = (vault.root / ".obsidian" / "daily-notes.json").read_text()
     assert '"folder": "daily"' in daily and '"format": "YYYY-MM-DD"' in daily
     attributes = (vault.root / ".gitattributes").read_text()
-    assert "daily/*.md merge=mdmem-append" in attributes and "merge=union" not in attributes
+    assert "daily/*.md merge=mdmem-append" in attributes
+    # git's union only where it is the merge (fields files, archives), never for entries
+    assert union_lines(attributes) == [] and "**/.fields/*.jsonl merge=union" in attributes
     log = commits(vault)
     assert len(log) == 1 and log[0].startswith("test-agent|test-agent@agents.mdmem|init")
     assert git(vault.root, "status", "--porcelain") == ""
@@ -111,9 +114,10 @@ def test_remember_routes_by_kind(vault: Vault, kind: str, path: str) -> None:
     assert memory.path == path and memory.kind == kind and memory.was_new
     assert is_memory_id(memory.id)
     line = read(vault, path).splitlines()[memory.line - 1]
-    assert line.startswith(f"- A {kind} worth keeping") and line.endswith(f"^{memory.id}")
-    assert "#t1" in line
-    assert ("[kind:: " in line) == (kind in ("decision", "gotcha"))
+    # A kind that is not the file's own reads as its word, never as a field.
+    word = {"decision": "Decision: ", "gotcha": "Gotcha: "}.get(kind, "")
+    assert line.startswith(f"- {word}A {kind} worth keeping") and line.endswith(f"^{memory.id}")
+    assert "#t1" in line and "::" not in line
     assert vault.get(memory.id).text.startswith(f"A {kind} worth keeping")
 
 
@@ -208,7 +212,10 @@ def test_supersede_and_resolve_set_updated(vault: Vault) -> None:
     for memory_id in (old.id, new.id):
         updated = vault.admin.store.block(memory_id).updated
         assert updated is not None and updated.date() in days
-    assert f"[updated:: {updated.date().isoformat()}]" in read(vault, "MEMORY.md")
+    # Kept beside the lines (both retired: in MEMORY.md's archive), not on them.
+    kept = kept_fields(vault.root, "MEMORY.earlier.md")
+    assert kept[new.id]["updated"] == updated.date().isoformat() and "updated" in kept[old.id]
+    assert "::" not in read(vault, "MEMORY.earlier.md")
 
 
 def test_every_write_is_one_commit_with_trailers(vault: Vault) -> None:
@@ -572,9 +579,13 @@ def test_human_identity_comes_from_git_config(vault: Vault) -> None:
 
 def _catalog_matches_a_fresh_parse(vault: Vault, rel: str) -> None:
     from mdmem.files import blocks as blk
+    from mdmem.files.sidecar import parse_records, resolve, sidecar_of
     from mdmem.files.textfile import decode
 
-    fresh = blk.parse(rel, decode((vault.root / rel).read_bytes())).blocks
+    # A fresh parse of the file and of the fields beside it, as a new process reads them.
+    records, _ = parse_records((vault.root / sidecar_of(rel)).read_text().splitlines())
+    beside = resolve(records)
+    fresh = blk.parse(rel, decode((vault.root / rel).read_bytes()), beside=beside).blocks
     held = vault.admin.store.catalog.files[rel].parsed.blocks
     assert [(b.id, b.status, b.fields, b.text, b.line_start, b.line_end) for b in held] == [
         (b.id, b.status, b.fields, b.text, b.line_start, b.line_end) for b in fresh
@@ -604,7 +615,8 @@ def test_a_field_change_rewrites_one_block_without_reparsing_the_file(
         vault.resolve(memory_id)
     vault.supersede("m-0000000002aaaa", "Dana owns billing now")
     assert parses == []  # every field change took the one-block path
-    for rel in ("MEMORY.md", logged.path):
+    # (The retired items left MEMORY.md for its archive, without a parse either.)
+    for rel in ("MEMORY.md", "MEMORY.earlier.md", logged.path):
         _catalog_matches_a_fresh_parse(vault, rel)
     raw = (vault.root / "MEMORY.md").read_bytes()
     assert (

@@ -60,6 +60,7 @@ __all__ = [
     "scope_of_path",
     "tags_on",
     "validate_scope",
+    "without_lines",
 ]
 
 FRONTMATTER_MAX_BYTES = 64 * 1024
@@ -100,7 +101,6 @@ _TURN_HEADING = re.compile(
 # A line a person typed without an id, in a memory file, is a block of its own
 # at once, keyed by its text until mdmem gives it an id: "USER.md#item-3f2a9c1b".
 _TYPED_KEY = re.compile(r"#item-[0-9a-f]{12}(?: \(\d+\))?\Z")
-
 
 
 class Beside(Protocol):
@@ -524,9 +524,7 @@ def parse(
         parsed.blocks.append(_memory_block(path, span, raw, context, file_created or now))
 
     if memory_file_kind(path) is not None:
-        parsed.blocks.extend(
-            _typed_items(path, tf, simple, covered, heading_at, context)
-        )
+        parsed.blocks.extend(_typed_items(path, tf, simple, covered, heading_at, context))
     parsed.blocks.extend(
         _sections(path, tf, headings, covered, fm_lines, scope, file_tags, note_created)
     )
@@ -607,9 +605,7 @@ def _memory_block(
 ) -> Block:
     body_lines = raw[1:] if span.style == "entry" else raw
     beside = (
-        context.beside.get(span.block_id)
-        if context.beside is not None and span.block_id
-        else None
+        context.beside.get(span.block_id) if context.beside is not None and span.block_id else None
     )
     # A line mdmem keeps fields for, or one typed without an id: its kind word
     # is a kind. An older vault's line (no fields kept) reads as it always did.
@@ -627,7 +623,7 @@ def _memory_block(
     if status not in STATUSES:
         status = "active"
     created = parse_datetime(field_map.get("created")) or id_time(span.block_id) or fallback
-    kept_tags = (beside_tags(beside) if beside else ())
+    kept_tags = beside_tags(beside) if beside else ()
     tags = tuple(dict.fromkeys([*_tags_in(" ".join(body_lines)), *kept_tags, *context.tags]))
     # A file's location decides its scope: a block under scopes/<kind>/<name>/
     # can't claim another one. Outside scopes/, a field a person typed may.
@@ -780,6 +776,43 @@ def appended_items(
     for offset, line in enumerate(added):
         out.blocks.append(item_block(out, [line], n + offset, beside=beside))
     return out
+
+
+def without_lines(parsed: ParsedFile, tf: TextFile, start: int, end: int) -> ParsedFile | None:
+    """``parsed`` after lines [start, end) (0-based, as they were) were taken out of
+    its file, now ``tf``: the blocks inside them go, those after them move up.
+    Equal to a parse of ``tf`` when nothing else can change, so None (parse the
+    file) unless the lines were whole blocks, and what was before and after them
+    cannot now run together (a paragraph's lines joining across the gap)."""
+    count = end - start
+    kept: list[Block] = []
+    for block in parsed.blocks:
+        first, last = block.line_start - 1, block.line_end  # [first, last)
+        if start <= first and last <= end:
+            continue  # taken out
+        if last <= start:
+            kept.append(block)
+        elif first >= end:
+            kept.append(
+                replace(block, line_start=block.line_start - count, line_end=block.line_end - count)
+            )
+        else:
+            return None  # a block reached across the lines: its text may change
+    if not _apart(tf, start - 1) and not _apart(tf, start):
+        return None
+    out = parsed.copy()
+    out.file = tf
+    out.blocks = kept
+    return out
+
+
+def _apart(tf: TextFile, index: int) -> bool:
+    """Whether line ``index`` cannot continue a paragraph across a removed gap:
+    none, blank, a heading or a list item."""
+    if index < 0 or index >= len(tf.lines):
+        return True
+    line = _strip_eol(tf.lines[index])
+    return not line.strip() or bool(_ATX_TEXT.match(line)) or bool(_LIST_MARKER.match(line))
 
 
 def position_of(blocks: list[Block], block: Block) -> int | None:
@@ -1309,8 +1342,10 @@ def line_parts(block: Block, tf: TextFile) -> tuple[str | None, list[str], list[
     marker = _LIST_MARKER.match(first)
     if marker is not None and memory_file_kind(block.path) is not None:
         found = esc.LABEL.match(first[len(marker.group(0)) :])
-        if found is not None and not found.group(2) and block.field("kind") == _LABEL_KINDS.get(
-            found.group(1).casefold()
+        if (
+            found is not None
+            and not found.group(2)
+            and block.field("kind") == _LABEL_KINDS.get(found.group(1).casefold())
         ):
             label = found.group(1)
     live: list[tuple[str, str]] = []
@@ -1352,9 +1387,7 @@ def replace_text(
     first = _strip_eol(tf.lines[block.line_start - 1])
     marker = _LIST_MARKER.match(first)
     if marker:
-        rendered = render_list_item(
-            new_text, block.id, tags=line_tags, fields=fields, label=label
-        )
+        rendered = render_list_item(new_text, block.id, tags=line_tags, fields=fields, label=label)
         prefix = marker.group(0)
         return [prefix + rendered[0][2:]] + [" " * len(prefix) + line[2:] for line in rendered[1:]]
     return render_paragraph(new_text, block.id, tags=line_tags, fields=fields)

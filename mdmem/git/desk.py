@@ -10,6 +10,7 @@ on the facade as a contract verb.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +20,9 @@ from mdmem.git import provenance as git_provenance
 from mdmem.git import purge as git_purge
 from mdmem.git import review as git_review
 from mdmem.git import seen, timetravel
-from mdmem.git.history import visible_changes
 from mdmem.git.sync import SyncResult, sync
 from mdmem.index.progress import Progress
 from mdmem.store.gitstore import CommitInfo
-from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.git.history import Changes
@@ -39,8 +38,10 @@ __all__ = ["GIT_WRAPPER", "GitDesk"]
 class GitDesk:
     """The git side of one vault (see the module docstring)."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, view: Callable[[], Any]) -> None:
         self._store = store
+        # The reading view, for everyone: changes are read (and redacted) there.
+        self._view = view
 
     def head(self) -> str | None:
         """The current commit's sha (None in a repository without commits)."""
@@ -57,18 +58,13 @@ class GitDesk:
         *,
         agent: str | None = None,
         session: str | None = None,
-        reader: Reader = EVERYONE,
     ) -> Changes:
         """What was remembered, superseded, resolved, forgotten and edited by people
         since ``since``: "last-session" (this agent's, or ``session``'s, last
-        :meth:`mark_seen`), a commit, or a date/time; only what ``reader`` may see."""
-        found = seen.changes_since(
-            self._store, since, agent=agent or self._store.agent, session=session
-        )
-        if reader.unrestricted:
-            return found
-        rule = self._store.visibility
-        return visible_changes(found, lambda i, path: rule.may_see_id(reader, i, path))
+        :meth:`mark_seen`), a commit, or a date/time; texts shown (redacted).
+        Through the reading view: ``vault.reading(reader).changes`` for one reader's."""
+        found: Changes = self._view().changes(since, agent=agent, session=session)
+        return found
 
     def mark_seen(self, *, session: str | None = None, agent: str | None = None) -> Seen:
         """Record the current commit as seen by this agent (and session)."""

@@ -504,7 +504,9 @@ def _sources_changed(store: MemoryStore, base: str, sha: str) -> list[str]:
     head = store.git.head()
     if head is None or head == base:
         return []
-    listing = store.git.run("diff", "--name-only", "-z", "--no-renames", base, sha, "--", strip=False)
+    listing = store.git.run(
+        "diff", "--name-only", "-z", "--no-renames", base, sha, "--", strip=False
+    )
     notes = list(dict.fromkeys(n for p in listing.split("\0") if (n := note_of(p))))
     stale: list[str] = []
     for note in notes:

@@ -136,7 +136,7 @@ def run_doctor(
         report.notices.append(
             f"{len(older)} note(s) keep memories in the older format ({', '.join(older[:3])}"
             f"{' …' if len(older) > 3 else ''}): `mdmem admin migrate` moves them to the "
-            "line format (mdmem reads both)"
+            "line format (both formats are read meanwhile)"
         )
 
     copies = check_copied_ids(store, report)

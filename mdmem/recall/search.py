@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mdmem.errors import InvalidInputError
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODES",
+    "BlockFilter",
     "RecallQuery",
     "block_words",
     "keyword_candidates",
@@ -73,6 +75,56 @@ def to_datetime(value: datetime | date | str | None, *, end: bool = False) -> da
 
 
 @dataclass(frozen=True)
+class BlockFilter:
+    """What a block must be to be listed or recalled, as a caller asks it: its
+    kinds (``-kind`` leaves one out; an unknown kind is an error), its tags (a
+    tag matches its children: ``project`` matches ``project/alpha``), its scopes
+    (``""`` the vault root) and its creation dates (a bare day is the whole day).
+    ``vault.recall`` and ``vault.library.list`` both filter with it."""
+
+    kinds: frozenset[str] | None = None
+    tags: frozenset[str] | None = None
+    scopes: frozenset[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def build(
+        cls,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        scopes: Iterable[str] | str | None = None,
+        since: datetime | date | str | None = None,
+        until: datetime | date | str | None = None,
+    ) -> BlockFilter:
+        kind_set = _kinds_wanted(_as_set(kinds))
+        if kind_set is not None:
+            unknown = kind_set - set(KINDS)
+            if unknown:
+                raise InvalidInputError(f"unknown kind(s): {', '.join(sorted(unknown))}")
+        tag_set = _as_set(tags)
+        if tag_set is not None:
+            tag_set = frozenset(t.strip().lstrip("#").lower() for t in tag_set)
+        scope_set = _as_set(scopes)
+        if scope_set is not None:
+            scope_set = frozenset(validate_scope(s) for s in scope_set)
+        return cls(kind_set, tag_set, scope_set, to_datetime(since), to_datetime(until, end=True))
+
+    def admits(self, block: Block) -> bool:
+        if self.kinds is not None and block.kind not in self.kinds:
+            return False
+        if self.scopes is not None and block.scope not in self.scopes:
+            return False
+        if self.tags is not None and not any(
+            t == want or t.startswith(want + "/") for t in block.tags for want in self.tags
+        ):
+            return False
+        if self.since is not None and block.created < self.since:
+            return False
+        return not (self.until is not None and block.created > self.until)
+
+
+@dataclass(frozen=True)
 class RecallQuery:
     query: str
     k: int = 5
@@ -108,46 +160,31 @@ class RecallQuery:
             raise InvalidInputError("k must be an integer from 1 to 200")
         if mode not in MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(MODES)}")
-        kind_set = _kinds_wanted(_as_set(kinds))
-        if kind_set is not None:
-            unknown = kind_set - set(KINDS)
-            if unknown:
-                raise InvalidInputError(f"unknown kind(s): {', '.join(sorted(unknown))}")
-        tag_set = _as_set(tags)
-        if tag_set is not None:
-            tag_set = frozenset(t.lstrip("#").lower() for t in tag_set)
-        scope_set = _as_set(scope)
-        if scope_set is not None:
-            scope_set = frozenset(validate_scope(s) for s in scope_set)
+        where = BlockFilter.build(kinds, tags, scope, since, until)
         return cls(
             query=query.strip(),
             k=k,
-            kinds=kind_set,
-            tags=tag_set,
-            scopes=scope_set,
-            since=to_datetime(since),
-            until=to_datetime(until, end=True),
+            kinds=where.kinds,
+            tags=where.tags,
+            scopes=where.scopes,
+            since=where.since,
+            until=where.until,
             include_inactive=include_inactive or bool(controls and controls.widens_status),
             mode=mode,
             controls=controls,
         )
+
+    @cached_property
+    def where(self) -> BlockFilter:
+        """The block filter the query's kinds, tags, scopes and dates make (made once)."""
+        return BlockFilter(self.kinds, self.tags, self.scopes, self.since, self.until)
 
     def admits(self, block: Block) -> bool:
         if not self.include_inactive and block.status != "active":
             return False
         if self.controls is not None and not self.controls.admits(block):
             return False
-        if self.kinds is not None and block.kind not in self.kinds:
-            return False
-        if self.scopes is not None and block.scope not in self.scopes:
-            return False
-        if self.tags is not None and not any(
-            t == want or t.startswith(want + "/") for t in block.tags for want in self.tags
-        ):
-            return False
-        if self.since is not None and block.created < self.since:
-            return False
-        return not (self.until is not None and block.created > self.until)
+        return self.where.admits(block)
 
 
 def _kinds_wanted(kinds: frozenset[str] | None) -> frozenset[str] | None:

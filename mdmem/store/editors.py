@@ -64,6 +64,9 @@ class Edit:
     # The section the appended blocks sit in when the appended lines don't
     # say it themselves (a session turn under its day's heading).
     heading: str | None = None
+    # Lines [start, end) (0-based, as before the edit) taken out whole: the
+    # blocks after them only move up (a retired line leaving its note).
+    removed: tuple[int, int] | None = None
 
 
 Editor = Callable[[TextFile, "blk.ParsedFile | None"], Edit]

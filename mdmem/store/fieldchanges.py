@@ -74,7 +74,8 @@ def kept_values(block: Block, beside: Sequence[tuple[str, str]] | None) -> Value
     beside its line (the tags it was given among them) and its fields."""
     values: dict[str, str | None] = {"kind": block.kind}
     for key, value in [*(beside or ()), *block.fields]:
-        values[key] = value
+        if key != "scope":  # a file's folder, or a person's field on the line, says it
+            values[key] = value
     return list(values.items())
 
 
@@ -132,7 +133,7 @@ def _lifter(memory_id: str, lifted: list[str]) -> Editor:
         if gap_after and (start == 0 or not tf.lines[start - 1].strip()):
             end += 1
         tf.replace_lines(start, end, [])
-        return Edit()
+        return Edit(removed=(start, end))
 
     return edit
 
@@ -158,7 +159,9 @@ def clean_lines(
     kind = values.get("kind") or block.kind
     label = blk.kind_label(kind) if kind != blk.default_kind_for(target) else None
     tags = blk.tags_on(old)
-    lines = blk.render_list_item(block.text, block.id, tags=tags, label=label)
+    # A scope a person typed on the line is theirs to say there (the record cannot).
+    typed = [(k, v) for line in old for k, v in esc.take_fields(line)[1] if k == "scope"]
+    lines = blk.render_list_item(block.text, block.id, tags=tags, label=label, fields=typed[-1:])
     by = values.get("by")
     if by and values.get("status") == "superseded":
         home = blk.unarchived_path(target) or target
@@ -239,5 +242,3 @@ def _inline_keys(lines: Sequence[str]) -> list[str]:
         if "::" in line:
             keys += [k for k, _ in esc.take_fields(line)[1]]
     return keys
-
-

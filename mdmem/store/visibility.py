@@ -130,12 +130,27 @@ class Visibility:
         declared = meta.get("scope")
         if not scope and isinstance(declared, str) and declared.strip().lower() not in _ROOT_WORDS:
             scope = declared.strip()
-        if reader.scopes is not None and scope not in reader.scopes:
+        return self.may_see_place(reader, scope, meta.get("contact"))
+
+    def may_see_place(self, reader: Reader, scope: str, contact: object = None) -> bool:
+        """Whether ``reader`` may see what lives in ``scope`` and belongs to
+        ``contact`` (None: to no contact): a file, a tool output, a profile."""
+        if reader.unrestricted:
+            return True
+        if not reader.admits_scope(scope):
             return False
-        if scope in reader.others:
-            return False
-        contact = meta.get("contact")
         return reader.contact is None or not contact or str(contact).strip() == reader.contact
+
+    def hidden_lines(self, reader: Reader, blocks: Iterable[Block]) -> set[int]:
+        """The (1-based) lines of the memories among ``blocks`` that ``reader`` may
+        not see: what a file's text leaves out for it."""
+        hidden: set[int] = set()
+        if reader.unrestricted:
+            return hidden
+        for block in blocks:
+            if block.is_memory and not self.may_see(reader, block):
+                hidden.update(range(block.line_start, block.line_end + 1))
+        return hidden
 
     def require(self, reader: Reader, block: Block) -> Block:
         """``block``, or ScopeDeniedError naming nothing of it."""

@@ -216,12 +216,10 @@ class Transaction:
         catalog = self._writer.catalog
         self._apply_quiet(side, record_appender([encode(r) for r in records]))
         changed = catalog.fields.add(side, records)
-        if refresh:
-            for memory_id in sorted(changed):
-                path = catalog.path_of(memory_id)
-                if path is not None and (block := catalog.block(memory_id)) is not None:
-                    if block.is_memory:
-                        self._apply_quiet(path, refielder(memory_id, catalog.fields.view(path)))
+        for memory_id in sorted(changed) if refresh else ():
+            path, block = catalog.path_of(memory_id), catalog.block(memory_id)
+            if path is not None and block is not None and block.is_memory:
+                self._apply_quiet(path, refielder(memory_id, catalog.fields.view(path)))
 
     def set_fields(
         self,
@@ -808,6 +806,20 @@ class Writer:
                 pending.appended.extend(new_blocks)
                 tx.stream_appended(rel, pending, self.indexer)
                 return parsed
+        if parsed is None and pending.original is None and result.item and result.ids:
+            # A new file of one item (an archive's first line): its title over it.
+            parsed = blk.ParsedFile(path=rel, file=pending.tf, frontmatter={}, frontmatter_lines=0)
+            first = result.appended_at or 0
+            parsed.blocks = [blk.item_block(parsed, pending.tf.lines[first:], first, beside=beside)]
+            self.catalog.put(rel, parsed.copy(), (0, 0, 0))
+            pending.only_appends = False
+            return parsed
+        if result.removed is not None and parsed is not None and rel in self.catalog.files:
+            moved = blk.without_lines(parsed, pending.tf, *result.removed)
+            if moved is not None:
+                self.catalog.put(rel, moved.copy(), (0, 0, 0))
+                pending.only_appends = False
+                return moved
         if result.rewritten is not None and parsed is not None and rel in self.catalog.files:
             new = result.rewritten
             i = blk.position_of(parsed.blocks, new)

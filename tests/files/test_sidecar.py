@@ -25,7 +25,8 @@ def test_a_note_and_its_fields_file_name_each_other() -> None:
 
 
 def test_a_record_is_one_json_line_that_reads_back() -> None:
-    record = Record("m-01abcdefghjk", stamp(), (("status", "superseded"), ("by", '^m-0"x]'), ("x", None)))
+    values = (("status", "superseded"), ("by", '^m-0"x]'), ("x", None))
+    record = Record("m-01abcdefghjk", stamp(), values)
     line = encode(record)
     assert "\n" not in line and json.loads(line)["x"] is None
     assert list(json.loads(line))[:2] == ["id", "at"]  # the id first: grep finds a memory

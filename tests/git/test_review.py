@@ -139,7 +139,8 @@ def test_review_counts_added_superseded_and_dropped(tmp_path: Path) -> None:
     # (Porto, superseded on the branch, is in MEMORY.md's archive there.)
     for memory_md in (vault.root / "MEMORY.md", vault.root / "MEMORY.earlier.md"):
         lines = memory_md.read_text().splitlines(keepends=True)
-        memory_md.write_text("".join(x for x in lines if "dog is Rex" not in x and "Porto" not in x))
+        kept = [x for x in lines if "dog is Rex" not in x and "Porto" not in x]
+        memory_md.write_text("".join(kept))
     git(vault.root, "commit", "-qam", "no dogs, no Porto", human=True)
     git(vault.root, "checkout", "-q", "main")
     amended = vault.git.review(found.branch)

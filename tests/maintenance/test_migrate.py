@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the vault files below are an earlier mdmem's, byte for byte
 """``mdmem admin migrate``: a vault an earlier mdmem wrote, moved to the line format.
 
 The vault here is what mdmem wrote before wave 5, byte for byte (fields on

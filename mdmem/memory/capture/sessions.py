@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -56,6 +56,7 @@ __all__ = [
     "TOOL_OUTPUT_DIR",
     "Session",
     "attribute",
+    "output_place",
     "read_tool_output",
     "session_id_of",
     "speaker_of",
@@ -548,8 +549,8 @@ def _tool_output_key(scope: str, content: str) -> str:
     return f"tout_{digest[:20]}"
 
 
-def read_tool_output(store: MemoryStore, key: str, *, scope: str | None = None) -> str:
-    """The full text stored under ``key``; ``scope`` (a host restriction) must match."""
+def _tool_output_file(store: MemoryStore, key: str) -> tuple[dict[str, Any], str]:
+    """(header, text) of the full tool output stored under ``key``."""
     if not isinstance(key, str) or not _KEY.fullmatch(key.strip()):
         raise InvalidInputError(f"invalid tool output key {key!r} (expected tout_ + 20 hex)")
     key = key.strip()
@@ -563,9 +564,32 @@ def read_tool_output(store: MemoryStore, key: str, *, scope: str | None = None) 
     end = raw.find("\n---\n", 3)
     if end < 0:
         raise MemoryNotFoundError(f"{TOOL_OUTPUT_DIR}/{key}.md has no header end")
-    meta = yaml.safe_load(raw[4 : end + 1]) or {}
+    try:
+        meta = yaml.safe_load(raw[4 : end + 1]) or {}
+    except yaml.YAMLError:
+        meta = {}
+    return (meta if isinstance(meta, dict) else {}), raw[end + 5 :]
+
+
+def read_tool_output(store: MemoryStore, key: str, *, scope: str | None = None) -> str:
+    """The full text stored under ``key``; ``scope`` (a host restriction) must match."""
+    meta, text = _tool_output_file(store, key)
     if scope is not None:
         wanted = blk.validate_scope(scope)
         if str(meta.get("output_scope") or "") != wanted:
-            raise ScopeDeniedError(f"tool output {key} is outside scope {scope or '(root)'}")
-    return raw[end + 5 :]
+            raise ScopeDeniedError(
+                f"tool output {key.strip()} is outside scope {scope or '(root)'}"
+            )
+    return text
+
+
+def output_place(store: MemoryStore, key: str) -> tuple[str, str | None] | None:
+    """(scope, contact) a full tool output belongs to (None when its header says
+    no scope one can read), for the reading view's visibility rule."""
+    meta, _text = _tool_output_file(store, key)
+    try:
+        scope = blk.validate_scope(str(meta.get("output_scope") or "") or None)
+    except InvalidInputError:
+        return None
+    contact = meta.get("contact")
+    return scope, (str(contact).strip() if contact else None)

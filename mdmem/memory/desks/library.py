@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from datetime import date, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
-from mdmem.errors import InvalidInputError, ScopeDeniedError
-from mdmem.files import blocks as blk
-from mdmem.files.textfile import SkipFile, decode, safe_path
 from mdmem.index.progress import Progress
-from mdmem.memory.library import browse, export, importer
 from mdmem.memory.library import documents as docs
+from mdmem.memory.library import importer
 from mdmem.models import Memory
-from mdmem.store.secret_guard import scrub
 from mdmem.store.vaultdir import template_dir
-from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.memory.desks.parts import MemoryParts
@@ -40,9 +34,12 @@ PathLike = str | os.PathLike[str]
 class Library:
     """Bulk input, output and browsing of one vault (see the module docstring)."""
 
-    def __init__(self, parts: MemoryParts, sessions: Sessions) -> None:
+    def __init__(self, parts: MemoryParts, sessions: Sessions, view: Callable[[], Any]) -> None:
         self._store = parts.store
         self._sessions = sessions
+        # The reading view, for everyone: what this desk hands out, it hands out
+        # through the view (one rule, one redaction).
+        self._view = view
 
     def ingest(
         self,
@@ -100,77 +97,32 @@ class Library:
             template=template_dir(),
         )
 
-    def export(
-        self, out: IO[str], *, progress: Progress | None = None, reader: Reader = EVERYONE
-    ) -> int:
+    def export(self, out: IO[str], *, progress: Progress | None = None) -> int:
         """Write the vault's knowledge to ``out`` (memories with their metadata, then its
         files), one JSON object a line; ``import_(path, restore=True)`` brings it back.
-        ``reader``: only the memories it may see (and then no files)."""
-        return export.export_jsonl(self._store, out, progress, reader=reader)
+        Through the reading view (``vault.reading(reader).export`` for one reader's)."""
+        count: int = self._view().export(out, progress=progress)
+        return count
 
-    def list(
-        self,
-        *,
-        kinds: Iterable[str] | str | None = None,
-        scopes: Iterable[str] | str | None = None,
-        statuses: Iterable[str] | str | None = None,
-        tags: Iterable[str] | str | None = None,
-        since: datetime | date | str | None = None,
-        until: datetime | date | str | None = None,
-        author: str | None = None,
-        limit: int | None = None,
-        oldest_first: bool = False,
-        paths: Iterable[str] | None = None,
-        contact: str | None = None,
-        notes: bool = False,
-        reader: Reader = EVERYONE,
-    ) -> list[Memory]:
+    def list(self, **filters: Any) -> list[Memory]:
         """Memories matching every filter given (any status but archived unless
-        ``statuses``), newest first, at most ``limit``. ``scopes``: "" is the vault
-        root. ``author``: a git author name or email of any of the memory's lines.
-        ``paths``: only these vault files (``notes``: with a person's own sections
-        that carry no id). ``contact``: only what belongs to that contact.
-        ``reader``: only what it may see."""
-        return browse.list_memories(
-            self._store,
-            kinds=kinds,
-            scopes=scopes,
-            statuses=statuses,
-            tags=tags,
-            since=since,
-            until=until,
-            author=author,
-            limit=limit,
-            oldest_first=oldest_first,
-            paths=paths,
-            contact=contact,
-            notes=notes,
-            reader=reader,
-        )
+        ``statuses``), newest first: ``kinds`` (``-kind`` leaves one out), ``scopes``
+        ("" is the vault root), ``statuses``, ``tags`` (a tag matches its children),
+        ``since``/``until``, ``author`` (a git author name or email of any of the
+        memory's lines), ``limit``, ``oldest_first``, ``paths`` (only these files;
+        ``notes``: with a person's own sections that carry no id), ``contact`` (only
+        what belongs to that contact). The same filter as recall's; through the
+        reading view (``vault.reading(reader).list`` for one reader's)."""
+        found: list[Memory] = self._view().list(**filters)
+        return found
 
-    def file_text(self, path: str, *, reader: Reader = EVERYONE) -> str:
-        """A vault file's markdown as ``reader`` may see it ("" for a file not written
-        yet): lines of memories it may not see are left out, and a secret a person
-        typed is redacted. ScopeDeniedError for a file of a scope or contact it may
-        not see."""
-        store = self._store
-        if not store.visibility.may_see_file(reader, path):
-            raise ScopeDeniedError(f"{path} is outside the scopes this reader may access")
-        try:
-            tf = decode(safe_path(store.root, path).read_bytes())
-        except FileNotFoundError:
-            return ""
-        except SkipFile as exc:
-            raise InvalidInputError(f"{path} is not a markdown file mdmem reads ({exc})") from None
-        hidden: set[int] = set()
-        if not reader.unrestricted:
-            # The blocks of the very bytes read, so no line number can drift.
-            for block in blk.parse(path, tf).blocks:
-                if block.is_memory and not store.visibility.may_see(reader, block):
-                    hidden.update(range(block.line_start, block.line_end + 1))
-        text = "".join(line for n, line in enumerate(tf.lines, 1) if n not in hidden)
-        return scrub(text, store.settings.secrets)
+    def file_text(self, path: str) -> str:
+        """A vault file's markdown ("" for a file not written yet), a secret a person
+        typed redacted; ``vault.reading(reader).file_text`` for one reader's."""
+        text: str = self._view().file_text(path)
+        return text
 
     def show(self, memory_id: str) -> Shown:
         """One memory's text, metadata, git history and line authors together."""
-        return browse.show(self._store, memory_id)
+        shown: Shown = self._view().show(memory_id)
+        return shown

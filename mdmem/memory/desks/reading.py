@@ -38,15 +38,19 @@ from dataclasses import replace
 from datetime import date, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-import yaml
-
 from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
 from mdmem.files import blocks as blk
-from mdmem.files.textfile import safe_path
+from mdmem.files.textfile import SkipFile, decode, safe_path
+from mdmem.git.history import visible_changes
+from mdmem.git.seen import changes_since
 from mdmem.git.versions import Version, versions
-from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, read_tool_output
+from mdmem.memory.capture.sessions import output_place, read_tool_output
+from mdmem.memory.consolidation import reflect as reflection
 from mdmem.memory.desks.compose import Composed, Section, compose, recalled_lines
+from mdmem.memory.library import browse
+from mdmem.memory.library.export import export_jsonl
 from mdmem.models import Hit, Memory, Recall
+from mdmem.providers.llm import USE_CONFIGURED_LLM, LLMChoice, LLMClient
 from mdmem.recall.asdata import render_recalled
 from mdmem.recall.controls import RecallControls
 from mdmem.recall.search import RecallQuery
@@ -57,12 +61,11 @@ from mdmem.team.tier import TeamContext, team_context
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from mdmem.git.desk import GitDesk
     from mdmem.git.history import Changes
     from mdmem.index.progress import Progress
     from mdmem.memory.capture.pending import PendingBuffer, PendingMessage
+    from mdmem.memory.consolidation.reflect import Reflection
     from mdmem.memory.desks.contacts import Contacts, Profile
-    from mdmem.memory.desks.library import Library
     from mdmem.memory.library.browse import Shown
     from mdmem.recall.recaller import Recaller
     from mdmem.store.memories import MemoryStore
@@ -98,19 +101,15 @@ class Reading:
         self,
         store: MemoryStore,
         recaller: Recaller,
-        git: GitDesk,
-        library: Library,
         contacts: Contacts,
-        reflect: Callable[..., Any],
+        llm_of: Callable[[LLMChoice], LLMClient | None],
         reader: Reader,
         pending: PendingBuffer | None = None,
     ) -> None:
         self._store = store
         self._recaller = recaller
-        self._git = git
-        self._library = library
         self._contacts = contacts
-        self._reflect = reflect
+        self._llm_of = llm_of
         self._pending = pending
         self.reader = reader
 
@@ -120,14 +119,28 @@ class Reading:
         answer drawn from recalled memories, a changes listing)."""
         return scrub(text, self._store.settings.secrets)
 
-    def reflect(self, query: str, **filters: Any) -> Any:
-        """:meth:`Vault.reflect <mdmem.vault.Vault.reflect>` drawing only on what this
-        reader may see; the answer is shown (redacted) text."""
-        answer = self._reflect(query, reader=self.reader, **filters)
+    def reflect(
+        self, query: str, *, k: int = 8, llm: LLMChoice = USE_CONFIGURED_LLM, **filters: Any
+    ) -> Reflection:
+        """An answer synthesised across the memories this reader may see (recalled
+        through this view, so already shown), citing ``path#^id``; the answer is
+        shown too."""
+        answer = reflection.reflect(self.recall, query, llm=self._llm_of(llm), k=k, **filters)
         return replace(answer, answer=self.shown(answer.answer))
 
     def _memory(self, memory: Memory) -> Memory:
-        return replace(memory, text=self.shown(memory.text))
+        return replace(memory, text=self.shown(memory.text), fields=self._fields(memory.fields))
+
+    def _fields(self, fields: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        return tuple((k, self.shown(v)) for k, v in fields)
+
+    def _hit(self, hit: Hit) -> Hit:
+        return replace(
+            hit,
+            text=self.shown(hit.text),
+            heading=self.shown(hit.heading),
+            fields=self._fields(hit.fields),
+        )
 
     # ---------------------------------------------------------------- recall --
 
@@ -159,7 +172,9 @@ class Reading:
             mode,
             RecallControls.build(**controls) if controls else None,
         )
-        return self._recaller.recall(q, as_of=as_of, reader=self.reader)
+        found = self._recaller.recall(q, as_of=as_of, reader=self.reader)
+        # Shown once, here, as the view hands the hits out.
+        return replace(found, items=[self._hit(h) for h in found.items])
 
     def context(self, query: str, max_chars: int = 6000, **filters: Any) -> str:
         """A "## Recalled Memory" block of what this reader may see, fenced as data."""
@@ -218,8 +233,9 @@ class Reading:
     def show(self, memory_id: str) -> Shown:
         """One memory's row, history and line authors, as this reader may see them."""
         self.get(memory_id)  # refuses a hidden memory before anything of it is read
-        shown = self._library.show(memory_id)
-        return replace(shown, history=self._visible_versions(shown.history))
+        shown = browse.show(self._store, memory_id)
+        row = {**shown.memory, "text": self.shown(str(shown.memory.get("text", "")))}
+        return replace(shown, memory=row, history=self._visible_versions(shown.history))
 
     def _hidden_if_current_denied(self, memory_id: str) -> list[Version]:
         try:
@@ -260,7 +276,11 @@ class Reading:
     ) -> Changes:
         """What changed since ``since`` that this reader may see, its texts and commit
         subjects shown (a secret a person typed redacted)."""
-        found = self._git.changes(since, agent=agent, session=session, reader=self.reader)
+        store = self._store
+        found = changes_since(store, since, agent=agent or store.agent, session=session)
+        if not self.reader.unrestricted:
+            rule, reader = store.visibility, self.reader
+            found = visible_changes(found, lambda i, path: rule.may_see_id(reader, i, path))
         return replace(
             found,
             remembered=tuple(self._change(c) for c in found.remembered),
@@ -289,46 +309,54 @@ class Reading:
         taken = self._pending.take(channel=channel, limit=limit)
         return [replace(m, text=self.shown(m.text)) for m in taken]
 
-    def list(self, **filters: Any) -> list[Memory]:
-        """:meth:`Library.list <mdmem.memory.desks.library.Library.list>` for this reader."""
-        return [self._memory(m) for m in self._library.list(reader=self.reader, **filters)]
+    def list(self, **filters: Any) -> builtins.list[Memory]:
+        """Memories matching every filter (:func:`mdmem.memory.library.browse.list_memories`:
+        the same filter recall uses) that this reader may see, newest first, shown."""
+        rule, reader = self._store.visibility, self.reader
+        visible = None if reader.unrestricted else (lambda b: rule.may_see(reader, b))
+        found = browse.list_memories(self._store, visible=visible, **filters)
+        return [self._memory(m) for m in found]
 
     def file_text(self, path: str) -> str:
-        """A vault file's markdown without the lines this reader may not see, redacted."""
-        return self._library.file_text(path, reader=self.reader)
+        """A vault file's markdown as this reader may see it ("" for a file not written
+        yet): lines of memories it may not see are left out, a secret a person typed
+        is redacted. ScopeDeniedError for a file of a scope or contact it may not see."""
+        store = self._store
+        if not store.visibility.may_see_file(self.reader, path):
+            raise ScopeDeniedError(f"{path} is outside the scopes this reader may access")
+        try:
+            tf = decode(safe_path(store.root, path).read_bytes())
+        except FileNotFoundError:
+            return ""
+        except SkipFile as exc:
+            raise InvalidInputError(f"{path} is not a markdown file mdmem reads ({exc})") from None
+        hidden: set[int] = set()
+        if not self.reader.unrestricted:
+            # The blocks of the very bytes read, so no line number can drift.
+            blocks = blk.parse(path, tf, beside=store.catalog.fields.view(path)).blocks
+            hidden = store.visibility.hidden_lines(self.reader, blocks)
+        return self.shown("".join(x for n, x in enumerate(tf.lines, 1) if n not in hidden))
 
     def export(self, out: IO[str], *, progress: Progress | None = None) -> int:
-        """The JSONL export of what this reader may see."""
-        return self._library.export(out, progress=progress, reader=self.reader)
+        """The JSONL export of what this reader may see, shown (everyone's: with the
+        vault's files, for ``import_(…, restore=True)``; a narrower reader's: its
+        memories only)."""
+        rule, reader = self._store.visibility, self.reader
+        visible = None if reader.unrestricted else (lambda b: rule.may_see(reader, b))
+        return export_jsonl(self._store, out, progress, visible=visible, shown=self.shown)
 
     # -------------------------------------------------------- side records --
 
     def tool_output(self, key: str) -> str:
         """A large tool output recorded in a session, when its scope is this reader's."""
         text = read_tool_output(self._store, key)
-        if not self.reader.unrestricted and not self._may_see_output(key):
-            raise ScopeDeniedError(
-                f"tool output {key.strip()} belongs to a scope this reader may not access"
-            )
+        if not self.reader.unrestricted:
+            where = output_place(self._store, key)
+            if where is None or not self._store.visibility.may_see_place(self.reader, *where):
+                raise ScopeDeniedError(
+                    f"tool output {key.strip()} belongs to a scope this reader may not access"
+                )
         return self.shown(text)
-
-    def _may_see_output(self, key: str) -> bool:
-        raw = safe_path(self._store.root, f"{TOOL_OUTPUT_DIR}/{key.strip()}.md").read_bytes()
-        head = raw.decode("utf-8").split("\n---\n", 1)[0].removeprefix("---\n")
-        try:
-            meta = yaml.safe_load(head) or {}
-        except yaml.YAMLError:
-            return False
-        if not isinstance(meta, dict):
-            return False
-        scope = blk.validate_scope(str(meta.get("output_scope") or "") or None)
-        reader = self.reader
-        if reader.scopes is not None and scope not in reader.scopes:
-            return False
-        if scope in reader.others:
-            return False
-        contact = meta.get("contact")
-        return reader.contact is None or not contact or str(contact).strip() == reader.contact
 
     def contact_profile(self, who: str) -> tuple[Profile, builtins.list[str]]:
         """A person's profile and the ids of the facts about them this reader may see.
@@ -345,11 +373,8 @@ class Reading:
             raise hidden from None
         rule = self._store.visibility
         reader = self.reader
-        if not reader.unrestricted:
-            if reader.scopes is not None and profile.person not in reader.scopes:
-                raise hidden
-            if profile.person in reader.others:
-                raise hidden
+        if not rule.may_see_place(reader, profile.person):
+            raise hidden
         facts = [
             i
             for i in profile.facts

@@ -10,7 +10,7 @@ is the facade's shortcut for :meth:`Sessions.open`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mdmem.memory.capture import reminders, sessions, toolcalls
@@ -34,10 +34,14 @@ __all__ = ["Sessions"]
 class Sessions:
     """Conversations and agent runs of one vault (see the module docstring)."""
 
-    def __init__(self, parts: MemoryParts, contacts: Contacts) -> None:
+    def __init__(
+        self, parts: MemoryParts, contacts: Contacts, view: Callable[..., Any]
+    ) -> None:
         self._parts = parts
         self._store = parts.store
         self._contacts = contacts
+        # The reading view (vault.reading): tool outputs are handed out through it.
+        self._view = view
 
     def open(
         self,
@@ -65,8 +69,13 @@ class Sessions:
         )
 
     def read_tool_output(self, key: str, *, scope: str | None = None) -> str:
-        """The full text of a large tool output recorded under ``key`` (``tout_…``)."""
-        return sessions.read_tool_output(self._store, key, scope=scope)
+        """The full text of a large tool output recorded under ``key`` (``tout_…``),
+        shown; ``scope``: only one of that scope (``vault.reading(reader).tool_output``
+        for a reader's)."""
+        if scope is not None:
+            sessions.read_tool_output(self._store, key, scope=scope)  # ScopeDeniedError
+        text: str = self._view().tool_output(key)
+        return text
 
     def summarize(
         self, session_id: str, *, scope: str | None = None, llm: LLMChoice = USE_CONFIGURED_LLM

@@ -10,19 +10,17 @@ versions from git and its line authors in one record.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, tzinfo
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError, MdmemError
-from mdmem.files import blocks as blk
 from mdmem.git.provenance import Provenance, blame, provenance
 from mdmem.git.versions import Version, versions
 from mdmem.memory.library.export import row_of
 from mdmem.models import Block, Memory
-from mdmem.store.secret_guard import scrub
-from mdmem.store.visibility import EVERYONE, Reader
+from mdmem.recall.search import BlockFilter
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -36,29 +34,6 @@ class Shown:
     history: list[Version]
     provenance: Provenance | None
     problems: list[str]  # a part that could not be read (history of an uncommitted file...)
-
-
-def _moment(
-    value: datetime | date | str | None, *, end: bool, zone: tzinfo | None
-) -> datetime | None:
-    """A bound of ``since``/``until``: a bare day is the whole day in the vault's zone."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if len(text) == 10:  # a bare day: the whole day
-            try:
-                value = date.fromisoformat(text)
-            except ValueError:
-                raise InvalidInputError(f"not a date: {value!r}") from None
-        else:
-            parsed = blk.parse_datetime(text)
-            if parsed is None:
-                raise InvalidInputError(f"not a date: {value!r}")
-            value = parsed
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.combine(value, time.max if end else time.min, tzinfo=zone or UTC)
 
 
 def _set(values: Iterable[str] | str | None) -> set[str] | None:
@@ -83,25 +58,21 @@ def list_memories(
     paths: Iterable[str] | None = None,
     contact: str | None = None,
     notes: bool = False,
-    reader: Reader = EVERYONE,
+    visible: Callable[[Block], bool] | None = None,
 ) -> list[Memory]:
     """Memories matching every filter given, newest first. ``scopes``: "" is the
     vault root. ``author``: a git author name or email of any of the memory's
     lines (``(uncommitted)`` for unsaved edits). ``paths``: only these files.
     ``contact``: only what belongs to that contact (its entries, the file of its
     conversation). ``notes``: with ``paths``, a person's own sections without an
-    id count too. ``reader``: only what it may see. Text a person typed with a secret in it is
-    shown redacted, as everywhere outside the file."""
+    id count too. ``visible``: the reading view's rule, applied before ``limit``.
+    Text as the file has it: the reading view shows it (redacted)."""
     if limit is not None and limit < 0:
         raise InvalidInputError("limit must be >= 0")
-    kind_set, status_set, tag_set = _set(kinds), _set(statuses), _set(tags)
-    scope_set = None
-    if scopes is not None:
-        items = [scopes] if isinstance(scopes, str) else list(scopes)
-        scope_set = {blk.validate_scope(s or None) for s in items}
-    zone = store.clock.zone or datetime.now().astimezone().tzinfo
-    start = _moment(since, end=False, zone=zone)
-    end = _moment(until, end=True, zone=zone)
+    # Recall's own filter: a tag matches its children, -kind leaves a kind out,
+    # an unknown kind is an error, a bare day is the whole day.
+    where = BlockFilter.build(kinds, tags, scopes, since, until)
+    status_set = _set(statuses)
     store.refresh()
     store.writer.verify_manifest()
     chosen: list[Block] = []
@@ -115,23 +86,15 @@ def list_memories(
     else:
         pool = store.catalog.blocks(memories_only=True)
     for block in pool:
-        if kind_set is not None and block.kind not in kind_set:
-            continue
-        if scope_set is not None and block.scope not in scope_set:
-            continue
         if status_set is not None and block.status not in status_set:
             continue
         if status_set is None and block.status == "archived":
             continue  # what archiving is for: out of sight until asked for
-        if tag_set is not None and not tag_set & {t.lower() for t in block.tags}:
-            continue
-        if start is not None and block.created < start:
-            continue
-        if end is not None and block.created > end:
+        if not where.admits(block):
             continue
         if contact is not None and store.visibility.contact_of(block) != contact:
             continue
-        if not store.visibility.may_see(reader, block):
+        if visible is not None and not visible(block):
             continue
         chosen.append(block)
     if limit is not None and author is None:
@@ -149,8 +112,7 @@ def list_memories(
             names = _authors(store, block)
             if author.casefold() not in {n.casefold() for n in names}:
                 continue
-        memory = Memory.from_block(block, was_new=False)
-        out.append(replace(memory, text=scrub(block.text, store.settings.secrets)))
+        out.append(Memory.from_block(block, was_new=False))
     return out
 
 
@@ -182,4 +144,4 @@ def show(store: MemoryStore, memory_id: str) -> Shown:
         who = provenance(store, block.id)
     except MdmemError as exc:
         problems.append(f"provenance: {exc}")
-    return Shown(row_of(block, store.settings.secrets), history, who, problems)
+    return Shown(row_of(block), history, who, problems)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
@@ -49,8 +49,6 @@ from mdmem.maintenance.settings_fingerprint import settings_fingerprint
 from mdmem.memory.capture.sessions import TOOL_OUTPUT_DIR, read_tool_output, session_id_of
 from mdmem.memory.library.import_formats import EXPORT_HEADER_KEY, EXPORT_TRAILER_KEY
 from mdmem.models import Block
-from mdmem.store.secret_guard import scrub
-from mdmem.store.visibility import EVERYONE, Reader
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
@@ -64,21 +62,26 @@ _SETTINGS = ("mdmem.toml", ".gitignore", ".gitattributes")
 _SETTINGS_DIRS = (".git", ".obsidian", "templates", ".trash")
 
 
-def row_of(block: Block, secrets: str = "refuse") -> dict[str, Any]:
-    """One memory as an export row (the API's field names)."""
+def _same(text: str) -> str:
+    return text
+
+
+def row_of(block: Block, shown: Callable[[str], str] = _same) -> dict[str, Any]:
+    """One memory as an export row (the API's field names); its text and field
+    values as ``shown`` (the reading view's redaction) makes them."""
     row: dict[str, Any] = {
         "id": block.id,
         "kind": block.kind,
         "scope": block.scope,
         "status": block.status,
         "tags": list(block.tags),
-        "fields": [[k, v] for k, v in block.fields],
+        "fields": [[k, shown(v)] for k, v in block.fields],
         "created": block.created.isoformat(timespec="seconds"),
         "updated": block.updated.isoformat(timespec="seconds") if block.updated else None,
         "path": block.path,
         "line": block.line_start,
         "heading": block.heading,
-        "text": scrub(block.text, secrets),
+        "text": shown(block.text),
     }
     session = session_id_of(block.path)
     if session is not None:
@@ -86,30 +89,36 @@ def row_of(block: Block, secrets: str = "refuse") -> dict[str, Any]:
     for key in _SESSION_KEYS:
         value = block.field(key)
         if value is not None:
-            row[key] = value
+            row[key] = shown(value)
     return row
 
 
 def export_rows(
-    store: MemoryStore, progress: Progress | None = None, *, reader: Reader = EVERYONE
+    store: MemoryStore,
+    progress: Progress | None = None,
+    *,
+    visible: Callable[[Block], bool] | None = None,
+    shown: Callable[[str], str] = _same,
 ) -> Iterator[dict[str, Any]]:
-    """Every memory (active or not) ``reader`` may see, as a row, in path and line order."""
+    """Every memory (active or not) that is ``visible``, as a row (``shown``), in
+    path and line order."""
     store.refresh()
     store.writer.verify_manifest()
+    pool = store.catalog.blocks(memories_only=True)
     blocks = sorted(
-        store.visibility.filter(reader, store.catalog.blocks(memories_only=True)),
+        (b for b in pool if visible is None or visible(b)),
         key=lambda b: (b.path, b.line_start),
     )
     tell = progress or silent
     for n, block in enumerate(blocks):
         if n % 100 == 0:
             tell("export", n, len(blocks))
-        row = row_of(block, store.settings.secrets)
+        row = row_of(block, shown)
         if block.kind == "tool_output":
             # The whole output, not the fenced preview: an import records it again.
             output = _tool_output(store, block)
             if output is not None:
-                row["output"] = scrub(output, store.settings.secrets)
+                row["output"] = shown(output)
         yield row
     tell("export", len(blocks), len(blocks))
 
@@ -184,13 +193,16 @@ def export_jsonl(
     out: IO[str],
     progress: Progress | None = None,
     *,
-    reader: Reader = EVERYONE,
+    visible: Callable[[Block], bool] | None = None,
+    shown: Callable[[str], str] = _same,
 ) -> int:
     """Write the export (see the module docstring) to ``out``; returns how many memories.
 
-    ``reader``: only the memories it may see; such an export carries no file
-    rows (a file may hold lines the reader may not see), so it imports as
-    memories, not as a restore."""
+    Called by the reading view (:meth:`mdmem.memory.desks.reading.Reading.export`),
+    which gives its rule and its redaction: ``visible`` (None: every memory, and
+    the vault's files too) and ``shown``. An export of only some memories
+    carries no file rows (a file may hold lines its reader may not see), so it
+    imports as memories, not as a restore."""
     sink = _Out(out)
     sink.write(
         {
@@ -203,12 +215,11 @@ def export_jsonl(
         }
     )
     memories = 0
-    for row in export_rows(store, progress, reader=reader):
+    for row in export_rows(store, progress, visible=visible, shown=shown):
         sink.write(row)
         memories += 1
-    files, left_out = export_files(store) if reader.unrestricted else ([], 0)
+    files, left_out = export_files(store) if visible is None else ([], 0)
     written = 0
-    secrets = store.settings.secrets
     tell = progress or silent
     for n, rel in enumerate(files):
         if n % 100 == 0:
@@ -219,7 +230,7 @@ def export_jsonl(
             left_out += 1  # gone since the scan, or not text: nothing to restore
             continue
         start = payload_span(rel, text)
-        sink.write({"file": rel, "text": text[:start] + scrub(text[start:], secrets)})
+        sink.write({"file": rel, "text": text[:start] + shown(text[start:])})
         written += 1
     tell("export files", len(files), len(files))
     out.write(

@@ -460,7 +460,10 @@ def _appender(pieces: list[tuple[Block, list[str]]]) -> Editor:
             # A list item joins its list; a paragraph (a session's turn) stands apart.
             paragraph = blk.list_marker(lines[0]) is None
             end = _section_end(tf, block.heading)
-            if (end is None and block.heading.startswith("Topic:")) or (end is None and paragraph and _DAY.fullmatch(block.heading)):
+            new_section = block.heading.startswith("Topic:") or (
+                paragraph and _DAY.fullmatch(block.heading) is not None
+            )
+            if end is None and new_section:
                 tf.append_lines([f"## {block.heading}", "", *lines], blank_before=True)
             elif end is None or end == len(tf.lines):
                 tf.append_lines(lines, blank_before=paragraph)
