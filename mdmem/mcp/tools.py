@@ -609,7 +609,8 @@ class Toolset:
         return scope
 
     def _require(self, scope: str) -> None:
-        if self.allowed is not None and scope not in self.allowed:
+        # The reader decides (the host's scopes, a contact's people): never this door.
+        if not self.reader.admits_scope(scope):
             raise ScopeDeniedError(
                 f"scope {scope_label(scope)!r} is not allowed here; allowed: "
                 + ", ".join(scope_label(s) for s in self.allowed)

@@ -634,12 +634,12 @@ def tier(r: RecallRun, p: Pass) -> None:
         p.hits = at_tier(p.hits, controls.tier, r.source.block, r.source.frontmatter)
 
 
-def scrub(r: RecallRun, p: Pass) -> None:
-    """The hit as handed out: a secret a person typed into the file is redacted
-    (the file keeps it), so recall output, context blocks and the prompts built
-    from them never carry it; a snapshot's hits carry its commit."""
+def stamp(r: RecallRun, p: Pass) -> None:
+    """A snapshot's hits carry its commit. (What a person typed is shown redacted
+    by the reading view, as it hands the hits out: mdmem.memory.desks.reading.)"""
     commit = r.source.commit
-    p.hits = [replace(_shown(r, h), commit=commit) if commit else _shown(r, h) for h in p.hits]
+    if commit:
+        p.hits = [replace(h, commit=commit) for h in p.hits]
 
 
 def _shown(r: RecallRun, hit: Hit) -> Hit:
@@ -672,7 +672,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("llm_rerank", rerank_with_llm),
     ("gate", gate_stage),
     ("tier", tier),
-    ("scrub", scrub),
+    ("stamp", stamp),
     ("notes", notes),
 )
 

@@ -148,6 +148,6 @@ def test_the_stages_are_named_in_order() -> None:
         "llm_rerank",
         "gate",
         "tier",
-        "scrub",
+        "stamp",
         "notes",
     ]
