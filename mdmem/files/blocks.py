@@ -16,35 +16,59 @@ import bisect
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
-from functools import lru_cache
-from pathlib import PurePosixPath
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import yaml
 from markdown_it import MarkdownIt
 
 from mdmem.errors import InvalidInputError
 from mdmem.files import escape as esc
+from mdmem.files.frontmatter import FRONTMATTER_MAX_BYTES, frontmatter_tags, split_frontmatter
 from mdmem.files.ids import ID_PATTERN, id_time
+from mdmem.files.layout import (
+    ARCHIVE_SUFFIX,
+    ROOT_SCOPE,
+    UNDATED,
+    archive_path,
+    default_kind_for,
+    is_entry_file,
+    is_scope,
+    is_typed_key,
+    kind_label,
+    memory_file_kind,
+    name_date,
+    own_date,
+    parse_datetime,
+    scope_dir,
+    scope_of_path,
+    unarchived_path,
+    validate_scope,
+)
 from mdmem.files.sidecar import Fields
-from mdmem.files.textfile import SkipFile, TextFile
-from mdmem.models import KIND_LABELS, KINDS, STATUSES, Block, one_line
+from mdmem.files.textfile import TextFile
+from mdmem.models import KIND_LABELS, KINDS, STATUSES, Block
 
+# Where things live (mdmem.files.layout) is re-exported: callers that parse a
+# file ask it about the file's place in the same breath.
 __all__ = [
+    "ARCHIVE_SUFFIX",
     "EVERY_LINE",
     "FRONTMATTER_MAX_BYTES",
     "ROOT_SCOPE",
     "UNDATED",
     "Beside",
     "ParsedFile",
+    "archive_path",
     "content_hash",
     "default_kind_for",
+    "frontmatter_tags",
+    "heading_text",
     "is_entry_file",
     "is_typed_key",
     "kind_label",
+    "label_kind",
     "list_marker",
     "memory_file_kind",
     "name_date",
@@ -52,19 +76,16 @@ __all__ = [
     "own_date",
     "parse",
     "parse_datetime",
-    "render_entry",
-    "render_list_item",
-    "render_paragraph",
-    "render_turn",
+    "read_back",
     "scope_dir",
     "scope_of_path",
+    "split_trailing_id",
     "tags_on",
+    "unarchived_path",
     "validate_scope",
     "without_lines",
+    "without_trailing_id",
 ]
-
-FRONTMATTER_MAX_BYTES = 64 * 1024
-_MAX_YAML_ALIASES = 64
 
 _TRAILING_ID = re.compile(rf"(?:^|\s)\^({ID_PATTERN})\s*$")
 _TRAILING_ID_SUB = re.compile(rf"(^|\s)\^{ID_PATTERN}\s*$")
@@ -73,34 +94,15 @@ _TAG = re.compile(r"(?<![\w&/#\]\)`])#([A-Za-z_][\w/-]*)")
 _LIST_MARKER = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])(\s+\[[ xX]\])?(\s+|$)")
 _ATX_TEXT = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
-# Used with fullmatch: "$" would also match before a final newline ("user:alice\n").
-_SCOPE = re.compile(r"([a-z][a-z0-9_-]{0,31}):([a-z0-9][a-z0-9._-]{0,63})")
-# The vault root scope is "" in the API; where a reader needs a word for it
-# (frontmatter, commit trailers, tool arguments) it is "root".
-ROOT_SCOPE = "root"
-
-_FILE_KINDS = {
-    "MEMORY.md": "fact",
-    "USER.md": "preference",
-    "LEARNING.md": "learning",
-    "WORLD.md": "world",
-    "JOURNAL.md": "journal",
-}
-_ENTRY_KINDS = frozenset({"log", "journal", "chat_message", "document_chunk"})
-#: Where retired list items of a memory file go, beside it: ``MEMORY.md`` ->
-#: ``MEMORY.earlier.md`` (a name of its own, so ``[[MEMORY]]`` still means one note).
-ARCHIVE_SUFFIX = ".earlier.md"
 _LABEL_KINDS = {label.casefold(): kind for kind, label in KIND_LABELS.items()}
 # A turn of a session file, as a transcript reads: "**Ana** (09:12): text ^m-…"
 # (a paragraph), or, when its text needs more than a paragraph, a heading
 # "### Ana (09:12)" over it. Days are "## 2026-12-02" headings between them.
 _TURN_PREFIX = re.compile(r"\*\*([^*\n]{1,100})\*\* \((\d{2}:\d{2}(?::\d{2})?)\): ")
+_DAY_HEADING = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 _TURN_HEADING = re.compile(
     r"^(?:\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?(?: · .+)?|.+ \(\d{2}:\d{2}(?::\d{2})?\))$"
 )
-# A line a person typed without an id, in a memory file, is a block of its own
-# at once, keyed by its text until mdmem gives it an id: "USER.md#item-3f2a9c1b".
-_TYPED_KEY = re.compile(r"#item-[0-9a-f]{12}(?: \(\d+\))?\Z")
 
 
 class Beside(Protocol):
@@ -113,105 +115,6 @@ class Beside(Protocol):
 
 # Inline parsing is a third of the cost and nothing here needs inline tokens.
 _md = MarkdownIt("commonmark").enable("table").disable("inline")
-
-
-# ----------------------------------------------------------------- scopes ----
-
-
-def validate_scope(scope: str | None) -> str:
-    """``None``/``""`` is the vault root; otherwise ``kind:name`` in lower case."""
-    if scope is None or scope == "":
-        return ""
-    if not isinstance(scope, str) or not _SCOPE.fullmatch(scope):
-        raise InvalidInputError(
-            f"invalid scope {scope!r}: use kind:name in lower case, e.g. project:marketing"
-        )
-    return scope
-
-
-def scope_dir(scope: str) -> PurePosixPath:
-    """Where a scope's files live: the root, or ``scopes/<kind>/<name>``."""
-    if not scope:
-        return PurePosixPath()
-    kind, name = scope.split(":", 1)
-    return PurePosixPath("scopes", kind, name)
-
-
-# Called a few times per block on the write path with a handful of distinct paths.
-@lru_cache(maxsize=4096)
-def scope_of_path(path: str) -> tuple[str, str]:
-    """(scope, path relative to the scope folder) for a vault-relative path."""
-    parts = PurePosixPath(path).parts
-    if len(parts) >= 4 and parts[0] == "scopes":
-        scope = f"{parts[1]}:{parts[2]}"
-        if _SCOPE.fullmatch(scope):
-            return scope, "/".join(parts[3:])
-    return "", path
-
-
-@lru_cache(maxsize=4096)
-def default_kind_for(path: str) -> str:
-    _, inner = scope_of_path(path)
-    parts = PurePosixPath(inner).parts
-    if len(parts) == 1 and _home_name(parts[0]) in _FILE_KINDS:
-        return _FILE_KINDS[_home_name(parts[0])]  # MEMORY.earlier.md: MEMORY.md's retired lines
-    if len(parts) == 1 and parts[0] in _FILE_KINDS:
-        return _FILE_KINDS[parts[0]]
-    if parts and parts[0] == "daily":
-        return "log"
-    if parts and parts[0] == "episodes":
-        return "episode"
-    if parts and parts[0] == "sessions":
-        return "chat_message"
-    if len(parts) == 2 and parts[0] == "documents":
-        return "document_chunk"  # mdmem.memory.library.documents writes these files
-    return "note"
-
-
-def is_entry_file(path: str) -> bool:
-    return default_kind_for(path) in _ENTRY_KINDS
-
-
-@lru_cache(maxsize=4096)
-def memory_file_kind(path: str) -> str | None:
-    """The kind of a memory file (``MEMORY.md``, ``USER.md``, ``LEARNING.md``,
-    ``WORLD.md``, of the root or a scope, and their archives), where a line a
-    person types is a memory at once; None for any other file."""
-    _, inner = scope_of_path(path)
-    parts = PurePosixPath(inner).parts
-    if len(parts) != 1:
-        return None
-    name = _home_name(parts[0])
-    if name in _FILE_KINDS and name != "JOURNAL.md":
-        return _FILE_KINDS[name]
-    return None
-
-
-def _home_name(name: str) -> str:
-    """``MEMORY.md`` for ``MEMORY.earlier.md``; any other name as it is."""
-    return name[: -len(ARCHIVE_SUFFIX)] + ".md" if name.endswith(ARCHIVE_SUFFIX) else name
-
-
-def archive_path(path: str) -> str:
-    """Where a retired line of ``path`` goes: ``MEMORY.earlier.md`` beside ``MEMORY.md``."""
-    return path[: -len(".md")] + ARCHIVE_SUFFIX
-
-
-def unarchived_path(path: str) -> str | None:
-    """The note an archive file belongs to (None when ``path`` is not an archive)."""
-    if not path.endswith(ARCHIVE_SUFFIX):
-        return None
-    return path[: -len(ARCHIVE_SUFFIX)] + ".md"
-
-
-def kind_label(kind: str) -> str | None:
-    """The word a line of ``kind`` starts with (``Decision``), or None."""
-    return KIND_LABELS.get(kind)
-
-
-def is_typed_key(block_id: str) -> bool:
-    """Whether a block key is a typed line's (a list item a person wrote, without an id yet)."""
-    return "#item-" in block_id and _TYPED_KEY.search(block_id) is not None
 
 
 # --------------------------------------------------------------- helpers ----
@@ -234,93 +137,12 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()[:32]
 
 
-# The date of a note that has none of its own (see parse): the epoch, which
-# the manifest already reads back for a missing date; recall's recency skips it.
-UNDATED = datetime.fromtimestamp(0, tz=UTC)
-_DAILY = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})\.md$")
-
-
-def name_date(path: str) -> datetime | None:
-    """A daily note's date from its name (``journal/2025-03-02.md``), else None."""
-    match = _DAILY.search(path)
-    if match is None:
-        return None
-    try:
-        year, month, day = (int(g) for g in match.groups())
-        return datetime(year, month, day, tzinfo=UTC)
-    except ValueError:
-        return None  # 2025-13-40.md names no day
-
-
-def own_date(path: str, meta: dict[str, Any]) -> datetime | None:
-    """The date a note gives itself: its frontmatter's ``created``/``date``,
-    else a daily note's name; None when it gives none (then git history may:
-    :mod:`mdmem.store.gitdates`)."""
-    return parse_datetime(meta.get("created") or meta.get("date")) or name_date(path)
-
-
-def parse_datetime(value: Any) -> datetime | None:
-    """ISO date or datetime (or a YAML date) to an aware UTC datetime."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    text = str(value).strip().replace(" ", "T", 1) if "T" not in str(value) else str(value).strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def _strip_eol(line: str) -> str:
     return line.rstrip("\r\n")
 
 
 def _tags_in(text: str) -> list[str]:
     return [t.lower() for t in _TAG.findall(text)] if "#" in text else []
-
-
-def frontmatter_tags(meta: dict[str, Any]) -> list[str]:
-    raw = meta.get("tags", meta.get("tag"))
-    if raw is None:
-        return []
-    items: Iterable[Any]
-    if isinstance(raw, str):
-        items = re.split(r"[,\s]+", raw)
-    elif isinstance(raw, list | tuple):
-        items = raw
-    else:
-        items = [raw]
-    return [str(t).lstrip("#").lower() for t in items if str(t).strip().lstrip("#")]
-
-
-def _load_frontmatter(text: str) -> dict[str, Any]:
-    if len(text.encode("utf-8")) > FRONTMATTER_MAX_BYTES:
-        raise SkipFile(f"frontmatter larger than {FRONTMATTER_MAX_BYTES // 1024} KiB")
-    try:
-        aliases = sum(
-            1 for ev in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(ev, yaml.AliasEvent)
-        )
-    except yaml.YAMLError as exc:
-        raise SkipFile(f"malformed frontmatter: {one_line(str(exc), 200)}") from None
-    if aliases > _MAX_YAML_ALIASES:
-        raise SkipFile(f"frontmatter uses {aliases} YAML aliases (alias bomb?)")
-    import frontmatter  # python-frontmatter: its YAML handler is the reference loader
-
-    try:
-        meta = frontmatter.YAMLHandler().load(text)
-    except yaml.YAMLError as exc:
-        raise SkipFile(f"malformed frontmatter: {one_line(str(exc), 200)}") from None
-    if meta is None:
-        return {}
-    if not isinstance(meta, dict):
-        raise SkipFile("malformed frontmatter: not a mapping")
-    return meta
 
 
 # ---------------------------------------------------------------- parsing ----
@@ -374,18 +196,6 @@ class _Span:
     heading: str
 
 
-def _split_frontmatter(tf: TextFile) -> tuple[dict[str, Any], int]:
-    lines = tf.lines
-    if not lines or _strip_eol(lines[0]).rstrip() != "---":
-        return {}, 0
-    for idx in range(1, len(lines)):
-        stripped = _strip_eol(lines[idx]).rstrip()
-        if stripped in ("---", "..."):
-            meta = _load_frontmatter("".join(lines[1:idx]))
-            return meta, idx + 1
-    raise SkipFile("malformed frontmatter: no closing ---")
-
-
 def parse(
     path: str,
     tf: TextFile,
@@ -407,7 +217,7 @@ def parse(
     ``labels``: a file of memory lines outside a vault (a repository's team
     tier), where a kind's word opening any memory line says its kind.
     """
-    meta, fm_lines = _split_frontmatter(tf)
+    meta, fm_lines = split_frontmatter(tf)
     body = "".join(_strip_eol(line) + "\n" for line in tf.lines[fm_lines:])
     tokens = _md.parse(body)
     total = len(tf.lines)
@@ -480,8 +290,7 @@ def parse(
         if found:
             spans.append(_Span(start, end, found, "para", heading_at(start)))
 
-    kind_default = default_kind_for(path)
-    if kind_default in _ENTRY_KINDS:
+    if is_entry_file(path):
         stops: list[int] = []
         if turns:
             # A turn written as a paragraph ends the turn above it, as a heading does.
@@ -735,6 +544,34 @@ def item_block(
     return _memory_block(parsed.path, span, raw, context, datetime.now(UTC), hashed)
 
 
+def appended_entries(
+    parsed: ParsedFile,
+    tf: TextFile,
+    first: int,
+    ids: Iterable[str],
+    *,
+    heading: str = "",
+    beside: Beside | None = None,
+) -> list[Block]:
+    """The blocks ``ids`` of lines ``tf`` holds from 0-based ``first`` on, which
+    were just appended to ``parsed``: they are parsed on their own, and take the
+    file's tags (and ``heading`` when they sit under none of their own)."""
+    snippet = TextFile(lines=tf.lines[first:], bom=False, newline=tf.newline)
+    wanted = set(ids)
+    file_tags = frontmatter_tags(parsed.frontmatter)
+    return [
+        replace(
+            b,
+            line_start=b.line_start + first,
+            line_end=b.line_end + first,
+            tags=tuple(dict.fromkeys([*b.tags, *file_tags])),
+            heading=b.heading or heading,
+        )
+        for b in parse(parsed.path, snippet, beside=beside).blocks
+        if b.id in wanted
+    ]
+
+
 _ITEM_START = re.compile(r"[-*+] \S")
 
 
@@ -904,7 +741,7 @@ EVERY_LINE: Beside = _EveryLine()
 
 
 def _valid_scope(value: str | None) -> bool:
-    return bool(value) and bool(_SCOPE.fullmatch(str(value)))
+    return bool(value) and is_scope(str(value))
 
 
 def _entry_spans(
@@ -919,12 +756,12 @@ def _entry_spans(
 ) -> list[_Span]:
     """In entry files a heading section with one id, on its last line, is one memory
     (``stops``: lines that end a section as a heading would, a session's paragraph
-    turns; ``turns``: only a turn's heading starts one, a day's only ends one)."""
+    turns; ``turns``: a day's heading in a transcript only ends one)."""
     total = len(tf.lines)
     result: list[_Span] = []
     claimed: set[int] = set()
     for i, heading in enumerate(headings):
-        if turns and not _TURN_HEADING.match(heading.text):
+        if turns and _DAY_HEADING.match(heading.text):
             continue
         end = headings[i + 1].line if i + 1 < len(headings) else total
         if stops:
@@ -1081,244 +918,6 @@ def _sections(
 # -------------------------------------------------------------- rendering ----
 
 
-def _suffix(
-    block_id: str, tags: Iterable[str], fields: Iterable[tuple[str, str]], text: str
-) -> str:
-    present = set(_tags_in(text))
-    parts = [f"#{t}" for t in tags if t.lower() not in present]
-    parts += [f"[{k}:: {v}]" for k, v in fields]
-    parts.append(f"^{block_id}")
-    return " ".join(parts)
-
-
-def _split_lines(text: str) -> list[str]:
-    """Text as lines; CRLF and CR are line endings (a file can hold no bare CR in a line)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-
-
-def _paragraph_lines(text: str) -> list[str]:
-    """Text as the lines of one paragraph: no trailing space, no blank lines."""
-    lines = [line.rstrip() for line in _split_lines(text)]
-    lines = [line for line in lines if line.strip()]
-    if lines:
-        lines[0] = lines[0].lstrip()
-    return lines
-
-
-def _trim_blank(lines: list[str]) -> list[str]:
-    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
-    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), -1)
-    return lines[first : last + 1]
-
-
-# Ids the read-back checks render with (any well-formed id parses the same).
-_PROBE_ID = "m-00000000probe"
-_NEXT_ID = "m-00000000probf"
-
-
-def _paragraph(text: str, what: str) -> tuple[list[str], str, bool]:
-    """(escaped lines, the text they read back as, whether they need the read-back
-    check) for a one-paragraph memory."""
-    plain = _paragraph_lines(text)
-    if not plain:
-        raise InvalidInputError(f"{what} is empty")
-    expected = "\n".join(plain)
-    escaped = esc.escape_lines(plain, full=True)[0]
-    # Nothing escaped and no backslash, field or caret: the lines are the text.
-    trivial = escaped == plain and not any(c in expected for c in ("\\", "::", "^"))
-    return escaped, expected, not trivial
-
-
-def _check_paragraph(
-    lines: list[str], style: str, expected: str, fields: list[tuple[str, str]]
-) -> None:
-    """Refuse a block that would not read back as ``expected`` with exactly ``fields``.
-
-    The escaping makes every text line a line of one paragraph, so reading the
-    block's own lines back is the whole check (no markdown parse: this runs
-    for remembered memories, bulk imports included).
-    """
-    probe = [*lines[:-1], f"{lines[-1]} {_suffix(_PROBE_ID, (), fields, '')}"]
-    if _clean(probe, style, _PROBE_ID) != (expected, fields):
-        raise InvalidInputError(_UNFAITHFUL)
-
-
-_UNFAITHFUL = "this text or its fields can't be stored so that they read back unchanged"
-
-
-def render_list_item(
-    text: str,
-    block_id: str,
-    *,
-    tags: Iterable[str] = (),
-    fields: Iterable[tuple[str, str]] = (),
-    label: str | None = None,
-) -> list[str]:
-    """``- Label: text #tag ^id``; continuation lines indented under the marker.
-
-    The memory stays one paragraph, whose last line carries the id: blank
-    lines inside the text are dropped, trailing spaces too, and what would
-    read as structure or metadata (headings, list markers, fences, inline
-    fields, block ids, a kind's word opening the text) is escaped
-    (:mod:`mdmem.files.escape`), so the item reads back as the text.
-    ``label``: the kind's word the line opens with (:func:`kind_label`).
-    ``fields`` are written on the line (``[k:: v]``): the team tier's lines
-    keep theirs there; a vault's memory keeps its fields beside the line.
-    """
-    escaped, expected, check = _paragraph(text, "memory text")
-    fields = list(fields)
-    rendered = [f"- {escaped[0]}"] + [f"  {line}" for line in escaped[1:]]
-    if check or fields:
-        _check_paragraph(rendered, "item", expected, fields)
-    if label:
-        rendered[0] = f"- {label}: {escaped[0]}"
-    rendered[-1] = f"{rendered[-1]} {_suffix(block_id, tags, fields, text)}"
-    return rendered
-
-
-def render_paragraph(
-    text: str, block_id: str, *, tags: Iterable[str] = (), fields: Iterable[tuple[str, str]] = ()
-) -> list[str]:
-    """``text #tag [k:: v] ^id`` as one paragraph (an episode's summary), escaped
-    like :func:`render_list_item`; the caller keeps a blank line around it."""
-    escaped, expected, check = _paragraph(text, "memory text")
-    fields = list(fields)
-    if check or fields:
-        _check_paragraph(escaped, "para", expected, fields)
-    return [*escaped[:-1], f"{escaped[-1]} {_suffix(block_id, tags, fields, text)}"]
-
-
-def render_turn(
-    name: str,
-    clock: str,
-    text: str,
-    block_id: str,
-    *,
-    tags: Iterable[str] = (),
-) -> list[str]:
-    """A session turn as a transcript reads it: ``**Ana** (09:12): text ^id`` when
-    its text is lines of one paragraph, else ``### Ana (09:12)`` over its text
-    (lists, code, several paragraphs). Either reads back as exactly the text."""
-    name = " ".join(name.split()) or "someone"
-    lines = _split_lines(text)
-    stripped = [line.rstrip() for line in lines]
-    simple = (
-        "*" not in name
-        and all(line.strip() for line in stripped)
-        and stripped == lines
-        and lines[0] == lines[0].lstrip()
-        and all(esc.is_plain_line(line) for line in lines)
-    )
-    if simple:
-        escaped, plain = esc.escape_lines(lines, full=True)
-        first = f"**{name}** ({clock}): {escaped[0]}"
-        body = [first, *escaped[1:]]
-        probe = [*body[:-1], f"{body[-1]} ^{_PROBE_ID}"]
-        if _clean(probe, "para", _PROBE_ID, turn=True) == ("\n".join(plain), []):
-            return [*body[:-1], f"{body[-1]} {_suffix(block_id, tags, (), text)}"]
-    return render_entry(f"{name} ({clock})", text, block_id, level=3, tags=tags)
-
-
-def _place_suffix(body: list[str], suffix: str) -> list[str]:
-    last = body[-1]
-    if (
-        esc.fence_opener(last)
-        or last.startswith(("|", ">", "    ", "\t"))
-        or _LIST_MARKER.match(last)
-    ):
-        return [*body, "", suffix]
-    return [*body[:-1], f"{last} {suffix}"]
-
-
-def _entry_reads_back(
-    heading: str, body: list[str], expected: str, fields: list[tuple[str, str]]
-) -> bool:
-    """Whether the entry, between a title and a next entry, parses as one memory
-    holding ``expected`` and ``fields``, and leaves the next entry whole."""
-    placed = _place_suffix(body, _suffix(_PROBE_ID, (), fields, ""))
-    if all(esc.is_plain_line(line) for line in body):
-        # Plain paragraphs only (the usual chat turn or log line): no line can
-        # open a block, so reading the lines back is the whole check; a
-        # markdown parse is kept for bodies with lists, quotes, tables, code.
-        title = _ATX_TEXT.match(f"## {heading}")
-        return (
-            title is not None
-            and title.group(1).strip() == heading
-            and _clean(placed, "entry", _PROBE_ID) == (expected, fields)
-        )
-    lines = ["# Probe", "", f"## {heading}", *placed, "", "## Next", f"next ^{_NEXT_ID}"]
-    parsed = parse("daily/2000-01-01.md", TextFile(lines=[line + "\n" for line in lines]))
-    found = parsed.memories()
-    return (
-        len(found) == 2
-        and found[0].id == _PROBE_ID
-        and (found[0].line_start, found[0].line_end) == (3, len(lines) - 3)
-        and found[0].heading == heading
-        and found[0].text == expected
-        and list(found[0].fields) == fields
-        and (found[1].id, found[1].text) == (_NEXT_ID, "next")
-    )
-
-
-def render_entry(
-    heading: str,
-    text: str,
-    block_id: str,
-    *,
-    level: int = 2,
-    tags: Iterable[str] = (),
-    fields: Iterable[tuple[str, str]] = (),
-) -> list[str]:
-    """``## heading`` + body + id: one memory section of an entry file.
-
-    The body may be any markdown (lists, quotes, tables, closed code fences
-    stay as they are), but it must read back as the text and must not end the
-    section early or swallow the next one: headings, setext underlines, HTML
-    blocks and a fence that is never closed are escaped, as are inline fields
-    and block ids (:mod:`mdmem.files.escape`). Outside code fences, trailing
-    spaces are dropped. The result is read back before it is written (with a
-    markdown parse when it holds block markdown); markdown that still reads
-    differently is escaped line by line, and what even that can't store
-    faithfully is refused.
-    """
-    heading = heading.strip()
-    if not heading or "\n" in heading or "\r" in heading:
-        raise InvalidInputError(f"invalid entry heading {heading!r}")
-    fields = list(fields)
-    lines = _split_lines(text)
-    for full in (False, True):
-        escaped, plain = esc.escape_lines(lines, full=full)
-        body = _trim_blank(escaped)
-        if not body:
-            raise InvalidInputError("entry text is empty")
-        expected = "\n".join(_trim_blank(plain)).strip()
-        if _entry_reads_back(heading, body, expected, fields):
-            suffix = _suffix(block_id, tags, fields, text)
-            return ["#" * level + " " + heading, *_place_suffix(body, suffix)]
-    raise InvalidInputError(_UNFAITHFUL)
-
-
-def with_fields(block: Block, tf: TextFile, updates: dict[str, str | None]) -> list[str]:
-    """The block's lines with inline fields set (value) or removed (None).
-
-    Only the line that carries the block id changes, and only its field/id
-    tail, so the human's wording and spacing stay as they were.
-    """
-    start, end = block.line_start - 1, block.line_end
-    lines = [_strip_eol(line) for line in tf.lines[start:end]]
-    target = max(i for i, line in enumerate(lines) if _TRAILING_ID.search(line))
-    line = lines[target]
-    match = _TRAILING_ID.search(line)
-    assert match is not None
-    # Only live fields go: the same syntax escaped is part of the text.
-    head, _ = esc.take_fields(line[: match.start()], frozenset(k.lower() for k in updates))
-    head = head.rstrip()
-    additions = [f"[{k}:: {v}]" for k, v in updates.items() if v is not None]
-    pieces = [head, *additions, f"^{block.id}"] if head else [*additions, f"^{block.id}"]
-    lines[target] = " ".join(p for p in pieces if p)
-    return lines
-
-
 def tags_on(lines: Iterable[str]) -> list[str]:
     """The ``#tags`` written on lines (lower case, in order)."""
     return list(dict.fromkeys(_tags_in(" ".join(lines))))
@@ -1330,68 +929,31 @@ def list_marker(line: str) -> str | None:
     return match.group(0) if match else None
 
 
-def line_parts(block: Block, tf: TextFile) -> tuple[str | None, list[str], list[tuple[str, str]]]:
-    """What a memory's own lines hold besides its text: the kind word opening
-    it (as written), its ``#tags`` and the fields written on them (a person's
-    ``[k:: v]``); what is kept beside the line is not here."""
-    lines = [_strip_eol(line) for line in tf.lines[block.line_start - 1 : block.line_end]]
-    if not lines:
-        return None, [], []
-    label = None
-    first = lines[0]
-    marker = _LIST_MARKER.match(first)
-    if marker is not None and memory_file_kind(block.path) is not None:
-        found = esc.LABEL.match(first[len(marker.group(0)) :])
-        if (
-            found is not None
-            and not found.group(2)
-            and block.field("kind") == _LABEL_KINDS.get(found.group(1).casefold())
-        ):
-            label = found.group(1)
-    live: list[tuple[str, str]] = []
-    for line in lines:
-        if "::" in line:
-            live.extend(esc.take_fields(_TRAILING_ID_SUB.sub("", line))[1])
-    return label, _tags_in(" ".join(lines)), live
+def read_back(
+    lines: list[str], style: str, block_id: str, *, turn: bool = False
+) -> tuple[str, list[tuple[str, str]]]:
+    """(text, fields on the lines) that a block of ``style`` (``item``, ``para``,
+    ``entry``) written as ``lines`` and ending in ``^block_id`` reads back as: what
+    a renderer checks before it writes (:mod:`mdmem.files.render`)."""
+    return _clean(lines, style, block_id, turn=turn)
 
 
-def replace_text(
-    block: Block,
-    tf: TextFile,
-    new_text: str,
-    *,
-    updates: Mapping[str, str | None] | None = None,
-    tags: Iterable[str] | None = None,
-) -> list[str]:
-    """Lines for the block with its text replaced; its kind word, tags (or
-    ``tags``), the fields on its line (with ``updates`` to those among them)
-    and its id kept; fields kept beside it stay there."""
-    if block.line_start - 1 >= len(tf.lines):
-        raise InvalidInputError("block out of range")
-    label, line_tags, fields = line_parts(block, tf)
-    if tags is not None:
-        line_tags = list(tags)
-    if updates:
-        fields = [(k, updates.get(k, v) or "") for k, v in fields if updates.get(k, v) is not None]
-    style_entry = (
-        is_entry_file(block.path)
-        and block.heading
-        and _strip_eol(tf.lines[block.line_start - 1]).lstrip().startswith("#")
-    )
-    if style_entry:
-        heading_line = _strip_eol(tf.lines[block.line_start - 1])
-        level = len(heading_line) - len(heading_line.lstrip("#"))
-        return render_entry(
-            block.heading, new_text, block.id, level=level, tags=line_tags, fields=fields
-        )
-    first = _strip_eol(tf.lines[block.line_start - 1])
-    marker = _LIST_MARKER.match(first)
-    if marker:
-        rendered = render_list_item(new_text, block.id, tags=line_tags, fields=fields, label=label)
-        prefix = marker.group(0)
-        return [prefix + rendered[0][2:]] + [" " * len(prefix) + line[2:] for line in rendered[1:]]
-    return render_paragraph(new_text, block.id, tags=line_tags, fields=fields)
+def heading_text(line: str) -> str | None:
+    """The text of an ATX heading line, or None when the line is no heading."""
+    match = _ATX_TEXT.match(line)
+    return match.group(1).strip() if match else None
 
 
-def retag(block: Block, **changes: Any) -> Block:
-    return replace(block, **changes)
+def split_trailing_id(line: str) -> tuple[str, str] | None:
+    """(what precedes it, the id) for a line that ends in a block id, else None."""
+    match = _TRAILING_ID.search(line)
+    return (line[: match.start()], match.group(1)) if match else None
+
+
+def without_trailing_id(line: str) -> str:
+    return _TRAILING_ID_SUB.sub("", line)
+
+
+def label_kind(word: str) -> str | None:
+    """The kind a kind's word names (``Decision`` → ``decision``), or None."""
+    return _LABEL_KINDS.get(word.casefold())

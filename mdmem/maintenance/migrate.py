@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from mdmem.errors import ConflictError, MdmemError
 from mdmem.files import blocks as blk
 from mdmem.files import escape as esc
+from mdmem.files import render
 from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.models import Block
 from mdmem.store.editors import Edit, Editor, append_item
@@ -257,7 +258,7 @@ def _transcript(path: str, tf: TextFile, parsed: blk.ParsedFile, plan: _Plan) ->
         else:
             name = block.field("speaker") or block.field("role") or label
         tags = [t for t in blk.tags_on(old[1:]) if f"#{t}" not in block.text.lower()]
-        out += ["", *blk.render_turn(name, clock, block.text, block.id, tags=tags)]
+        out += ["", *render.render_turn(name, clock, block.text, block.id, tags=tags)]
         plan.records.setdefault(path, []).append((block.id, _values(block, old)))
     now = [line + tf.newline for line in out]
     if now != tf.lines:
@@ -362,4 +363,3 @@ def _diff(changes: list[tuple[str, bytes | None, bytes]]) -> str:
             old, new, fromfile=f"a/{rel}" if before is not None else "/dev/null", tofile=f"b/{rel}"
         )
     return "".join(out)
-

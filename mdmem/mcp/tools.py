@@ -613,7 +613,7 @@ class Toolset:
         if not self.reader.admits_scope(scope):
             raise ScopeDeniedError(
                 f"scope {scope_label(scope)!r} is not allowed here; allowed: "
-                + ", ".join(scope_label(s) for s in self.allowed)
+                + ", ".join(scope_label(s) for s in self.allowed or ())
             )
 
     def _duplicate(self, exc: DuplicateIdError) -> tuple[str, str]:

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 
 from mdmem.files import blocks as blk
+from mdmem.files import render
 from mdmem.files.ids import ID_PATTERN
 from mdmem.files.textfile import SkipFile, TextFile
 from mdmem.models import Block
@@ -519,10 +520,10 @@ class Rewrite:
             if not block.is_memory or block.id not in self.texts:
                 continue
             fields = updated_fields(block.fields, self.fields.get(block.id))
-            edited = blk.retag(block, fields=fields)
+            edited = replace(block, fields=fields)
             # Fields written on the line (an older vault's) take the update there;
             # those kept beside it, in its fields file (record_updates).
-            lines = blk.replace_text(
+            lines = render.replace_text(
                 edited, tf, self.texts[block.id], updates=self.fields.get(block.id)
             )
             old = [line.rstrip("\r\n") for line in tf.lines[block.line_start - 1 : block.line_end]]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from mdmem.errors import MemoryNotFoundError, VaultFileError
 from mdmem.files import blocks as blk
 from mdmem.files import escape as esc
+from mdmem.files import render
 from mdmem.files.ids import ID_PATTERN, is_copy_key, written_id
 from mdmem.files.textfile import FileStat, TextFile
 from mdmem.models import Block
@@ -143,7 +144,7 @@ _DAY_HEADING = re.compile(r"^## (\d{4}-\d{2}-\d{2})[ \t]*$")
 
 
 def turn_appender(header: list[str], day: str, lines: list[str], memory_id: str) -> Editor:
-    """An edit appending one session turn (:func:`mdmem.files.blocks.render_turn`)
+    """An edit appending one session turn (:func:`mdmem.files.render.render_turn`)
     under its day's heading (``## 2026-12-02``, added when the day changed)."""
 
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
@@ -203,7 +204,7 @@ def field_setter(memory_id: str, updates: dict[str, str | None]) -> Editor:
 
     def edit(tf: TextFile, parsed: blk.ParsedFile | None) -> Edit:
         current = require(parsed, memory_id)
-        new_lines = blk.with_fields(current, tf, updates)
+        new_lines = render.with_fields(current, tf, updates)
         start, end = current.line_start - 1, current.line_end
         assert parsed is not None
         rebuilt = blk.rewritten_block(parsed, current, tf.lines[start:end], new_lines)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from mdmem.files import blocks as blk
 from mdmem.files import escape as esc
+from mdmem.files import render
 from mdmem.files.fieldfiles import FieldFiles
 from mdmem.files.textfile import TextFile
 from mdmem.models import Block
@@ -161,7 +162,7 @@ def clean_lines(
     tags = blk.tags_on(old)
     # A scope a person typed on the line is theirs to say there (the record cannot).
     typed = [(k, v) for line in old for k, v in esc.take_fields(line)[1] if k == "scope"]
-    lines = blk.render_list_item(block.text, block.id, tags=tags, label=label, fields=typed[-1:])
+    lines = render.render_list_item(block.text, block.id, tags=tags, label=label, fields=typed[-1:])
     by = values.get("by")
     if by and values.get("status") == "superseded":
         home = blk.unarchived_path(target) or target
@@ -194,7 +195,7 @@ def _converter(
             if marker is not None and marker != "- ":
                 new = [marker + new[0][2:]] + [" " * len(marker) + n[2:] for n in new[1:]]
         else:
-            new = blk.with_fields(current, tf, dict.fromkeys(_inline_keys(old)))
+            new = render.with_fields(current, tf, dict.fromkeys(_inline_keys(old)))
         tf.replace_lines(start, end, new)
         return Edit(rewritten=_same_shape(parsed, current, new, fields, path))
 
@@ -212,7 +213,7 @@ def _field_strip(memory_id: str, keys: set[str], fields: FieldFiles, path: str) 
         on_line = {k for k in _inline_keys(old) if k in keys}
         if not on_line:
             return refielder(memory_id, fields.view(path))(tf, parsed)
-        new = blk.with_fields(current, tf, dict.fromkeys(on_line))
+        new = render.with_fields(current, tf, dict.fromkeys(on_line))
         tf.replace_lines(start, end, new)
         return Edit(rewritten=_same_shape(parsed, current, new, fields, path))
 

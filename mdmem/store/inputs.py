@@ -98,7 +98,7 @@ def clean_text(text: object, secrets: str) -> str:
     goes from every line, and leading/trailing blank space from the whole.
     What a write returns and what any later read returns is exactly this text
     (a list-item memory, one paragraph, also drops blank lines; see
-    :func:`mdmem.files.blocks.render_list_item`).
+    :func:`mdmem.files.render.render_list_item`).
     """
     if not isinstance(text, str):
         raise InvalidInputError("memory text must be a string")

@@ -20,6 +20,7 @@ from mdmem.errors import HumanNoteError, InvalidInputError, MemoryNotFoundError
 from mdmem.files import blocks as blk
 from mdmem.files.catalog import Catalog
 from mdmem.files.ids import normalize_id
+from mdmem.files.render import render_entry, render_list_item, render_turn
 from mdmem.files.textfile import safe_path
 from mdmem.index.embedding import EmbeddingService
 from mdmem.index.indexer import Indexer, IndexStats
@@ -349,7 +350,7 @@ class MemoryStore:
     ) -> str:
         """Append a ``## heading`` entry, its fields kept beside it (``header``
         starts a new file); ``turn``: (who, when) of a session turn, written as a
-        transcript line under its day (:func:`mdmem.files.blocks.render_turn`).
+        transcript line under its day (:func:`mdmem.files.render.render_turn`).
 
         ``body`` must already be clean (:meth:`clean_text`); returns the new id.
         """
@@ -360,11 +361,11 @@ class MemoryStore:
             day, clock = f"{moment:%Y-%m-%d}", f"{moment:%H:%M}"
 
             def render(text: str, memory_id: str) -> list[str]:
-                return blk.render_turn(turn[0], clock, text, memory_id, tags=tags)
+                return render_turn(turn[0], clock, text, memory_id, tags=tags)
         else:
 
             def render(text: str, memory_id: str) -> list[str]:
-                return blk.render_entry(heading, text, memory_id, tags=tags)
+                return render_entry(heading, text, memory_id, tags=tags)
 
         around = [*header, *([f"## {day}"] if day else [])]
         refuse_secret_metadata(rel, [*render(MASK, "m-0"), *_shown(kept)], around)
@@ -529,7 +530,7 @@ class MemoryStore:
         kept = _kept(kind, tags, extra)
         refuse_secret_metadata(
             rel,
-            [*blk.render_list_item(MASK, "m-0", tags=tags, label=label), *_shown(kept)],
+            [*render_list_item(MASK, "m-0", tags=tags, label=label), *_shown(kept)],
             [f"## Topic: {topic}"] if topic is not None else [],
         )
         digest = blk.content_hash(body)
@@ -540,7 +541,7 @@ class MemoryStore:
         memory_id = self.writer.new_id()
         tx.add_item(
             rel,
-            blk.render_list_item(body, memory_id, tags=tags, label=label),
+            render_list_item(body, memory_id, tags=tags, label=label),
             subject=f"{op} {kind}: {first_line(body)}",
             trailers=memory_trailers(memory_id, kind, scope, op)
             + ([("Topic", topic)] if topic else []),

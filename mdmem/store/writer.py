@@ -777,9 +777,6 @@ class Writer:
         beside = self.catalog.fields.view(rel)
         if result.appended_at is not None and parsed is not None and result.ids:
             first = result.appended_at
-            snippet = TextFile(
-                lines=pending.tf.lines[first:], bom=False, newline=pending.tf.newline
-            )
             if result.item:
                 new_blocks = [
                     blk.item_block(
@@ -787,18 +784,14 @@ class Writer:
                     )
                 ]
             else:
-                file_tags = blk.frontmatter_tags(parsed.frontmatter)
-                new_blocks = [
-                    blk.retag(
-                        b,
-                        line_start=b.line_start + first,
-                        line_end=b.line_end + first,
-                        tags=tuple(dict.fromkeys([*b.tags, *file_tags])),
-                        heading=b.heading or result.heading or "",
-                    )
-                    for b in blk.parse(rel, snippet, beside=beside).blocks
-                    if b.id in result.ids
-                ]
+                new_blocks = blk.appended_entries(
+                    parsed,
+                    pending.tf,
+                    first,
+                    result.ids,
+                    heading=result.heading or "",
+                    beside=beside,
+                )
             if {b.id for b in new_blocks} == set(result.ids) and rel in self.catalog.files:
                 parsed.file = pending.tf
                 parsed.blocks.extend(new_blocks)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from mdmem.files import blocks as blk
+from mdmem.files.render import render_list_item
 from mdmem.models import Block, one_line
 
 __all__ = [
@@ -184,9 +185,7 @@ def team_line(block: Block) -> TeamLine:
     """The :class:`TeamLine` of a parsed block of a team file (either format;
     parse with ``labels=True`` and the fields kept beside the file)."""
     f = dict(block.fields)
-    legacy = any(key in f for key in LEGACY_FIELDS if key != "kind") and not _has_phrase(
-        block.text
-    )
+    legacy = any(key in f for key in LEGACY_FIELDS if key != "kind") and not _has_phrase(block.text)
     text, says, says_by = block.text, "", ""
     if legacy:
         if f.get("status", "").strip().lower() == PROPOSED:
@@ -225,7 +224,7 @@ def phrase(word: str, name: str) -> str:
 
 def render(text: str, memory_id: str, kind: str, says: str) -> list[str]:
     """A team line: the kind's word, the text (its tags in it), the phrase, the id."""
-    lines = blk.render_list_item(text, memory_id, label=blk.kind_label(kind))
+    lines = render_list_item(text, memory_id, label=blk.kind_label(kind))
     return with_phrase(lines, memory_id, says, replace=False)
 
 

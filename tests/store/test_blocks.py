@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mdmem.errors import InvalidInputError
 from mdmem.files import blocks as blk
+from mdmem.files import render
 from mdmem.files.textfile import SkipFile, TextFile, decode
 
 GOLDEN = Path(__file__).parent / "golden" / "blocks"
@@ -63,7 +64,7 @@ def test_golden_editing_one_block_leaves_every_other_byte(path: Path) -> None:
     parsed = blk.parse(_rel(path), tf)
     for block in parsed.memories():
         edited = tf.copy()
-        new_lines = blk.with_fields(block, edited, {"status": "resolved"})
+        new_lines = render.with_fields(block, edited, {"status": "resolved"})
         edited.replace_lines(block.line_start - 1, block.line_end, new_lines)
         before, after = tf.lines, edited.lines
         assert before[: block.line_start - 1] == after[: block.line_start - 1]
@@ -82,7 +83,7 @@ def test_crlf_and_bom_survive_an_append() -> None:
     raw = (GOLDEN / "crlf_bom.md").read_bytes()
     tf = decode(raw)
     assert tf.bom and tf.newline == "\r\n"
-    tf.append_lines(blk.render_list_item("New fact", "m-01jd3k5x7q0099"))
+    tf.append_lines(render.render_list_item("New fact", "m-01jd3k5x7q0099"))
     out = tf.to_bytes()
     assert out.startswith(raw + b"\r\n")  # the unterminated last line got the file's newline
     assert out.endswith(b"- New fact ^m-01jd3k5x7q0099\r\n")
@@ -94,7 +95,9 @@ def test_frontmatter_key_order_is_never_rewritten() -> None:
     parsed = blk.parse("MEMORY.md", tf)
     assert list(parsed.frontmatter) == ["title", "zeta", "tags", "alpha"]
     block = parsed.memories()[0]
-    tf.replace_lines(block.line_start - 1, block.line_end, blk.with_fields(block, tf, {"x": "1"}))
+    tf.replace_lines(
+        block.line_start - 1, block.line_end, render.with_fields(block, tf, {"x": "1"})
+    )
     assert tf.to_bytes()[:60] == raw[:60]
 
 
@@ -158,7 +161,7 @@ def test_invalid_scopes(scope: str) -> None:
 
 
 def test_render_entry_keeps_the_section_whole() -> None:
-    lines = blk.render_entry(
+    lines = render.render_entry(
         "09:00 · Code", "# Title\nsome text\n---\n```py\nx = 1", "m-01jd3k5x7q0001"
     )
     tf = TextFile(lines=[line + "\n" for line in ["# Daily", "", *lines]])
@@ -228,7 +231,7 @@ def test_property_round_trip_and_isolated_edits(
         edited.replace_lines(
             block.line_start - 1,
             block.line_end,
-            blk.with_fields(block, edited, {"status": "resolved"}),
+            render.with_fields(block, edited, {"status": "resolved"}),
         )
         assert edited.lines[: block.line_start - 1] == tf.lines[: block.line_start - 1]
         tail = len(tf.lines) - block.line_end

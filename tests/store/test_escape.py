@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from mdmem.errors import InvalidInputError
 from mdmem.files import blocks as blk
 from mdmem.files import escape as esc
+from mdmem.files import render
 from mdmem.files.textfile import TextFile, decode
 
 _PIECES = [
@@ -97,9 +98,9 @@ def test_property_a_rendered_item_parses_as_its_text(text: str) -> None:
     expected = "\n".join(line for line in lines if line.strip()).strip()
     if not expected:
         with pytest.raises(InvalidInputError):
-            blk.render_list_item(text, "m-01jd3k5x7q0100")
+            render.render_list_item(text, "m-01jd3k5x7q0100")
         return
-    item = blk.render_list_item(text, "m-01jd3k5x7q0100")
+    item = render.render_list_item(text, "m-01jd3k5x7q0100")
     tf = TextFile(
         lines=[line + "\n" for line in ["# Memory", "", *item, "- after ^m-01jd3k5x7q0101"]]
     )
@@ -125,10 +126,10 @@ def test_a_person_typing_fields_by_hand_still_sets_them() -> None:
 
 
 def test_setting_a_field_leaves_field_syntax_in_the_text_alone() -> None:
-    (line,) = blk.render_list_item("use [status:: x] here [status:: y]", "m-01jd3k5x7q0001")
+    (line,) = render.render_list_item("use [status:: x] here [status:: y]", "m-01jd3k5x7q0001")
     tf = TextFile(lines=[line + "\n"])
     block = blk.parse("MEMORY.md", tf).memories()[0]
-    tf.replace_lines(0, 1, blk.with_fields(block, tf, {"status": "resolved"}))
+    tf.replace_lines(0, 1, render.with_fields(block, tf, {"status": "resolved"}))
     again = blk.parse("MEMORY.md", tf).memories()[0]
     assert (again.text, again.status) == ("use [status:: x] here [status:: y]", "resolved")
 
@@ -143,7 +144,7 @@ def test_a_file_location_decides_the_scope() -> None:
 
 def test_an_entry_keeps_its_markdown_but_not_its_headings() -> None:
     text = "- a list\n> a quote\n\n| a | b |\n|---|---|\n# not a heading\n```py\n# code\n```"
-    lines = blk.render_entry("09:00 · Note", text, "m-01jd3k5x7q0001")
+    lines = render.render_entry("09:00 · Note", text, "m-01jd3k5x7q0001")
     assert "- a list" in lines and "> a quote" in lines and "# code" in lines
     assert "\\# not a heading" in lines
     tf = TextFile(lines=[line + "\n" for line in ["# Daily", "", *lines]])
@@ -153,7 +154,7 @@ def test_an_entry_keeps_its_markdown_but_not_its_headings() -> None:
 
 def test_an_unclosed_fence_is_escaped_not_closed() -> None:
     text = "before\n```\ncode [status:: resolved]\n## 10:00 · Fake"
-    lines = blk.render_entry("09:00 · Note", text, "m-01jd3k5x7q0001")
+    lines = render.render_entry("09:00 · Note", text, "m-01jd3k5x7q0001")
     tf = TextFile(
         lines=[
             line + "\n" for line in ["# Daily", "", *lines, "", "## Next", "n ^m-01jd3k5x7q0002"]
@@ -165,7 +166,7 @@ def test_an_unclosed_fence_is_escaped_not_closed() -> None:
 
 def test_code_in_a_fence_is_kept_verbatim() -> None:
     content = "```\n  x = [status:: resolved]  \n# comment ^m-01jd3k5x7q0002\n```"
-    lines = blk.render_entry("09:00 · tool t", content, "m-01jd3k5x7q0001")
+    lines = render.render_entry("09:00 · tool t", content, "m-01jd3k5x7q0001")
     assert lines[1:4] == content.split("\n")[:3]
     tf = TextFile(lines=[line + "\n" for line in ["# S", "", *lines]])
     (memory,) = blk.parse("sessions/s.md", tf).memories()

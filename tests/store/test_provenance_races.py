@@ -119,9 +119,11 @@ def test_save_while_git_commit_reads_the_file_is_the_humans(
         return real_commit(self, message, author, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(GitStore, "commit", save_then_commit)
-    ids = [vault.remember(f"the server room is on floor {n}").id for n in range(2)]
+    # Two unrelated facts: a changed value ("floor 0" -> "floor 1") would retire the first.
+    facts = ["the server room is on floor 3", "the printer needs blue toner"]
+    ids = [vault.remember(fact).id for fact in facts]
     assert len(typed) == 2
-    assert vault.get(ids[1]).text == "the server room is on floor 1"
+    assert vault.get(ids[1]).text == facts[1]
     assert_blamed(vault, "MEMORY.md", typed, ids)
 
 

@@ -77,13 +77,13 @@ def test_every_read_path_hides_a_declared_scope(declared: tuple[Vault, str]) -> 
     assert SECRET not in vault.context("salary review March", reader=ROOT_ONLY)
     with pytest.raises(ScopeDeniedError):
         vault.get(note_id, reader=ROOT_ONLY)
-    changes = vault.git.changes("2000-01-01", reader=ROOT_ONLY)
+    changes = vault.reading(ROOT_ONLY).changes("2000-01-01")
     assert note_id not in {c.id for c in changes.remembered}
     assert all("notes/alice.md" not in e.paths for e in changes.human_edits)
     assert note_id in {c.id for c in vault.git.changes("2000-01-01").remembered}
     assert SECRET not in prompt_context(vault, "salary review March", scope="").render()
     assert "Salary bands" not in prompt_context(vault, "salary", scope="").render()
-    listed = vault.library.list(reader=ROOT_ONLY)
+    listed = vault.reading(ROOT_ONLY).list()
     assert note_id not in {m.id for m in listed} and listed
 
     tools = Toolset(vault, ["root"])
@@ -175,7 +175,7 @@ def test_copies_of_another_contacts_turns_are_hidden(consolidated: Vault) -> Non
     rendered = prompt_context(vault, "Where is the wedding in Lisbon?", "telegram:alice").render()
     assert "Lisbon" in rendered
     assert "Lisbon" not in json.dumps(
-        [m.text for m in vault.library.list(reader=bob)], ensure_ascii=False
+        [m.text for m in vault.reading(bob).list()], ensure_ascii=False
     )
 
 

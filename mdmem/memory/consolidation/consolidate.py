@@ -67,6 +67,7 @@ import yaml
 
 from mdmem.errors import ConfigError, InvalidInputError, LLMError, MdmemError
 from mdmem.files import blocks as blk
+from mdmem.files import render
 from mdmem.files.ids import ID_PATTERN
 from mdmem.git import review as rv
 from mdmem.index.progress import Progress, silent
@@ -92,6 +93,7 @@ class AutoResolver(Protocol):
     consolidation stays below the lifecycle that regenerates through it."""
 
     def judge_with(self, llm: LLMClient | None) -> AbstractContextManager[None]: ...
+
 
 __all__ = [
     "ConsolidationResult",
@@ -862,7 +864,7 @@ def render_episode(
     summary = draft.summary or "(empty conversation)"
     # The summary is model text: rendered like any memory, so what it holds
     # (fields, ids, headings) stays text and the block reads back as written.
-    paragraph = blk.render_paragraph(summary, episode_id)
+    paragraph = render.render_paragraph(summary, episode_id)
     lines = ["---", *front, "---", f"# {meta['title']}", "", *paragraph, ""]
     if facts:
         lines += ["## Facts", ""]

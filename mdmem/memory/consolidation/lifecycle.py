@@ -72,6 +72,7 @@ import numpy as np
 
 from mdmem.errors import InvalidInputError, LLMError, MdmemError
 from mdmem.files import blocks as blk
+from mdmem.files import render
 from mdmem.memory.capture.sessions import session_id_of, validate_session_id
 from mdmem.memory.consolidation.regenerate import regenerate
 from mdmem.memory.consolidation.subjects import Verdict, compare
@@ -612,7 +613,7 @@ def _redact(today: str) -> Any:
     # The text and its tags go (a tag can say as much); the date of the
     # redaction is kept beside the line (retention records it).
     def make(block: Block, tf: TextFile) -> list[str]:
-        return blk.replace_text(block, tf, REDACTED, tags=())
+        return render.replace_text(block, tf, REDACTED, tags=())
 
     return make
 
@@ -653,8 +654,8 @@ def anonymize_retired(
             tx.record_many(path, [(b.id, marks) for b in targets if b.path == path])
         for path in sorted(set(copies.values())):
             tx.apply(path, rewrite.editor(), subject, [("Op", "retention")])
-            ids = [i for i, where in copies.items() if where == path]
-            tx.record_many(path, rewrite.record_updates(ids))
+            moved = [i for i, where in copies.items() if where == path]
+            tx.record_many(path, rewrite.record_updates(moved))
     return RetentionReport(
         days, cutoff, memories, applied=True, commit=store.git.head(), copies=sorted(copies)
     )

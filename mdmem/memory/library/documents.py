@@ -48,6 +48,7 @@ import yaml
 
 from mdmem.errors import ConflictError, InvalidInputError, MdmemError, Spelled
 from mdmem.files import blocks as blk
+from mdmem.files import render
 from mdmem.files.textfile import SkipFile, TextFile, decode
 from mdmem.memory.library.docconvert import (
     MAX_CHUNKS,
@@ -496,7 +497,7 @@ def _render(
     lines = ["---", *front.rstrip("\n").split("\n"), "---", f"# {title}"]
     for n, chunk in enumerate(chunks):
         lines.append("")
-        lines.extend(blk.render_entry(chunk.heading, chunk.text, plan[n][0]))
+        lines.extend(render.render_entry(chunk.heading, chunk.text, plan[n][0]))
     return lines
 
 
