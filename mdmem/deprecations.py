@@ -122,6 +122,7 @@ _MOVED: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "memories": ("vault.library.list", _memories),
     "list_memories": ("vault.library.list", _list_rows),
     "llm_client": ("vault.llm", lambda vault: lambda: vault.llm),
+    "agent": ("vault.settings.agent", lambda vault: vault.settings.agent),
     "prompt_context": (
         "mdmem.prompt_context(vault, ...)",
         _helper("mdmem.agent.prompt", "prompt_context"),
@@ -147,3 +148,11 @@ ARGUMENTS = AliasTable(
     "Vault arguments",
     {"forget(purge=True)": Alias("Vault.forget(purge=True)", "vault.git.purge(id, confirm=True)")},
 )
+
+
+def forget_with_purge(vault: Any, memory_id: str, *, confirm: bool) -> Memory:
+    """``vault.forget(id, purge=True)`` of 0.0.x: the purge desk's verb, with its warning."""
+    ARGUMENTS["forget(purge=True)"].warn(stacklevel=3)
+    block = vault._store.writer.sole_block(memory_id)
+    vault.git.purge(memory_id, confirm=confirm)
+    return Memory.from_block(block, was_new=False)

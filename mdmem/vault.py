@@ -31,13 +31,14 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdmem.config import Settings
-from mdmem.deprecations import ARGUMENTS, MOVED, answer
-from mdmem.errors import InvalidInputError, MdmemError
+from mdmem.deprecations import MOVED, answer, forget_with_purge
+from mdmem.errors import InvalidInputError
 from mdmem.git import provenance as git_provenance
 from mdmem.git import timetravel
 from mdmem.git.desk import GitDesk
@@ -82,15 +83,15 @@ class Vault:
         agent: str | None = None,
         progress: Progress | None = None,
     ) -> None:
-        store = MemoryStore(
-            root.resolve(), settings, agent=agent or settings.agent, progress=progress
-        )
+        # The author of this vault's writes is a setting like the others (settings.agent).
+        settings = replace(settings, agent=agent) if agent else settings
+        store = MemoryStore(root.resolve(), settings, agent=settings.agent, progress=progress)
         self._store = store
         self._closed = False
         self._parts = MemoryParts(store)
         self._recaller = Recaller(
             store,
-            human_of=self._written_by_human,
+            human_of=functools.partial(git_provenance.written_by_human, store),
             llm=self._parts.configured_llm,
             past=functools.partial(timetravel.source_at, store),
         )
@@ -108,11 +109,6 @@ class Vault:
     @property
     def settings(self) -> Settings:
         return self._store.settings
-
-    @property
-    def agent(self) -> str:
-        """The git author of this vault's writes."""
-        return self._store.agent
 
     @property
     def llm(self) -> LLMClient | None:
@@ -144,7 +140,7 @@ class Vault:
         # A folder with files (an Obsidian vault) is adopted: see mdmem.maintenance.adopt.
         adoption = adopt.adopt(root, agent=agent, author=author)
         vault = cls.open(root, agent=agent, **overrides)
-        adopt.commit_mdmem(vault._store.git, Identity.agent(vault.agent), adoption)
+        adopt.commit_mdmem(vault._store.git, Identity.agent(vault.settings.agent), adoption)
         vault.admin.adoption = adoption
         return vault
 
@@ -177,7 +173,7 @@ class Vault:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Vault({str(self.root)!r}, agent={self.agent!r})"
+        return f"Vault({str(self.root)!r}, agent={self.settings.agent!r})"
 
     # ------------------------------------------------------------- writes --
 
@@ -260,12 +256,9 @@ class Vault:
     ) -> Memory:
         """Remove a memory's block from its file; git history keeps it (to erase it
         from history too, see ``vault.git.purge``)."""
-        if not purge:
-            return self._store.forget(memory_id, reason=reason)
-        ARGUMENTS["forget(purge=True)"].warn()
-        block = self._store.writer.sole_block(memory_id)
-        self.git.purge(memory_id, confirm=confirm)
-        return Memory.from_block(block, was_new=False)
+        if purge:
+            return forget_with_purge(self, memory_id, confirm=confirm)
+        return self._store.forget(memory_id, reason=reason)
 
     def supersede(
         self,
@@ -297,14 +290,11 @@ class Vault:
     ) -> Iterator[Vault]:
         """Group many writes into one commit (and one file write per file).
 
-        Auto-resolve (retiring what a new memory replaces) runs at the end of
-        the batch, over its new memories in order and embedded together, so
-        a ``Memory`` that ``remember`` returns inside a batch has an empty
-        ``superseded``; the commit lists what was retired. Session turns
-        recorded inside join the commit; automatic consolidation runs once, after
-        (``consolidate=False``: not at all, for a caller that works in steps and
-        must hand the vault back quickly, as a hook capture does).
-        """
+        Auto-resolve runs at the end, over the batch's new memories together (a
+        ``Memory`` returned inside has an empty ``superseded``; the commit lists
+        what was retired). Session turns recorded inside join the commit; automatic
+        consolidation runs once, after (``consolidate=False``: not at all, for a
+        caller that must hand the vault back quickly, as a hook capture does)."""
         with self._store.batch(subject):
             yield self
         if consolidate and self._store.writer.current is None:  # the outermost batch committed
@@ -381,25 +371,14 @@ class Vault:
             reader = reader_for(self.contacts, scopes, contact)
         elif scopes is not None or contact is not None:
             raise InvalidInputError("reading() takes a reader, or scopes and a contact: not both")
-        parts = self._parts
-        return Reading(
-            self._store, self._recaller, self.contacts, parts.llm, reader, self.sessions.pending
-        )
+        pending = self.sessions.pending
+        return Reading(self._store, self._recaller, self.contacts, self._parts.llm, reader, pending)
 
     def context(
         self, query: str, max_chars: int = 6000, *, reader: Reader = EVERYONE, **filters: Any
     ) -> str:
         """A "## Recalled Memory" block for a prompt, citing each memory as path#^id."""
         return self.reading(reader).context(query, max_chars, **filters)
-
-    def _written_by_human(self, block: Block) -> bool:
-        """Whether a person wrote any line of the block (git blame, cached per file version)."""
-        if not block.is_memory:
-            return True  # notes without ids are a human's own writing
-        try:
-            return git_provenance.provenance(self._store, block.id).written_by_human
-        except MdmemError:
-            return False
 
     # ------------------------------------------------------- the long run --
 

@@ -71,7 +71,7 @@ VAULT_NAMES = {
     *("supersede", "resolve", "archive", "unarchive", "recall", "context", "batch"),
     *("consolidate", "reflect", "reindex", "history", "status", "session", "reading"),
     *("sessions", "git", "admin", "library", "contacts", "usefulness"),
-    *("root", "settings", "agent", "llm"),
+    *("root", "settings", "llm"),
 }
 
 OLD_PATHS = {

@@ -121,8 +121,8 @@ def _source(vault: Any, memory_id: str) -> Any:
     (an agent, a hook, or the person) from the vault's git history."""
     from mdmem.team import Source
 
-    memory = vault.get(memory_id)
-    by = vault.agent
+    memory = vault.reading().to_copy(memory_id)
+    by = vault.settings.agent
     role = "agent"
     try:
         prov = vault.git.provenance(memory.id)

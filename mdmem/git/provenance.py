@@ -17,16 +17,25 @@ from datetime import datetime, timedelta, timezone
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
-from mdmem.errors import GitError, InvalidInputError
+from mdmem.errors import GitError, InvalidInputError, MdmemError
 from mdmem.files.ids import normalize_id
 from mdmem.files.textfile import safe_path
 from mdmem.git.revisions import is_sha, rev_parse
+from mdmem.models import Block
 from mdmem.store.gitstore import is_agent_email
 
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["UNCOMMITTED", "LineAuthor", "Provenance", "blame", "clear_blame_cache", "provenance"]
+__all__ = [
+    "UNCOMMITTED",
+    "LineAuthor",
+    "Provenance",
+    "blame",
+    "clear_blame_cache",
+    "provenance",
+    "written_by_human",
+]
 
 UNCOMMITTED = "0" * 40  # the commit git blame gives a line not committed yet
 
@@ -262,6 +271,17 @@ def provenance(store: MemoryStore, memory_id: str) -> Provenance:
         created_date=created[2] if created else None,
         lines=tuple(lines),
     )
+
+
+def written_by_human(store: MemoryStore, block: Block) -> bool:
+    """Whether a person wrote any line of the block (git blame, cached per file
+    version); notes without ids are a person's own writing."""
+    if not block.is_memory:
+        return True
+    try:
+        return provenance(store, block.id).written_by_human
+    except MdmemError:
+        return False
 
 
 def _created(store: MemoryStore, memory_id: str) -> tuple[str, str, str] | None:

@@ -38,7 +38,12 @@ from dataclasses import replace
 from datetime import date, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from mdmem.errors import InvalidInputError, MemoryNotFoundError, ScopeDeniedError
+from mdmem.errors import (
+    InvalidInputError,
+    MemoryNotFoundError,
+    ScopeDeniedError,
+    SecretRefusedError,
+)
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import SkipFile, decode, safe_path
 from mdmem.git.history import visible_changes
@@ -223,6 +228,20 @@ class Reading:
         if not self.reader.unrestricted:
             self._store.visibility.require(self.reader, self._store.block(memory.id))
         return self._memory(memory)
+
+    def to_copy(self, memory_id: str) -> Memory:
+        """One memory as its line holds it, for a copy made elsewhere (a team
+        proposal). SecretRefusedError when its text or fields hold a secret a
+        person typed by hand: a copy must neither carry it nor a redaction in
+        its place (the person takes it off the line first)."""
+        memory = self.get(memory_id)
+        original = self._store.get(memory.id)
+        if memory != original:
+            raise SecretRefusedError(
+                f"refused: ^{memory.id} holds a secret typed into its line; "
+                "take it off the line, then copy the memory"
+            )
+        return memory
 
     def history(self, memory_id: str) -> list[Version]:
         """The versions of a memory this reader may see, oldest first: each judged by
