@@ -184,6 +184,9 @@ MODULES = AliasTable(
     "mdmem.memory.session_desk": "mdmem.memory.desks.sessions",
     "mdmem.memory.contacts": "mdmem.memory.desks.contacts",
     "mdmem.memory.parts": "mdmem.memory.desks.parts",
+    # the hook door in its room: the fast client and the cold path (0.1.x)
+    "mdmem.hookclient": "mdmem.hookkit.client",
+    "mdmem.hookmain": "mdmem.hookkit.cold",
         }.items()
     },
 )

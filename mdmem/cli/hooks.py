@@ -42,8 +42,8 @@ from mdmem.cli.context import Context, emit, json_option, main
 from mdmem.config import config_home
 from mdmem.files.textfile import atomic_write
 from mdmem.hookkit import hosts as hf
+from mdmem.hookkit.cold import PROBE_ENV, answer_hook, read_stdin
 from mdmem.hookkit.policy import USER_FILE, policy_to_json, resolve_policy, user_settings
-from mdmem.hookmain import PROBE_ENV, answer_hook, read_stdin
 from mdmem.ipc.capped import read_capped
 
 # -- mdmem hook <event> ---------------------------------------------------------

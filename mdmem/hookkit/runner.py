@@ -804,7 +804,7 @@ def serve_hook(
     host: Any = params.get("host")
     event: Any = params.get("event")
     policy = params.get("policy")
-    if "route" in params:  # mdmem.hookclient: the server decides as the hook process would
+    if "route" in params:  # mdmem.hookkit.client: the server decides as the hook process would
         routed = hook_route(vault, params)
         if isinstance(routed, str):
             return routed

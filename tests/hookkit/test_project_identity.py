@@ -12,8 +12,8 @@ import pytest
 
 from mdmem import Vault
 from mdmem.files.blocks import validate_scope
+from mdmem.hookkit.cold import answer_hook
 from mdmem.hookkit.policy import resolve_policy
-from mdmem.hookmain import answer_hook
 from mdmem.projects import trust
 from tests.conftest import git
 from tests.hookkit.test_runner import payload, transcript_with

@@ -18,7 +18,7 @@ policy and the vault from it with the very functions the in-process path
 uses (:func:`~mdmem.hookkit.policy.resolve_route`), refusing a request
 meant for another vault. Anything else — no server, a late, wedged or
 refused answer, odd arguments, an unreadable payload, a ``hooks doctor`` probe —
-is handed (:data:`Handoff`) to :func:`mdmem.hookmain.thin_hook` (the cold
+is handed (:data:`Handoff`) to :func:`mdmem.hookkit.cold.thin_hook` (the cold
 path: it opens the vault and starts a server) with the bytes already read and
 what the server said, so nothing is read or asked twice.
 """
@@ -106,7 +106,7 @@ Handoff = tuple[bytes, Prior | None]
 
 def run(argv: list[str]) -> int | Handoff | None:
     """``mdmem ARGV`` when it is a hook line: 0 when the warm server's answer is printed,
-    else the :data:`Handoff` for :func:`mdmem.hookmain.thin_hook`; None for any other line."""
+    else the :data:`Handoff` for :func:`mdmem.hookkit.cold.thin_hook`; None for any other line."""
     parsed = parse_hook_line(argv)
     if parsed is None:
         return None
