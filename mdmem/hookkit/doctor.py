@@ -39,34 +39,27 @@ DoctorReport = tuple[dict[str, Any], int]
 
 
 def doctor_payload(host_name: str, event: str, cwd: Path, prompt: str) -> dict[str, Any]:
-    """A payload shaped as the host documents it (see :mod:`mdmem.hookkit.hosts`)."""
+    """A payload shaped as the host documents it: its fields where :attr:`Host.fields`
+    says it keeps them (the first name of each, the one every event of the host carries)."""
     h = hf.host(host_name)
-    extra: dict[str, Any] = {}
-    if event == "session-start":
-        extra["source"] = "startup"
-    elif event == "prompt-submit":
-        extra["prompt"] = prompt
-    elif event == "post-tool-use":
-        extra.update(tool_name="Bash", tool_input={"command": "true"}, **{h.output_field: ""})
-    elif event == "post-tool-failure":
-        extra.update(tool_name="Bash", tool_input={"command": "false"})
-        extra[h.error_field] = "Exit code 1"
-    if h.conversation_ids:
-        return {
-            "conversation_id": "mdmem-doctor",
-            "generation_id": "mdmem-doctor",
-            "hook_event_name": h.native(event),
-            "workspace_roots": [str(cwd)],
-            "transcript_path": None,
-            **extra,
-        }
-    return {
-        "session_id": "mdmem-doctor",
-        "transcript_path": None,
-        "cwd": str(cwd),
+    f = h.fields
+    folder = f.cwd[0]
+    payload: dict[str, Any] = {
+        f.session[0]: "mdmem-doctor",
+        folder: [str(cwd)] if folder in f.folder_lists else str(cwd),
+        f.transcript: None,
         "hook_event_name": h.native(event),
-        **extra,
     }
+    if event == "session-start":
+        payload[f.source] = "startup"
+    elif event == "prompt-submit":
+        payload[f.prompt] = prompt
+    elif event == "post-tool-use":
+        payload.update({f.tool_name: "Bash", f.tool_input: {"command": "true"}, f.tool_output: ""})
+    elif event == "post-tool-failure":
+        payload.update({f.tool_name: "Bash", f.tool_input: {"command": "false"}})
+        payload[f.error] = "Exit code 1"
+    return payload
 
 
 def check(hosts: tuple[str, ...], directory: str | None) -> DoctorReport:

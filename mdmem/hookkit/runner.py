@@ -717,7 +717,6 @@ def _tool_call(inp: HookInput) -> ToolCall | None:
         command = inp.tool_input.get("command") if isinstance(inp.tool_input, dict) else None
         if failure_line(tool, command if isinstance(command, str) else "", text):
             success = False  # a shell run whose output shows it failed (no verdict sent)
-    call_id = inp.raw.get("tool_use_id") or inp.raw.get("tool_call_id")
     return ToolCall(
         tool=tool,
         input=inp.tool_input
@@ -726,7 +725,7 @@ def _tool_call(inp: HookInput) -> ToolCall | None:
         output=text.strip(),
         success=success,
         exit_code=exit_code,
-        id=str(call_id) if isinstance(call_id, str) and call_id else None,
+        id=inp.call_id,
     )
 
 

@@ -20,7 +20,7 @@ from mdmem import Vault
 from mdmem.config import config_home
 from mdmem.errors import InvalidInputError
 from mdmem.hookkit import client
-from mdmem.hookkit.hosts import HOSTS
+from mdmem.hookkit.hosts import HOSTS, parse_input
 from mdmem.hookkit.policy import hook_vault_root, resolve_policy
 from mdmem.hookkit.runner import serve_hook
 from mdmem.projects import trust
@@ -103,6 +103,29 @@ def test_the_host_tables_are_hostformats_own() -> None:
     assert {name: frozenset(h.events) for name, h in HOSTS.items()} == client.HOST_EVENTS
     for h in HOSTS.values():
         assert h.timeouts == client.HOST_TIMEOUTS
+    assert {name: h.fields.cwd for name, h in HOSTS.items()} == client.HOST_CWD
+    lists = frozenset().union(*(h.fields.folder_lists for h in HOSTS.values()))
+    assert lists == client.FOLDER_LISTS
+
+
+@pytest.mark.parametrize("name", sorted(HOSTS))
+def test_the_client_reads_the_project_folder_where_the_cold_path_does(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server resolves the policy from the client's route, the cold path from
+    # parse_input: the same folder, or a warm and a cold run would disagree.
+    monkeypatch.chdir(tmp_path)
+    project, elsewhere = str(tmp_path / "project"), str(tmp_path / "tool-ran-here")
+    for event in HOSTS[name].events:
+        recorded = json.loads(payload(name, event, Path(project)))
+        # A payload naming the folder two ways (Cursor's failure event names the
+        # folder the tool ran in beside the workspace) and one naming it not at all.
+        both = {**recorded, "cwd": elsewhere} if "workspace_roots" in recorded else recorded
+        for data in (recorded, both, {}, {"cwd": ["not", "a", "folder"]}):
+            route = client.hook_route({"--host": name}, data)
+            cold = parse_input(name, event, data).cwd
+            assert route["cwd"] == (cold or str(tmp_path)), (event, data)
+        assert parse_input(name, event, both).cwd == project, event
 
 
 @pytest.mark.parametrize("xdg", [None, "", "  ", "/somewhere/cfg"])
