@@ -153,7 +153,6 @@ MODULES = AliasTable(
     "mdmem.agent.transcript": "mdmem.hookkit.transcript",
     "mdmem.agent.hooklog": "mdmem.hookkit.log",
     "mdmem.agent.toolfailure": "mdmem.hookkit.toolfailure",
-    "mdmem.agent.relevance": "mdmem.hookkit.relevance",
     "mdmem.agent.warm": "mdmem.warm.client",
     "mdmem.agent.warm_server": "mdmem.warm.server",
     "mdmem.agent.capped": "mdmem.ipc.capped",

@@ -77,7 +77,6 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.files.blocks import validate_scope
-from mdmem.hookkit import relevance
 from mdmem.hookkit.hosts import (
     EVENTS,
     HOSTS,
@@ -401,11 +400,9 @@ class _Run:
         if elapsed_ms > self.policy.prompt_latency_ms:
             self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
         # The relevance gate's items (mdmem.recall.gate): none when nothing is relevant.
+        # The same cut as recall's, prompt_context's and `mdmem context`'s: nothing more.
         shown = [h for h in hits.relevant_items if h.kind != "tool_output"]
-        items = relevance.relevant(
-            [h for h in shown if not self._own_session(h)],
-            recency_weight=self.vault.settings.recall.recency_weight,
-        )
+        items = [h for h in shown if not self._own_session(h)]
         lines = [(h.id, self._line(h, h.citation)) for h in items]
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
         # With the repository's team tier (read from the working tree only, once trusted).
