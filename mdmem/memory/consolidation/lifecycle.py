@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -694,7 +694,3 @@ def _redacted_note(store: MemoryStore, episode: str) -> NoteText:
     items = tuple(str(i) for i in pending) if isinstance(pending, list) else ()
     front = {"title": REDACTED, "abstract": REDACTED, "overview": REDACTED}
     return NoteText(title=REDACTED, pending=items, front=front)
-
-
-def ids_of(blocks: Iterable[Block]) -> list[str]:
-    return [b.id for b in blocks]
