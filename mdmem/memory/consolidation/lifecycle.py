@@ -653,8 +653,8 @@ def anonymize_retired(
             tx.record_many(path, [(b.id, marks) for b in targets if b.path == path])
         for path in sorted(set(copies.values())):
             tx.apply(path, rewrite.editor(), subject, [("Op", "retention")])
-            ids = [i for i, where in copies.items() if where == path]
-            tx.record_many(path, rewrite.record_updates(ids))
+            here = [i for i, where in copies.items() if where == path]
+            tx.record_many(path, rewrite.record_updates(here))
     return RetentionReport(
         days, cutoff, memories, applied=True, commit=store.git.head(), copies=sorted(copies)
     )
