@@ -9,8 +9,8 @@ imports, work, exit), ``--runs`` times, as p50/p95. Rows:
 * ``mdmem recall`` / ``mdmem context`` cold (no server: ``MDMEM_NO_SERVER=1``)
   and warm (``mdmem serve --daemon`` running);
 * ``mdmem hook prompt-submit`` (a Claude Code ``UserPromptSubmit`` payload on
-  stdin) warm and cold, when the checkout has the hook kit
-  (``mdmem/hookmain.py``); otherwise the row says so;
+  stdin) warm and cold, when the checkout has the hook kit's cold path
+  (``mdmem/hookkit/cold.py``, earlier ``mdmem/hookmain.py``); otherwise the row says so;
 * ``mdmem hooks doctor`` over a project whose Claude Code hooks each checkout
   installed, and how many commits it left in the vault's history.
 
@@ -67,6 +67,10 @@ FACTS = [
 ]
 
 
+def _any_file(root: Path, *paths: str) -> bool:
+    return any((root / p).is_file() for p in paths)
+
+
 class Tree:
     """One checkout to measure: its path and its process environment."""
 
@@ -79,8 +83,9 @@ class Tree:
             "MDMEM_STATE_DIR": str(base / f"state-{name}"),
             "MDMEM_RUNTIME_DIR": str(base / "rt"),
         }
-        self.has_hooks = (path / "mdmem" / "hookmain.py").is_file()
-        self.has_server = (path / "mdmem" / "agent" / "warm_server.py").is_file()
+        # Where each lived in the checkout's version (a baseline may be older).
+        self.has_hooks = _any_file(path, "mdmem/hookkit/cold.py", "mdmem/hookmain.py")
+        self.has_server = _any_file(path, "mdmem/warm/server.py", "mdmem/agent/warm_server.py")
 
         self.cpu: list[float] = []  # CPU ms of each run, in order
         self.server_cpu: list[float] = []

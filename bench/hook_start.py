@@ -39,7 +39,7 @@ PAYLOADS = HERE / "tests" / "hookkit" / "data" / "hooks"
 
 from warm_server import seed  # noqa: E402 - the same seeded vault
 
-from mdmem import hookclient  # noqa: E402 - after the path setup
+from mdmem.hookkit import client  # noqa: E402 - after the path setup
 from mdmem.warm.client import ask, request  # noqa: E402
 
 
@@ -137,7 +137,7 @@ def main() -> None:
                 "host": args.host,
                 "event": event,
                 "payload": json.loads(data),
-                "route": hookclient.hook_route({}, json.loads(data)),
+                "route": client.hook_route({}, json.loads(data)),
             }
             for _ in range(args.runs):
                 # The server's share: the same request from this process, no start-up.

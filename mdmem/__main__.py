@@ -1,6 +1,6 @@
 """`python -m mdmem` and the `mdmem` command.
 
-:func:`run` hands a ``hook`` line to :mod:`mdmem.hookclient` and offers a
+:func:`run` hands a ``hook`` line to :mod:`mdmem.hookkit.client` and offers a
 read command to the vault's warm server (see :mod:`mdmem.warm.client`), both
 standard library only, so an answered call never imports click, numpy or the
 indexes; otherwise, or when no server runs, it runs the full command line.
@@ -17,11 +17,11 @@ def run() -> None:
     if "hook" in argv:
         # A coding agent runs `mdmem hook ...` before every prompt and after every
         # tool call: the warm server's answer needs the standard library only.
-        from mdmem import hookclient
+        from mdmem.hookkit import client
 
-        handed = hookclient.run(argv)
+        handed = client.run(argv)
         if isinstance(handed, tuple):  # no warm answer: the cold path, with what was read
-            from mdmem.hookmain import thin_hook
+            from mdmem.hookkit.cold import thin_hook
 
             handed = thin_hook(argv, raw=handed[0], prior=handed[1])
         if handed is not None:

@@ -153,7 +153,6 @@ MODULES = AliasTable(
     "mdmem.agent.transcript": "mdmem.hookkit.transcript",
     "mdmem.agent.hooklog": "mdmem.hookkit.log",
     "mdmem.agent.toolfailure": "mdmem.hookkit.toolfailure",
-    "mdmem.agent.relevance": "mdmem.hookkit.relevance",
     "mdmem.agent.warm": "mdmem.warm.client",
     "mdmem.agent.warm_server": "mdmem.warm.server",
     "mdmem.agent.capped": "mdmem.ipc.capped",
@@ -184,6 +183,9 @@ MODULES = AliasTable(
     "mdmem.memory.session_desk": "mdmem.memory.desks.sessions",
     "mdmem.memory.contacts": "mdmem.memory.desks.contacts",
     "mdmem.memory.parts": "mdmem.memory.desks.parts",
+    # the hook door in its room: the fast client and the cold path (0.1.x)
+    "mdmem.hookclient": "mdmem.hookkit.client",
+    "mdmem.hookmain": "mdmem.hookkit.cold",
         }.items()
     },
 )

@@ -40,6 +40,7 @@ __all__ = [
     "DuplicateIdError",
     "EmbedderError",
     "GitError",
+    "HookConfigError",
     "HumanNoteError",
     "IndexError_",
     "InvalidInputError",
@@ -205,6 +206,12 @@ class LLMResponseError(LLMError):
 
 class ScopeDeniedError(MdmemError):
     """A scope outside the set the host application allowed was requested."""
+
+
+class HookConfigError(MdmemError):
+    """A coding agent's settings file can't take mdmem's hooks as asked: it leads
+    outside the project, is not UTF-8 or not a JSON object, or the host has no
+    such file; fix it, or ask for another location."""
 
 
 class VaultFileError(MdmemError):

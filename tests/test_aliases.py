@@ -32,7 +32,7 @@ def test_every_alias_table_has_the_one_shape() -> None:
         "tool arguments",
         "setting names",
     }
-    assert len(ALL) == 153 and all(isinstance(a, Alias) for a in ALL)  # 41 modules moved in 0.1.x
+    assert len(ALL) == 154 and all(isinstance(a, Alias) for a in ALL)  # 42 modules moved in 0.1.x
     assert all(a.old and a.new and version_key(a.removal) > (0, 0, 0) for a in ALL)
 
 

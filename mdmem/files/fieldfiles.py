@@ -103,14 +103,6 @@ class FieldFiles:
         records = [r for h in ordered for r in self.files[h].records if r.id == memory_id]
         return resolve(records).get(memory_id)
 
-    def records_of(self, memory_id: str) -> list[Record]:
-        """Every record of one memory, in the files' order (history, moves)."""
-        self.fields(memory_id)  # reads every file once if this id is unknown
-        return [
-            r for h in self.where.get(memory_id, []) for r in self.files[h].records
-            if r.id == memory_id
-        ]
-
     def damaged(self) -> dict[str, list[int]]:
         """Fields files holding lines that are not records, with their line numbers."""
         return {rel: f.bad for rel, f in self.files.items() if f.bad}

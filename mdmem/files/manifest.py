@@ -224,10 +224,6 @@ class Manifest:
                 [block_to_row(b, i) for i, b in enumerate(blocks)],
             )
 
-    def append_blocks(self, path: str, row: FileRow, blocks: list[Block], start_ord: int) -> None:
-        """Record blocks appended to a file whose other blocks are unchanged."""
-        self.put_blocks(path, row, [(start_ord + i, b) for i, b in enumerate(blocks)])
-
     @_guarded
     def put_blocks(self, path: str, row: FileRow, numbered: list[tuple[int, Block]]) -> None:
         """Record some blocks of a file, each at its position; the others are unchanged."""

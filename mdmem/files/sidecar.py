@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
@@ -188,24 +188,3 @@ def resolve(records: Iterable[Record]) -> dict[str, Fields]:
 def merged(records_by_file: Iterable[Iterable[Record]]) -> dict[str, Fields]:
     """:func:`resolve` over several files' records (a line moved between notes)."""
     return resolve(r for records in records_by_file for r in records)
-
-
-def changed_ids(before: Mapping[str, Fields], after: Mapping[str, Fields]) -> set[str]:
-    """The ids whose resolved fields differ between two resolutions."""
-    return {i for i in before.keys() | after.keys() if before.get(i) != after.get(i)}
-
-
-def records_for(
-    memory_id: str, updates: Mapping[str, str | None] | Iterable[tuple[str, str | None]], at: str
-) -> Record:
-    """A record setting ``updates`` of one memory at ``at``."""
-    items = updates.items() if isinstance(updates, Mapping) else updates
-    return Record(memory_id, at, tuple((k, v) for k, v in items))
-
-
-def iter_ids(records: Iterable[Record]) -> Iterator[str]:
-    seen: set[str] = set()
-    for record in records:
-        if record.id not in seen:
-            seen.add(record.id)
-            yield record.id

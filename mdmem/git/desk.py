@@ -149,35 +149,38 @@ class GitDesk:
             return getattr(self._store.git, name)
 
 
-# The git wrapper's public names of 0.0.x that the desk does not answer itself.
+# The git wrapper's public names of 0.0.x that the desk does not answer itself, each
+# with the public verb that does its work, or, where none does, what to run instead.
+_GIT_ITSELF = "git itself in the vault folder (no public verb)"
+_WRITES = "the write verbs, each its own commit (no public verb)"
 GIT_WRAPPER = AliasTable(
     "the git wrapper on vault.git",
     {
-        name: Alias(f"vault.git.{name}", f"vault.admin.store.git.{name} (or a desk verb)")
-        for name in (
-            "changed_between",
-            "commit",
-            "commit_contents",
-            "config",
-            "config_guard",
-            "dirty_paths",
-            "execute",
-            "execute_bytes",
-            "forget_tracked",
-            "human_identity",
-            "init",
-            "is_repo",
-            "log",
-            "maintain",
-            "operation_in_progress",
-            "popen",
-            "program_settings",
-            "refs_under",
-            "root",
-            "run",
-            "run_bytes",
-            "show",
-            "tracked",
-        )
+        name: Alias(f"vault.git.{name}", new)
+        for name, new in {
+            "changed_between": "vault.git.changes(since=<commit>)",
+            "commit": _WRITES,
+            "commit_contents": _WRITES,
+            "config": _GIT_ITSELF,
+            "config_guard": "vault.admin.doctor, which reports git config that runs programs",
+            "dirty_paths": "vault.status().dirty",
+            "execute": _GIT_ITSELF,
+            "execute_bytes": _GIT_ITSELF,
+            "forget_tracked": "nothing: an internal cache (no public verb)",
+            "human_identity": _GIT_ITSELF,
+            "init": "Vault.init",
+            "is_repo": _GIT_ITSELF,
+            "log": "vault.git.changes, vault.git.last_commit or vault.history",
+            "maintain": "nothing: every commit starts git's maintenance (no public verb)",
+            "operation_in_progress": _GIT_ITSELF,
+            "popen": _GIT_ITSELF,
+            "program_settings": "vault.admin.doctor, which reports git config that runs programs",
+            "refs_under": _GIT_ITSELF,
+            "root": "vault.root",
+            "run": _GIT_ITSELF,
+            "run_bytes": _GIT_ITSELF,
+            "show": "vault.history (a memory's versions) or " + _GIT_ITSELF,
+            "tracked": _GIT_ITSELF,
+        }.items()
     },
 )

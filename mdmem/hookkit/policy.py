@@ -368,7 +368,7 @@ def hook_vault_root(
 
 
 def resolve_route(route: Mapping[str, Any]) -> tuple[Path, Policy]:
-    """The vault and policy of a hook run that :mod:`mdmem.hookclient` described.
+    """The vault and policy of a hook run that :mod:`mdmem.hookkit.client` described.
 
     ``route`` carries what the hook process would have decided them from:
     ``cwd`` (the payload's, else the process's), ``workdir`` (the process's),

@@ -77,7 +77,6 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.files.blocks import validate_scope
-from mdmem.hookkit import relevance
 from mdmem.hookkit.hosts import (
     EVENTS,
     HOSTS,
@@ -401,11 +400,9 @@ class _Run:
         if elapsed_ms > self.policy.prompt_latency_ms:
             self.entry["over_budget_ms"] = round(elapsed_ms - self.policy.prompt_latency_ms, 1)
         # The relevance gate's items (mdmem.recall.gate): none when nothing is relevant.
+        # The same cut as recall's, prompt_context's and `mdmem context`'s: nothing more.
         shown = [h for h in hits.relevant_items if h.kind != "tool_output"]
-        items = relevance.relevant(
-            [h for h in shown if not self._own_session(h)],
-            recency_weight=self.vault.settings.recall.recency_weight,
-        )
+        items = [h for h in shown if not self._own_session(h)]
         lines = [(h.id, self._line(h, h.citation)) for h in items]
         title = "## Recalled Memory (mdmem" + (", degraded: keyword only" if degraded else "") + ")"
         # With the repository's team tier (read from the working tree only, once trusted).
@@ -717,7 +714,6 @@ def _tool_call(inp: HookInput) -> ToolCall | None:
         command = inp.tool_input.get("command") if isinstance(inp.tool_input, dict) else None
         if failure_line(tool, command if isinstance(command, str) else "", text):
             success = False  # a shell run whose output shows it failed (no verdict sent)
-    call_id = inp.raw.get("tool_use_id") or inp.raw.get("tool_call_id")
     return ToolCall(
         tool=tool,
         input=inp.tool_input
@@ -726,7 +722,7 @@ def _tool_call(inp: HookInput) -> ToolCall | None:
         output=text.strip(),
         success=success,
         exit_code=exit_code,
-        id=str(call_id) if isinstance(call_id, str) and call_id else None,
+        id=inp.call_id,
     )
 
 
@@ -804,7 +800,7 @@ def serve_hook(
     host: Any = params.get("host")
     event: Any = params.get("event")
     policy = params.get("policy")
-    if "route" in params:  # mdmem.hookclient: the server decides as the hook process would
+    if "route" in params:  # mdmem.hookkit.client: the server decides as the hook process would
         routed = hook_route(vault, params)
         if isinstance(routed, str):
             return routed

@@ -32,7 +32,7 @@ import calendar
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 from mdmem.models import Block
 
@@ -293,12 +293,6 @@ def context_of(block: Block, previous: Block | None = None) -> str:
             else f"after: {said}"
         )
     return " | ".join(parts)
-
-
-def event_day(block: Block) -> date:
-    """The day a memory's event happened: its ``created`` date (the host's)."""
-    value: datetime = block.created
-    return value.date()
 
 
 class TurnOrder:

@@ -826,15 +826,6 @@ class EmbeddingCache:
         except sqlite3.DatabaseError as e:
             raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
 
-    def delete_model(self, model: str) -> int:
-        """Forget every vector of ``model``; returns how many were removed."""
-        try:
-            with self._lock:
-                cur = self._db.execute("DELETE FROM vectors WHERE model = ?", (model,))
-                return int(cur.rowcount)
-        except sqlite3.DatabaseError as e:
-            raise IndexError_(f"embedding cache {self.path} is unusable ({e}); delete it") from e
-
     def keep_only(self, content_hashes: Collection[str]) -> int:
         """Forget every vector whose hash is not in ``content_hashes``, leaving no trace.
 

@@ -502,9 +502,6 @@ class Rewrite:
             self.marked
         )
 
-    def concerns(self, text: str) -> bool:
-        return any(f"^{i}" in text for i in self.touched)
-
     def apply(self, tf: TextFile, parsed: blk.ParsedFile) -> bool | None:
         """Edit one version of one file in place; whether it changed, None if it goes whole."""
         note = _note_id(parsed)

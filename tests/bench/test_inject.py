@@ -6,11 +6,14 @@ import io
 import json
 import tempfile
 from contextlib import redirect_stdout
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mdmem.models import Hit
 from tests.bench.scripts import load_bench
 from tests.bench.test_locomo_bench import TINY
 
@@ -70,7 +73,7 @@ def test_questions_about_other_people_come_from_the_next_conversation() -> None:
 @pytest.mark.slow
 def test_the_hook_runs_as_a_host_runs_it(scratch: Path) -> None:
     data = two_chats(scratch)
-    # MiniLM, as shipped: the relevance cut's gate is fitted on its scores.
+    # MiniLM, as shipped: recall's relevance gate is fitted on its scores.
     args = inject.parse_args(["--data", str(data), "--others", "1"])
     asked = inject.measure(args)
     own = [a for a in asked if a.own]
@@ -86,26 +89,9 @@ def test_the_hook_runs_as_a_host_runs_it(scratch: Path) -> None:
     assert sets["two"]["items_median"] >= 1
 
 
-@pytest.mark.slow
-def test_the_cut_asked_for_is_the_one_the_warm_server_applies(scratch: Path) -> None:
-    data = two_chats(scratch)
-    runs = {}
-    for cut in ("none", "fitted"):
-        args = inject.parse_args(["--data", str(data), "--others", "1", "--cut", cut])
-        runs[cut] = {(a.conversation, a.question): a.cited for a in inject.measure(args)}
-    assert runs["none"].keys() == runs["fitted"].keys()
-    # The fitted cut keeps a best-first prefix of what no cut injects, and its
-    # gate (fitted on vaults of hundreds of turns) leaves this tiny vault out.
-    for key, cited in runs["fitted"].items():
-        assert cited == runs["none"][key][: len(cited)]
-    assert sum(map(len, runs["fitted"].values())) < sum(map(len, runs["none"].values()))
-
-
 def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mdmem.hookkit.relevance import RelevanceCut
-
     def hits(*pairs: tuple[str, float, float]) -> list[dict[str, Any]]:
         return [{"id": i, "score": s, "vector": v, "chars": 80} for i, s, v in pairs]
 
@@ -116,12 +102,12 @@ def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
         # A question about other people: only weak matches.
         inject.Kept("set", "b", False, [], hits(("m-5", 0.5, 0.15), ("m-6", 0.4, 0.1))),
     ]
-    assert inject.evaluate(kept, RelevanceCut())["set"] == {
+    assert inject.evaluate(kept, inject.RelevanceCut())["set"] == {
         "evidence": 1.0,
         "items_median": 2.0,
         "others_nothing": 0.0,
     }
-    cut = RelevanceCut(gate=0.6, ratio=0.5)
+    cut = inject.RelevanceCut(gate=0.6, ratio=0.5)
     assert inject.evaluate(kept, cut)["set"] == {
         "evidence": 1.0,
         "items_median": 1.0,
@@ -135,11 +121,61 @@ def test_calibration_scores_every_cut_and_puts_those_meeting_the_targets_first(
     assert [r["meets"] for r in result["best"]] == [True, True, False, False]
 
 
-def test_the_packing_stops_at_the_token_budget() -> None:
-    from mdmem.hookkit.relevance import RelevanceCut
+def hit(memory_id: str, score: float, cosine: float | None) -> Hit:
+    return Hit(
+        id=memory_id,
+        path="MEMORY.md",
+        line_start=1,
+        line_end=1,
+        heading="",
+        text=memory_id,
+        kind="fact",
+        tags=(),
+        status="active",
+        created=datetime(2024, 1, 1, tzinfo=UTC),
+        score=score,
+        scores={"vector": cosine} if cosine is not None else {},
+    )
 
+
+HITS = [hit("m-a", 0.9, 0.6), hit("m-b", 0.7, 0.4), hit("m-c", 0.3, None), hit("m-d", 0.2, 0.1)]
+
+
+def ids(hits: list[Hit]) -> list[str]:
+    return [h.id for h in hits]
+
+
+def test_no_cut_keeps_every_hit_in_order() -> None:
+    assert ids(inject.relevant(HITS, inject.RelevanceCut())) == ["m-a", "m-b", "m-c", "m-d"]
+    assert inject.relevant([], inject.RelevanceCut(gate=0.9)) == []
+
+
+def test_the_gate_asks_for_one_hit_that_matches_well() -> None:
+    assert inject.relevant(HITS, inject.RelevanceCut(gate=0.91)) == []
+    assert ids(inject.relevant(HITS, inject.RelevanceCut(gate=0.9))) == ["m-a", "m-b", "m-c", "m-d"]
+
+
+def test_recency_orders_but_does_not_make_a_memory_relevant() -> None:
+    new = replace(hit("m-new", 0.8, 0.5), scores={"vector": 0.5, "recency": 1.0})
+    old = replace(hit("m-old", 0.6, 0.5), scores={"vector": 0.5, "recency": 0.0})
+    # 0.8 of which 0.3 is recency: 0.5 against the gate.
+    cut = inject.RelevanceCut
+    assert inject.relevant([new, old], cut(gate=0.55), recency_weight=0.3) == []
+    both = ["m-new", "m-old"]
+    assert ids(inject.relevant([new, old], cut(gate=0.5), recency_weight=0.3)) == both
+    assert ids(inject.relevant([new, old], cut(ratio=0.9), recency_weight=0.3)) == both
+
+
+def test_floor_ratio_and_count() -> None:
+    cut = inject.RelevanceCut
+    assert ids(inject.relevant(HITS, cut(floor=0.3))) == ["m-a", "m-b", "m-c"]
+    assert ids(inject.relevant(HITS, cut(ratio=0.75))) == ["m-a", "m-b"]  # 0.7 >= 0.675
+    assert ids(inject.relevant(HITS, cut(max_items=1))) == ["m-a"]
+
+
+def test_the_packing_stops_at_the_token_budget() -> None:
     many = [{"id": f"m-{i}", "score": 1.0, "vector": 0.9, "chars": 400} for i in range(20)]
-    ids = inject.packed(many, RelevanceCut(max_items=20))
+    ids = inject.packed(many, inject.RelevanceCut(max_items=20))
     # 800 tokens of ~4 characters: the title and note, then 7 lines of 400.
     assert len(ids) == 7
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from mdmem import Vault
+from mdmem.hookkit.cold import answer_hook
 from mdmem.hookkit.policy import Policy, policy_to_json
 from mdmem.hookkit.runner import serve_hook
-from mdmem.hookmain import answer_hook
 
 from ..conftest import git
 

@@ -634,7 +634,7 @@ def test_a_server_that_never_answers_means_a_degraded_answer_within_the_budget(
 ) -> None:
     import socket
 
-    from mdmem.hookmain import answer_hook
+    from mdmem.hookkit.cold import answer_hook
     from mdmem.ipc.sockets import ensure_private_folder
     from mdmem.warm.client import PING_SECONDS, paths_for
 

@@ -16,7 +16,7 @@ from tests.conftest import git
 from tests.team.history import ADA, reviewed
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mdmem"
-DOORS = ["cli", "hookkit", "mcp", "agent", "warm", "ui", "hookmain.py", "hookclient.py"]
+DOORS = ["cli", "hookkit", "mcp", "agent", "warm", "ui"]  # the hook entry lives in hookkit
 GOTCHA = "The ledger job needs LEDGER_TZ=UTC set, or nightly totals drift by a day."
 QUERY = "Why do the ledger totals drift? LEDGER_TZ"
 # A GitHub token shape the secret guard knows (made up, never valid).

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from mdmem import Vault
-from mdmem.memory.consolidation.consolidate import open_items
+from mdmem.memory.consolidation.consolidate import last_episode
 
 _LINK = re.compile(r"\[\[([^\]|#]+)#\^(m-[0-9a-z]+)(?:\|[^\]]*)?\]\]")
 
@@ -89,7 +89,7 @@ def test_episode_properties_are_flat_and_old_episodes_still_read(vault: Vault) -
         encoding="utf-8",
     )
     vault.admin.commit_human_edits()
-    assert open_items(vault.admin.store, "", "carol") == ["call the plumber"]
+    assert last_episode(vault.admin.store, "", "carol")[1] == ["call the plumber"]
 
 
 def test_extractive_titles_are_a_phrase_of_the_conversation(vault: Vault) -> None:

@@ -1,11 +1,16 @@
 """What each coding-agent host sends a hook and expects back, and its hook config file.
 
-Pure standard library: ``mdmem hook`` imports this before it knows whether it
-needs a vault at all. One module per host holds what is that host's own, written
-from its documentation: :mod:`~mdmem.hookkit.hosts.claude_code`,
+Pure standard library: the cold path of ``mdmem hook`` imports this before it
+knows whether it needs a vault at all. One module per host holds what is that
+host's own, written from its documentation, as data (a :class:`Host`, with the
+:class:`Fields` its payloads use): :mod:`~mdmem.hookkit.hosts.claude_code`,
 :mod:`~mdmem.hookkit.hosts.codex`, :mod:`~mdmem.hookkit.hosts.cursor`. Each
-records every event's stdin in ``tests/hookkit/data/hooks/<host>.<event>.json``;
-a new host is a new module here, its entry in :data:`HOSTS`, and those fixtures.
+records every event's stdin in ``tests/hookkit/data/hooks/<host>.<event>.json``.
+
+A new host is a new module here, its entry in :data:`HOSTS`, those fixtures,
+and its line in the fast client's copies (:data:`mdmem.hookkit.client.HOST_EVENTS`,
+``HOST_CWD``, ``FOLDER_LISTS``: that module may import nothing of this package;
+``tests/hookkit/test_client.py`` keeps them equal). Nothing else changes.
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from mdmem.hookkit.hosts import claude_code, codex, cursor
-from mdmem.hookkit.hosts.base import EVENTS, INJECTING, LOCATIONS, Host
+from mdmem.hookkit.hosts.base import EVENTS, INJECTING, LOCATIONS, Fields, Host
 
 __all__ = [
     "EVENTS",
     "HOSTS",
     "INJECTING",
     "LOCATIONS",
+    "Fields",
     "HookInput",
     "Host",
     "can_inject",
@@ -70,7 +76,7 @@ def config_path(host_name: str, location: str, project: Path, home: Path) -> Pat
 
 @dataclass(frozen=True)
 class HookInput:
-    """A host's hook payload in mdmem's terms (every host's field names mapped)."""
+    """A host's hook payload in mdmem's terms (read where the host's :class:`Fields` say)."""
 
     host: str
     event: str
@@ -87,44 +93,58 @@ class HookInput:
     # (interrupted, or refused its permission): not the tool's fault.
     error: str | None = None
     interrupted: bool = False
+    call_id: str | None = None  # the tool call's own id, where the host sends one
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _first(
+    raw: dict[str, Any], names: tuple[str, ...], lists: frozenset[str] = frozenset()
+) -> str | None:
+    """The first of ``names`` that holds text (a field of ``lists``: its first item)."""
+    for name in names:
+        value = raw.get(name)
+        if name in lists:
+            value = value[0] if isinstance(value, list) and value else None
+        if _text(value) is not None:
+            return str(value)
+    return None
+
+
 def parse_input(host_name: str, event: str, data: Any) -> HookInput:
-    """The fields mdmem uses from one payload; absent or odd fields become None."""
+    """The fields mdmem uses from one payload, where the host keeps them
+    (:attr:`Host.fields`); absent or odd fields become None."""
     h = host(host_name)
+    f = h.fields
     raw = data if isinstance(data, dict) else {}
-    session = _text(raw.get("session_id")) or _text(raw.get("conversation_id")) or "unknown"
-    cwd = _text(raw.get("cwd"))
-    if cwd is None and isinstance(raw.get("workspace_roots"), list) and raw["workspace_roots"]:
-        cwd = _text(raw["workspace_roots"][0])  # Cursor names the workspace, not a cwd
-    tool_output = raw.get("tool_response", raw.get("tool_output"))
-    tool_name = _text(raw.get("tool_name"))
-    tool_input = raw.get("tool_input")
-    if tool_name is None and h.shell_payloads and _text(raw.get("command")):
+    tool_output = raw.get(f.tool_output)
+    tool_name = _text(raw.get(f.tool_name))
+    tool_input = raw.get(f.tool_input)
+    if tool_name is None and f.shell is not None and _text(raw.get(f.shell[0])):
         # afterShellExecution-style payloads: the command and its output.
-        tool_name, tool_input, tool_output = "Shell", {"command": raw["command"]}, raw.get("output")
-    error = _text(raw.get("error")) or _text(raw.get("error_message"))
+        command, output = f.shell
+        tool_name, tool_input, tool_output = "Shell", {"command": raw[command]}, raw.get(output)
+    error = _text(raw.get(f.error))
     if event == "post-tool-failure" and error is None:
         error = "the tool call failed"  # the event itself says so, even with no message
-    interrupted = raw.get("is_interrupt") is True or raw.get("failure_type") == "permission_denied"
+    refused = f.refused is not None and raw.get(f.refused[0]) == f.refused[1]
     return HookInput(
         host=h.name,
         event=event,
-        session_id=session,
-        cwd=cwd,
-        transcript_path=_text(raw.get("transcript_path")),
-        prompt=_text(raw.get("prompt")),
-        source=_text(raw.get("source")),
+        session_id=_first(raw, f.session) or "unknown",
+        cwd=_first(raw, f.cwd, f.folder_lists),
+        transcript_path=_text(raw.get(f.transcript)),
+        prompt=_text(raw.get(f.prompt)),
+        source=_text(raw.get(f.source)),
         tool_name=tool_name,
         tool_input=tool_input,
         tool_output=tool_output,
         raw=raw,
         error=error if event == "post-tool-failure" else None,
-        interrupted=interrupted,
+        interrupted=raw.get(f.interrupted) is True or refused,
+        call_id=_text(raw.get(f.call_id)),
     )
 
 

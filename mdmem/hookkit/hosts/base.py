@@ -16,6 +16,7 @@ __all__ = [
     "INJECTING",
     "LOCATIONS",
     "TIMEOUTS",
+    "Fields",
     "Host",
     "hook_specific_answer",
     "hook_specific_context",
@@ -58,6 +59,35 @@ def hook_specific_context(answer: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class Fields:
+    """Where a host's payload keeps what mdmem reads (:func:`mdmem.hookkit.hosts.parse_input`):
+    Claude Code's names by default, which Codex shares. Of a tuple, the first field
+    present in the payload wins: a host that names one thing two ways lists first
+    the name every one of its events carries (what ``hooks doctor`` sends)."""
+
+    session: tuple[str, ...] = ("session_id",)
+    #: The project folder the host runs in.
+    cwd: tuple[str, ...] = ("cwd",)
+    #: Of :attr:`cwd`, the fields holding a list of folders, the first the project's.
+    folder_lists: frozenset[str] = frozenset()
+    transcript: str = "transcript_path"
+    prompt: str = "prompt"
+    source: str = "source"  # session start: startup | resume | clear | compact
+    tool_name: str = "tool_name"
+    tool_input: str = "tool_input"
+    tool_output: str = "tool_response"  # a tool's output in a post-tool payload
+    error: str = "error"  # a failure's message in a post-tool-failure payload
+    call_id: str = "tool_use_id"
+    interrupted: str = "is_interrupt"  # true: the person stopped the call
+    #: (field, value) saying the person refused the call's permission, or None: like
+    #: an interrupted call, not the tool's failure.
+    refused: tuple[str, str] | None = None
+    #: (command, output) of a payload that is a shell command and its output with no
+    #: tool name, or None where the host sends none.
+    shell: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class Host:
     name: str
     events: dict[str, str]  # mdmem event -> the host's event name
@@ -79,13 +109,8 @@ class Host:
     context_in: Callable[[dict[str, Any]], str] = hook_specific_context
     #: Whether plain (non-JSON) stdout reaches the model as context.
     plain_stdout_is_context: bool = True
-    #: Whether a payload may be a shell command and its output with no tool name.
-    shell_payloads: bool = False
-    #: Whether the host names the session ``conversation_id`` and the project
-    #: ``workspace_roots`` (not ``session_id`` and ``cwd``).
-    conversation_ids: bool = False
-    output_field: str = "tool_response"  # a tool's output in a post-tool payload
-    error_field: str = "error"  # a failure's message in a post-tool-failure payload
+    #: Where its payloads keep what mdmem reads.
+    fields: Fields = field(default_factory=Fields)
 
     def native(self, event: str) -> str:
         return self.events[event]

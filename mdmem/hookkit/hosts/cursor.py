@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdmem.hookkit.hosts.base import TIMEOUTS, Host
+from mdmem.hookkit.hosts.base import TIMEOUTS, Fields, Host
 
 __all__ = ["HOST"]
 
@@ -61,8 +61,15 @@ HOST = Host(
     answer=_answer,
     context_in=_context,
     plain_stdout_is_context=False,
-    shell_payloads=True,
-    conversation_ids=True,
-    output_field="tool_output",
-    error_field="error_message",
+    fields=Fields(
+        # Every event names the conversation and the workspace; a few add a
+        # session_id (the same id) or the folder a tool ran in (a cwd).
+        session=("conversation_id", "session_id"),
+        cwd=("workspace_roots", "cwd"),
+        folder_lists=frozenset({"workspace_roots"}),
+        tool_output="tool_output",
+        error="error_message",
+        refused=("failure_type", "permission_denied"),
+        shell=("command", "output"),
+    ),
 )

@@ -60,7 +60,6 @@ from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
@@ -335,11 +334,6 @@ def known_facts(store: MemoryStore, scope: str, contact: str) -> list[Block]:
     ]
     found.sort(key=lambda b: (b.created, b.id))
     return found[-KNOWN_FACTS_LIMIT:]
-
-
-def open_items(store: MemoryStore, scope: str, contact: str) -> list[str]:
-    """The pending list of this contact's latest episode."""
-    return last_episode(store, scope, contact)[1]
 
 
 def last_episode(store: MemoryStore, scope: str, contact: str) -> tuple[str | None, list[str]]:
@@ -977,7 +971,3 @@ def consolidate_stale(
     """Consolidate the conversations gone idle now (for a host's timer); None if none are."""
     entries = stale_entries(store)[: store.settings.consolidation.batch]
     return run(entries) if entries else None
-
-
-def episode_stem(path: str) -> str:
-    return PurePosixPath(path).stem

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -654,8 +654,8 @@ def anonymize_retired(
             tx.record_many(path, [(b.id, marks) for b in targets if b.path == path])
         for path in sorted(set(copies.values())):
             tx.apply(path, rewrite.editor(), subject, [("Op", "retention")])
-            moved = [i for i, where in copies.items() if where == path]
-            tx.record_many(path, rewrite.record_updates(moved))
+            here = [i for i, where in copies.items() if where == path]
+            tx.record_many(path, rewrite.record_updates(here))
     return RetentionReport(
         days, cutoff, memories, applied=True, commit=store.git.head(), copies=sorted(copies)
     )
@@ -695,7 +695,3 @@ def _redacted_note(store: MemoryStore, episode: str) -> NoteText:
     items = tuple(str(i) for i in pending) if isinstance(pending, list) else ()
     front = {"title": REDACTED, "abstract": REDACTED, "overview": REDACTED}
     return NoteText(title=REDACTED, pending=items, front=front)
-
-
-def ids_of(blocks: Iterable[Block]) -> list[str]:
-    return [b.id for b in blocks]

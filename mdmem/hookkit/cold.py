@@ -12,7 +12,7 @@ it, and says so once (unless ``warm_server = false`` in ``hooks.toml`` or
 ``MDMEM_SERVER=off``).
 
 Whatever a server that runs does, the hook answers within its event's
-budget (:func:`mdmem.hookclient.server_timeout`): a server that is late keeps
+budget (:func:`mdmem.hookkit.client.server_timeout`): a server that is late keeps
 the capture it took, and the events that inject answer without it; one found
 wedged (:func:`mdmem.warm.client.ask_within`) is skipped for a while, and a
 capture it can't take is made by a child process the host does not wait for.
@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from mdmem.config import config_home
-from mdmem.hookclient import (
+from mdmem.hookkit import hosts as hf
+from mdmem.hookkit.client import (
     MAX_STDIN_BYTES,
     PROBE_ENV,
     Prior,
@@ -48,7 +49,6 @@ from mdmem.hookclient import (
     read_stdin,
     server_timeout,
 )
-from mdmem.hookkit import hosts as hf
 from mdmem.hookkit.policy import Policy, hook_vault_root, policy_to_json, resolve_policy
 from mdmem.ipc.boundedjson import MAX_DEPTH, loads_bounded
 
@@ -70,7 +70,7 @@ def thin_hook(
     None only when ARGV is not a hook line (or asks for help): the full CLI
     takes it. Any hook line is answered here and returns 0, whatever is odd
     about it (logged, never raised). ``raw``: the payload when
-    :mod:`mdmem.hookclient` read it already; ``prior``: what its server said.
+    :mod:`mdmem.hookkit.client` read it already; ``prior``: what its server said.
     """
     parsed = parse_hook_line(argv)
     if parsed is None:
@@ -112,7 +112,7 @@ def answer_hook(
 ) -> str:
     """The stdout for one hook run (``raw``: the host's stdin); never raises.
 
-    ``prior``: the warm server's answer to :mod:`mdmem.hookclient` (not asked
+    ``prior``: the warm server's answer to :mod:`mdmem.hookkit.client` (not asked
     again when it was this run's vault). ``detach``: this process is the
     hook's own, and may fork a capture off that a wedged server can't take."""
     if host_name not in hf.HOSTS:

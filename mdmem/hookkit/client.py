@@ -18,7 +18,7 @@ policy and the vault from it with the very functions the in-process path
 uses (:func:`~mdmem.hookkit.policy.resolve_route`), refusing a request
 meant for another vault. Anything else — no server, a late, wedged or
 refused answer, odd arguments, an unreadable payload, a ``hooks doctor`` probe —
-is handed (:data:`Handoff`) to :func:`mdmem.hookmain.thin_hook` (the cold
+is handed (:data:`Handoff`) to :func:`mdmem.hookkit.cold.thin_hook` (the cold
 path: it opens the vault and starts a server) with the bytes already read and
 what the server said, so nothing is read or asked twice.
 """
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "FOLDER_LISTS",
+    "HOST_CWD",
     "HOST_EVENTS",
     "HOST_TIMEOUTS",
     "MAX_STDIN_BYTES",
@@ -60,7 +62,8 @@ __all__ = [
 MAX_STDIN_BYTES = 16 * 1024 * 1024
 PROBE_ENV = "MDMEM_HOOK_PROBE"  # the same name as mdmem.hookkit.runner.PROBE_ENV
 #: The events of each host (mdmem's words), as :data:`mdmem.hookkit.hosts.HOSTS`
-#: has them (a test keeps the two equal): an unknown one goes the cold way.
+#: has them (a test keeps the two equal): an unknown one goes the cold way. A new
+#: host is added here too, or its hooks always take the cold path.
 _EVERY_EVENT = frozenset(
     {
         "session-start",
@@ -77,7 +80,16 @@ HOST_EVENTS: dict[str, frozenset[str]] = {
     "codex": frozenset({"session-start", "prompt-submit", "post-tool-use", "pre-compact", "stop"}),
     "cursor": _EVERY_EVENT,
 }
-#: Seconds each host waits for a hook, per event (every host alike, as in hostformats):
+#: Where each host's payload names the project folder, the first field present
+#: winning, as each host's ``Fields.cwd`` has it (a test keeps the two equal); a
+#: field of :data:`FOLDER_LISTS` holds a list of folders, the first the project's.
+HOST_CWD: dict[str, tuple[str, ...]] = {
+    "claude-code": ("cwd",),
+    "codex": ("cwd",),
+    "cursor": ("workspace_roots", "cwd"),
+}
+FOLDER_LISTS = frozenset({"workspace_roots"})
+#: Seconds each host waits for a hook, per event (every host alike, as in hosts.base):
 #: its limit, never what a hook takes (see :func:`server_timeout`).
 HOST_TIMEOUTS: dict[str, int] = {
     "session-start": 30,
@@ -106,7 +118,7 @@ Handoff = tuple[bytes, Prior | None]
 
 def run(argv: list[str]) -> int | Handoff | None:
     """``mdmem ARGV`` when it is a hook line: 0 when the warm server's answer is printed,
-    else the :data:`Handoff` for :func:`mdmem.hookmain.thin_hook`; None for any other line."""
+    else the :data:`Handoff` for :func:`mdmem.hookkit.cold.thin_hook`; None for any other line."""
     parsed = parse_hook_line(argv)
     if parsed is None:
         return None
@@ -235,10 +247,14 @@ def config_home(env: dict[str, str] | None = None) -> str:
 def hook_route(options: dict[str, str], payload: Any) -> dict[str, Any]:
     """What the vault and policy of this hook run depend on (see ``resolve_route``)."""
     data = payload if isinstance(payload, dict) else {}
-    cwd = _text(data.get("cwd"))
-    roots = data.get("workspace_roots")
-    if cwd is None and isinstance(roots, list) and roots:
-        cwd = _text(roots[0])  # Cursor names the workspace, not a cwd
+    cwd = None
+    for name in HOST_CWD.get(options.get("--host", "claude-code"), ("cwd",)):
+        value = data.get(name)
+        if name in FOLDER_LISTS:
+            value = value[0] if isinstance(value, list) and value else None
+        cwd = _text(value)
+        if cwd is not None:
+            break
     workdir = os.getcwd()
     env = {"MDMEM_CONFIG_HOME": config_home()}
     if os.environ.get("MDMEM_VAULT"):

@@ -16,23 +16,25 @@ from typing import Any
 
 import pytest
 
-from mdmem import Vault, hookclient
+from mdmem import Vault
 from mdmem.config import config_home
 from mdmem.errors import InvalidInputError
-from mdmem.hookkit.hosts import HOSTS
+from mdmem.hookkit import client
+from mdmem.hookkit.hosts import HOSTS, parse_input
 from mdmem.hookkit.policy import hook_vault_root, resolve_policy
 from mdmem.hookkit.runner import serve_hook
 from mdmem.projects import trust
 from mdmem.warm.client import ask
 
-DATA = Path(__file__).parent / "hookkit" / "data" / "hooks"
-REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "hooks"
+REPO = Path(__file__).resolve().parents[2]
 # What the fast path may load besides the standard library: itself and the
 # standard-library-only helpers it calls.
 OURS = {
     "mdmem",
     "mdmem.__main__",
-    "mdmem.hookclient",
+    "mdmem.hookkit",
+    "mdmem.hookkit.client",
     "mdmem.warm",
     "mdmem.warm.client",
     "mdmem.ipc",
@@ -54,30 +56,96 @@ def write_user_config(text: str) -> None:
     (home / "hooks.toml").write_text(text, encoding="utf-8")
 
 
+def imports_of(module: str) -> set[str]:
+    """Every module ``module``'s source imports, at the top or inside a function,
+    leaving out what only a type checker reads (``if TYPE_CHECKING:``)."""
+    path = REPO / Path(*module.split("."))
+    source = (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text()
+    tree = ast.parse(source)
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module != "__future__":
+            found.add(node.module)
+    return found
+
+
+def test_the_fast_path_imports_the_standard_library_and_its_own_helpers_only() -> None:
+    # Read from the source, so an import on a rare branch (one no served hook
+    # takes) counts as much as one at the top; the served test below checks
+    # what a real run loads. The package itself is imported on the fast path:
+    # its __init__ must import nothing.
+    assert imports_of("mdmem.hookkit") == set()
+    ours = {"mdmem.warm.client", "mdmem.ipc.boundedjson", "mdmem.ipc.capped", "mdmem.ipc.hostproc"}
+    for module in ("mdmem.hookkit.client", *sorted(ours)):
+        outside = {name for name in imports_of(module) if not stdlib(name) and name not in OURS}
+        # mdmem.errors only where the server answered an error (the cold path's case).
+        assert outside <= {"mdmem.errors"}, (module, outside)
+    assert {name for name in imports_of("mdmem.hookkit.client") if not stdlib(name)} == ours
+
+
+def stdlib(name: str) -> bool:
+    # The interpreter's private C modules (_socket, _sha2 or _sha256) count too.
+    root = name.split(".")[0]
+    return root in sys.stdlib_module_names or root.startswith("_")
+
+
 def test_the_host_tables_are_hostformats_own() -> None:
-    assert {name: frozenset(h.events) for name, h in HOSTS.items()} == hookclient.HOST_EVENTS
+    assert {name: frozenset(h.events) for name, h in HOSTS.items()} == client.HOST_EVENTS
     for h in HOSTS.values():
-        assert h.timeouts == hookclient.HOST_TIMEOUTS
+        assert h.timeouts == client.HOST_TIMEOUTS
+    assert {name: h.fields.cwd for name, h in HOSTS.items()} == client.HOST_CWD
+    lists = frozenset().union(*(h.fields.folder_lists for h in HOSTS.values()))
+    assert lists == client.FOLDER_LISTS
+
+
+@pytest.mark.parametrize("name", sorted(HOSTS))
+def test_the_client_reads_the_project_folder_where_the_cold_path_does(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server resolves the policy from the client's route, the cold path from
+    # parse_input: the same folder, or a warm and a cold run would disagree.
+    monkeypatch.chdir(tmp_path)
+    project, elsewhere = str(tmp_path / "project"), str(tmp_path / "tool-ran-here")
+    for event in HOSTS[name].events:
+        recorded = json.loads(payload(name, event, Path(project)))
+        # A payload naming the folder two ways (Cursor's failure event names the
+        # folder the tool ran in beside the workspace) and one naming it not at all.
+        both = {**recorded, "cwd": elsewhere} if "workspace_roots" in recorded else recorded
+        for data in (recorded, both, {}, {"cwd": ["not", "a", "folder"]}):
+            route = client.hook_route({"--host": name}, data)
+            cold = parse_input(name, event, data).cwd
+            assert route["cwd"] == (cold or str(tmp_path)), (event, data)
+        assert parse_input(name, event, both).cwd == project, event
 
 
 @pytest.mark.parametrize("xdg", [None, "", "  ", "/somewhere/cfg"])
 def test_config_home_agrees_with_mdmem_config(
     xdg: str | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert hookclient.config_home() == str(config_home())  # MDMEM_CONFIG_HOME (conftest)
+    assert client.config_home() == str(config_home())  # MDMEM_CONFIG_HOME (conftest)
     monkeypatch.delenv("MDMEM_CONFIG_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     if xdg is None:
         monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     else:
         monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
-    assert hookclient.config_home() == str(config_home())
+    assert client.config_home() == str(config_home())
 
 
 def decide_cold(
     cwd: Path, workdir: Path, vault: str | None, name: str | None
 ) -> tuple[str | None, int, int]:
-    """The vault and latency budgets the cold path (mdmem.hookmain) decides."""
+    """The vault and latency budgets the cold path (mdmem.hookkit.cold) decides."""
     policy = resolve_policy(str(cwd))
     budgets = (policy.prompt_latency_ms, policy.hook_latency_ms)
     try:
@@ -92,9 +160,9 @@ def decide_fast(
 ) -> tuple[str | None, int, int]:
     monkeypatch.chdir(workdir)
     options = {k: v for k, v in (("--vault", vault), ("--vault-name", name)) if v}
-    route = hookclient.hook_route(options, {"cwd": str(cwd)})
-    budgets = (hookclient.prompt_latency_ms(route), hookclient.hook_latency_ms(route))
-    return hookclient.guess_root(route), *budgets
+    route = client.hook_route(options, {"cwd": str(cwd)})
+    budgets = (client.prompt_latency_ms(route), client.hook_latency_ms(route))
+    return client.guess_root(route), *budgets
 
 
 USER_FILES = [
@@ -272,7 +340,7 @@ def test_hooks_switched_off_by_the_user_answer_empty_warm_and_cold(
 
 
 def test_the_server_refuses_a_route_to_another_vault(served: Vault, tmp_path: Path) -> None:
-    route = hookclient.hook_route({"--vault": str(tmp_path / "elsewhere")}, {"cwd": "/"})
+    route = client.hook_route({"--vault": str(tmp_path / "elsewhere")}, {"cwd": "/"})
     params = {"host": "claude-code", "event": "session-start", "payload": {}, "route": route}
     with pytest.raises(InvalidInputError, match="not this one"):
         ask(served.root, "hook", params, timeout=30)
