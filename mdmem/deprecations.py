@@ -9,6 +9,7 @@ the new verb, adapted where its shape changed (:data:`_ADAPT`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable
@@ -159,6 +160,6 @@ ARGUMENTS = AliasTable(
 def forget_with_purge(vault: Any, memory_id: str, *, confirm: bool) -> Memory:
     """``vault.forget(id, purge=True)`` of 0.0.x: the purge desk's verb, with its warning."""
     ARGUMENTS["forget(purge=True)"].warn(stacklevel=3)
-    block = vault._store.writer.sole_block(memory_id)
+    memory: Memory = vault.get(memory_id)
     vault.git.purge(memory_id, confirm=confirm)
-    return Memory.from_block(block, was_new=False)
+    return dataclasses.replace(memory, was_new=False)

@@ -93,9 +93,10 @@ def test_flush_reminder_cooldown_expires(vault: Vault) -> None:
     for n in range(25):
         s.record("user", f"Note {n} on the quarterly budget.")
     now = time.time()
-    assert flush_reminder(vault.admin.store, vault.settings.agent, session="c", now=now)
-    assert flush_reminder(vault.admin.store, vault.settings.agent, session="c", now=now + 29 * 60) is None
-    assert flush_reminder(vault.admin.store, vault.settings.agent, session="c", now=now + 31 * 60)
+    agent = vault.settings.agent
+    assert flush_reminder(vault.admin.store, agent, session="c", now=now)
+    assert flush_reminder(vault.admin.store, agent, session="c", now=now + 29 * 60) is None
+    assert flush_reminder(vault.admin.store, agent, session="c", now=now + 31 * 60)
 
 
 def test_runtime_hooks_surface_the_reminder_for_their_session(vault: Vault) -> None:

@@ -84,7 +84,8 @@ def test_a_hand_edit_of_importance_is_the_persons_and_recall_reads_it(vault: Vau
         encoding="utf-8",
     )
     vault.admin.commit_human_edits()
-    assert git(vault.root, "log", "-1", "--format=%an") != vault.settings.agent  # committed as the human
+    author = git(vault.root, "log", "-1", "--format=%an")
+    assert author != vault.settings.agent  # committed as the human
     assert vault.recall("backups midnight").items[0].scores["importance"] == 9.0
     assert vault.get(fact.id).text == "Backups run at midnight."
 
