@@ -69,3 +69,32 @@ def test_show_has_text_metadata_history_and_authors(vault: Vault) -> None:
     assert shown.problems == []
     with pytest.raises(MemoryNotFoundError):
         vault.library.show("m-01nonexistent00000000000000")
+
+
+def test_list_and_recall_filter_alike(vault: Vault) -> None:
+    """One filter for both (mdmem.recall.search.BlockFilter): a tag finds its
+    children, ``-kind`` leaves a kind out, an unknown kind is an error in both."""
+    db = vault.remember("The infra database runs on db-07.", tags=["infra/db"]).id
+    net = vault.remember("The infra network uses VLAN 40.", tags=["infra"]).id
+    pref = vault.remember("Prefers infra changes on Mondays.", kind="preference").id
+    other = vault.remember("The infra budget is fixed.", tags=["infrastructure"]).id
+
+    def listed(**filters: object) -> set[str]:
+        return {m.id for m in vault.library.list(**filters)}
+
+    def recalled(**filters: object) -> set[str]:
+        return {h.id for h in vault.recall("infra", k=20, **filters).items}  # type: ignore[arg-type]
+
+    cases: list[dict[str, object]] = [
+        {"tags": ["infra"]},
+        {"tags": ["#infra/db"]},
+        {"kinds": ["-preference"]},
+        {"kinds": "preference"},
+    ]
+    for filters in cases:
+        assert listed(**filters) == recalled(**filters), filters
+    assert listed(tags=["infra"]) == {db, net}  # not "infrastructure": a child is "infra/…"
+    assert pref not in listed(kinds=["-preference"]) and other in listed(kinds=["-preference"])
+    for call in (listed, recalled):
+        with pytest.raises(InvalidInputError):
+            call(kinds=["recipe"])

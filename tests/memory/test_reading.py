@@ -6,7 +6,9 @@ Three kinds of hidden material, each reached through each door:
   harmless, its past versions and their commit subjects are not), and one that
   was forgotten there;
 * a memory and a note in Alice's scope, read by a reader talking with Bob;
-* a tool output recorded in ``project:secret``, read by a root-only reader.
+* a tool output recorded in ``project:secret``, read by a root-only reader;
+* a token a person typed into a memory's line in the root, which every reader,
+  the owner too, is shown redacted (the file keeps what they typed).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ BLUEBIRD = "BLUEBIRD"  # the launch code name: in old versions and a commit subj
 # timestamps in the answers hold by chance.
 ALICE = "4711-zulu"
 OUTPUT = "QUASAR-7"  # a build secret in a tool output of project:secret
+TYPED = "ghp_4fR9kLm2Qx7Vb1Nc8Tz3Wy6Hd0Pj5Ks2Ae9U"  # typed into a root line by a person
 HOOKS = Path(__file__).parents[1] / "hookkit" / "data" / "hooks"
 
 
@@ -48,7 +51,8 @@ def hidden(vault: Vault) -> dict[str, str]:
     secret_file.write_text("".join(lines))
     root_file = vault.root / "MEMORY.md"
     root_file.write_text(
-        root_file.read_text() + f"\n- The launch code name is decided. ^{moved.id}\n"
+        root_file.read_text()
+        + f"\n- The launch code name is decided; the deploy token is {TYPED}. ^{moved.id}\n"
     )
     git(vault.root, "add", "-A", human=True)
     git(vault.root, "commit", "-qm", "move the launch memory to the root", human=True)
@@ -176,8 +180,9 @@ def _export(vault: Vault) -> str:
 def test_no_door_shows_what_its_reader_may_not_see(
     hidden: dict[str, str], vault: Vault, door: str
 ) -> None:
+    assert TYPED in (vault.root / "MEMORY.md").read_text()  # the file keeps what was typed
     shown = READS[door](vault, hidden)
-    for secret in (BLUEBIRD, ALICE, OUTPUT):
+    for secret in (BLUEBIRD, ALICE, OUTPUT, TYPED):
         assert secret not in shown, (door, secret, shown[:400])
 
 
@@ -193,6 +198,48 @@ def test_the_owner_still_sees_everything(hidden: dict[str, str], vault: Vault) -
     # The moved memory's harmless present is visible to the root reader.
     current = [v.text for v in vault.reading(scopes=ROOT).history(hidden["moved"])]
     assert current and "decided" in (current[-1] or "")
+
+
+def test_the_owner_is_shown_a_typed_secret_redacted(hidden: dict[str, str], vault: Vault) -> None:
+    moved = hidden["moved"]
+    owner_reads = {
+        "get": lambda: vault.get(moved),
+        "history": lambda: vault.history(moved),
+        "recall": lambda: vault.recall("launch code name deploy token"),
+        "context": lambda: vault.context("launch code name deploy token"),
+        "changes": lambda: vault.reading().changes("2000-01-01"),
+        "list": lambda: vault.reading().list(),
+        "show": lambda: vault.reading().show(moved),
+        "file_text": lambda: vault.reading().file_text("MEMORY.md"),
+    }
+    for name, read in owner_reads.items():
+        shown = _text(read())
+        assert TYPED not in shown and "REDACTED" in shown, name
+
+
+def test_the_cli_shows_a_typed_secret_redacted(hidden: dict[str, str], vault: Vault) -> None:
+    from click.testing import CliRunner
+
+    from mdmem.cli import main
+
+    moved = hidden["moved"]
+    commands = [
+        ["get", moved],
+        ["history", moved],
+        ["recall", "launch code name deploy token"],
+        ["context", "launch code name deploy token"],
+        ["git", "changes", "--since", "2000-01-01"],
+        ["library", "list"],
+        ["library", "export"],
+    ]
+    runner = CliRunner()
+    for command in commands:
+        for as_json in ([], ["--json"]):
+            if command[:2] == ["library", "export"] and as_json:
+                continue
+            result = runner.invoke(main, ["--vault", str(vault.root), *command, *as_json])
+            assert result.exit_code == 0, (command, result.output)
+            assert TYPED not in result.output, (command, as_json)
 
 
 def test_a_forgotten_memory_of_a_hidden_scope_is_denied(
