@@ -77,8 +77,8 @@ def test_open_finds_settings_and_env_overrides(
     monkeypatch.setenv("MDMEM_AGENT", "env-agent")
     opened = Vault.open(vault.root)
     assert opened.settings.recall.k == 9
-    assert opened.agent == "env-agent"
-    assert Vault.open(vault.root, agent="explicit").agent == "explicit"
+    assert opened.settings.agent == "env-agent"
+    assert Vault.open(vault.root, agent="explicit").settings.agent == "explicit"
 
 
 def test_open_walks_up_from_the_cwd(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
