@@ -9,6 +9,7 @@ by reading files only, so a hook can ask on every prompt within its budget.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,6 @@ class Checkout:
                     return value.strip().strip('"')
         return ""
 
-
     def head(self) -> str | None:
         """The commit HEAD names, read from git's files (no git process): what the
         team tier's provenance is cached under. None when it can't be told."""
@@ -141,7 +141,21 @@ def require_checkout(start: str | os.PathLike[str] | None) -> Checkout:
 def team_files(checkout: Checkout) -> list[tuple[str, Path]]:
     """(repository-relative path, real path) of each ``*.md`` team file except the
     README, sorted; a file or symlink leading outside the repository is left out."""
-    folder = checkout.team_dir
+    return _files_in(
+        checkout, TEAM_DIR, lambda name: name.endswith(".md") and name.lower() != "readme.md"
+    )
+
+
+def fields_files(checkout: Checkout) -> list[tuple[str, Path]]:
+    """(repository-relative path, real path) of each fields file beside the team
+    files (``.mdmem/team/.fields/*.md.jsonl``), sorted; none leading outside."""
+    return _files_in(checkout, FIELDS_DIR, lambda name: name.endswith(".md.jsonl"))
+
+
+def _files_in(
+    checkout: Checkout, rel: str, wanted: Callable[[str], bool]
+) -> list[tuple[str, Path]]:
+    folder = checkout.root / rel
     try:
         real_folder = folder.resolve()
         entries = sorted(folder.iterdir()) if folder.is_dir() else []
@@ -151,35 +165,14 @@ def team_files(checkout: Checkout) -> list[tuple[str, Path]]:
         return []
     found = []
     for entry in entries:
-        if not entry.name.endswith(".md") or entry.name.lower() == "readme.md":
+        if not wanted(entry.name):
             continue
         try:
             real = entry.resolve()
         except OSError:
             continue
         if checkout.root in real.parents and real.is_file():
-            found.append((f"{TEAM_DIR}/{entry.name}", real))
-    return found
-
-
-def fields_files(checkout: Checkout) -> list[tuple[str, Path]]:
-    """(repository-relative path, real path) of each fields file beside the team
-    files (``.mdmem/team/.fields/*.md.jsonl``), sorted; none leading outside."""
-    folder = checkout.root / FIELDS_DIR
-    try:
-        entries = sorted(folder.iterdir()) if folder.is_dir() else []
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        if not entry.name.endswith(".md.jsonl"):
-            continue
-        try:
-            real = entry.resolve()
-        except OSError:
-            continue
-        if checkout.root in real.parents and real.is_file():
-            found.append((f"{FIELDS_DIR}/{entry.name}", real))
+            found.append((f"{rel}/{entry.name}", real))
     return found
 
 

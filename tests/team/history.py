@@ -17,9 +17,32 @@ BOB = ("Bob", "bob@example.org")
 LABELS = {"gotcha": "Gotcha", "decision": "Decision", "fact": "Fact"}
 
 
-def commit_as(
-    repo: Path, who: tuple[str, str], message: str, on: str = "", *paths: str
-) -> str:
+def git(cwd: Path, *args: str) -> str:
+    """git in ``cwd``, whatever GIT_* the test runner's own environment sets."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env
+    ).stdout
+
+
+def code_checkout(parent: Path, *, remote: bool = False, first_file: bool = True) -> Path:
+    """A code repository ``parent/shop`` on ``main``, Ada configured, one commit (of
+    ``app.py``, or empty), with an ``origin`` remote when asked."""
+    root = parent / "shop"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", ADA[0])
+    git(root, "config", "user.email", ADA[1])
+    if remote:
+        git(root, "remote", "add", "origin", "git@example.org:acme/shop.git")
+    if first_file:
+        (root / "app.py").write_text("print('shop')\n")
+        git(root, "add", "app.py")
+        git(root, "commit", "-q", "-m", "the shop")
+    return root
+
+
+def commit_as(repo: Path, who: tuple[str, str], message: str, on: str = "", *paths: str) -> str:
     """Commit ``paths`` (default: every change) as ``who``, dated ``on`` (YYYY-MM-DD)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(

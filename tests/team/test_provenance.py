@@ -7,8 +7,6 @@ made as `mdmem team` makes them (tests/team/history.py) or forged around it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,29 +19,15 @@ from mdmem.cli import main
 from mdmem.team import TeamFolder, check, team_context, trust_checkout
 from mdmem.team.folder import Source
 from mdmem.team.repo import find_checkout
-from tests.team.history import ADA, BOB, accept, commit_as, propose, reviewed
+from tests.team.history import ADA, BOB, accept, code_checkout, commit_as, git, propose, reviewed
 
 QUERY = "Why do the ledger totals drift? LEDGER_TZ"
 GOTCHA = "The ledger job needs LEDGER_TZ=UTC set, or nightly totals drift by a day."
 
 
-def git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", ADA[0])
-    git(root, "config", "user.email", ADA[1])
-    (root / "app.py").write_text("print('shop')\n")
-    git(root, "add", "app.py")
-    git(root, "commit", "-q", "-m", "the shop")
+    root = code_checkout(tmp_path)
     TeamFolder.at(root).init()  # as Ada; trusts the checkout
     return root
 
@@ -79,9 +63,7 @@ def test_a_reviewed_line_is_injected_with_gits_names(repo: Path, tmp_path: Path)
     ],
     ids=["phrase", "older fields"],
 )
-def test_a_line_typed_as_accepted_is_not_injected(
-    repo: Path, tmp_path: Path, typed: str
-) -> None:
+def test_a_line_typed_as_accepted_is_not_injected(repo: Path, tmp_path: Path, typed: str) -> None:
     """Typed into the file and committed (no proposal, a typed "accepted by"):
     it used to be injected as "accepted by a teammate"."""
     gotchas(repo).write_text(gotchas(repo).read_text() + typed)

@@ -6,8 +6,6 @@ a real trust record; every door reads only, and only a trusted checkout."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from mdmem.team import TeamFolder, trust_checkout
 from mdmem.team.repo import find_checkout
 from mdmem.team.trust import TRUST_FILE
 from tests.mcp_client import mcp_session
-from tests.team.history import reviewed
+from tests.team.history import code_checkout, git, reviewed
 
 HOOKS = Path(__file__).parent.parent / "hookkit" / "data" / "hooks"
 GOTCHA = "The ledger job needs LEDGER_TZ=UTC set, or nightly totals drift by a day."
@@ -29,26 +27,11 @@ OLDER = "Billing exports use ISO week numbers, never US weeks."
 QUERY = "Why do the ledger totals drift? LEDGER_TZ"
 
 
-def git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A checkout whose team folder holds two lines Ada proposed and Bob accepted
     (OLDER first), committed as `mdmem team` commits them; trusted."""
-    root = tmp_path / "shop"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Ada")
-    git(root, "config", "user.email", "ada@example.org")
-    git(root, "remote", "add", "origin", "git@example.org:acme/shop.git")
-    (root / "app.py").write_text("print('shop')\n")
-    git(root, "add", "app.py")
-    git(root, "commit", "-q", "-m", "the shop")
+    root = code_checkout(tmp_path, remote=True)
     TeamFolder.at(root).init(tmp_path / "_state")  # commits the folder, trusts the checkout
     reviewed(
         root,

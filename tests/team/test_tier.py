@@ -7,7 +7,6 @@ and called accepted is no longer injected (tests/team/test_provenance.py)."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,26 +15,14 @@ from mdmem.git.merge_driver import merge_texts
 from mdmem.team import TeamFolder, team_context, trust_checkout
 from mdmem.team import tier as tier_module
 from mdmem.team.repo import find_checkout
-from tests.team.history import reviewed
+from tests.team.history import code_checkout, git, reviewed
 
 TOKEN = "ghp_" + "Zq7XvB2mK9pL4wR8tY1nC6dF3hJ5sA0eG2uQ"
 
 
-def git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Ada")
-    git(root, "config", "user.email", "ada@example.org")
-    git(root, "remote", "add", "origin", "git@example.org:acme/shop.git")
+    root = code_checkout(tmp_path, remote=True, first_file=False)
     TeamFolder.at(root).init(tmp_path / "_state")
     return root
 

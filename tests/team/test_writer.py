@@ -18,24 +18,14 @@ from mdmem.store.editors import Edit, item_appender
 from mdmem.team import TeamFolder, check
 from mdmem.team.lines import render
 from mdmem.team.repo import find_checkout
+from tests.team.history import code_checkout, git
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Ada")
-    git(root, "config", "user.email", "ada@example.org")
+    root = code_checkout(tmp_path, first_file=False)
     git(root, "commit", "-q", "--allow-empty", "-m", "the shop")
     TeamFolder.at(root).init()
     return root
