@@ -3,10 +3,13 @@
 A corpus of ``n`` memories is the vault such an agent leaves: the files, the
 git history that made them, and the embedding cache a prior run filled.
 
-* **Files, in these proportions** (of memories): chat turns 56% and tool
+* **Files, in mdmem's line format** (docs/file-format.md: a memory's fields in
+  its note's fields file ``.fields/<note>.md.jsonl``, retired lines in
+  ``<note>.earlier.md``, transcripts as ``**Name** (09:12): text`` under day
+  headings), **in these proportions** (of memories): chat turns 56% and tool
   outputs 12% in session files (``sessions/<id>.md``, ~30 turns each, a
   third of them under a project scope), episodes 3.5% (one file per 20
-  consolidated turns, which get ``[consolidated:: ^…]``), daily-log entries
+  consolidated turns, which get a ``consolidated`` record), daily-log entries
   7% (a consolidation line each, and the agent's own), facts, preferences,
   decisions and learnings 10% in the ledger files (root and scopes; 5%
   superseded later), journal entries 1%, document chunks 10% (documents of
@@ -32,6 +35,7 @@ git history that made them, and the embedding cache a prior run filled.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 import subprocess
@@ -43,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-GEN_VERSION = 1
+GEN_VERSION = 2  # 2: the line format (fields beside the lines)
 YEARS = 3
 _WORDS = 12_000
 _STOP = 100  # the most frequent words are no topic
@@ -184,6 +188,16 @@ class Generator:
             lines = self.vault.files[path] = list(header)
         return lines
 
+    def _record(self, path: str, memory_id: str, when: datetime, **fields: str) -> str:
+        """Append a memory's fields to its note's fields file, as the writer does;
+        the fields file's path (a file the operation touches)."""
+        from mdmem.files.sidecar import sidecar_of, stamp
+
+        side = sidecar_of(path)
+        data = {"id": memory_id, "at": stamp(when), **fields}
+        self._file(side, []).append(json.dumps(data, separators=(",", ":")) + "\n")
+        return side
+
     @staticmethod
     def _prefix(scope: str) -> str:
         return f"scopes/{scope}/" if scope else ""
@@ -230,7 +244,9 @@ class Generator:
     def _entry_time(self, when: datetime) -> str:
         return when.strftime("%H:%M")
 
-    def _log(self, when: datetime, category: str, text: str | None) -> _Op:
+    def _log(
+        self, when: datetime, category: str, text: str | None, sources: dict[str, str] | None = None
+    ) -> _Op:
         scope = "" if text is not None else self.rng.choice(self.scopes)
         day = when.strftime("%Y-%m-%d")
         path = f"{self._prefix(scope)}daily/{day}.md"
@@ -241,10 +257,10 @@ class Generator:
             text = " ".join(words).capitalize() + "."
         memory_id = self.ids.new(when)
         lines += ["\n", f"## {self._entry_time(when)} · {category}\n", f"{text} ^{memory_id}\n"]
+        side = self._record(path, memory_id, when, kind="log", **(sources or {}))
         self.vault.memories += 1
-        return _Op(
-            when, {path: lines}, f"log: {text[:60]}", [("Memory-Id", memory_id), ("Op", "log")]
-        )
+        files = {path: lines, side: self.vault.files[side]}
+        return _Op(when, files, f"log: {text[:60]}", [("Memory-Id", memory_id), ("Op", "log")])
 
     def _facts(self, when: datetime, scope: str, count: int) -> _Op:
         name, kind = self.rng.choice(_LEDGER)
@@ -252,6 +268,7 @@ class Generator:
         title = name.removesuffix(".md").title()
         lines = self._file(path, [f"# {title}\n", "\n"])
         trailers: list[tuple[str, str]] = []
+        files: dict[str, list[str]] = {}
         first = ""
         for _ in range(count):
             memory_id = self.ids.new(when)
@@ -261,36 +278,58 @@ class Generator:
             first = first or text
             self.vault.where[memory_id] = (path, len(lines))
             lines.append(f"- {text} ^{memory_id}\n")
+            side = self._record(path, memory_id, when, kind=kind)
             trailers.append(("Memory-Id", memory_id))
             self.vault.memories += 1
+            files.update({path: lines, side: self.vault.files[side]})
             if self.rng.random() < 0.05:
-                self._supersede(path, lines, memory_id, trailers)
+                files.update(self._supersede(path, lines, memory_id, when, kind, trailers))
         trailers += [("Kind", kind), ("Scope", scope.replace("/", ":") or "root")]
-        return _Op(
-            when, {path: lines}, f"remember {kind}: {first[:60]}", [*trailers, ("Op", "remember")]
-        )
+        if count == 0:
+            files = {}
+        return _Op(when, files, f"remember {kind}: {first[:60]}", [*trailers, ("Op", "remember")])
 
     def _supersede(
-        self, path: str, lines: list[str], new_id: str, trailers: list[tuple[str, str]]
-    ) -> None:
+        self,
+        path: str,
+        lines: list[str],
+        new_id: str,
+        when: datetime,
+        kind: str,
+        trailers: list[tuple[str, str]],
+    ) -> dict[str, list[str]]:
+        """The new memory retires an older line of the file: the line moves to the
+        file's archive with a link to what replaced it, its fields with it."""
+        from mdmem.files.blocks import archive_path
+
         candidates = [i for i, line in enumerate(lines[:-1]) if line.startswith("- ")]
         if not candidates:
-            return
+            return {}
         i = self.rng.choice(candidates)
-        line = lines[i]
-        if "[status::" in line:
-            return
-        head, _sep, old_id = line.rstrip("\n").rpartition(" ^")
-        lines[i] = f"{head} [status:: superseded] [by:: ^{new_id}] ^{old_id}\n"
+        head, _sep, old_id = lines[i].rstrip("\n").rpartition(" ^")
+        # An empty string keeps every later line's index (vault.where) as it was.
+        lines[i] = ""
+        self.vault.where.pop(old_id, None)
+        archive = archive_path(path)
+        name = path.rsplit("/", 1)[-1].removesuffix(".md")
+        kept = self._file(archive, [f"# Earlier in {name}\n", "\n"])
+        kept.append(f"{head} → [[{path}#^{new_id}|newer]] ^{old_id}\n")
+        day = when.strftime("%Y-%m-%d")
+        side = self._record(
+            archive, old_id, when, kind=kind, status="superseded", by=f"^{new_id}", updated=day
+        )
         trailers.append(("Supersedes", old_id))
+        return {archive: kept, side: self.vault.files[side]}
 
     def _journal(self, when: datetime) -> _Op:
         lines = self._file("JOURNAL.md", ["# Journal\n"])
         memory_id = self.ids.new(when)
         text = self.text.sentence(self.scope_topic[""], 15, 50)
         lines += ["\n", f"## {when:%Y-%m-%d %H:%M}\n", f"{text} ^{memory_id}\n"]
+        side = self._record("JOURNAL.md", memory_id, when, kind="journal")
         self.vault.memories += 1
-        return _Op(when, {"JOURNAL.md": lines}, f"journal: {text[:60]}", [("Memory-Id", memory_id)])
+        files = {"JOURNAL.md": lines, side: self.vault.files[side]}
+        return _Op(when, files, f"journal: {text[:60]}", [("Memory-Id", memory_id)])
 
     def _session(self, when: datetime) -> Iterator[_Op]:
         scope = self.rng.choice(self.scopes) if self.rng.random() < 0.33 else ""
@@ -310,31 +349,41 @@ class Generator:
         topic = self.text.topic()
         turns: list[tuple[str, int, str]] = []  # (id, line of its fields, role)
         count = max(4, int(self.rng.gauss(30, 10)))
+        day = ""
         for t in range(count):
             at = when + timedelta(seconds=40 * t)
             memory_id = self.ids.new(at)
             role = "tool" if self.rng.random() < 0.15 else ("user", "assistant")[t % 2]
-            fields = f"[role:: {role}] [source:: telegram] [contact:: {contact}]"
+            fields = {"source": "telegram", "contact": contact}
+            if at.strftime("%Y-%m-%d") != day:
+                day = at.strftime("%Y-%m-%d")
+                lines += ["\n", f"## {day}\n"]
+            clock = at.strftime("%H:%M")
             if role == "tool":
                 tool = self.rng.choice(_TOOLS)
                 body = [
                     self.text.sentence(topic, 5, 14) + "\n" for _ in range(self.rng.randint(3, 8))
                 ]
-                lines += ["\n", f"## {_stamp(at)} · tool {tool}\n", "```\n", *body, "```\n", "\n"]
-                lines.append(f"[kind:: tool_output] {fields} [tool:: {tool}] ^{memory_id}\n")
+                lines += ["\n", f"### {tool} output ({clock})\n", "```\n", *body, "```\n", "\n"]
+                lines.append(f"^{memory_id}\n")
+                record = {"kind": "tool_output", "role": role, **fields, "tool": tool}
                 subject = f"record tool output {tool}: {sum(map(len, body))} chars"
             else:
                 words = self.text.words_of(topic, self.rng.randint(4, 45))
                 self._remember_query(words)
-                name = self.rng.choice(_NAMES)
-                text = f"{name}: " + " ".join(words) + self.rng.choice("..?!")
-                lines += ["\n", f"## {_stamp(at)} · {role}\n", f"{text} {fields} ^{memory_id}\n"]
+                name = self.rng.choice(_NAMES) if role == "user" else role
+                text = " ".join(words) + self.rng.choice("..?!")
+                lines += ["\n", f"**{name}** ({clock}): {text} ^{memory_id}\n"]
+                record = {"kind": "chat_message", "role": role, **fields}
+                if role == "user":
+                    record["speaker"] = name
                 subject = f"record {role}: {text[:60]}"
+            side = self._record(path, memory_id, at, **record)
             turns.append((memory_id, len(lines) - 1, role))
             self.vault.memories += 1
             yield _Op(
                 at,
-                {path: lines},
+                {path: lines, side: self.vault.files[side]},
                 subject,
                 [("Memory-Id", memory_id), ("Op", "record"), ("Session", sid)],
             )
@@ -352,10 +401,8 @@ class Generator:
         topic: list[str],
     ) -> _Op:
         episode_id = self.ids.new(when)
-        for memory_id, at, _role in turns:
-            lines[at] = lines[at].replace(
-                f" ^{memory_id}\n", f" [consolidated:: ^{episode_id}] ^{memory_id}\n"
-            )
+        for memory_id, _at, _role in turns:
+            side = self._record(session, memory_id, when, consolidated=f"^{episode_id}")
         summary = self.text.sentence(topic, 25, 80)
         title = " ".join(summary.split()[:6]).rstrip(".")
         slug = "-".join(title.lower().split()[:5])
@@ -379,11 +426,12 @@ class Generator:
         ]
         self.vault.files[path] = episode
         self.vault.memories += 1
-        files = {session: lines, path: episode}
+        files = {session: lines, side: self.vault.files[side], path: episode}
         log = self._log(
             when,
             "Consolidation",
             f"Consolidated {len(turns)} entries into [[{path}#^{episode_id}]].",
+            {"sources": f"^{episode_id}"},
         )
         files.update(log.files)
         facts = (

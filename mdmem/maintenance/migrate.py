@@ -54,6 +54,7 @@ from mdmem.store.fieldchanges import RETIRED, archive_title, clean_lines, kept_v
 from mdmem.store.gitattributes import FIELDS_LINES
 
 if TYPE_CHECKING:
+    from mdmem.files.fieldfiles import FieldFiles
     from mdmem.store.memories import MemoryStore
 
 __all__ = ["Migration", "migrate", "needs_migration"]
@@ -97,13 +98,21 @@ def needs_migration(store: MemoryStore) -> list[str]:
     kept beside it), for ``doctor``."""
     store.refresh()
     fields = store.catalog.fields
-    out: list[str] = []
-    for path, state in sorted(store.catalog.files.items()):
-        for block in state.parsed.blocks:
-            if block.is_memory and fields.fields(block.id) is None:
-                out.append(path)
-                break
-    return out
+    return [
+        path
+        for path, state in sorted(store.catalog.files.items())
+        if any(_older(block, fields) for block in state.parsed.blocks)
+    ]
+
+
+def _older(block: Block, fields: FieldFiles) -> bool:
+    """A memory of the older format: none of its fields kept beside it, and fields
+    on its line or a place in a memory file (whose lines mdmem writes with their
+    fields beside, their kind's word read only then). An ingested chunk or an
+    episode without fields of its own reads the same in both formats."""
+    if not block.is_memory or fields.fields(block.id) is not None:
+        return False
+    return bool(block.fields) or blk.memory_file_kind(block.path) is not None
 
 
 def migrate(store: MemoryStore, *, apply: bool = False) -> Migration:
@@ -151,7 +160,7 @@ def _plan(store: MemoryStore) -> _Plan:
     fields = store.catalog.fields
     for path, state in sorted(store.catalog.files.items()):
         memories = [b for b in state.parsed.blocks if b.is_memory]
-        legacy = [b for b in memories if fields.fields(b.id) is None]
+        legacy = [b for b in memories if _older(b, fields)]
         if not legacy:
             continue
         raw = (store.root / path).read_bytes()

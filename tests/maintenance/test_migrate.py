@@ -263,3 +263,17 @@ def test_the_cli_migrates_with_yes(old: Vault) -> None:
     assert data["applied"] is True and data["memories"] == 14 and data["commit"]
     again = runner.invoke(main, base)
     assert "nothing to migrate" in again.output
+
+
+def test_a_vault_this_mdmem_wrote_needs_no_migration(vault: Vault, tmp_path: Path) -> None:
+    """Chunks and episodes keep no fields of their own: they are not an older format."""
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Guide\n\n## Setup\n\nInstall it with care.\n\n## Use\n\nRun it daily.\n")
+    vault.library.ingest(guide)
+    vault.remember("We chose FAISS for the sidecar.", kind="decision")
+    chat = vault.session("s1", source="slack", contact="slack:u1")
+    chat.record("user", "the build is red again", speaker="Ana")
+    vault.consolidate(llm=None)
+    assert vault.admin.doctor().notices == []
+    dry = vault.admin.migrate()
+    assert dry.memories == 0 and dry.files == [] and not dry.diff
