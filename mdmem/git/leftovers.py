@@ -83,6 +83,12 @@ def check_gone(
 
 
 def shown_places(places: list[str], limit: int = 8) -> str:
-    """The first few places for a one-line message (``.places`` keeps them all)."""
-    more = len(places) - limit
-    return ", ".join(places[:limit]) + (f" and {more} more" if more > 0 else "")
+    """The first few places for a one-line message (``.places`` keeps them all): files
+    and refs a person can open first, then how many git objects."""
+    named = [p for p in places if not p.startswith("git object ")]
+    objects = len(places) - len(named)
+    more = len(named) - limit
+    shown = ", ".join(named[:limit]) + (f" and {more} more" if more > 0 else "")
+    if objects:
+        shown += f"{'; ' if named else ''}{objects} git object{'s' if objects > 1 else ''}"
+    return shown

@@ -337,8 +337,17 @@ def _stop_if_held(store: MemoryStore, target: _Target, sweep: Sweep) -> None:
 def _renamed_paths(store: MemoryStore, target: _Target, sweep: Sweep) -> dict[str, str]:
     """Every path, in any commit of any ref, that changes name: a note named after a
     regenerated title, and a file or folder whose name holds a fragment."""
+    # --reflog: older stashes live there (held as refs only later); -m: a stash is a merge.
     listing = store.git.run(
-        "log", "--all", "--format=", "--name-only", "--no-renames", "-m", "-z", strip=False
+        "log",
+        "--all",
+        "--reflog",
+        "--format=",
+        "--name-only",
+        "--no-renames",
+        "-m",
+        "-z",
+        strip=False,
     )
     paths = {p.strip("\n") for p in listing.split("\0")} - {""}
     paths |= set(store.git.run("ls-files", "-z", strip=False).split("\0")) - {""}
