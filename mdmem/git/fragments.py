@@ -24,7 +24,8 @@ messages, git notes, stashes, ref names.
 **Kept memories decide what is ambiguous.** A purge never rewrites another
 memory. A kept memory (an original: not a copy made from other memories)
 that quotes the purged text whole keeps it: those words are its own
-(``also_in``), and the fragments it holds are not looked for. A kept memory
+(``also_in``), and the secrets and codes it holds are not looked for (a
+named string still is). A kept memory
 that holds a fragment in a sentence of its own stops the purge before
 anything changes, and is named: the same secret kept on purpose, or a leak?
 The person decides (edit that line or forget that memory, then purge).
@@ -85,7 +86,10 @@ def fragments(
     found: dict[str, str] = {}
     for text in purged:
         for f in scan(text):
-            found.setdefault(text[f.start : f.end].strip(), "secret")
+            secret = text[f.start : f.end].strip()
+            # A card's security code is a finding too, but three digits are everywhere.
+            if len(secret) >= CODE_CHARS:
+                found.setdefault(secret, "secret")
         for token in codes(text):
             found.setdefault(token, "code")
     for string in named:
@@ -99,11 +103,13 @@ def fragments(
             said = f"{block.heading}\n{block.text}"
             if every.found_in_text(said):
                 held.append((block, {s for s in found if Sweep((), "", (s,)).found_in_text(said)}))
-    # A memory quoting the whole text owns what it says; the rest is ambiguous.
+    # A memory quoting the whole text owns what it says; the rest is ambiguous. What
+    # the person named is looked for whoever says it.
     for block, strings in held:
         if _says_whole(block.text, purged):
             for s in strings:
-                found.pop(s, None)
+                if found.get(s) != "named":
+                    found.pop(s, None)
     blockers = tuple(b for b, strings in held if strings & found.keys())
     vocabulary = {w for b in kept for w in words(f"{b.heading}\n{b.text}")}
     rare = {

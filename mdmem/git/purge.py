@@ -325,7 +325,7 @@ def _stop_if_held(store: MemoryStore, target: _Target, sweep: Sweep) -> None:
     places = holders(store, sweep)
     error = PurgeIncompleteError(
         f"purge of {target.memory_id} changed nothing: kept memories hold a secret, code or "
-        f"--also string of it in words of their own: {', '.join(memories)}; edit those lines "
+        f"--also string of it in words of their own: {shown_places(memories)}; edit those lines "
         f"or forget those memories, then purge again (the text is now in: "
         f"{shown_places(places)})"
     )

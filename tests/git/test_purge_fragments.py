@@ -339,3 +339,13 @@ def test_a_whole_quote_owns_its_words_a_partial_one_stops_the_purge(vault: Vault
     assert "combination" in found.rare and "storeroom" not in found.rare
     found = fragments([SECRET], kept)  # the whole quote owns the code: nothing to look for
     assert found.strings == () and found.blockers == ()
+
+
+def test_a_named_string_is_looked_for_even_in_a_whole_quote(vault: Vault) -> None:
+    whole = vault.remember(f"Alice once said: {SECRET}")
+    block = vault.admin.store.block(whole.id)
+
+    found = fragments([SECRET], [block], ["storeroom combination"])
+
+    assert found.strings == ("storeroom combination",)
+    assert [b.id for b in found.blockers] == [whole.id]
