@@ -175,9 +175,12 @@ class GitError(MdmemError):
 
 
 class PurgeIncompleteError(GitError):
-    """A purge rewrote what it knew how to, but the text is still somewhere it names."""
+    """The purged text is still somewhere the error names: after the purge rewrote
+    what it knew how to, or (``rewritten`` False) before it changed anything, when a
+    kept memory holds one of its fragments in words of its own."""
 
     places: tuple[str, ...] = ()  # every holder left, the message shows the first few
+    rewritten: bool = True  # False: the purge stopped first; nothing changed
 
 
 class IndexError_(MdmemError):  # noqa: N801, N818 - must not shadow the builtin IndexError

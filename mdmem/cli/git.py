@@ -168,17 +168,31 @@ def sync_cmd(obj: Context, remote: str, no_push: bool, force_push: bool, as_json
 @git_group.command("purge")
 @click.argument("memory_id")
 @click.option("--yes", is_flag=True, help="Confirm: rewrite the whole git history.")
+@click.option(
+    "--also",
+    "also",
+    multiple=True,
+    metavar="TEXT",
+    help="A string to erase too, wherever it stands (repeatable): a secret that reads "
+    "like an ordinary word.",
+)
 @json_option
 @click.pass_obj
-def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
+def purge_cmd(
+    obj: Context, memory_id: str, yes: bool, also: tuple[str, ...], as_json: bool
+) -> None:
     """Forget a memory and erase its text from every commit (rewrites history).
 
-    Afterwards the text is searched for in every file, git object and cache;
-    each place still holding it is named and the command fails.
+    Its lines, its secrets and codes (and each --also TEXT) are erased
+    wherever they are written: notes, file names, commit and tag messages,
+    branches, stashes, git notes. A kept memory holding one of them in its
+    own words stops the purge first, changing nothing. Afterwards everything
+    is searched again; each place still holding the text is named and the
+    command fails.
     """
     vault = obj.vault()
     with progress_bars(enabled=not as_json and not obj.quiet) as progress:
-        result = vault.git.purge(memory_id, confirm=yes, progress=progress)
+        result = vault.git.purge(memory_id, confirm=yes, also=also, progress=progress)
 
     def human() -> None:
         click.echo(
@@ -191,6 +205,9 @@ def purge_cmd(obj: Context, memory_id: str, yes: bool, as_json: bool) -> None:
             click.echo(f"written again from their other sources: {', '.join(result.regenerated)}")
         for old, new in result.renamed:
             click.echo(f"renamed {old} -> {new} (its name came from the purged text)")
+        if result.fragments:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in result.fragments.items())
+            click.echo(f"looked for its fragments too: {kinds}")
         for place in result.cleaned:
             click.echo(f"redacted where it was quoted: {place}")
         if result.also_in:

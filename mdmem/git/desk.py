@@ -10,7 +10,7 @@ on the facade as a contract verb.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -118,19 +118,31 @@ class GitDesk:
     # ----------------------------------------------------------------- purge --
 
     def purge(
-        self, memory_id: str, *, confirm: bool, progress: Progress | None = None
+        self,
+        memory_id: str,
+        *,
+        confirm: bool,
+        also: Iterable[str] = (),
+        progress: Progress | None = None,
     ) -> PurgeResult:
         """Forget a memory and its derived copies, and rewrite every commit without them.
 
         Only that block (matched by its id in each version of each file) and
-        what was derived from it change; see :mod:`mdmem.git.purge`. Derived
-        state (indexes, manifest, time-travel snapshots) is scrubbed too;
-        clones elsewhere still hold the text.
+        what was derived from it change; see :mod:`mdmem.git.purge`. Its text,
+        its distinctive fragments (secrets, codes) and the strings in ``also``
+        are then redacted wherever else they are written (notes, file names,
+        messages, refs); a kept memory holding a fragment stops the purge
+        first. Derived state (indexes, manifest, time-travel snapshots) is
+        scrubbed too; clones elsewhere still hold the text.
         """
         # A copied line would keep the text that the purge claims is gone.
         self._store.writer.sole_block(memory_id)
         result = git_purge.purge(
-            self._store, normalize_id(memory_id), confirm=confirm, progress=progress
+            self._store,
+            normalize_id(memory_id),
+            confirm=confirm,
+            also=tuple(also),
+            progress=progress,
         )
         # Time-travel snapshots hold old trees (purge itself rebuilt the keyword
         # index and vacuumed the manifest).

@@ -20,7 +20,8 @@ from mdmem.git.sweep import Sweep, holders
 if TYPE_CHECKING:
     from mdmem.store.memories import MemoryStore
 
-__all__ = ["check_gone", "expire_and_prune", "move_notes"]
+__all__ = ["check_gone", "expire_and_prune", "move_notes", "shown_places"]
+
 
 def expire_and_prune(store: MemoryStore) -> None:
     git_dir = store.root / ".git"
@@ -73,9 +74,21 @@ def check_gone(
     """
     places = [*left, *holders(store, sweep)]
     if places:
-        shown = ", ".join(places[:8]) + (f" and {len(places) - 8} more" if len(places) > 8 else "")
         error = PurgeIncompleteError(
-            f"purge of {memory_id} rewrote history, but its text is still in: {shown}"
+            f"purge of {memory_id} rewrote history, but its text is still in: "
+            f"{shown_places(places)}"
         )
         error.places = tuple(places)
         raise error
+
+
+def shown_places(places: list[str], limit: int = 8) -> str:
+    """The first few places for a one-line message (``.places`` keeps them all): files
+    and refs a person can open first, then how many git objects."""
+    named = [p for p in places if not p.startswith("git object ")]
+    objects = len(places) - len(named)
+    more = len(named) - limit
+    shown = ", ".join(named[:limit]) + (f" and {more} more" if more > 0 else "")
+    if objects:
+        shown += f"{'; ' if named else ''}{objects} git object{'s' if objects > 1 else ''}"
+    return shown

@@ -26,16 +26,25 @@
   the keyword index is rebuilt, the manifest vacuumed and the time-travel
   snapshots dropped.
 * **By content** (:mod:`mdmem.git.sweep`): a fact or other copy that
-  repeats the text but cites other sources goes as a copy; any other quote
-  of the text (its lines in any case, spacing or markdown escaping) - in a
-  person's note, any file of any ref, a commit body, a tag message, a git
-  note, a stash message - reads ``[PURGED]``: today's files through the
-  writer, older versions in the history rewrite. Git notes follow their
-  rewritten commits; the embedding cache keeps only vectors a block says.
+  repeats the text, or holds one of its fragments, but cites other sources
+  goes as a copy; any other quote of the text (its lines in any case of any
+  script, spacing or markdown escaping) and any of its **fragments** (its
+  secrets, codes and the strings named with ``also``, alone inside other
+  sentences: :mod:`mdmem.git.fragments`) - in a person's note, any file of
+  any ref, a commit body, a tag message, a git note, a stash message - reads
+  ``[PURGED]``: today's files through the writer, older versions in the
+  history rewrite. A file, folder or ref whose name holds a fragment is
+  renamed (``PURGED``) in every commit. Git notes follow their rewritten
+  commits; the embedding cache keeps only vectors a block says.
+* **Ambiguous**: a kept memory that holds a fragment in words of its own
+  stops the purge before anything changes, named in a
+  :class:`~mdmem.errors.PurgeIncompleteError` with every place holding the
+  text then (a purge never rewrites another memory).
 * **Checked**: afterwards the same search runs over every git object, every
-  file of the vault (``.git`` included) and the state dir; any place still
-  holding the text is named in a :class:`~mdmem.errors.PurgeIncompleteError`
-  (words another memory says are that memory's, ``also_in``, and not searched).
+  file of the vault (``.git`` included) and the state dir, contents and
+  names; any place still holding the text is named in a
+  :class:`~mdmem.errors.PurgeIncompleteError` (words another memory says
+  are that memory's, ``also_in``, and not searched).
 
 The rewrite streams ``git fast-export | rewrite | git fast-import`` (git
 plumbing, always available) and keeps the number of commits. ``git
@@ -50,26 +59,34 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import tempfile
 import time
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
-from mdmem.errors import GitError, IndexError_, InvalidInputError, MemoryNotFoundError, Spelled
+from mdmem.errors import (
+    GitError,
+    IndexError_,
+    InvalidInputError,
+    MemoryNotFoundError,
+    PurgeIncompleteError,
+    Spelled,
+)
 from mdmem.files.ids import normalize_id
 from mdmem.git import timetravel
-from mdmem.git.leftovers import check_gone, expire_and_prune, move_notes
+from mdmem.git.fragments import Fragments, fragments, named
+from mdmem.git.leftovers import check_gone, expire_and_prune, shown_places
 from mdmem.git.provenance import clear_blame_cache
 from mdmem.git.purge_files import rewrite_file
+from mdmem.git.purge_messages import PURGED, message_forms, scrub_message, scrub_quoted_commit
+from mdmem.git.purge_stream import Rewriter, rewrite_history
 from mdmem.git.revisions import parsed_at
-from mdmem.git.sweep import Sweep, is_copy_of, miscited, read_bytes
+from mdmem.git.sweep import Sweep, holders, is_copy_of, miscited, read_bytes
 from mdmem.index.blocktext import embed_key
 from mdmem.index.progress import Progress, silent
-from mdmem.models import first_line, one_line
 from mdmem.store.commitrecords import drop_records
 from mdmem.store.derived import (
     Affected,
@@ -96,11 +113,6 @@ __all__ = [
     "scrub_message",
 ]
 
-PURGED = "[PURGED]"
-# Trailers whose value quotes a memory's text (consolidation's dropped facts);
-# every other trailer is metadata and keeps its value.
-_QUOTING_TRAILERS = frozenset({"dropped"})
-
 
 @dataclass(frozen=True)
 class PurgeResult:
@@ -120,6 +132,9 @@ class PurgeResult:
     renamed: tuple[tuple[str, str], ...] = ()  # notes whose file name came from the text
     # Places the content search found the text in and redacted (notes, messages, refs...).
     cleaned: tuple[str, ...] = ()
+    # Distinct fragments looked for besides its lines (secrets, codes, ``also``), by kind;
+    # never the fragments themselves.
+    fragments: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -130,6 +145,7 @@ class _Target:
     graph: Provenance
     affected: Affected
     rewrite: Rewrite
+    fragments: Fragments
     tool_keys: dict[str, set[str]] = field(default_factory=dict)  # id -> [tout:: key]s seen
     raw_paths: set[str] = field(default_factory=set)  # tool outputs only they pointed at
 
@@ -156,6 +172,7 @@ def purge(
     *,
     confirm: bool,
     method: str | None = None,
+    also: Iterable[str] = (),
     progress: Progress | None = None,
 ) -> PurgeResult:
     """Forget ``memory_id`` and its derived copies, and rewrite ALL history without them.
@@ -169,8 +186,14 @@ def purge(
     still hold the text: after a purge, ``sync`` refuses to pull until
     ``force_push=True`` overwrites the remote.
 
+    Besides its lines, its distinctive fragments (secrets, codes) and the
+    strings in ``also`` are looked for and redacted wherever they stand
+    (:mod:`mdmem.git.fragments`).
+
     Raises :class:`~mdmem.errors.PurgeIncompleteError`, naming the places,
-    when the removed text is still found anywhere afterwards.
+    when the removed text is still found anywhere afterwards, or, before
+    anything changed (``rewritten`` False), when a kept memory holds one of
+    its fragments in words of its own.
 
     ``method``: ``"fast-export"`` or None (the same).
     """
@@ -187,12 +210,16 @@ def purge(
             "a purge removes one block by its id)"
         )
     memory_id = normalize_id(memory_id)
+    extra = named(also, PURGED)
     started = time.perf_counter()
     tell = progress or silent  # steps: find, rewrite history, prune; then the re-index's own
     with store.writer.writing():
         tell("purge", 0, 3)
-        target = _gather(store, memory_id)
+        target = _gather(store, memory_id, extra)
         sweep = _sweep_of(store, target)
+        _stop_if_held(store, target, sweep)
+        renames = _renamed_paths(store, target, sweep)
+        refs = _renamed_refs(store, sweep)
         forgotten_now = _forget_now(store, target, sweep)
         store.refresh()
         forms = message_forms(target.texts(target.touched))
@@ -201,10 +228,19 @@ def purge(
         before = set(_all_commits(store))
         old_head = store.git.head()
         stashes = _hold_stashes(store)
-        rewriter = _Rewriter(target, forms, own, sweep)
+        rewriter = Rewriter(
+            target.rewrite,
+            sweep,
+            forms=forms,
+            own=own,
+            raw_paths=target.raw_paths,
+            dropped_paths=target.dropped_paths,
+            renames=renames,
+            refs=refs,
+        )
         tell("purge", 1, 3)
         try:
-            _rewrite_history(store, rewriter, old_head)
+            rewrite_history(store, rewriter, old_head)
         except GitError:
             # The refs still name the old history: drop only our helper refs.
             for n in range(len(stashes)):
@@ -250,9 +286,18 @@ def purge(
         renamed=tuple(sorted(target.rewrite.renames.items())),
         cleaned=(
             *sorted(rewriter.cleaned),
+            # The new names only: the old ones hold what was purged.
+            *sorted({f"renamed to {new}" for old, new in renames.items()} - _episode_names(target)),
+            *sorted(f"ref renamed to {new}" for new in refs.values()),
             *([f"embedding cache ({dropped} vectors dropped)"] if dropped else []),
         ),
+        fragments=dict(target.fragments.counts),
     )
+
+
+def _episode_names(target: _Target) -> set[str]:
+    # Already reported under ``renamed`` (their old names came from a title, not a fragment).
+    return {f"renamed to {new}" for new in target.rewrite.renames.values()}
 
 
 def _sweep_of(store: MemoryStore, target: _Target) -> Sweep:
@@ -266,7 +311,74 @@ def _sweep_of(store: MemoryStore, target: _Target) -> Sweep:
         if is_copy_of(line, removed)
     }
     kept = [b.text for b in store.catalog.blocks(memories_only=True) if b.id not in target.touched]
-    return Sweep.of([*removed, *old], kept=kept, mark=PURGED)
+    return Sweep.of([*removed, *old], kept=kept, mark=PURGED, fragments=target.fragments.strings)
+
+
+def _stop_if_held(store: MemoryStore, target: _Target, sweep: Sweep) -> None:
+    """Before anything changes: a kept memory holding a fragment in words of its own
+    stops the purge (see :mod:`mdmem.git.fragments`), naming it and every place that
+    holds the text now, so the person sees all of it at once."""
+    held = target.fragments.blockers
+    if not held:
+        return
+    memories = [f"{b.id} ({b.path})" for b in held]
+    places = holders(store, sweep)
+    error = PurgeIncompleteError(
+        f"purge of {target.memory_id} changed nothing: kept memories hold a secret, code or "
+        f"--also string of it in words of their own: {shown_places(memories)}; edit those lines "
+        f"or forget those memories, then purge again (the text is now in: "
+        f"{shown_places(places)})"
+    )
+    error.places = (*memories, *places)
+    error.rewritten = False
+    raise error
+
+
+def _renamed_paths(store: MemoryStore, target: _Target, sweep: Sweep) -> dict[str, str]:
+    """Every path, in any commit of any ref, that changes name: a note named after a
+    regenerated title, and a file or folder whose name holds a fragment."""
+    # --reflog: older stashes live there (held as refs only later); -m: a stash is a merge.
+    listing = store.git.run(
+        "log",
+        "--all",
+        "--reflog",
+        "--format=",
+        "--name-only",
+        "--no-renames",
+        "-m",
+        "-z",
+        strip=False,
+    )
+    paths = {p.strip("\n") for p in listing.split("\0")} - {""}
+    paths |= set(store.git.run("ls-files", "-z", strip=False).split("\0")) - {""}
+    renames: dict[str, str] = {}
+    for path in sorted(paths | set(target.rewrite.renames)):
+        new = sweep.redact_name(target.rewrite.renames.get(path, path))
+        if new != path:
+            renames[path] = new
+    taken = Counter(renames.values())
+    clash = sorted(n for n, c in taken.items() if c > 1 or (n in paths and n not in renames))
+    if clash:
+        raise GitError(
+            f"purge changed nothing: renaming files whose names hold the purged text would "
+            f"give names already taken ({', '.join(clash[:3])}); rename those first"
+        )
+    return renames
+
+
+def _renamed_refs(store: MemoryStore, sweep: Sweep) -> dict[str, str]:
+    """Branches, tags and other refs whose name holds a fragment, and their new names."""
+    refs = store.git.run("for-each-ref", "--format=%(refname)").split()
+    renamed: dict[str, str] = {}
+    for ref in refs:
+        base = "refs/" + sweep.redact_name(ref.removeprefix("refs/"), extension=False)
+        new, n = base, 1
+        while new != ref and (new in refs or new in renamed.values()):
+            n += 1
+            new = f"{base}-{n}"
+        if new != ref:
+            renamed[ref] = new
+    return renamed
 
 
 def _drop_cached_vectors(store: MemoryStore) -> int:
@@ -288,9 +400,10 @@ def _episodes(target: _Target) -> set[str]:
 # ------------------------------------------------------------------ gather --
 
 
-def _gather(store: MemoryStore, memory_id: str) -> _Target:
+def _gather(store: MemoryStore, memory_id: str, also: Collection[str] = ()) -> _Target:
     """The memory, what was derived from it (any version, any ref), and the edits."""
     graph = Provenance.of(state.parsed for state in list(store.catalog.files.values()))
+    found: Fragments | None = None
     tool_keys: dict[str, set[str]] = {}
     roots = {memory_id}
     known = {memory_id}
@@ -311,15 +424,39 @@ def _gather(store: MemoryStore, memory_id: str) -> _Target:
             linked = graph.affected({memory_id}, remove=True).removed
             purged = {t for i in linked for t in graph.texts.get(i, ())}
             touched = reached.removed | reached.regenerated
-            wrong = miscited(graph, store.catalog.blocks(memories_only=True), purged, touched)
+            if found is None:
+                found = _fragments_of(store, graph, memory_id, also)
+            wrong = miscited(
+                graph,
+                store.catalog.blocks(memories_only=True),
+                purged,
+                touched,
+                fragments=found.strings,
+                rare=found.rare,
+            )
             roots |= wrong
             frontier = wrong - known
             known |= frontier
     affected = graph.affected(roots, remove=True)
     rewrite = (store.regenerate or marked_rewrite)(graph, affected, PURGED)
-    target = _Target(memory_id, graph, affected, rewrite, tool_keys)
+    if found is None:  # (the loop always ends through the branch that sets it)
+        found = _fragments_of(store, graph, memory_id, also)
+    target = _Target(memory_id, graph, affected, rewrite, found, tool_keys)
     target.raw_paths = _raw_outputs(store, target)
     return target
+
+
+def _fragments_of(
+    store: MemoryStore, graph: Provenance, memory_id: str, also: Collection[str]
+) -> Fragments:
+    """The fragments of every version of the memory, judged against the kept originals:
+    memories made from no other (a copy's words are its sources')."""
+    kept = [
+        b
+        for b in store.catalog.blocks(memories_only=True)
+        if b.id != memory_id and b.id not in graph.pieces
+    ]
+    return fragments(graph.texts.get(memory_id, set()), kept, also)
 
 
 def marked_rewrite(graph: Provenance, affected: Affected, mark: str) -> Rewrite:
@@ -504,381 +641,6 @@ def _all_commits(store: MemoryStore) -> list[str]:
     return store.git.run("rev-list", "--all").split()
 
 
-# ------------------------------------------------------------ the messages --
-
-
-def message_forms(texts: Iterable[str]) -> set[str]:
-    """The ways a commit message quotes a text: whole or first line, with or without its tags."""
-    forms: set[str] = set()
-    for text in texts:
-        for variant in (text, _untagged(text)):
-            for form in (one_line(variant), one_line(first_line(variant))):
-                if form:
-                    forms.add(form)
-    return forms
-
-
-def _untagged(text: str) -> str:
-    # Tags mdmem appends after the text ("ok #tag") are not in the caller's subject.
-    return re.sub(r"(?:\s+#[A-Za-z_][\w/-]*)+\s*$", "", text)
-
-
-def _quotes(fragment: str, forms: Collection[str]) -> bool:
-    """Whether ``fragment`` is one of ``forms``, or one cut short with "…"."""
-    flat = one_line(fragment)
-    if not flat:
-        return False
-    if flat in forms:
-        return True
-    if flat.endswith("…"):
-        prefix = flat[:-1].rstrip()
-        return bool(prefix) and any(f.startswith(prefix) and len(f) > len(prefix) for f in forms)
-    return False
-
-
-_MORE = re.compile(r" \(\+(?:\d+ more\)|[^)]*…)$")  # "(+3 more)", or it cut short
-_REVERT = re.compile(r'^(Revert ")(.*)(")$')
-# git's own messages that quote another commit's subject after its short sha:
-# a stash ("WIP on main: 1a2b3c4 <subject>", "index on …", "untracked files on …").
-_QUOTES_COMMIT = re.compile(
-    r"^((?:WIP on|On|index on|untracked files on) [^:\n]*: )([0-9a-f]{7,40}) (.*)$"
-)
-
-
-def _scrub_subject(subject: str, forms: Collection[str]) -> str:
-    """A subject of one of the memory's own commits, its quote of the text replaced."""
-    revert = _REVERT.match(subject)
-    if revert is not None:
-        inner = _scrub_subject(revert.group(2), forms)
-        return revert.group(1) + inner + revert.group(3)
-    if _quotes(subject, forms):
-        return PURGED
-    head, sep, rest = subject.partition(": ")
-    if not sep:
-        return subject
-    more = _MORE.search(rest)
-    tail = ""
-    if more is not None:
-        rest, tail = rest[: more.start()], rest[more.start() :]
-    return f"{head}{sep}{PURGED}{tail}" if _quotes(rest, forms) else subject
-
-
-def _scrub_quoted_commit(subject: str, forms: Collection[str], own_commits: Collection[str]) -> str:
-    """A stash message quoting one of the memory's own commits, by its short sha."""
-    match = _QUOTES_COMMIT.match(subject)
-    if match is None or not any(c.startswith(match.group(2)) for c in own_commits):
-        return subject
-    quoted = _scrub_subject(match.group(3), forms)
-    return f"{match.group(1)}{match.group(2)} {quoted}"
-
-
-def scrub_message(
-    message: str,
-    forms: Collection[str],
-    *,
-    own: bool = True,
-    own_commits: Collection[str] = (),
-) -> str:
-    """The commit message with its quotes of ``forms`` replaced by ``[PURGED]``.
-
-    ``own``: the commit changed the memory's block (or names it), so its
-    subject is read as ``<op> <kind>: <quote>``. A stash commit's subject
-    quoting one of ``own_commits`` (by short sha) is read the same way. In
-    any commit, a ``Dropped:`` trailer quoting the text is replaced. Nothing
-    else is searched: a short text inside other words is not a quote.
-    """
-    lines = message.split("\n")
-    if lines:
-        if own:
-            lines[0] = _scrub_subject(lines[0], forms)
-        lines[0] = _scrub_quoted_commit(lines[0], forms, own_commits)
-    for i, line in enumerate(lines[1:], start=1):
-        key, sep, value = line.partition(": ")
-        if sep and key.strip().lower() in _QUOTING_TRAILERS and _quotes(value, forms):
-            lines[i] = f"{key}{sep}{PURGED}"
-    return "\n".join(lines)
-
-
-def _unquote_path(raw: bytes) -> str:
-    """A path as fast-export writes it: plain, or C-quoted with escapes."""
-    if not raw.startswith(b'"'):
-        return raw.decode("utf-8", "surrogateescape")
-    body, out, i = raw[1:-1], bytearray(), 0
-    simple = {b"n": 10, b"t": 9, b"r": 13, b"a": 7, b"b": 8, b"f": 12, b"v": 11}
-    while i < len(body):
-        ch = body[i : i + 1]
-        if ch != b"\\":
-            out += ch
-            i += 1
-            continue
-        nxt = body[i + 1 : i + 2]
-        if nxt in simple:
-            out.append(simple[nxt])
-            i += 2
-        elif nxt.isdigit():
-            out.append(int(body[i + 1 : i + 4], 8))
-            i += 4
-        else:
-            out += nxt
-            i += 2
-    return bytes(out).decode("utf-8", "surrogateescape")
-
-
-# ------------------------------------------------------------ the rewrite --
-
-
-class _Rewriter:
-    """Rewrites a ``git fast-export`` stream for one purge.
-
-    A blob that mentions a memory concerned is held back; each commit that
-    uses it gets that file's rewritten version inline (``M <mode> inline
-    <path>``), since a block is found by parsing the file as the markdown its
-    path says it is. A version that leaves becomes ``D <path>``; a renamed
-    note changes its path in every commit.
-    """
-
-    def __init__(
-        self, target: _Target, forms: Collection[str], own: set[str], sweep: Sweep
-    ) -> None:
-        self.rewrite = target.rewrite
-        self.sweep = sweep
-        # What the content search redacted: blobs (by mark) until a commit
-        # names their path, then "<ref>:<path>"; messages of commits and tags.
-        self.redacted: set[bytes] = set()
-        self.cleaned: set[str] = set()
-        self.ref = ""
-        self.commits: dict[str, str] = {}  # a commit's mark -> its sha before the rewrite
-        self.forms = forms
-        self.own = own
-        # A block names its id after a caret; an export row quotes it.
-        self.markers = [
-            marker.encode() for i in sorted(self.rewrite.touched) for marker in (f"^{i}", f'"{i}"')
-        ]
-        self.raw_paths = set(target.raw_paths)
-        self.renames = {
-            old.encode("utf-8", "surrogateescape"): new.encode("utf-8", "surrogateescape")
-            for old, new in self.rewrite.renames.items()
-        }
-        # A path named in a message: renamed with its note, or gone with it.
-        self.paths = {
-            **dict.fromkeys(sorted(target.dropped_paths), PURGED),
-            **target.rewrite.renames,
-        }
-        self.held: dict[bytes, bytes] = {}
-        self.done: dict[tuple[bytes, str], bytes | None] = {}
-        self.spans: dict[tuple[str, bytes], int | None] = {}
-        self.blobs = 0
-        self.messages = 0
-
-    def stream(self, src: IO[bytes], dst: IO[bytes]) -> None:
-        command, sha, name, commit_mark = b"", "", "", ""
-        blob: list[bytes] | None = None
-        mark = b""
-        back: bytes | None = None
-        while True:
-            line, back = (back, None) if back is not None else (src.readline(), None)
-            if not line:
-                break
-            if line == b"blob\n":
-                command, blob, mark = b"blob", [line], b""
-                continue
-            if line.startswith(b"data "):
-                payload = _read_data(src, line)
-                if blob is not None:
-                    if mark and any(m in payload for m in self.markers):
-                        self.held[mark] = payload
-                        # Its optional LF goes with it: a stray one is no command.
-                        after = src.readline()
-                        back = None if after == b"\n" else after
-                    else:
-                        redacted = self.sweep.redact(payload)
-                        if redacted is not payload:
-                            self.redacted.add(mark)
-                            self.blobs += 1
-                        dst.write(b"".join(blob))
-                        _write_data(dst, redacted)
-                    blob = None
-                    continue
-                if command == b"commit":
-                    payload = self.message(payload, sha)
-                elif command == b"tag":
-                    redacted = self.sweep.redact(payload)
-                    if redacted is not payload:
-                        self.cleaned.add(f"message of tag {name}")
-                        self.messages += 1
-                    payload = redacted
-                _write_data(dst, payload)
-                continue
-            if blob is not None:
-                blob.append(line)
-                if line.startswith(b"mark "):
-                    mark = line[5:].strip()
-                continue
-            if line.startswith(b"original-oid "):
-                sha = line[13:].strip().decode("ascii")
-                if command == b"commit" and commit_mark:
-                    self.commits[commit_mark] = sha
-            elif command == b"commit" and line.startswith(b"mark "):
-                commit_mark = line[5:].strip().decode("ascii")
-            elif line[:1].isalpha() and line.split(b" ", 1)[0].strip() in _COMMANDS:
-                command, sha = line.split(b" ", 1)[0].strip(), ""
-                name = line.partition(b" ")[2].strip().decode("utf-8", "surrogateescape")
-                if command == b"commit":
-                    self.ref, commit_mark = name, ""
-            if command == b"commit" and self.file_change(line, dst):
-                continue
-            if command == b"tag" and line.startswith(b"from ") and line[5:].strip() in self.held:
-                raise GitError("a tag points at a file version that holds the memory; delete it")
-            dst.write(line)
-
-    def file_change(self, line: bytes, dst: IO[bytes]) -> bool:
-        """Handle one ``M``/``D``/``N`` line of a commit; False to copy it as it is."""
-        if line.startswith(b"D "):
-            path = line[2:-1]
-            if _unquote_path(path) in self.raw_paths:
-                return True
-            if path in self.renames:
-                dst.write(b"D " + self.renames[path] + b"\n")
-                return True
-            return False
-        if line.startswith(b"N "):
-            ref, _, commitish = line[2:-1].partition(b" ")
-            if ref not in self.held:
-                return False
-            dst.write(b"N inline " + commitish + b"\n")
-            _write_data(dst, self.rewritten(ref, "notes.md") or b"", lf=True)
-            return True
-        if not line.startswith(b"M "):
-            return False
-        mode, ref, path = line[2:-1].split(b" ", 2)
-        name = _unquote_path(path)
-        if name in self.raw_paths:
-            return True  # the raw output never existed
-        if ref in self.redacted:
-            self.cleaned.add(f"{self.ref}:{name}")
-        moved = self.renames.get(path, path)
-        if ref not in self.held:
-            if moved == path:
-                return False
-            dst.write(b"M " + mode + b" " + ref + b" " + moved + b"\n")
-            return True
-        new = self.rewritten(ref, name)
-        if new is None:
-            dst.write(b"D " + moved + b"\n")
-            return True
-        dst.write(b"M " + mode + b" inline " + moved + b"\n")
-        _write_data(dst, new, lf=True)
-        return True
-
-    def rewritten(self, ref: bytes, path: str) -> bytes | None:
-        key = (ref, path)
-        if key not in self.done:
-            data = self.held[ref]
-            new = rewrite_file(path, data, self.rewrite, self.spans, self.raw_paths)
-            if new is not None:
-                swept = self.sweep.redact(new)
-                if swept is not new:
-                    self.cleaned.add(f"{self.ref}:{path}")
-                new = swept
-            self.blobs += new != data
-            self.done[key] = new
-        return self.done[key]
-
-    def message(self, payload: bytes, sha: str) -> bytes:
-        text = payload.decode("utf-8", "surrogateescape")
-        new = scrub_message(text, self.forms, own=sha in self.own, own_commits=self.own)
-        for old, moved in self.paths.items():
-            new = new.replace(old, moved)
-        swept = self.sweep.redact_text(new)
-        if swept != new:
-            self.cleaned.add(f"message of commit {sha[:12]} ({self.ref})")
-        new = swept
-        self.messages += new != text
-        return new.encode("utf-8", "surrogateescape")
-
-
-_COMMANDS = frozenset({b"commit", b"tag", b"reset", b"feature", b"progress", b"done", b"option"})
-
-
-def _read_data(src: IO[bytes], header: bytes) -> bytes:
-    size_text = header[5:].strip()
-    if size_text.startswith(b"<<"):
-        raise GitError("unexpected delimited data in fast-export stream")
-    chunks: list[bytes] = []
-    remaining = int(size_text)
-    while remaining:
-        chunk = src.read(remaining)
-        if not chunk:
-            raise GitError("fast-export stream ended early")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def _write_data(dst: IO[bytes], payload: bytes, *, lf: bool = False) -> None:
-    # The stream's own optional LF after a copied payload follows as a line.
-    dst.write(b"data %d\n" % len(payload))
-    dst.write(payload)
-    if lf:
-        dst.write(b"\n")
-
-
-def _rewrite_history(store: MemoryStore, rewriter: _Rewriter, old_head: str | None) -> None:
-    """fast-export | rewriter | fast-import --force; then move the files to the new tree."""
-    store.state_dir.mkdir(parents=True, exist_ok=True)
-    with (
-        tempfile.TemporaryDirectory(dir=store.state_dir) as marks_dir,
-        tempfile.TemporaryFile(dir=store.state_dir) as err_out,
-        tempfile.TemporaryFile(dir=store.state_dir) as err_in,
-    ):
-        exporter = store.git.popen(
-            "fast-export",
-            "--all",
-            "--show-original-ids",
-            "--signed-tags=strip",
-            "--tag-of-filtered-object=rewrite",
-            "--reencode=yes",
-            stdout=subprocess.PIPE,
-            stderr=err_out,
-        )
-        importer = store.git.popen(
-            "fast-import",
-            "--force",
-            "--quiet",
-            f"--export-marks={Path(marks_dir) / 'marks'}",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=err_in,
-        )
-        assert exporter.stdout is not None and importer.stdin is not None
-        try:
-            rewriter.stream(exporter.stdout, importer.stdin)
-        finally:
-            importer.stdin.close()
-            exporter.stdout.close()
-        export_rc, import_rc = exporter.wait(), importer.wait()
-        if export_rc != 0 or import_rc != 0:
-            err_out.seek(0)
-            err_in.seek(0)
-            message = (
-                (err_out.read() + err_in.read()).decode("utf-8", "replace").strip().splitlines()
-            )
-            raise GitError(f"history rewrite failed: {message[0] if message else 'exit status'}")
-        marks = (Path(marks_dir) / "marks").read_text(encoding="ascii").split()
-    moved = {
-        rewriter.commits[mark]: new
-        for mark, new in zip(marks[::2], marks[1::2], strict=True)
-        if mark in rewriter.commits and rewriter.commits[mark] != new
-    }
-    move_notes(store, moved)
-    new_head = store.git.run("rev-parse", "--verify", "HEAD")
-    if old_head and new_head != old_head:
-        # Move index and files from the old tree to the rewritten one (a two-way
-        # checkout: it refuses rather than overwrite a file someone is editing).
-        store.git.run("read-tree", "-m", "-u", old_head, new_head)
-    store.git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))
-
-
 # --------------------------------------------------- stashes and leftovers --
 
 _STASH_REF = "refs/stash"
@@ -910,7 +672,7 @@ def _restore_stashes(
     for n, message in enumerate(messages):
         ref = f"{_HELD_STASH}{n}"
         sha = store.git.run("rev-parse", "--verify", ref)
-        message = sweep.redact_text(_scrub_quoted_commit(message, forms, own))
+        message = sweep.redact_text(scrub_quoted_commit(message, forms, own))
         store.git.run("stash", "store", "-m", message, sha)
         store.git.run("update-ref", "-d", ref)
 
