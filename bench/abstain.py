@@ -118,19 +118,19 @@ def _hits(result: Any, recency_weight: float) -> list[list[Any]]:
 
 
 def _ask(vault: Any, prompt: str) -> tuple[list[list[Any]], list[list[Any]], dict[str, float]]:
-    from mdmem.recall import pipeline
-    from mdmem.recall.gate_weights import GATE
+    from mdmem.recall import identifiers
 
     weight = vault.settings.recall.recency_weight
     new = vault.recall(prompt[:2000], k=HOOK_K, mode="hybrid")
     features = dict(new.relevance.features) if new.relevance is not None else {}
     base = new
     if features.get("lifted"):  # the exact stage changed the ranking: today's without it
-        pipeline.GATE = replace(GATE, exact_most=0)
+        few = identifiers.FEW
+        identifiers.FEW = 0
         try:
             base = vault.recall(prompt[:2000], k=HOOK_K, mode="hybrid")
         finally:
-            pipeline.GATE = GATE
+            identifiers.FEW = few
     return _hits(base, weight), _hits(new, weight), features
 
 

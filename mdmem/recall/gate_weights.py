@@ -18,8 +18,6 @@ class GateConstants:
     threshold: float = 0.5  # below it: nothing relevant
     ratio: float = 0.0  # each next item scores at least this share of the best
     most: int = 20  # at most this many items, whatever they score (a safety bound)
-    exact_most: int = 3  # a token held exactly by at most this many blocks lifts them
-    exact_vault: int = 200  # ...an ordinary-looking word only in a vault of this many blocks
     # Blocks at which a word's absence counts half (chosen, not fitted): absence
     # from a small vault says little (mdmem.recall.gate.features).
     absent_prior: float = 50.0

@@ -16,13 +16,15 @@ the run and moving a :class:`Pass` forward::
     adjust      tag boost, recency, trust, human weight, per-scope weights
     rerank      the fitted re-ranker's features (mdmem.recall.signals)
     importance  a memory's importance nudges its final score
-    exact       a rare exact token of the query (a code, an id, a path, a name)
-                puts the blocks holding it first (mdmem.recall.gate)
+    exact       an identifier the query names (a code, an id, a path, a name)
+                puts the few blocks holding it first (mdmem.recall.identifiers)
     collapse    one hit per piece of knowledge (mdmem.recall.families)
     model_rerank  a re-ranker model's order of the top hits ([recall] reranker)
     llm_rerank  the optional model re-rank of the top hits ([recall] rerank)
     gate        whether anything is relevant, and how many items are worth
                 reading (mdmem.recall.gate; fitted in gate_weights.py)
+    named       the rule no fit vetoes: a hit holding an identifier the query
+                names goes first and is kept (mdmem.recall.identifiers)
     tier        abstracts or overviews instead of full text (``tier``)
     scrub       the hit as handed out: secrets typed by hand redacted, the
                 commit of a snapshot
@@ -48,6 +50,7 @@ from mdmem.recall import (
     expansion,
     families,
     gate,
+    identifiers,
     llm_rerank,
     model_rerank,
     multihop,
@@ -142,6 +145,7 @@ class Scored:
     importance: int | None = None
     base: float | None = None  # the score before re-ranking
     features: dict[str, float] | None = None
+    named: bool = False  # holds an identifier the query names (the exact stage)
 
     def hit(self) -> Hit:
         cand = self.cand
@@ -169,6 +173,10 @@ class Scored:
             scores["human"] = self.human
         if self.importance is not None:
             scores["importance"] = float(self.importance)
+        if self.named:
+            # Put first by rule (mdmem.recall.identifiers): a bench that re-scores
+            # candidates offline (bench/rerank_fit.py) applies the same rule.
+            scores["named"] = 1.0
         block = self.block
         return Hit(
             # A copied line is keyed by its place inside; its hit shows the id as
@@ -205,7 +213,7 @@ class Pass:
     ranked: list[Scored] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
     reranked: bool = False
-    exact: set[str] = field(default_factory=set)  # blocks lifted by an exact identifier
+    exact: set[str] = field(default_factory=set)  # hits holding an identifier the query names
     lifted: int = 0  # blocks the exact stage put first
     relevance: Relevance | None = None
 
@@ -476,63 +484,56 @@ def importance(r: RecallRun, p: Pass) -> None:
 
 
 def exact(r: RecallRun, p: Pass) -> None:
-    """A query token that few blocks hold whole (or shaped like an identifier and
-    held by few) puts those blocks first, whatever the vectors said: who asks for
-    E1234 or parse_config wants the block that says it, not its look-alikes."""
-    if r.query.mode == "vector" or not p.ranked or GATE.exact_most <= 0:
+    """The blocks that hold, whole, an identifier the query names and that at most
+    a few blocks hold go first, whatever the vectors said (mdmem.recall.identifiers):
+    who asks for E1234 or parse_config wants the block that says it, not its
+    look-alikes. They are noted in ``p.exact``; the ``named`` stage keeps them
+    after the gate. Runs in every mode, and even when nothing else was found.
+
+    Only identifiers: an ordinary query word that few blocks of a big vault hold
+    used to put them in at third place, and that cost what it moved down (LoCoMo
+    dev as recall returns it, R@5 0.751 -> 0.731; 24 questions lost evidence
+    from the top 5, 4 gained; REALTALK 0.508 -> 0.495)."""
+    few = identifiers.FEW
+    named = identifiers.named_identifiers(r.query.query)
+    if few <= 0 or not named:
         return
     try:
         keyword = r.source.keyword
-        lifted: list[tuple[bool, Block]] = []
+        lifted: list[tuple[Block, float]] = []
         seen: set[str] = set()
-        for token in gate.exact_tokens(r.query.query):
-            shaped = gate.identifier_like(token)
-            if not shaped:
-                # An ordinary-looking word is rare only in a vault big enough for
-                # rarity to mean something: in 80 memories "before" or "new" is
-                # held by one block, and lifting it beat the answer (coding dev set).
-                terms = keyword.terms_of(token)
-                if len(terms) != 1:
-                    continue  # a stopword, or a compound the analyser splits
-                count, df = keyword.document_frequencies(terms)
-                if count < GATE.exact_vault or not 0 < sum(df.values()) <= GATE.exact_most:
-                    continue
-            found = keyword.search(token, limit=4 * GATE.exact_most + 8, statuses=None)
+        for token in named:
+            found = keyword.search(token, limit=4 * few + 8, statuses=None)
             holders = [
-                b
-                for b in (r.source.block(i) for i, _ in found)
-                if b is not None and gate.holds_exactly(b.text, token)
+                (b, score)
+                for b, score in ((r.source.block(i), score) for i, score in found)
+                if b is not None and identifiers.holds_exactly(b.text, token)
             ]
-            if not 0 < len(holders) <= GATE.exact_most:
+            if not 0 < len(holders) <= few:
                 continue
-            for b in holders:
+            for b, score in holders:
                 if b.id not in seen and _admits(r, b):
                     seen.add(b.id)
-                    lifted.append((shaped, b))
+                    lifted.append((b, score))
     except IndexError_:
         return  # the keyword side's failure is reported already
     if not lifted:
         return
     ranked = {s.block.id: s for s in p.ranked}
     top = max((s.score for s in p.ranked), default=0.0)
-    rest = sorted((s.score for s in p.ranked if s.block.id not in seen), reverse=True)
-    # An ordinary rare word is weaker evidence than an identifier: its block goes
-    # in at third place (measured on REALTALK dev, putting it first cost MRR).
-    third = rest[2] if len(rest) >= 3 else None
-    for shaped, block in lifted:
+    for block, bm25 in lifted:
         s = ranked.get(block.id)
         if s is None:
-            cand = ranking.Candidate(block.id, 0.0, None, None, None, None)
+            # Outside the candidates (the token is one word among many, or under
+            # the floor): what it is here for is its keyword match, its evidence.
+            cand = ranking.Candidate(block.id, 0.0, bm25, None, None, None)
             s = Scored(0.0, cand, block, 0.0)
             p.ranked.append(s)
         nudge = 0.001 * min(max(s.score, 0.0), 1.0)  # their own order among themselves
-        if shaped:
-            s.score = round(top + 0.01 + nudge, 6)  # above the best
-        elif third is not None and s.score <= third:
-            s.score = round(third + 0.0001 + nudge / 10, 6)
-        p.lifted += 1
-        if shaped:
-            p.exact.add(written_id(block.id))
+        s.score = round(top + 0.01 + nudge, 6)  # above the best
+        s.named = True
+        p.exact.add(written_id(block.id))
+    p.lifted = len(lifted)
     p.ranked.sort(key=lambda s: (-s.score, s.block.id))
 
 
@@ -627,6 +628,26 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
     p.relevance = Relevance(confidence=round(sure, 6), keep=keep, features=features)
 
 
+def named(r: RecallRun, p: Pass) -> None:
+    """The rule no fit may veto: a hit holding an identifier the query names
+    (found by the ``exact`` stage; mdmem.recall.identifiers) goes first and is
+    kept, whatever the gate said and wherever a re-ranker put it. A hit stands
+    for the copies collapsed into it, so a turn's fact counts for the turn."""
+    if not p.exact or p.relevance is None:
+        return
+
+    def holds(hit: Hit) -> bool:
+        return hit.id in p.exact or any(i in p.exact for i in (*hit.sources, *hit.derived))
+
+    held = [h for h in p.hits if holds(h)]
+    if not held:
+        return
+    # The gate's own choice among the others stays as it was.
+    others = sum(1 for h in p.hits[: p.relevance.keep] if not holds(h))
+    p.hits = held + [h for h in p.hits if not holds(h)]
+    p.relevance = replace(p.relevance, keep=len(held) + others, named=len(held))
+
+
 def tier(r: RecallRun, p: Pass) -> None:
     """Abstracts (0) or overviews (1) instead of the full text (2) when asked."""
     controls = r.query.controls
@@ -671,6 +692,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("model_rerank", rerank_with_model),
     ("llm_rerank", rerank_with_llm),
     ("gate", gate_stage),
+    ("named", named),
     ("tier", tier),
     ("scrub", scrub),
     ("notes", notes),

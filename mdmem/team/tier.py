@@ -14,8 +14,10 @@ every prompt, so it starts no git process and reads only the working tree
 4. accepted lines only, each scanned by the secret guard again (a line with
    a secret is withheld), ranked by the words of the prompt they share
    (a term's weight is its rarity among the team lines) and kept when they
-   share two or more words, or one rare exact token (a name with a digit,
-   ``_``, ``.`` or ``-`` in it, such as ``PAYMENTS_SANDBOX``);
+   share two or more words; a line holding, whole, an identifier the prompt
+   names (``PAYMENTS_SANDBOX``, ``PAY-1234``, a path) that few lines hold
+   comes first whatever else it shares (recall's rule,
+   :mod:`mdmem.recall.identifiers`);
 5. each line labelled as team memory: who captured, proposed and accepted
    it, when, and its age; instruction-like text is labelled as such.
 """
@@ -38,6 +40,7 @@ from typing import Any
 from mdmem.errors import MdmemError
 from mdmem.files import blocks as blk
 from mdmem.files.textfile import SkipFile, atomic_write, decode
+from mdmem.recall import identifiers
 from mdmem.recall.asdata import DATA_NOTE, fence, warning
 from mdmem.recall.instructions import instruction_cues
 from mdmem.store.secret_guard import scan
@@ -399,26 +402,31 @@ def _terms(text: str) -> list[str]:
     return out
 
 
-def _exact(term: str) -> bool:
-    """A code-like token: a name with a digit, ``_``, ``.`` or ``-`` in it."""
-    return any(c.isdigit() or c in "_.-" for c in term)
-
-
 def _rank(entries: Sequence[_Entry], query: str) -> list[TeamLine]:
+    """Lines sharing two or more of the query's words, ranked by those words'
+    rarity among the team lines; a line holding an identifier the query names
+    that few lines hold goes first, whatever else it shares (recall's rule,
+    mdmem.recall.identifiers)."""
     wanted = set(_terms(query))
     if not wanted or not entries:
         return []
+    named = identifiers.named_identifiers(query)
+    holders = {
+        token: [n for n, e in enumerate(entries) if identifiers.holds_exactly(e.line.text, token)]
+        for token in named
+    }
+    first = {n for found in holders.values() if len(found) <= identifiers.FEW for n in found}
     df = Counter(t for entry in entries for t in entry.terms & wanted)
     total = len(entries)
-    scored: list[tuple[float, int, TeamLine]] = []
+    scored: list[tuple[bool, float, int, TeamLine]] = []
     for n, entry in enumerate(entries):
         shared = wanted & entry.terms
-        if len(shared) < 2 and not any(_exact(t) for t in shared):
+        if len(shared) < 2 and n not in first:
             continue
         score = sum(math.log(1 + total / df[t]) for t in shared)
-        scored.append((score, -n, entry.line))
-    scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
-    return [line for _, _, line in scored]
+        scored.append((n in first, score, -n, entry.line))
+    scored.sort(key=lambda s: (s[0], s[1], s[2]), reverse=True)
+    return [line for _, _, _, line in scored]
 
 
 def _newest(entries: Sequence[_Entry]) -> list[TeamLine]:
