@@ -113,7 +113,9 @@ def _hits(result: Any, recency_weight: float) -> list[list[Any]]:
         flat = " ".join(h.text.split())
         shown = flat if len(flat) <= 400 else flat[:399] + "…"
         chars = len(f"- {shown} ({h.citation})")
-        out.append([h.id, h.score - recency_weight * h.scores.get("recency", 0.0), chars])
+        # The score the gate reads (recency out alike for dated and undated memories).
+        plain = h.scores.get("gate_score", h.score - recency_weight * h.scores.get("recency", 0.0))
+        out.append([h.id, plain, chars])
     return out
 
 

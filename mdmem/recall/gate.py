@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from mdmem.recall.gate_weights import GATE
 
 __all__ = [
+    "DEPTH",
     "GATE_FEATURES",
     "GateInput",
     "confidence",
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 GATE_FEATURES = ("cover", "absent", "cos1", "cos_gap", "agree", "score1", "exact")
+# The best hits whose words the gate reads (``cover``), however few were asked for.
+DEPTH = 3
 
 
 @dataclass(frozen=True)

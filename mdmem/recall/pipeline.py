@@ -25,6 +25,7 @@ the run and moving a :class:`Pass` forward::
                 reading (mdmem.recall.gate; fitted in gate_weights.py)
     named       the rule no fit vetoes: a hit holding an identifier the query
                 names goes first and is kept (mdmem.recall.identifiers)
+    trim        the k hits asked for (the gate reads at least its few whatever k)
     tier        abstracts or overviews instead of full text (``tier``)
     scrub       the hit as handed out: secrets typed by hand redacted, the
                 commit of a snapshot
@@ -146,6 +147,9 @@ class Scored:
     base: float | None = None  # the score before re-ranking
     features: dict[str, float] | None = None
     named: bool = False  # holds an identifier the query names (the exact stage)
+    # The score with its recency term as an old memory's, dated or not: what the
+    # relevance gate reads (None: as ``score``, no recency weighed in).
+    timeless: float | None = None
 
     def hit(self) -> Hit:
         cand = self.cand
@@ -163,6 +167,8 @@ class Scored:
             scores["vector_rank"] = float(cand.vector_rank or 0)
         if self.recency is not None:
             scores["recency"] = round(self.recency, 6)
+        if self.timeless is not None:
+            scores["gate_score"] = round(self.timeless, 6)
         if self.thread:
             scores["thread"] = round(self.thread, 6)
         if self.boost:
@@ -372,26 +378,45 @@ def adjust(r: RecallRun, p: Pass) -> None:
             trust=trust,
             trust_weight=s.trust_weight,
         )
+        # How relevant it is, whatever its date: recency as for an old memory.
+        # A note without a date otherwise kept relevance's whole weight where a
+        # dated one kept 1 - recency_weight of it, and the gate (fitted on dated
+        # memories) said "nothing relevant" to the dated copy of the same note.
+        timeless = (
+            ranking.final_score(
+                relevance,
+                recency_value=0.0,
+                recency_weight=s.recency_weight,
+                boost=boost,
+                trust=trust,
+                trust_weight=s.trust_weight,
+            )
+            if s.recency_weight > 0
+            else None
+        )
         human = 0.0
         if r.human_of is not None and s.human_weight > 0 and r.human_of(block):
             human = s.human_weight
             score += human
+            timeless = None if timeless is None else timeless + human
         if q.controls is not None and q.controls.scope_weights:
-            score *= q.controls.weight(block)
-        p.ranked.append(
-            Scored(
-                round(score, 6),
-                cand,
-                block,
-                relevance,
-                thread,
-                boost,
-                recency,
-                trust,
-                human,
-                importance_of(block),
-            )
+            weight = q.controls.weight(block)
+            score *= weight
+            timeless = None if timeless is None else timeless * weight
+        scored = Scored(
+            round(score, 6),
+            cand,
+            block,
+            relevance,
+            thread,
+            boost,
+            recency,
+            trust,
+            human,
+            importance_of(block),
         )
+        scored.timeless = timeless
+        p.ranked.append(scored)
 
 
 def rerank(r: RecallRun, p: Pass) -> None:
@@ -432,22 +457,35 @@ def rerank(r: RecallRun, p: Pass) -> None:
         )
         s.features = row
         s.base = s.score
-        s.score = round(s.score + signals.rerank_score(row), 6)
+        lift = signals.rerank_score(row)
+        s.score = round(s.score + lift, 6)
+        if s.timeless is not None:
+            s.timeless += lift
 
 
 def _second_round(r: RecallRun, p: Pass) -> dict[str, float]:
     """Scores of a second keyword round widened from the three best blocks; blocks it
     alone finds join the candidates (if they match at least half as well as the best)."""
-    widened = multihop.second_round(lambda: r.source.keyword, r.query.query, r.query.k * 4)
+    widened = multihop.second_round(lambda: r.source.keyword, r.query.query, p.pool)
     top = sorted(p.ranked, key=lambda s: -s.score)[:3]
     second = widened([s.block for s in top])
     have = {s.block.id for s in p.ranked}
-    for block_id in sorted(second.keys() - have):
-        if second[block_id] < SECOND_ROUND_FLOOR:
-            continue
+    found = [i for i in sorted(second.keys() - have) if second[i] >= SECOND_ROUND_FLOOR]
+    # Such a block matched words of the widened query, not of the one asked: it
+    # joins only on evidence of its own, a cosine with the query over the floor
+    # every candidate passes (none without vectors). Without it, a session
+    # summary with no keyword and no vector score was listed under a question.
+    vectors = r.source.vectors if p.query_vec is not None else None
+    stored = vectors.vectors(found) if vectors is not None and found else {}
+    floor = _min_vector(r)
+    for block_id in found:
+        vec = stored.get(block_id)
         block = r.source.block(block_id)
-        if block is not None and _admits(r, block):
-            cand = ranking.Candidate(block_id, 0.0, None, None, None, None)
+        if vec is None or p.query_vec is None or block is None or not _admits(r, block):
+            continue
+        cosine = float(vec @ p.query_vec)
+        cand = ranking.Candidate(block_id, 0.0, None, cosine, None, None)
+        if ranking.passes_floor(cand, min_relevance=r.settings.min_relevance, min_vector=floor):
             p.ranked.append(Scored(0.0, cand, block, 0.0))
     return second
 
@@ -479,7 +517,10 @@ def importance(r: RecallRun, p: Pass) -> None:
     """Importance (1-10, a field): a small documented nudge of the final score,
     after re-ranking so that its bound holds."""
     for s in p.ranked:
-        s.score = round(s.score * importance_factor(s.importance, r.settings.importance_weight), 6)
+        factor = importance_factor(s.importance, r.settings.importance_weight)
+        s.score = round(s.score * factor, 6)
+        if s.timeless is not None:
+            s.timeless *= factor
     p.ranked.sort(key=lambda s: (-s.score, s.block.id))
 
 
@@ -521,6 +562,7 @@ def exact(r: RecallRun, p: Pass) -> None:
         return
     ranked = {s.block.id: s for s in p.ranked}
     top = max((s.score for s in p.ranked), default=0.0)
+    top_timeless = max((s.timeless or 0.0 for s in p.ranked), default=0.0)
     for block, bm25 in lifted:
         s = ranked.get(block.id)
         if s is None:
@@ -531,6 +573,8 @@ def exact(r: RecallRun, p: Pass) -> None:
             p.ranked.append(s)
         nudge = 0.001 * min(max(s.score, 0.0), 1.0)  # their own order among themselves
         s.score = round(top + 0.01 + nudge, 6)  # above the best
+        if s.timeless is not None or top_timeless:
+            s.timeless = top_timeless + 0.01 + nudge
         s.named = True
         p.exact.add(written_id(block.id))
     p.lifted = len(lifted)
@@ -541,13 +585,16 @@ def collapse(r: RecallRun, p: Pass) -> None:
     """One hit per piece of knowledge (a turn, its fact, its episode); bookkeeping
     lines never. Hits (and score breakdowns) only for what is returned."""
     conversation = r.source.threads
+    # The gate reads the best few whatever k was asked (trimmed to k after it):
+    # one query gets one verdict from recall(k=1), context and the hooks alike.
+    depth = max(r.query.k, gate.DEPTH)
     if conversation is None:
-        p.hits = [s.hit() for s in p.ranked[: r.query.k]]
+        p.hits = [s.hit() for s in p.ranked[:depth]]
         return
     members = families.collapse(
         [(s, s.block) for s in p.ranked],
         conversation.blocks_in,
-        r.query.k,
+        depth,
         lambda s: s.relevance,
     )
     p.hits = [
@@ -584,8 +631,13 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
     if not p.hits:
         p.relevance = Relevance(confidence=0.0, keep=0)
         return
+    # Recency taken out alike for dated and undated memories (adjust's
+    # "timeless" score): how new a memory is orders hits, it doesn't make one relevant.
     weight = r.settings.recency_weight
-    scores = [h.score - weight * h.scores.get("recency", 0.0) for h in p.hits]
+    scores = [
+        h.scores.get("gate_score", h.score - weight * h.scores.get("recency", 0.0))
+        for h in p.hits
+    ]
     terms: list[str] = []
     df: dict[str, int] = {}
     count = 0
@@ -594,7 +646,7 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
         keyword = r.source.keyword
         terms = [t for fld, t, _ in keyword.query_terms(r.query.query) if fld == "text"]
         count, df = keyword.document_frequencies(terms)
-        hit_terms = [keyword.terms_of(f"{h.heading}\n{h.text}") for h in p.hits[:3]]
+        hit_terms = [keyword.terms_of(f"{h.heading}\n{h.text}") for h in p.hits[: gate.DEPTH]]
     except IndexError_:
         pass  # features of the keyword side stay 0; the failure is reported already
     top = p.hits[0]
@@ -606,11 +658,13 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
             doc_count=count,
             df=df,
             hit_terms=hit_terms,
-            cosines=[c for _, c in p.vector],
+            # The same depth of the vector side whatever k was asked (its pool
+            # grows with k): the lead of the best cosine is measured over it.
+            cosines=[c for _, c in p.vector[: r.settings.candidates]],
             top_keyword_rank=int(keyword_rank) if keyword_rank else None,
             top_vector_rank=int(vector_rank) if vector_rank else None,
             top_score=scores[0],
-            exact=any(h.id in p.exact for h in p.hits[:3]),
+            exact=any(h.id in p.exact for h in p.hits[: gate.DEPTH]),
         )
     )
     if p.query_vec is None:
@@ -646,6 +700,16 @@ def named(r: RecallRun, p: Pass) -> None:
     others = sum(1 for h in p.hits[: p.relevance.keep] if not holds(h))
     p.hits = held + [h for h in p.hits if not holds(h)]
     p.relevance = replace(p.relevance, keep=len(held) + others, named=len(held))
+
+
+def trim(r: RecallRun, p: Pass) -> None:
+    """The k hits asked for (the gate read at least its few; see collapse)."""
+    k = r.query.k
+    if len(p.hits) > k:
+        p.hits = p.hits[:k]
+        if p.relevance is not None:
+            keep = min(p.relevance.keep, k)
+            p.relevance = replace(p.relevance, keep=keep, named=min(p.relevance.named, keep))
 
 
 def tier(r: RecallRun, p: Pass) -> None:
@@ -693,6 +757,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("llm_rerank", rerank_with_llm),
     ("gate", gate_stage),
     ("named", named),
+    ("trim", trim),
     ("tier", tier),
     ("scrub", scrub),
     ("notes", notes),

@@ -148,6 +148,7 @@ def test_the_stages_are_named_in_order() -> None:
         "llm_rerank",
         "gate",
         "named",
+        "trim",
         "tier",
         "scrub",
         "notes",
