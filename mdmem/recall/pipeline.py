@@ -669,10 +669,14 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
     )
     if p.query_vec is None:
         # Keyword-only (asked for, or no vectors: a hook without its warm server):
-        # the model is fitted on hybrid recalls, and missing vector features would
-        # read as "unrelated". The share of the query's known words a best hit
-        # holds decides alone.
-        sure, bar = row["cover"], GATE.keyword_cover
+        # missing vector features would read as "unrelated" to the hybrid model,
+        # so a model of its own over the features it has (gate_weights.py), fitted
+        # to the same answer; without one, the share of the query's known words a
+        # best hit holds decides alone.
+        if GATE.keyword_weights:
+            sure, bar = gate.confidence(row, GATE.keyword_weights), GATE.keyword_threshold
+        else:
+            sure, bar = row["cover"], GATE.keyword_cover
     else:
         sure, bar = gate.confidence(row), GATE.threshold
     keep = gate.keep(scores) if sure >= bar else 0

@@ -98,7 +98,9 @@ def vault(tmp_path: Path) -> Vault:
 @pytest.fixture
 def vetoing_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     """A gate that says "nothing relevant" to everything: the rule must hold anyway."""
-    monkeypatch.setattr(pipeline, "GATE", replace(GATE, threshold=2.0, keyword_cover=2.0))
+    monkeypatch.setattr(
+        pipeline, "GATE", replace(GATE, threshold=2.0, keyword_cover=2.0, keyword_threshold=2.0)
+    )
 
 
 def _hook(vault: Vault, repo: Path, prompt: str) -> str:

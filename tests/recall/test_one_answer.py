@@ -53,7 +53,7 @@ def garden(tmp_path: Path) -> Vault:
     return _adopted(tmp_path / "garden", NOTES)
 
 
-def _hook(vault: Vault, repo: Path, prompt: str) -> bool:
+def _hook(vault: Vault, repo: Path, prompt: str, *, warm: bool = True) -> bool:
     payload = {
         "session_id": "s",
         "transcript_path": None,
@@ -62,8 +62,8 @@ def _hook(vault: Vault, repo: Path, prompt: str) -> bool:
         "prompt": prompt,
     }
     policy = replace(Policy(), prompt_latency_ms=60_000)  # what, not how fast
-    # warm=True: the hook as its warm server runs it, hybrid like recall.
-    out = run_event(vault, "claude-code", "prompt-submit", payload, policy, warm=True)
+    # warm: the hook as its warm server runs it, hybrid like recall; cold: keyword only.
+    out = run_event(vault, "claude-code", "prompt-submit", payload, policy, warm=warm)
     return bool(json.loads(out))
 
 
@@ -78,6 +78,11 @@ def test_recall_context_prompt_context_and_the_hook_give_one_verdict(
         verdicts["context"] = "(no relevant memories)" not in garden.context(query)
         verdicts["prompt_context"] = bool(prompt_context(garden, query)["semantic"].ids)
         verdicts["hook"] = _hook(garden, repo, query)
+        # Before its warm server is up the hook recalls keyword-only: no vector
+        # features, a model of its own fitted to give the same answer (it gave
+        # one of its own: the share of the query's words a hit holds, alone).
+        verdicts["hook, keyword only"] = _hook(garden, repo, query, warm=False)
+        verdicts["recall, keyword only"] = not garden.recall(query, mode="keyword").nothing_relevant
         assert len(set(verdicts.values())) == 1, (query, verdicts)
         confidences = {garden.recall(query, k=k).relevance.confidence for k in (1, 5, 13)}  # type: ignore[union-attr]
         assert len(confidences) == 1, (query, confidences)
