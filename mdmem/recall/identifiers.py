@@ -17,12 +17,14 @@ whole means:
 * :func:`identifier_like`: a token shaped like something only code, a ticket
   or a log says: letters and digits mixed (``E1234``, ``db-07``, a hash), a
   number of three digits or more (a port, a status code), an underscore, a
-  path or a dotted name (``src/pay/api.py``, ``Vault.recall``), camelCase, an
+  path or a dotted name (``src/pay/api.py``, ``Vault.recall``, a branch
+  ``fix/login-timeout``), camelCase, a kebab-case name of two joins or more
+  (``payments-webhooks-dlq``), a Header-Case name (``X-Fail-Mode``), an
   all-caps code with a joiner or digit (``PAY-1234``, ``ERR_CONN_RESET``) or
   an errno or signal name (``ECONNREFUSED``, ``SIGKILL``). Not identifiers,
   although they share a shape: years and dates (``2023``, ``10.01.2024``),
-  times (``14:00``), ordinals (``8th``), abbreviations (``U.S``) and two words
-  joined by a slash (``and/or``). Measured on the dev chats' 1,105 questions,
+  times (``14:00``), ordinals (``8th``), abbreviations (``U.S``), two words
+  joined by a slash (``and/or``) or one hyphen (``dairy-free``). Measured on the dev chats' 1,105 questions,
   those were 87 of 144 identifier-shaped tokens, and a year or a date is
   what recall's dating signals are for;
 * :func:`named_identifiers`: the query's identifier-shaped tokens, plus any
@@ -84,6 +86,11 @@ def identifier_like(token: str) -> bool:
         return True
     if _CAMEL.search(token) or token in _SYSTEM_NAMES:
         return True
+    parts = token.split("-")
+    # kebab-case names of two joins or more (payments-webhooks-dlq; one join is
+    # English: "dairy-free", "ex-partner"), and Header-Case names (X-Fail-Mode).
+    if len(parts) >= 3 or (len(parts) >= 2 and all(p[:1].isupper() for p in parts if p)):
+        return all(parts)
     return has_alpha and token.isupper() and any(c in "-:#@" for c in token)
 
 
@@ -92,7 +99,9 @@ def _a_path(token: str) -> bool:
     parts = [p for p in token.split("/") if p]
     if len(parts) >= 3:
         return True
-    return any("." in p.strip(".") or "_" in p or any(c.isdigit() for c in p) for p in parts)
+    return any(
+        "." in p.strip(".") or "_" in p or "-" in p or any(c.isdigit() for c in p) for p in parts
+    )
 
 
 def exact_tokens(query: str) -> list[str]:

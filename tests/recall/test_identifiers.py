@@ -178,12 +178,16 @@ def test_identifier_shapes() -> None:
         "parseConfig",
         "Vault.recall",
         "v1.2.3",
+        "payments-webhooks-dlq",  # kebab-case names
+        "X-Fail-Mode",  # a header
+        "fix/login-timeout",  # a branch
     }
     for token in named:
         assert identifiers.identifier_like(token), token
     # Shapes that are dates, times, counts, abbreviations or words, not identifiers.
     for token in ("2023", "10.01.2024", "11/22/63", "14:00", "8th", "U.S", "J.K", "and/or",
-                  "artists/bands", "before", "team", "Unit", "EVERY", "A1"):  # fmt: skip
+                  "artists/bands", "dairy-free", "ex-partner", "Wars-related", "before",
+                  "team", "Unit", "EVERY", "A1"):  # fmt: skip
         assert not identifiers.identifier_like(token), token
     assert identifiers.named_identifiers(
         "why does `rehydrate` fail after flush() with --dry-run on db-07 in 2023?"
