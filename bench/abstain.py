@@ -2,7 +2,7 @@
 
 Usage: python bench/abstain.py [--data FILE ...] [--coding FILE] [--others N]
                                [--limit-questions N] [--vaults DIR] [--rows FILE]
-                               [--split loco|half] [--fit] [--json]
+                               [--split loco|half] [--fit] [--curve] [--json]
 
 Measures the relevance gate (mdmem/recall/gate.py, constants in
 mdmem/recall/gate_weights.py) against today's behaviour (no gate, no exact
@@ -39,11 +39,18 @@ format and token estimate). Columns: ``evidence`` the share of evidence
 turns injected (own questions), ``items`` the median injected, ``strangers
 0`` / ``unrelated 0`` the share that inject nothing, ``related`` the share of
 related prompts whose memory is injected, ``exact top3`` the share of exact
-prompts whose memory is in recall's top 3, R@5 / MRR of recall's ranking
-(within its top 13; own questions).
+prompts whose memory is in recall's top 3, ``exact injected`` the share whose
+memory is injected (what the identifier rule keeps, whatever the gate, is
+kept here too), R@5 / MRR of recall's ranking (within its top 13; own
+questions). Each prompt is also recalled keyword-only (a hook before its warm
+server is up): a second table gives that gate's answers and how often they
+are the hybrid gate's.
 
 ``--fit`` also fits on every group and prints the constants for
-gate_weights.py. ``--rows FILE`` caches the recalled rows; ``--vaults DIR``
+gate_weights.py; ``--curve`` prints evidence against silence for the shipped
+weights at thresholds 0.05-0.95 (an operating point is chosen on dev rows;
+``--coding bench/data/coding-heldout.json --data`` scores a set nothing was
+fitted on). ``--rows FILE`` caches the recalled rows; ``--vaults DIR``
 keeps the recorded vaults (a second run reuses them).
 """
 
@@ -531,6 +538,24 @@ def keyword_table(rows: Sequence[Row], gate: Gate, split: str) -> dict[str, Any]
     }
 
 
+# --------------------------------------------------------------------- curve ----
+CURVE = tuple(round(0.05 * i, 2) for i in range(1, 20))  # thresholds 0.05 .. 0.95
+
+
+def curve(rows: Sequence[Row], gate: Gate) -> dict[str, list[dict[str, float]]]:
+    """Evidence kept against silence: the gate's weights and stopping rule at each
+    threshold of CURVE, per set (what an operating point is chosen from)."""
+    out: dict[str, list[dict[str, float]]] = {}
+    for threshold in CURVE:
+        got = scores(rows, replace(gate, threshold=threshold))
+        for name, s in got.items():
+            out.setdefault(name, []).append(
+                {"threshold": threshold, "evidence": s["evidence"], "silent": s["silent"],
+                 "items": s["items"], "exact_in": s["exact_in"]}
+            )  # fmt: skip
+    return out
+
+
 # ---------------------------------------------------------------------- main ----
 
 
@@ -550,6 +575,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="held out: leave one conversation out, or fit on half and score the other half",
     )  # fmt: skip
     parser.add_argument("--fit", action="store_true", help="print constants fitted on all groups")
+    parser.add_argument(
+        "--curve", action="store_true", help="evidence against silence at each gate threshold"
+    )
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 
@@ -581,6 +609,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "table": table,
         "keyword": keyword,
     }
+    if args.curve:
+        result["curve"] = curve(rows, shipped)
     if args.fit:
         g = fit(rows, names)
         result["fitted"] = g.__dict__
@@ -610,6 +640,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             for name, s in sets.items()
         ],
     )
+    if args.curve:
+        print_table(
+            f"Evidence against silence, the shipped gate's weights and stopping rule at each "
+            f"threshold (shipped: {GATE.threshold})",
+            ["set", "threshold", "evidence", "items p50", "silent", "exact injected"],
+            [
+                [name, p["threshold"], p["evidence"], p["items"], p["silent"], p["exact_in"]]
+                for name, points in result["curve"].items()
+                for p in points
+            ],
+        )
     if args.fit:
         print("fitted on every group:", json.dumps(result["fitted"]))
         print("keyword-only, fitted on every group:", json.dumps(result["fitted_keyword"]))
