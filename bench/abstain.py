@@ -2,7 +2,7 @@
 
 Usage: python bench/abstain.py [--data FILE ...] [--coding FILE] [--others N]
                                [--limit-questions N] [--vaults DIR] [--rows FILE]
-                               [--split loco|half] [--fit] [--json]
+                               [--split loco|half] [--fit] [--curve] [--json]
 
 Measures the relevance gate (mdmem/recall/gate.py, constants in
 mdmem/recall/gate_weights.py) against today's behaviour (no gate, no exact
@@ -39,11 +39,18 @@ format and token estimate). Columns: ``evidence`` the share of evidence
 turns injected (own questions), ``items`` the median injected, ``strangers
 0`` / ``unrelated 0`` the share that inject nothing, ``related`` the share of
 related prompts whose memory is injected, ``exact top3`` the share of exact
-prompts whose memory is in recall's top 3, R@5 / MRR of recall's ranking
-(within its top 13; own questions).
+prompts whose memory is in recall's top 3, ``exact injected`` the share whose
+memory is injected (what the identifier rule keeps, whatever the gate, is
+kept here too), R@5 / MRR of recall's ranking (within its top 13; own
+questions). Each prompt is also recalled keyword-only (a hook before its warm
+server is up): a second table gives that gate's answers and how often they
+are the hybrid gate's.
 
 ``--fit`` also fits on every group and prints the constants for
-gate_weights.py. ``--rows FILE`` caches the recalled rows; ``--vaults DIR``
+gate_weights.py; ``--curve`` prints evidence against silence for the shipped
+weights at thresholds 0.05-0.95 (an operating point is chosen on dev rows;
+``--coding bench/data/coding-heldout.json --data`` scores a set nothing was
+fitted on). ``--rows FILE`` caches the recalled rows; ``--vaults DIR``
 keeps the recorded vaults (a second run reuses them).
 """
 
@@ -100,6 +107,10 @@ class Row:
     base: list[list[Any]]  # today's hits: [id, score without recency, chars of its line]
     new: list[list[Any]]  # with the exact lift
     features: dict[str, float]  # the gate's features of the new recall
+    # The same prompt recalled keyword-only (a hook before its warm server is up):
+    # its hits and the gate's features there (None in rows cached before them).
+    kw: list[list[Any]] | None = None
+    kw_features: dict[str, float] | None = None
 
 
 # ------------------------------------------------------------------- collect ----
@@ -113,25 +124,36 @@ def _hits(result: Any, recency_weight: float) -> list[list[Any]]:
         flat = " ".join(h.text.split())
         shown = flat if len(flat) <= 400 else flat[:399] + "…"
         chars = len(f"- {shown} ({h.citation})")
-        out.append([h.id, h.score - recency_weight * h.scores.get("recency", 0.0), chars])
+        # The score the gate reads (recency out alike for dated and undated memories).
+        plain = h.scores.get("gate_score", h.score - recency_weight * h.scores.get("recency", 0.0))
+        out.append([h.id, plain, chars])
     return out
 
 
 def _ask(vault: Any, prompt: str) -> tuple[list[list[Any]], list[list[Any]], dict[str, float]]:
-    from mdmem.recall import pipeline
-    from mdmem.recall.gate_weights import GATE
+    from mdmem.recall import identifiers
 
     weight = vault.settings.recall.recency_weight
     new = vault.recall(prompt[:2000], k=HOOK_K, mode="hybrid")
     features = dict(new.relevance.features) if new.relevance is not None else {}
+    # Leading hits kept by the identifier rule, whatever the gate says (not a feature).
+    features["named"] = float(new.relevance.named) if new.relevance is not None else 0.0
     base = new
     if features.get("lifted"):  # the exact stage changed the ranking: today's without it
-        pipeline.GATE = replace(GATE, exact_most=0)
+        few = identifiers.FEW
+        identifiers.FEW = 0
         try:
             base = vault.recall(prompt[:2000], k=HOOK_K, mode="hybrid")
         finally:
-            pipeline.GATE = GATE
+            identifiers.FEW = few
     return _hits(base, weight), _hits(new, weight), features
+
+
+def _ask_keyword(vault: Any, prompt: str) -> tuple[list[list[Any]], dict[str, float]]:
+    """The prompt recalled as a hook without its warm server recalls it: keyword only."""
+    found = vault.recall(prompt[:2000], k=HOOK_K, mode="keyword")
+    features = dict(found.relevance.features) if found.relevance is not None else {}
+    return _hits(found, vault.settings.recall.recency_weight), features
 
 
 def _open(path: Path, build: Callable[[Path], None]) -> Any:
@@ -172,7 +194,8 @@ def chat_rows(args: argparse.Namespace, root: Path, done: Callable[[list[Row]], 
                 [memory_of[d] for d in q.evidence if d in memory_of] if kind == "own" else []
             )
             base, new, feats = _ask(vault, q.question)
-            rows.append(Row(name, conv.sample_id, kind, evidence, base, new, feats))
+            kw, kw_feats = _ask_keyword(vault, q.question)
+            rows.append(Row(name, conv.sample_id, kind, evidence, base, new, feats, kw, kw_feats))
         vault.close()
         done(rows)
 
@@ -199,7 +222,9 @@ def coding_rows(args: argparse.Namespace, root: Path) -> list[Row]:
     rows = []
     for n, (prompt, kind, evidence) in enumerate(todo):
         base, new, feats = _ask(vault, prompt)
-        rows.append(Row("coding", f"coding-{n % CODING_GROUPS}", kind, evidence, base, new, feats))
+        kw, kw_feats = _ask_keyword(vault, prompt)
+        group = f"coding-{n % CODING_GROUPS}"
+        rows.append(Row("coding", group, kind, evidence, base, new, feats, kw, kw_feats))
     vault.close()
     return rows
 
@@ -237,12 +262,16 @@ def _positive(row: Row) -> bool:
     return row.kind in ("own", "related", "exact")
 
 
-def fit_logistic(rows: Sequence[Row], names: Sequence[str]) -> dict[str, float]:
+def fit_logistic(
+    rows: Sequence[Row],
+    names: Sequence[str],
+    features_of: Callable[[Row], Mapping[str, float]] = lambda r: r.features,
+) -> dict[str, float]:
     """Logistic regression (L2, Newton steps); each set's positives and negatives
     weigh alike, so the biggest set does not decide alone."""
     import numpy as np
 
-    x = np.array([[1.0, *(r.features.get(n, 0.0) for n in names)] for r in rows])
+    x = np.array([[1.0, *(features_of(r).get(n, 0.0) for n in names)] for r in rows])
     y = np.array([1.0 if _positive(r) else 0.0 for r in rows])
     counts: dict[tuple[str, bool], int] = {}
     for r in rows:
@@ -284,9 +313,16 @@ def injected(row: Row, gate: Gate | None) -> list[str]:
 
     hits = row.base if gate is None else row.new
     if gate is not None:
+        # As recall's `named` stage: what the identifier rule put first stays,
+        # whatever the gate says (those hits lead the list).
+        named = int(row.features.get("named", 0))
         if _conf(row, gate.weights) < gate.threshold:
+            count = 0
+        else:
+            count = keep([h[1] for h in hits], ratio=gate.ratio, most=gate.most)
+        hits = hits[: max(count, named)]
+        if not hits:
             return []
-        hits = hits[: keep([h[1] for h in hits], ratio=gate.ratio, most=gate.most)]
     length, ids = _HEAD, []
     for hit_id, _, chars in hits:
         if math.ceil((length + 1 + chars + 1) / 4) > PROMPT_TOKENS:
@@ -361,6 +397,7 @@ def scores(rows: Sequence[Row], gate: Gate | None) -> dict[str, dict[str, float]
             "r5": _mean(r5),
             "mrr": _mean(rr),
             "exact_top3": _mean([float(r.evidence[0] in ranked[id(r)][:3]) for r in exact]),
+            "exact_in": _mean([float(r.evidence[0] in got[id(r)]) for r in exact]),
         }
     return out
 
@@ -406,7 +443,116 @@ def cross_validate(
             "r5": _mean([parts[i]["r5"] for i in pos if mine[i].evidence]),
             "mrr": _mean([parts[i]["mrr"] for i in pos]),
             "exact_top3": _mean([parts[i]["exact_top3"] for i in exact]),
+            "exact_in": _mean([parts[i]["exact_in"] for i in exact]),
         }
+    return out
+
+
+# ------------------------------------------------------------ keyword only ----
+# A hook whose warm server is not up yet recalls keyword-only: no vector
+# features. The gate there is its own logistic over the features it has,
+# fitted on the same rows to the same target (each set's positives and
+# negatives alike; the threshold silences SILENCE of every set's negatives).
+KEYWORD_FEATURES = ("cover", "absent", "score1", "exact")
+
+
+def _kw(row: Row) -> Mapping[str, float]:
+    return row.kw_features or {}
+
+
+def fit_keyword(rows: Sequence[Row]) -> tuple[dict[str, float], float]:
+    from mdmem.recall.gate import confidence
+
+    usable = [r for r in rows if r.kw_features is not None]
+    weights = fit_logistic(usable, KEYWORD_FEATURES, _kw)
+    threshold = 0.0
+    for name in {r.dataset for r in usable}:
+        neg = sorted(
+            confidence(_kw(r), weights) if r.kw else 0.0
+            for r in usable
+            if r.dataset == name and not _positive(r)
+        )
+        if neg:
+            threshold = max(threshold, neg[min(len(neg) - 1, int(SILENCE * len(neg)))])
+    return weights, threshold
+
+
+def keyword_scores(
+    rows: Sequence[Row], decide: Callable[[Row], bool], gate: Gate
+) -> dict[str, dict[str, float]]:
+    """Keyword-only recall judged by ``decide``: evidence injected, items, silence,
+    and how often its verdict is the hybrid gate's (``gate``) on the same prompt."""
+    from mdmem.recall.gate import keep
+
+    out: dict[str, dict[str, float]] = {}
+    for name in sorted({r.dataset for r in rows if r.kw is not None}):
+        mine = [r for r in rows if r.dataset == name and r.kw is not None]
+        got: dict[int, list[str]] = {}
+        for r in mine:
+            hits = r.kw or []
+            count = keep([h[1] for h in hits], ratio=gate.ratio, most=gate.most)
+            got[id(r)] = [h[0] for h in hits[:count]] if hits and decide(r) else []
+        pos = [r for r in mine if _positive(r)]
+        neg = [r for r in mine if not _positive(r)]
+        hybrid = {id(r): bool(injected(r, gate)) for r in mine}
+        shares = [sum(e in got[id(r)] for e in r.evidence) / len(r.evidence) for r in pos]
+        out[name] = {
+            "evidence": _mean(shares),
+            "items": median([float(len(got[id(r)])) for r in pos]),
+            "silent": _mean([0.0 if got[id(r)] else 1.0 for r in neg]),
+            "agree": _mean([float(bool(got[id(r)]) == hybrid[id(r)]) for r in mine]),
+        }
+    return out
+
+
+def keyword_table(rows: Sequence[Row], gate: Gate, split: str) -> dict[str, Any]:
+    """The shipped keyword-only rule, and the keyword logistic held out by group."""
+    from mdmem.recall.gate import confidence
+    from mdmem.recall.gate_weights import GATE
+
+    def shipped(r: Row) -> bool:
+        if GATE.keyword_weights:
+            return confidence(_kw(r), GATE.keyword_weights) >= (
+                GATE.keyword_threshold
+            )
+        return _kw(r).get("cover", 0.0) >= GATE.keyword_cover
+
+    decided: dict[int, tuple[dict[str, float], float]] = {}
+    for test in folds(rows, split):
+        fitted = fit_keyword([r for r in rows if r.group not in test])
+        for r in rows:
+            if r.group in test:
+                decided[id(r)] = fitted
+
+    def held(r: Row) -> bool:
+        weights, threshold = decided[id(r)]
+        return confidence(_kw(r), weights) >= threshold
+
+    def cover_rule(r: Row) -> bool:
+        return _kw(r).get("cover", 0.0) >= 0.5
+
+    return {
+        "keyword only, coverage >= 0.5": keyword_scores(rows, cover_rule, gate),
+        "keyword only, shipped": keyword_scores(rows, shipped, gate),
+        f"keyword only, logistic held out ({split})": keyword_scores(rows, held, gate),
+    }
+
+
+# --------------------------------------------------------------------- curve ----
+CURVE = tuple(round(0.05 * i, 2) for i in range(1, 20))  # thresholds 0.05 .. 0.95
+
+
+def curve(rows: Sequence[Row], gate: Gate) -> dict[str, list[dict[str, float]]]:
+    """Evidence kept against silence: the gate's weights and stopping rule at each
+    threshold of CURVE, per set (what an operating point is chosen from)."""
+    out: dict[str, list[dict[str, float]]] = {}
+    for threshold in CURVE:
+        got = scores(rows, replace(gate, threshold=threshold))
+        for name, s in got.items():
+            out.setdefault(name, []).append(
+                {"threshold": threshold, "evidence": s["evidence"], "silent": s["silent"],
+                 "items": s["items"], "exact_in": s["exact_in"]}
+            )  # fmt: skip
     return out
 
 
@@ -429,6 +575,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="held out: leave one conversation out, or fit on half and score the other half",
     )  # fmt: skip
     parser.add_argument("--fit", action="store_true", help="print constants fitted on all groups")
+    parser.add_argument(
+        "--curve", action="store_true", help="evidence against silence at each gate threshold"
+    )
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 
@@ -453,26 +602,58 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"share rule ({GATE.ratio}, <= {GATE.most}), in-sample": scores(rows, shipped),
         f"share rule, {held}": cross_validate(rows, names, "share", args.split),
     }
-    result: dict[str, Any] = {"load": os.getloadavg(), "rows": len(rows), "table": table}
+    keyword = keyword_table(rows, shipped, args.split)
+    result: dict[str, Any] = {
+        "load": os.getloadavg(),
+        "rows": len(rows),
+        "table": table,
+        "keyword": keyword,
+    }
+    if args.curve:
+        result["curve"] = curve(rows, shipped)
     if args.fit:
         g = fit(rows, names)
         result["fitted"] = g.__dict__
+        weights, threshold = fit_keyword(rows)
+        result["fitted_keyword"] = {"weights": weights, "threshold": round(threshold, 4)}
     if args.json:
         emit_json(result)
         return
     print_table(
         f"Relevance gate, {len(rows)} prompts (load average {os.getloadavg()[0]:.1f})",
         ["run", "set", "evidence", "items p50", "silent (strangers/unrelated)", "R@5", "MRR",
-         "exact top3"],
+         "exact top3", "exact injected"],
         [
             [run, name, s["evidence"], s["items"], s["silent"], s["r5"], s["mrr"],
-             s["exact_top3"]]
+             s["exact_top3"], s["exact_in"]]
             for run, sets in table.items()
             for name, s in sets.items()
         ],
     )  # fmt: skip
+    print_table(
+        "Keyword-only recall (a hook before its warm server is up): agree = the same "
+        "verdict as the hybrid gate's",
+        ["run", "set", "evidence", "items p50", "silent (strangers/unrelated)", "agree"],
+        [
+            [run, name, s["evidence"], s["items"], s["silent"], s["agree"]]
+            for run, sets in keyword.items()
+            for name, s in sets.items()
+        ],
+    )
+    if args.curve:
+        print_table(
+            f"Evidence against silence, the shipped gate's weights and stopping rule at each "
+            f"threshold (shipped: {GATE.threshold})",
+            ["set", "threshold", "evidence", "items p50", "silent", "exact injected"],
+            [
+                [name, p["threshold"], p["evidence"], p["items"], p["silent"], p["exact_in"]]
+                for name, points in result["curve"].items()
+                for p in points
+            ],
+        )
     if args.fit:
         print("fitted on every group:", json.dumps(result["fitted"]))
+        print("keyword-only, fitted on every group:", json.dumps(result["fitted_keyword"]))
 
 
 if __name__ == "__main__":

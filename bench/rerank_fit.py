@@ -75,6 +75,9 @@ class Row:
     features: list[dict[str, float]]
     evidence: set[str]
     dataset: str = ""
+    # Candidates put first by recall's identifier rule (mdmem.recall.identifiers,
+    # hit.scores["named"]): they stay first whatever the weights, as in recall.
+    named: list[bool] | None = None
 
 
 def collect(data: Path, *, embedder: str, record: str) -> list[Row]:
@@ -116,6 +119,7 @@ def collect(data: Path, *, embedder: str, record: str) -> list[Row]:
                     [{f: h.scores.get(f"f_{f}", 0.0) for f in FEATURES} for h in hits],
                     set(q.evidence),
                     data.stem,
+                    [bool(h.scores.get("named")) for h in hits],
                 )
             )
         vault.close()
@@ -141,14 +145,18 @@ class _Table:
         self.gain = [
             np.asarray([len(ids & r.evidence) / len(r.evidence) for ids in r.ids]) for r in rows
         ]
+        self.named = [np.asarray(r.named or [False] * len(r.base), dtype=bool) for r in rows]
 
     def scores(self, weights: Mapping[str, float]) -> dict[str, np.ndarray]:
         """Per question: R@1, R@5, R@10 and the reciprocal rank (first 25)."""
         w = np.asarray([weights.get(n, 0.0) for n in self.names], dtype=np.float64)
         out: dict[str, list[float]] = {"R@1": [], "R@5": [], "R@10": [], "MRR": []}
-        for base, feats, gain in zip(self.base, self.features, self.gain, strict=True):
-            # Ties keep recall's order (stable sort of the candidates as returned).
-            order = np.argsort(-(base + feats @ w), kind="stable")
+        for base, feats, gain, named in zip(
+            self.base, self.features, self.gain, self.named, strict=True
+        ):
+            # Ties keep recall's order (stable sort of the candidates as returned);
+            # what recall's identifier rule put first stays first.
+            order = np.argsort(-(base + feats @ w + np.where(named, 1e6, 0.0)), kind="stable")
             ranked = gain[order]
             for k in (1, 5, 10):
                 out[f"R@{k}"].append(min(1.0, float(ranked[:k].sum())))

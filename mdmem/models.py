@@ -204,6 +204,9 @@ class Relevance:
     confidence: float  # the gate's probability that some hit is relevant
     keep: int  # how many leading items are worth putting in front of a model (0: none)
     features: dict[str, float] = field(default_factory=dict)
+    # Of the kept items, the leading ones holding an identifier the query names:
+    # kept by rule whatever the gate's confidence (mdmem.recall.identifiers).
+    named: int = 0
 
 
 @dataclass(frozen=True)

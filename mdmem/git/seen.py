@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 __all__ = [
     "LAST_SESSION",
     "MAX_COMMITS",
+    "ChangeLine",
     "Seen",
+    "change_lines",
     "changes_since",
     "last_seen",
     "mark_seen",
@@ -174,60 +176,110 @@ def changes_since(
     return result
 
 
+@dataclass(frozen=True)
+class ChangeLine:
+    """One line of "changed since", as every door shows it (:func:`change_lines`)."""
+
+    verb: str  # new | replaced | resolved | forgotten | edited
+    id: str  # the memory the line is about ("" for a person's edit)
+    text: str  # what it says: a memory's text, or "X" replaced "Y" (:attr:`body`)
+    kind: str | None
+    date: str
+    author: str
+    is_agent: bool
+    replaced_id: str | None = None  # for "replaced": the memory it retired...
+    replaced_text: str | None = None  # ...and what that one said
+
+    @property
+    def body(self) -> str:
+        """The line's words: a replacement reads "X" replaced "Y", both in full."""
+        if self.verb == "replaced" and self.replaced_text:
+            return f'"{self.text}" replaced "{self.replaced_text}"'
+        return self.text
+
+
+def change_lines(result: Changes) -> list[ChangeLine]:
+    """What changed, one line per event, for a prompt: what ``render_changes``,
+    the session-start hook and the ``changes`` tool show.
+
+    A supersede is one line, "X replaced Y", under the new memory's id: the new
+    memory is not also "new", and a memory added and retired in the same range
+    is told by the line that retires it. Raw conversation entries are left out
+    (their session's summary stands for them)."""
+    retired_here = {s.old_id for s in result.superseded} | {
+        c.id for c in (*result.resolved, *result.forgotten)
+    }
+    replacements = {s.new_id for s in result.superseded if s.new_id}
+    lines: list[ChangeLine] = []
+    for c in result.remembered:
+        if c.kind in _NOISE_KINDS or c.id in replacements or c.id in retired_here:
+            continue
+        if c.status not in (None, "active") or not c.text:
+            continue
+        lines.append(ChangeLine("new", c.id, c.text, c.kind, c.date, c.author, c.is_agent))
+    for sup in result.superseded:
+        lines.append(
+            ChangeLine(
+                "replaced",
+                sup.new_id or sup.old_id,
+                sup.new_text or "(gone)",
+                None,
+                sup.date,
+                sup.author,
+                sup.is_agent,
+                replaced_id=sup.old_id,
+                replaced_text=sup.old_text,
+            )
+        )
+    for verb, retired in (("resolved", result.resolved), ("forgotten", result.forgotten)):
+        for c in retired:
+            if c.kind in _NOISE_KINDS:
+                continue
+            text = c.text or c.id
+            lines.append(ChangeLine(verb, c.id, text, c.kind, c.date, c.author, c.is_agent))
+    for h in result.human_edits:
+        text = f"{', '.join(h.paths[:3])}: {one_line(h.subject, 80)}"
+        lines.append(ChangeLine("edited", "", text, None, h.date, h.author, False))
+    return lines
+
+
 def render_changes(
     result: Changes, *, max_chars: int = 2000, line_chars: int = 160
 ) -> tuple[str, list[str], bool]:
-    """Markdown lines for a prompt: (text, memory ids shown, truncated).
+    """Markdown lines for a prompt: (text, memory ids shown, truncated), one per
+    :func:`change_lines` entry.
 
-    ``result`` holds what its reader may see (``vault.git.changes(reader=…)``);
-    raw conversation entries are left out (their session's summary stands
-    for them).
+    ``result`` holds what its reader may see (``vault.git.changes(reader=…)``).
     """
+
+    def who(line: ChangeLine) -> str:
+        return line.author if line.is_agent else f"{line.author} (person)"
+
+    def short(text: str | None) -> str:
+        return one_line(first_line(text or ""), line_chars) or "(no text)"
+
     lines: list[tuple[str, str]] = []
-
-    def who(author: str, is_agent: bool) -> str:
-        return author if is_agent else f"{author} (person)"
-
-    for c in result.remembered:
-        if c.kind in _NOISE_KINDS:
+    for line in change_lines(result):
+        if line.verb == "edited":
+            lines.append(("", f"- {line.author} edited {line.text}"))
             continue
-        text = one_line(first_line(c.text or ""), line_chars) or "(no text)"
-        state = f", now {c.status}" if c.status and c.status != "active" else ""
-        lines.append(
-            (
-                c.id,
-                f"- added {c.kind or 'memory'} ^{c.id}: {text} "
-                f"({who(c.author, c.is_agent)}{state})",
-            )
-        )
-    for s in result.superseded:
-        new = one_line(first_line(s.new_text or ""), line_chars) or "(gone)"
-        lines.append(
-            (
-                s.new_id or s.old_id,
-                f"- changed ^{s.old_id} → ^{s.new_id or '?'}: {new} ({who(s.author, s.is_agent)})",
-            )
-        )
-    for c in (*result.resolved, *result.forgotten):
-        if c.kind in _NOISE_KINDS:
-            continue
-        verb = "forgot" if c in result.forgotten else "retired"
-        text = one_line(first_line(c.text or ""), line_chars) or "(no text)"
-        lines.append((c.id, f"- {verb} ^{c.id}: {text} ({who(c.author, c.is_agent)})"))
-    for h in result.human_edits:
-        lines.append(
-            ("", f"- {h.author} edited {', '.join(h.paths[:3])}: {one_line(h.subject, 80)}")
-        )
+        if line.verb == "replaced":
+            said = f'"{short(line.text)}" replaced "{short(line.replaced_text)}"'
+            head = f"- replaced ^{line.replaced_id} with ^{line.id}"
+        else:
+            said = short(line.text)
+            head = f"- {line.verb} {line.kind or 'memory'} ^{line.id}"
+        lines.append((line.id, f"{head}: {said} ({who(line)})"))
     out: list[str] = []
     ids: list[str] = []
     used = 0
     truncated = False
-    for memory_id, line in lines:
-        if used + len(line) + 1 > max_chars:
+    for memory_id, text in lines:
+        if used + len(text) + 1 > max_chars:
             truncated = True
             break
-        out.append(line)
-        used += len(line) + 1
+        out.append(text)
+        used += len(text) + 1
         if memory_id:
             ids.append(memory_id)
     return "\n".join(out), ids, truncated

@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdmem.errors import InvalidInputError, MdmemError
 from mdmem.files.blocks import validate_scope
+from mdmem.git.seen import ChangeLine, change_lines
 from mdmem.hookkit.hosts import (
     EVENTS,
     HOSTS,
@@ -333,35 +334,27 @@ class _Run:
         if diff.base is None:
             return []  # the host's first session here: everything is "new", nothing is news
         lines: list[tuple[str, str]] = []
-        for change in reversed(diff.remembered):
-            if change.status == "active" and change.text and change.kind not in _TURN_KINDS:
-                line = self._changed(change.id, change.text, change.kind, change.date, change)
-                lines.append((change.id, line.replace("- ", "- new: ", 1)))
-        for sup in diff.superseded:
-            if sup.new_text:
-                memory_id = sup.new_id or sup.old_id
-                line = self._changed(memory_id, sup.new_text, None, sup.date, sup)
-                lines.append((memory_id, line.replace("- ", "- replaced: ", 1)))
-        for change in diff.forgotten:
-            text = change.text or change.id
-            line = self._changed(change.id, text, change.kind, change.date, change)
-            lines.append((change.id, line.replace("- ", "- forgotten: ", 1)))
-        if diff.human_edits:
-            lines.append(("", f"- {len(diff.human_edits)} edit(s) by a person since then"))
+        # The lines every door shows (mdmem.git.seen.change_lines), each with its provenance.
+        for change in change_lines(diff):
+            if change.verb == "edited":
+                lines.append(("", f"- {change.author} (person) edited {change.text}"))
+                continue
+            line = self._changed(change)
+            lines.append((change.id, line.replace("- ", f"- {change.verb}: ", 1)))
         return lines
 
-    def _changed(self, memory_id: str, text: str, kind: str | None, date: str, change: Any) -> str:
+    def _changed(self, change: ChangeLine) -> str:
         """A line of "changed since": the memory's own provenance while it exists,
         else what its commit says (an agent's or a person's)."""
+        shown = _clip(change.body)  # the reading view's changes are shown already
         try:
-            return self._line(self.reading.get(memory_id))
+            return data_line(self.reading.get(change.id), shown)
         except MdmemError:
             pass
-        shown = _clip(text)
         prov = Provenance(
-            id=memory_id,
-            date=date[:10],
-            kind=kind or "memory",
+            id=change.id,
+            date=change.date[:10],
+            kind=change.kind or "memory",
             by="agent" if change.is_agent else "person",
             reviewed=not change.is_agent,
             cues=instruction_cues(shown),
@@ -637,9 +630,6 @@ class _Run:
                 self.entry["summary_note"] = one_line(str(exc))[:120]
         self.log.update_state(key, {"span": span, "id": memory.id})
         return memory.id if memory.was_new else None
-
-
-_TURN_KINDS = ("chat_message", "tool_output")
 
 
 class _UnbatchableError(Exception):

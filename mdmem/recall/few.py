@@ -10,16 +10,16 @@ by copies of its words or rules:
   words a block holds, with recall's question words and stop words left out
   and its light stemming), plus the **tag boost**
   (:func:`mdmem.recall.ranking.tag_boost`);
-* **exact identifiers** (:mod:`mdmem.recall.gate`, as recall's ``exact``
-  stage): a query token shaped like an identifier (``PAYMENTS_SANDBOX``,
-  ``E1234``, ``src/pay/api.py``) that a few blocks hold whole puts them
-  first; an ordinary rare word does so (at third place) only among as many
-  blocks as the stage asks for;
-* **"nothing relevant"**: the gate's keyword-only answer (the share of the
-  IDF weight of the query's known words the best hits hold, at least
-  ``keyword_cover``), which an exact identifier passes whatever it says (a
-  rule no fitted gate vetoes); then **how many**: the gate's stopping rule
-  (:func:`mdmem.recall.gate.keep`), at most ``k``.
+* **exact identifiers** (:mod:`mdmem.recall.identifiers`, as recall's
+  ``exact`` and ``named`` stages): a block holding, whole, an identifier the
+  query names (``PAYMENTS_SANDBOX``, ``E1234``, ``src/pay/api.py``) that at
+  most ``identifiers.FEW`` blocks hold goes first and is kept, whatever else
+  says (a rule no fitted gate vetoes);
+* **"nothing relevant"**: the gate's answer from the keyword side alone (the
+  share of the IDF weight of the query's known words the best hits hold, at
+  least ``keyword_cover``: the scan's scores are not the index's, so the
+  keyword model's score feature can't be read here); then **how many**: the
+  gate's stopping rule (:func:`mdmem.recall.gate.keep`), at most ``k``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from mdmem.index.blocktext import indexable
 from mdmem.models import Block
-from mdmem.recall import gate, ranking, search
+from mdmem.recall import gate, identifiers, ranking, search
 from mdmem.recall.gate_weights import GATE
 
 __all__ = ["Found", "rank_few"]
@@ -38,7 +38,8 @@ __all__ = ["Found", "rank_few"]
 
 @dataclass(frozen=True)
 class Found:
-    """One block kept for a query: its score and whether an exact identifier lifted it."""
+    """One block kept for a query: its score and whether it holds an identifier the
+    query names (kept whatever the gate said)."""
 
     block: Block
     score: float
@@ -59,44 +60,27 @@ def rank_few(query: str, blocks: Sequence[Block], k: int) -> list[Found]:
         block_id: share + ranking.tag_boost(words, by_id[block_id].tags)
         for block_id, share in search.scan_candidates(q, pool, len(pool))
     }
-    lifted = _exact(query, pool)
-    if lifted:
-        top = max(scored.values(), default=0.0)
-        rest = sorted((s for i, s in scored.items() if i not in lifted), reverse=True)
-        third = rest[2] if len(rest) >= 3 else None
-        for block_id, shaped in lifted.items():
-            base = scored.get(block_id, 0.0)
-            nudge = 0.001 * min(max(base, 0.0), 1.0)  # their own order among themselves
-            if shaped:
-                scored[block_id] = top + 0.01 + nudge
-            elif third is not None and base <= third:
-                scored[block_id] = third + 0.0001 + nudge / 10
-            else:
-                scored.setdefault(block_id, base)
-    if not scored:
+    named = _named(query, pool)
+    if not scored and not named:
         return []
     ranked = sorted(scored, key=lambda i: (-scored[i], order[i]))
-    exact_top = any(lifted.get(i) for i in ranked[:3])
-    if not exact_top and _cover(query, pool, ranked) < GATE.keyword_cover:
-        return []
-    keep = gate.keep([scored[i] for i in ranked])
-    kept = ranked[: min(keep, k)]
-    return [Found(by_id[i], round(scored[i], 6), i in lifted) for i in kept]
+    relevant = bool(ranked) and _cover(query, pool, ranked) >= GATE.keyword_cover
+    kept = ranked[: gate.keep([scored[i] for i in ranked])] if relevant else []
+    # The named first, in the scan's order among themselves, then the gate's choice.
+    first = sorted(named, key=lambda i: (-scored.get(i, 0.0), order[i]))
+    kept = [*first, *(i for i in kept if i not in named)][:k]
+    return [Found(by_id[i], round(scored.get(i, 0.0), 6), i in named) for i in kept]
 
 
-def _exact(query: str, pool: Sequence[Block]) -> dict[str, bool]:
-    """Block id -> whether an identifier-shaped token (else an ordinary rare word)
-    of the query, held whole by at most ``GATE.exact_most`` blocks, lifts it."""
-    lifted: dict[str, bool] = {}
-    for token in gate.exact_tokens(query):
-        shaped = gate.identifier_like(token)
-        if not shaped and len(pool) < GATE.exact_vault:
-            continue  # rarity means nothing among a few blocks (see recall's exact stage)
-        holders = [b for b in pool if gate.holds_exactly(b.text, token)]
-        if 0 < len(holders) <= GATE.exact_most:
-            for b in holders:
-                lifted[b.id] = lifted.get(b.id, False) or shaped
-    return lifted
+def _named(query: str, pool: Sequence[Block]) -> set[str]:
+    """Ids of the blocks holding, whole, an identifier the query names that at most
+    ``identifiers.FEW`` of them hold."""
+    found: set[str] = set()
+    for token in identifiers.named_identifiers(query):
+        holders = [b.id for b in pool if identifiers.holds_exactly(b.text, token)]
+        if 0 < len(holders) <= identifiers.FEW:
+            found.update(holders)
+    return found
 
 
 def _cover(query: str, pool: Sequence[Block], ranked: Sequence[str]) -> float:
@@ -112,7 +96,7 @@ def _cover(query: str, pool: Sequence[Block], ranked: Sequence[str]) -> float:
             query_terms=list(forms),
             doc_count=len(pool),
             df=df,
-            hit_terms=[held[i] for i in ranked[:3]],
+            hit_terms=[held[i] for i in ranked[: gate.DEPTH]],
             cosines=[],
             top_keyword_rank=None,
             top_vector_rank=None,

@@ -1,6 +1,5 @@
-"""Whether anything recalled is relevant, how many items are worth reading, and
-exact identifiers first: the relevance gate recall, ``prompt_context`` and the
-hooks share.
+"""Whether anything recalled is relevant, and how many items are worth reading:
+the relevance gate recall, ``prompt_context`` and the hooks share.
 
 Recall ranks; on its own it never says "nothing". A vault always has a
 nearest neighbour, so a question about people the vault never met, or an
@@ -24,74 +23,31 @@ the nearest few anyway. The gate reads the finished ranking and answers:
   alike), never more than a safety bound. It is the one stopping rule:
   recall's ``relevant_items``, ``prompt_context`` and the hooks read it.
 
-:func:`exact_tokens` and :func:`holds_exactly` are the exact-identifier rule:
-a query token that is rare in the vault (few blocks hold it) or shaped like
-an identifier (a code, a ticket id, a path, a function name, a hash, a
-number), matched whole in a block, puts that block first whatever the
-vectors say; recall's ``exact`` stage applies it.
+The gate is a fit, and a fit may not veto a rule: a memory holding an
+identifier the prompt names (:mod:`mdmem.recall.identifiers`) is put first
+and kept whatever the gate says (recall's ``named`` stage, after this one).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from mdmem.recall.gate_weights import GATE
 
 __all__ = [
+    "DEPTH",
     "GATE_FEATURES",
     "GateInput",
     "confidence",
-    "exact_tokens",
     "features",
-    "holds_exactly",
-    "identifier_like",
     "keep",
 ]
 
 GATE_FEATURES = ("cover", "absent", "cos1", "cos_gap", "agree", "score1", "exact")
-
-# A token as a person types an identifier: letters, digits and the joiners of
-# codes, paths and names (E1234, ERR_CONN_RESET, PAY-1234, src/pay/api.py).
-_TOKEN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_./:#@-]*[A-Za-z0-9_])?")
-_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
-
-
-def identifier_like(token: str) -> bool:
-    """Whether ``token`` is shaped like something only code or a ticket says: a
-    digit among letters or a number of 3+ digits, an underscore, a path or
-    dotted name, camelCase, or an all-caps code of 2+ letters with a joiner or digit."""
-    if len(token) < 3:
-        return False
-    has_alpha = any(c.isalpha() for c in token)
-    has_digit = any(c.isdigit() for c in token)
-    if has_digit and (has_alpha or len(token) >= 3):
-        return True
-    if "_" in token or "/" in token or "." in token.strip("."):
-        return True
-    if _CAMEL.search(token):
-        return True
-    return token.isupper() and "-" in token
-
-
-def exact_tokens(query: str) -> list[str]:
-    """The query's tokens that could name one block exactly (3+ characters),
-    in order, each once; trailing sentence punctuation is not part of them."""
-    seen: dict[str, None] = {}
-    for m in _TOKEN.finditer(query):
-        token = m.group(0).rstrip(".:")
-        if len(token) >= 3:
-            seen.setdefault(token, None)
-    return list(seen)
-
-
-def holds_exactly(text: str, token: str) -> bool:
-    """Whether ``text`` holds ``token`` whole (case-insensitive): not as part of
-    a longer word or identifier."""
-    pattern = r"(?<![A-Za-z0-9_])" + re.escape(token) + r"(?![A-Za-z0-9_]|[./-][A-Za-z0-9_])"
-    return re.search(pattern, text, re.IGNORECASE) is not None
+# The best hits whose words the gate reads (``cover``), however few were asked for.
+DEPTH = 3
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,16 @@ the run and moving a :class:`Pass` forward::
     adjust      tag boost, recency, trust, human weight, per-scope weights
     rerank      the fitted re-ranker's features (mdmem.recall.signals)
     importance  a memory's importance nudges its final score
-    exact       a rare exact token of the query (a code, an id, a path, a name)
-                puts the blocks holding it first (mdmem.recall.gate)
+    exact       an identifier the query names (a code, an id, a path, a name)
+                puts the few blocks holding it first (mdmem.recall.identifiers)
     collapse    one hit per piece of knowledge (mdmem.recall.families)
     model_rerank  a re-ranker model's order of the top hits ([recall] reranker)
     llm_rerank  the optional model re-rank of the top hits ([recall] rerank)
     gate        whether anything is relevant, and how many items are worth
                 reading (mdmem.recall.gate; fitted in gate_weights.py)
+    named       the rule no fit vetoes: a hit holding an identifier the query
+                names goes first and is kept (mdmem.recall.identifiers)
+    trim        the k hits asked for (the gate reads at least its few whatever k)
     tier        abstracts or overviews instead of full text (``tier``)
     scrub       the hit as handed out: secrets typed by hand redacted, the
                 commit of a snapshot
@@ -48,6 +51,7 @@ from mdmem.recall import (
     expansion,
     families,
     gate,
+    identifiers,
     llm_rerank,
     model_rerank,
     multihop,
@@ -142,6 +146,10 @@ class Scored:
     importance: int | None = None
     base: float | None = None  # the score before re-ranking
     features: dict[str, float] | None = None
+    named: bool = False  # holds an identifier the query names (the exact stage)
+    # The score with its recency term as an old memory's, dated or not: what the
+    # relevance gate reads (None: as ``score``, no recency weighed in).
+    timeless: float | None = None
 
     def hit(self) -> Hit:
         cand = self.cand
@@ -159,6 +167,8 @@ class Scored:
             scores["vector_rank"] = float(cand.vector_rank or 0)
         if self.recency is not None:
             scores["recency"] = round(self.recency, 6)
+        if self.timeless is not None:
+            scores["gate_score"] = round(self.timeless, 6)
         if self.thread:
             scores["thread"] = round(self.thread, 6)
         if self.boost:
@@ -169,6 +179,10 @@ class Scored:
             scores["human"] = self.human
         if self.importance is not None:
             scores["importance"] = float(self.importance)
+        if self.named:
+            # Put first by rule (mdmem.recall.identifiers): a bench that re-scores
+            # candidates offline (bench/rerank_fit.py) applies the same rule.
+            scores["named"] = 1.0
         block = self.block
         return Hit(
             # A copied line is keyed by its place inside; its hit shows the id as
@@ -205,7 +219,7 @@ class Pass:
     ranked: list[Scored] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
     reranked: bool = False
-    exact: set[str] = field(default_factory=set)  # blocks lifted by an exact identifier
+    exact: set[str] = field(default_factory=set)  # hits holding an identifier the query names
     lifted: int = 0  # blocks the exact stage put first
     relevance: Relevance | None = None
 
@@ -364,26 +378,45 @@ def adjust(r: RecallRun, p: Pass) -> None:
             trust=trust,
             trust_weight=s.trust_weight,
         )
+        # How relevant it is, whatever its date: recency as for an old memory.
+        # A note without a date otherwise kept relevance's whole weight where a
+        # dated one kept 1 - recency_weight of it, and the gate (fitted on dated
+        # memories) said "nothing relevant" to the dated copy of the same note.
+        timeless = (
+            ranking.final_score(
+                relevance,
+                recency_value=0.0,
+                recency_weight=s.recency_weight,
+                boost=boost,
+                trust=trust,
+                trust_weight=s.trust_weight,
+            )
+            if s.recency_weight > 0
+            else None
+        )
         human = 0.0
         if r.human_of is not None and s.human_weight > 0 and r.human_of(block):
             human = s.human_weight
             score += human
+            timeless = None if timeless is None else timeless + human
         if q.controls is not None and q.controls.scope_weights:
-            score *= q.controls.weight(block)
-        p.ranked.append(
-            Scored(
-                round(score, 6),
-                cand,
-                block,
-                relevance,
-                thread,
-                boost,
-                recency,
-                trust,
-                human,
-                importance_of(block),
-            )
+            weight = q.controls.weight(block)
+            score *= weight
+            timeless = None if timeless is None else timeless * weight
+        scored = Scored(
+            round(score, 6),
+            cand,
+            block,
+            relevance,
+            thread,
+            boost,
+            recency,
+            trust,
+            human,
+            importance_of(block),
         )
+        scored.timeless = timeless
+        p.ranked.append(scored)
 
 
 def rerank(r: RecallRun, p: Pass) -> None:
@@ -424,22 +457,35 @@ def rerank(r: RecallRun, p: Pass) -> None:
         )
         s.features = row
         s.base = s.score
-        s.score = round(s.score + signals.rerank_score(row), 6)
+        lift = signals.rerank_score(row)
+        s.score = round(s.score + lift, 6)
+        if s.timeless is not None:
+            s.timeless += lift
 
 
 def _second_round(r: RecallRun, p: Pass) -> dict[str, float]:
     """Scores of a second keyword round widened from the three best blocks; blocks it
     alone finds join the candidates (if they match at least half as well as the best)."""
-    widened = multihop.second_round(lambda: r.source.keyword, r.query.query, r.query.k * 4)
+    widened = multihop.second_round(lambda: r.source.keyword, r.query.query, p.pool)
     top = sorted(p.ranked, key=lambda s: -s.score)[:3]
     second = widened([s.block for s in top])
     have = {s.block.id for s in p.ranked}
-    for block_id in sorted(second.keys() - have):
-        if second[block_id] < SECOND_ROUND_FLOOR:
-            continue
+    found = [i for i in sorted(second.keys() - have) if second[i] >= SECOND_ROUND_FLOOR]
+    # Such a block matched words of the widened query, not of the one asked: it
+    # joins only on evidence of its own, a cosine with the query over the floor
+    # every candidate passes (none without vectors). Without it, a session
+    # summary with no keyword and no vector score was listed under a question.
+    vectors = r.source.vectors if p.query_vec is not None else None
+    stored = vectors.vectors(found) if vectors is not None and found else {}
+    floor = _min_vector(r)
+    for block_id in found:
+        vec = stored.get(block_id)
         block = r.source.block(block_id)
-        if block is not None and _admits(r, block):
-            cand = ranking.Candidate(block_id, 0.0, None, None, None, None)
+        if vec is None or p.query_vec is None or block is None or not _admits(r, block):
+            continue
+        cosine = float(vec @ p.query_vec)
+        cand = ranking.Candidate(block_id, 0.0, None, cosine, None, None)
+        if ranking.passes_floor(cand, min_relevance=r.settings.min_relevance, min_vector=floor):
             p.ranked.append(Scored(0.0, cand, block, 0.0))
     return second
 
@@ -471,68 +517,67 @@ def importance(r: RecallRun, p: Pass) -> None:
     """Importance (1-10, a field): a small documented nudge of the final score,
     after re-ranking so that its bound holds."""
     for s in p.ranked:
-        s.score = round(s.score * importance_factor(s.importance, r.settings.importance_weight), 6)
+        factor = importance_factor(s.importance, r.settings.importance_weight)
+        s.score = round(s.score * factor, 6)
+        if s.timeless is not None:
+            s.timeless *= factor
     p.ranked.sort(key=lambda s: (-s.score, s.block.id))
 
 
 def exact(r: RecallRun, p: Pass) -> None:
-    """A query token that few blocks hold whole (or shaped like an identifier and
-    held by few) puts those blocks first, whatever the vectors said: who asks for
-    E1234 or parse_config wants the block that says it, not its look-alikes."""
-    if r.query.mode == "vector" or not p.ranked or GATE.exact_most <= 0:
+    """The blocks that hold, whole, an identifier the query names and that at most
+    a few blocks hold go first, whatever the vectors said (mdmem.recall.identifiers):
+    who asks for E1234 or parse_config wants the block that says it, not its
+    look-alikes. They are noted in ``p.exact``; the ``named`` stage keeps them
+    after the gate. Runs in every mode, and even when nothing else was found.
+
+    Only identifiers: an ordinary query word that few blocks of a big vault hold
+    used to put them in at third place, and that cost what it moved down (LoCoMo
+    dev as recall returns it, R@5 0.751 -> 0.731; 24 questions lost evidence
+    from the top 5, 4 gained; REALTALK 0.508 -> 0.495)."""
+    few = identifiers.FEW
+    named = identifiers.named_identifiers(r.query.query)
+    if few <= 0 or not named:
         return
     try:
         keyword = r.source.keyword
-        lifted: list[tuple[bool, Block]] = []
+        lifted: list[tuple[Block, float]] = []
         seen: set[str] = set()
-        for token in gate.exact_tokens(r.query.query):
-            shaped = gate.identifier_like(token)
-            if not shaped:
-                # An ordinary-looking word is rare only in a vault big enough for
-                # rarity to mean something: in 80 memories "before" or "new" is
-                # held by one block, and lifting it beat the answer (coding dev set).
-                terms = keyword.terms_of(token)
-                if len(terms) != 1:
-                    continue  # a stopword, or a compound the analyser splits
-                count, df = keyword.document_frequencies(terms)
-                if count < GATE.exact_vault or not 0 < sum(df.values()) <= GATE.exact_most:
-                    continue
-            found = keyword.search(token, limit=4 * GATE.exact_most + 8, statuses=None)
+        for token in named:
+            found = keyword.search(token, limit=4 * few + 8, statuses=None)
             holders = [
-                b
-                for b in (r.source.block(i) for i, _ in found)
-                if b is not None and gate.holds_exactly(b.text, token)
+                (b, score)
+                for b, score in ((r.source.block(i), score) for i, score in found)
+                if b is not None and identifiers.holds_exactly(b.text, token)
             ]
-            if not 0 < len(holders) <= GATE.exact_most:
+            if not 0 < len(holders) <= few:
                 continue
-            for b in holders:
+            for b, score in holders:
                 if b.id not in seen and _admits(r, b):
                     seen.add(b.id)
-                    lifted.append((shaped, b))
+                    lifted.append((b, score))
     except IndexError_:
         return  # the keyword side's failure is reported already
     if not lifted:
         return
     ranked = {s.block.id: s for s in p.ranked}
     top = max((s.score for s in p.ranked), default=0.0)
-    rest = sorted((s.score for s in p.ranked if s.block.id not in seen), reverse=True)
-    # An ordinary rare word is weaker evidence than an identifier: its block goes
-    # in at third place (measured on REALTALK dev, putting it first cost MRR).
-    third = rest[2] if len(rest) >= 3 else None
-    for shaped, block in lifted:
+    top_timeless = max((s.timeless or 0.0 for s in p.ranked), default=0.0)
+    for block, bm25 in lifted:
         s = ranked.get(block.id)
         if s is None:
-            cand = ranking.Candidate(block.id, 0.0, None, None, None, None)
+            # Outside the candidates (the token is one word among many, or under
+            # the floor): what it is here for is its keyword match, its evidence.
+            cand = ranking.Candidate(block.id, 0.0, bm25, None, None, None)
             s = Scored(0.0, cand, block, 0.0)
             p.ranked.append(s)
         nudge = 0.001 * min(max(s.score, 0.0), 1.0)  # their own order among themselves
-        if shaped:
-            s.score = round(top + 0.01 + nudge, 6)  # above the best
-        elif third is not None and s.score <= third:
-            s.score = round(third + 0.0001 + nudge / 10, 6)
-        p.lifted += 1
-        if shaped:
-            p.exact.add(written_id(block.id))
+        s.score = round(top + 0.01 + nudge, 6)  # above the best
+        if s.timeless is not None or top_timeless:
+            s.timeless = top_timeless + 0.01 + nudge
+        s.named = True
+        p.exact.add(written_id(block.id))
+    p.lifted = len(lifted)
     p.ranked.sort(key=lambda s: (-s.score, s.block.id))
 
 
@@ -540,13 +585,16 @@ def collapse(r: RecallRun, p: Pass) -> None:
     """One hit per piece of knowledge (a turn, its fact, its episode); bookkeeping
     lines never. Hits (and score breakdowns) only for what is returned."""
     conversation = r.source.threads
+    # The gate reads the best few whatever k was asked (trimmed to k after it):
+    # one query gets one verdict from recall(k=1), context and the hooks alike.
+    depth = max(r.query.k, gate.DEPTH)
     if conversation is None:
-        p.hits = [s.hit() for s in p.ranked[: r.query.k]]
+        p.hits = [s.hit() for s in p.ranked[:depth]]
         return
     members = families.collapse(
         [(s, s.block) for s in p.ranked],
         conversation.blocks_in,
-        r.query.k,
+        depth,
         lambda s: s.relevance,
     )
     p.hits = [
@@ -583,8 +631,13 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
     if not p.hits:
         p.relevance = Relevance(confidence=0.0, keep=0)
         return
+    # Recency taken out alike for dated and undated memories (adjust's
+    # "timeless" score): how new a memory is orders hits, it doesn't make one relevant.
     weight = r.settings.recency_weight
-    scores = [h.score - weight * h.scores.get("recency", 0.0) for h in p.hits]
+    scores = [
+        h.scores.get("gate_score", h.score - weight * h.scores.get("recency", 0.0))
+        for h in p.hits
+    ]
     terms: list[str] = []
     df: dict[str, int] = {}
     count = 0
@@ -593,7 +646,7 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
         keyword = r.source.keyword
         terms = [t for fld, t, _ in keyword.query_terms(r.query.query) if fld == "text"]
         count, df = keyword.document_frequencies(terms)
-        hit_terms = [keyword.terms_of(f"{h.heading}\n{h.text}") for h in p.hits[:3]]
+        hit_terms = [keyword.terms_of(f"{h.heading}\n{h.text}") for h in p.hits[: gate.DEPTH]]
     except IndexError_:
         pass  # features of the keyword side stay 0; the failure is reported already
     top = p.hits[0]
@@ -605,19 +658,25 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
             doc_count=count,
             df=df,
             hit_terms=hit_terms,
-            cosines=[c for _, c in p.vector],
+            # The same depth of the vector side whatever k was asked (its pool
+            # grows with k): the lead of the best cosine is measured over it.
+            cosines=[c for _, c in p.vector[: r.settings.candidates]],
             top_keyword_rank=int(keyword_rank) if keyword_rank else None,
             top_vector_rank=int(vector_rank) if vector_rank else None,
             top_score=scores[0],
-            exact=any(h.id in p.exact for h in p.hits[:3]),
+            exact=any(h.id in p.exact for h in p.hits[: gate.DEPTH]),
         )
     )
     if p.query_vec is None:
         # Keyword-only (asked for, or no vectors: a hook without its warm server):
-        # the model is fitted on hybrid recalls, and missing vector features would
-        # read as "unrelated". The share of the query's known words a best hit
-        # holds decides alone.
-        sure, bar = row["cover"], GATE.keyword_cover
+        # missing vector features would read as "unrelated" to the hybrid model,
+        # so a model of its own over the features it has (gate_weights.py), fitted
+        # to the same answer; without one, the share of the query's known words a
+        # best hit holds decides alone.
+        if GATE.keyword_weights:
+            sure, bar = gate.confidence(row, GATE.keyword_weights), GATE.keyword_threshold
+        else:
+            sure, bar = row["cover"], GATE.keyword_cover
     else:
         sure, bar = gate.confidence(row), GATE.threshold
     keep = gate.keep(scores) if sure >= bar else 0
@@ -625,6 +684,36 @@ def gate_stage(r: RecallRun, p: Pass) -> None:
     # the exact stage changed this ranking, and the vault's size.
     features = {**row, "lifted": float(p.lifted), "docs": float(count)}
     p.relevance = Relevance(confidence=round(sure, 6), keep=keep, features=features)
+
+
+def named(r: RecallRun, p: Pass) -> None:
+    """The rule no fit may veto: a hit holding an identifier the query names
+    (found by the ``exact`` stage; mdmem.recall.identifiers) goes first and is
+    kept, whatever the gate said and wherever a re-ranker put it. A hit stands
+    for the copies collapsed into it, so a turn's fact counts for the turn."""
+    if not p.exact or p.relevance is None:
+        return
+
+    def holds(hit: Hit) -> bool:
+        return hit.id in p.exact or any(i in p.exact for i in (*hit.sources, *hit.derived))
+
+    held = [h for h in p.hits if holds(h)]
+    if not held:
+        return
+    # The gate's own choice among the others stays as it was.
+    others = sum(1 for h in p.hits[: p.relevance.keep] if not holds(h))
+    p.hits = held + [h for h in p.hits if not holds(h)]
+    p.relevance = replace(p.relevance, keep=len(held) + others, named=len(held))
+
+
+def trim(r: RecallRun, p: Pass) -> None:
+    """The k hits asked for (the gate read at least its few; see collapse)."""
+    k = r.query.k
+    if len(p.hits) > k:
+        p.hits = p.hits[:k]
+        if p.relevance is not None:
+            keep = min(p.relevance.keep, k)
+            p.relevance = replace(p.relevance, keep=keep, named=min(p.relevance.named, keep))
 
 
 def tier(r: RecallRun, p: Pass) -> None:
@@ -671,6 +760,8 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("model_rerank", rerank_with_model),
     ("llm_rerank", rerank_with_llm),
     ("gate", gate_stage),
+    ("named", named),
+    ("trim", trim),
     ("tier", tier),
     ("stamp", stamp),
     ("notes", notes),

@@ -108,3 +108,14 @@ def test_collected_rows_are_cached_by_the_data_file_contents(
     data.write_text("[ ]")  # another file: collected again
     fit_mod.rows_for(data, embedder="hash", record="session", cache=cache)
     assert len(calls) == 2
+
+
+def test_what_recalls_identifier_rule_put_first_stays_first_whatever_the_weights() -> None:
+    # Recall puts a block holding an identifier the query names first after the
+    # re-ranker (mdmem.recall.identifiers); scored offline, it must stay there, or
+    # the held-out line measures a ranking recall never returns.
+    row = _row("a", 0)
+    assert fit_mod.metrics([row], {})["R@1"] == 0.0
+    row.named = [i == 5 for i in range(6)]  # type: ignore[attr-defined]
+    assert fit_mod.metrics([row], {})["R@1"] == 1.0
+    assert fit_mod.metrics([row], {"date": -5.0})["R@1"] == 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -147,3 +148,43 @@ def test_a_damaged_marks_file_is_set_aside_and_rebuilt(vault: Vault) -> None:
     vault.git.mark_seen()
     assert vault.git.changes().empty
     assert (vault.admin.state_dir / "seen.sqlite.corrupt").exists()
+
+
+def test_a_supersede_reads_as_x_replaced_y_once_in_every_door(vault: Vault, tmp_path: Path) -> None:
+    # Reproduced: the session-start hook listed the new memory twice ("new:" and
+    # "replaced:", both with the new text) and never what it replaced; the prompt
+    # section listed the old one as added, the new one as added, then the change.
+    from dataclasses import replace as copy
+
+    from mdmem.hookkit.policy import Policy
+    from mdmem.hookkit.runner import run_event
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    start = {
+        "session_id": "s1",
+        "transcript_path": None,
+        "cwd": str(repo),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    old = vault.remember("The staging database lives on host db-07.")
+    policy = copy(Policy(), session_tokens=2000)
+    run_event(vault, "claude-code", "session-start", start, policy)  # the host's mark
+    vault.git.mark_seen(session="p1")  # prompt_context's mark
+    new = vault.supersede(old.id, "The staging database lives on host db-12.")
+    hook = json.loads(run_event(vault, "claude-code", "session-start", start, policy))
+    hooked = hook["hookSpecificOutput"]["additionalContext"]
+    tool = Toolset(vault, tools=["changes"]).dispatch("changes", {})["text"]
+    section = prompt_context(vault, "start", session_start=True, session="p2")["changes"].text
+    said = (
+        '"The staging database lives on host db-12." replaced '
+        '"The staging database lives on host db-07."'
+    )
+    for text in (hooked, section, tool):
+        # Once, as "X replaced Y": neither memory is also listed as new.
+        assert text.count(said) == 1, text
+        assert text.count("db-12") == 1 and text.count("db-07") == 1, text
+        assert new.id in text
+    assert "- replaced: [^" + new.id in hooked
+    assert f"- replaced ^{old.id} with ^{new.id}: " in section

@@ -92,8 +92,13 @@ def test_each_event_answers_in_the_hosts_format(
 
 def test_prompt_submit_fits_the_token_budget_and_says_degraded(vault: Vault, repo: Path) -> None:
     with vault.batch():
+        # The notes answer the whole prompt (where, and which region): keyword-only
+        # recall judges relevance as the hybrid gate does, and a region the vault
+        # never names would make both answer "nothing relevant".
         for i in range(60):
-            vault.remember(f"Deploy note {i}: the shop service runs on fly.io machine {i}.")
+            vault.remember(
+                f"Deploy note {i}: the shop service runs on fly.io machine {i}, region ams."
+            )
     policy = replace(Policy(), prompt_tokens=120)
     out = run_event(
         vault,

@@ -11,7 +11,7 @@ import pytest
 from mdmem import Vault
 from mdmem.hookkit.policy import Policy
 from mdmem.hookkit.runner import run_event
-from mdmem.recall import gate, pipeline
+from mdmem.recall import gate, identifiers
 from mdmem.recall.gate_weights import GATE
 
 MEMORIES = (
@@ -95,12 +95,12 @@ def test_a_rare_identifier_puts_its_block_in_the_top_three(
     top = [h.id for h in vault.recall(query, k=5).items[:3]]
     assert target.id in top
     # Without the exact rule the look-alikes win: what the rule is for.
-    monkeypatch.setattr(pipeline, "GATE", replace(GATE, exact_most=0))
+    monkeypatch.setattr(identifiers, "FEW", 0)
     assert target.id not in [h.id for h in vault.recall(query, k=5).items[:3]]
 
 
 def test_exact_tokens_and_identifier_shapes() -> None:
-    assert gate.exact_tokens("Why does parse_config fail on src/pay/api.py?") == [
+    assert identifiers.exact_tokens("Why does parse_config fail on src/pay/api.py?") == [
         "Why",
         "does",
         "parse_config",
@@ -115,12 +115,12 @@ def test_exact_tokens_and_identifier_shapes() -> None:
         "parseConfig",
         "9f3c2ab",
     ):
-        assert gate.identifier_like(token), token
+        assert identifiers.identifier_like(token), token
     for token in ("before", "team", "Unit", "about", "A1"):
-        assert not gate.identifier_like(token), token
-    assert gate.holds_exactly("see PAY-1234 now", "pay-1234")
-    assert not gate.holds_exactly("see PAY-12345 now", "PAY-1234")
-    assert not gate.holds_exactly("src/pay/api.py.bak", "src/pay/api.py")
+        assert not identifiers.identifier_like(token), token
+    assert identifiers.holds_exactly("see PAY-1234 now", "pay-1234")
+    assert not identifiers.holds_exactly("see PAY-12345 now", "PAY-1234")
+    assert not identifiers.holds_exactly("src/pay/api.py.bak", "src/pay/api.py")
 
 
 def test_keep_stops_when_the_next_item_adds_little() -> None:

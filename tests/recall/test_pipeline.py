@@ -147,6 +147,8 @@ def test_the_stages_are_named_in_order() -> None:
         "model_rerank",
         "llm_rerank",
         "gate",
+        "named",
+        "trim",
         "tier",
         "stamp",
         "notes",

@@ -111,13 +111,20 @@ def test_the_second_round_finds_a_turn_that_shares_only_the_first_ones_names(
 ) -> None:
     # The round runs when its weight is positive (as fitted, or here by hand).
     monkeypatch.setitem(RERANK_WEIGHTS, "second", 0.1)
-    vault = Vault.init(tmp_path / "v", agent="t")
+    # No cosine floor (as bench/locomo.py measures): a block the second round
+    # alone finds joins on its cosine with the query, its evidence of its own.
+    vault = Vault.init(tmp_path / "v", agent="t", recall={"min_vector": -1.0})
     with vault.batch("notes"):
         first = vault.remember("Ana moved into the Bonfim flat near Marques garden.")
         second = vault.remember("The Bonfim flat needed a new Marques-made oven.")
         for i in range(6):
             vault.remember(f"Unrelated note {i} about the weather in Lisbon.")
-    hits = vault.recall("where did Ana move", k=5, mode="keyword").items
+    hits = vault.recall("where did Ana move", k=5).items
     by_id = {h.id: h.scores for h in hits}
     assert hits[0].id == first.id
     assert by_id.get(second.id, {}).get("f_second", 0.0) > 0.0
+    assert "vector" in by_id[second.id]
+    # Keyword-only it has no evidence of the query at all (it shares no word
+    # with it): found by the widened query, it is never listed.
+    hits = vault.recall("where did Ana move", k=5, mode="keyword").items
+    assert hits[0].id == first.id and second.id not in {h.id for h in hits}
