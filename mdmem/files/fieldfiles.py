@@ -39,9 +39,18 @@ _MAX_BYTES = 64 * 1024 * 1024  # a fields file larger than this is not read (doc
 @dataclass
 class _File:
     signature: Signature
-    records: list[Record] = field(default_factory=list)
+    # Each id's records in file order: a write resolves the ids it touched from
+    # theirs alone, not from every record of a file of thousands.
+    records: dict[str, list[Record]] = field(default_factory=dict)
     resolved: dict[str, Fields] = field(default_factory=dict)
     bad: list[int] = field(default_factory=list)  # line numbers that are not records
+
+    @classmethod
+    def of(cls, signature: Signature, records: list[Record], bad: list[int]) -> _File:
+        by_id: dict[str, list[Record]] = {}
+        for record in records:
+            by_id.setdefault(record.id, []).append(record)
+        return cls(signature, by_id, resolve(records), bad)
 
 
 class FieldsView:
@@ -100,7 +109,7 @@ class FieldFiles:
             return self.files[holders[0]].resolved.get(memory_id)
         # A line moved between notes: both files' records, latest per field.
         ordered = sorted(holders, key=lambda h: h != own)
-        records = [r for h in ordered for r in self.files[h].records if r.id == memory_id]
+        records = [r for h in ordered for r in self.files[h].records.get(memory_id, ())]
         return resolve(records).get(memory_id)
 
     def damaged(self) -> dict[str, list[int]]:
@@ -144,7 +153,7 @@ class FieldFiles:
         if bad:
             log.warning("%s: lines %s are not field records; they are skipped", rel, bad[:5])
         before = self.files.get(rel)
-        new = _File(signature, records, resolve(records), bad)
+        new = _File.of(signature, records, bad)
         self._replace(rel, before, new)
         return _changed(before.resolved if before else {}, new.resolved)
 
@@ -155,13 +164,14 @@ class FieldFiles:
         if current is None:
             current = _File((0, 0, 0))
             self.files[rel] = current
-        added = list(records)
-        touched = {r.id for r in added}
-        current.records.extend(added)
+        touched: set[str] = set()
+        for record in records:
+            current.records.setdefault(record.id, []).append(record)
+            touched.add(record.id)
         # Not on disk yet: any scan reads the file again unless the write that
         # made these records says it wrote them (touch).
         current.signature = (0, 0, 0)
-        fresh = resolve(r for r in current.records if r.id in touched)
+        fresh = {i: f for i in touched for i, f in resolve(current.records[i]).items()}
         changed = {i for i in touched if current.resolved.get(i) != fresh.get(i)}
         current.resolved.update(fresh)
         for memory_id in touched:

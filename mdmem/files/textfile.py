@@ -41,6 +41,8 @@ __all__ = [
 BOM = "\ufeff"
 MAX_FILE_BYTES = 8 * 1024 * 1024
 _CONFLICT_PREFIXES = ("<<<<<<< ", ">>>>>>> ")
+# What str.splitlines breaks on besides \n and \r (git and editors do not).
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 class SkipFile(Exception):  # noqa: N818 - a signal, not an error: the file is skipped with a warning
@@ -210,17 +212,21 @@ def _split(text: str) -> TextFile:
     if bom:
         text = text[1:]
     lines = text.splitlines(keepends=True)
-    # splitlines also breaks on \x0b, \x1c, U+2028...: rejoin anything that
-    # does not end in a real newline so line numbers match editors and git.
-    merged: list[str] = []
-    for line in lines:
-        if merged and not _has_ending(merged[-1]):
-            merged[-1] += line
-        else:
-            merged.append(line)
-    for line in merged:
-        if line.startswith(_CONFLICT_PREFIXES):
-            raise SkipFile("unresolved merge conflict markers")
+    if not any(c in text for c in _OTHER_BREAKS):
+        merged = lines  # only \n, \r\n and \r: splitlines broke where git does
+    else:
+        # splitlines also breaks on \x0b, \x1c, U+2028...: rejoin anything that
+        # does not end in a real newline so line numbers match editors and git.
+        merged = []
+        for line in lines:
+            if merged and not _has_ending(merged[-1]):
+                merged[-1] += line
+            else:
+                merged.append(line)
+    if any(p in text for p in _CONFLICT_PREFIXES):  # a cheap look first: most files have none
+        for line in merged:
+            if line.startswith(_CONFLICT_PREFIXES):
+                raise SkipFile("unresolved merge conflict markers")
     newline = "\r\n" if merged and merged[0].endswith("\r\n") else "\n"
     return TextFile(lines=merged, bom=bom, newline=newline)
 

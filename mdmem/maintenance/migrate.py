@@ -106,13 +106,10 @@ def needs_migration(store: MemoryStore) -> list[str]:
 
 
 def _older(block: Block, fields: FieldFiles) -> bool:
-    """A memory of the older format: none of its fields kept beside it, and fields
-    on its line or a place in a memory file (whose lines mdmem writes with their
-    fields beside, their kind's word read only then). An ingested chunk or an
-    episode without fields of its own reads the same in both formats."""
-    if not block.is_memory or fields.fields(block.id) is not None:
-        return False
-    return bool(block.fields) or blk.memory_file_kind(block.path) is not None
+    """A memory of the older format: fields on its line and none kept beside it.
+    A memory with no field but its file's kind (a plain fact, a log entry, an
+    ingested chunk) keeps nothing beside it in the line format either."""
+    return block.is_memory and bool(block.fields) and fields.fields(block.id) is None
 
 
 def migrate(store: MemoryStore, *, apply: bool = False) -> Migration:

@@ -151,12 +151,7 @@ def turn_appender(header: list[str], day: str, lines: list[str], memory_id: str)
         if not tf.lines:
             tf.append_lines([*header, ""])
         _close_open_fence(tf)
-        last_day = None
-        for raw in reversed(tf.lines):
-            match = _DAY_HEADING.match(raw.rstrip("\r\n"))
-            if match is not None:
-                last_day = match.group(1)
-                break
+        last_day = _last_day(tf, parsed)
         first = None
         if last_day != day:
             first = tf.append_lines([f"## {day}"], blank_before=True)
@@ -165,6 +160,27 @@ def turn_appender(header: list[str], day: str, lines: list[str], memory_id: str)
         return Edit(appended_at=start if first is None else first, ids=[memory_id], heading=day)
 
     return edit
+
+
+def _last_day(tf: TextFile, parsed: blk.ParsedFile | None) -> str | None:
+    """The day of a transcript's last day heading. A turn written as a paragraph
+    sits under its day's heading (its block's heading): when the file's last block
+    is one and no heading follows it, that is the answer without a pass over a
+    transcript of thousands of turns."""
+    if parsed is not None and parsed.blocks:
+        last = parsed.blocks[-1]
+        after = tf.lines[last.line_end :]
+        opens_as_turn = tf.lines[last.line_start - 1].startswith("**")
+        if opens_as_turn and not any(line.startswith("#") for line in after):
+            found = _DAY_HEADING.match(f"## {last.heading}")
+            if found is not None:
+                return found.group(1)
+    for raw in reversed(tf.lines):
+        if raw.startswith("## "):
+            match = _DAY_HEADING.match(raw.rstrip("\r\n"))
+            if match is not None:
+                return match.group(1)
+    return None
 
 
 def append_item(tf: TextFile, lines: list[str]) -> Edit:

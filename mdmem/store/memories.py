@@ -378,7 +378,7 @@ class MemoryStore:
                 header=header,
                 subject=subject,
                 trailers=memory_trailers(memory_id, kind, scope, op) + trailers,
-                fields=kept,
+                fields=_beside(rel, kept),
                 day=day,
             )
         return memory_id
@@ -528,6 +528,7 @@ class MemoryStore:
     ) -> Memory:
         label = blk.kind_label(kind) if kind != blk.default_kind_for(rel) else None
         kept = _kept(kind, tags, extra)
+        beside = _beside(rel, kept)
         refuse_secret_metadata(
             rel,
             [*render_list_item(MASK, "m-0", tags=tags, label=label), *_shown(kept)],
@@ -547,7 +548,7 @@ class MemoryStore:
             + ([("Topic", topic)] if topic else []),
             topic=topic,
             hashed=(body, digest),
-            fields=(memory_id, kept),
+            fields=(memory_id, beside) if beside else None,
         )
         return Memory.from_block(self.writer.block(memory_id), was_new=True)
 
@@ -591,6 +592,16 @@ def _kept(
     if tag_list:
         kept.append(("tags", " ".join(tag_list)))
     return kept + [(k, v) for k, v in fields if k != "kind"]
+
+
+def _beside(rel: str, kept: list[tuple[str, str]]) -> list[tuple[str, str]] | None:
+    """What a new memory of ``rel`` keeps beside its line: nothing when all it has
+    is the kind its file gives every line (a plain fact in MEMORY.md, a log entry):
+    the fields file then stays as small as what it says (a write and a commit
+    carry it whole)."""
+    if kept == [("kind", blk.default_kind_for(rel))]:
+        return None
+    return kept
 
 
 def _shown(fields: Iterable[tuple[str, str]]) -> list[str]:

@@ -130,6 +130,12 @@ def _added_lines(old: str, new: str) -> str:
     """The lines of ``new`` that ``old`` lacks (as many times as they are new), in order."""
     if not old:
         return new
+    if old[-1] == "\n" and new.startswith(old):
+        # An append (every write to a fields file, most to a note): what follows
+        # the old text is the whole of what is new, without a pass over the file.
+        # (It may repeat a line the file holds: a finding in it is still judged
+        # against the old text below.)
+        return new[len(old) :]
     have = Counter(old.split("\n"))
     out: list[str] = []
     for line in new.split("\n"):

@@ -504,7 +504,7 @@ class Session:
             same = self.store.catalog.with_event(self.source, event)
             if same:
                 return same[0]
-        for block in self._recent_blocks(now):
+        for block in self._recent_blocks(now, digest):
             # The hash first: it rules out nearly every entry, and reading a
             # field parses it (a long import would pay that per turn per entry).
             if (
@@ -526,16 +526,20 @@ class Session:
         if tx is None or self.path not in tx.pending:
             self.store.catalog.refresh(self.path)
 
-    def _recent_blocks(self, now: datetime) -> Iterator[Block]:
-        """This session's entries, plus those of session files written within the window."""
+    def _recent_blocks(self, now: datetime, digest: str) -> Iterator[Block]:
+        """This session's entries with the content hash ``digest`` (from the catalog's
+        hash index: a long import must not read every earlier turn per turn), plus
+        the entries of other session files written within the window."""
         catalog = self.store.catalog
+        scope = blk.scope_of_path(self.path)[0]
+        yield from (b for b in catalog.active_with(scope, digest) if b.path == self.path)
         cutoff_ns = int((now - DEDUPE_WINDOW).timestamp() * 1e9)
         for path, state in list(catalog.files.items()):
-            other = path != self.path
             # The mtime test first: it is what rules out nearly every file of a big vault.
-            if other and (state.signature[0] < cutoff_ns or session_id_of(path) is None):
+            if path == self.path or state.signature[0] < cutoff_ns:
                 continue
-            yield from (b for b in state.parsed.blocks if b.is_memory)
+            if session_id_of(path) is not None:
+                yield from (b for b in state.parsed.blocks if b.is_memory)
 
     def _after_write(self) -> None:
         # Inside vault.batch() the hook (automatic consolidation, which makes its
