@@ -37,7 +37,10 @@ def _key(parsed: blk.ParsedFile) -> list[tuple[object, ...]]:
     return [(b.id, b.line_start, b.line_end, b.heading, b.text, b.kind) for b in parsed.blocks]
 
 
-@pytest.mark.parametrize(("text", "path"), list(itertools.product(FILES, ["USER.md", "notes/x.md"])))
+PATHS = ["USER.md", "notes/x.md"]
+
+
+@pytest.mark.parametrize(("text", "path"), list(itertools.product(FILES, PATHS)))
 def test_every_answer_is_a_full_parse(text: str, path: str) -> None:
     tf = TextFile(lines=text.splitlines(keepends=True))
     parsed = blk.parse(path, tf)
