@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -65,10 +65,12 @@ class FastScorer:
         terms: list[tuple[str, str, float]],
         limit: int,
         doc_frequency: Callable[[str, str], int] | None = None,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         """(docnum, score) of the best ``limit`` documents, best first;
         ``doc_frequency(field, text)`` answers for the whole index (the
-        caller's cache), else Whoosh's reader does."""
+        caller's cache), else Whoosh's reader does. ``allowed`` (a mask over
+        the searcher's docnums, from :meth:`holding`) keeps only its documents."""
         if self._table is None:
             self._table = _length_table()
         total_docs = searcher.doc_count_all()
@@ -97,6 +99,8 @@ class FastScorer:
                 lengths = self._field_lengths(leaf, seg, field)[ids]
                 part = tf * (K1 + 1) / (tf + K1 * ((1 - B) + B * lengths / avg))
                 np.add.at(scores, ids + offset, (boost * idf) * part)
+        if allowed is not None:
+            scores[: allowed.size][~allowed] = 0.0
         for sub, offset in leaves:
             leaf = sub.reader()
             if leaf.has_deletions():
@@ -110,6 +114,22 @@ class FastScorer:
         top = hits[np.argpartition(-scores[hits], limit - 1)[:limit]] if hits.size > limit else hits
         order = top[np.lexsort((top, -scores[top]))]
         return [(int(d), float(scores[d])) for d in order]
+
+    def holding(self, searcher: Any, field: str, texts: Collection[str]) -> np.ndarray:
+        """A mask over the searcher's docnums: the documents holding any of
+        ``texts`` in ``field`` (deleted ones included: :meth:`search` drops
+        them). Read from the same per-segment posting cache as the scores, so
+        a new index generation reads only its new segments."""
+        leaves = list(searcher.leaf_searchers())
+        mask = np.zeros(sum(s.reader().doc_count_all() for s, _ in leaves), dtype=bool)
+        for sub, offset in leaves:
+            leaf = sub.reader()
+            seg = _segment_id(leaf)
+            for text in texts:
+                found = self._posting(leaf, seg, field, text)
+                if found is not None:
+                    mask[found[0] + offset] = True
+        return mask
 
     def _posting(
         self, leaf: Any, seg: str, field: str, text: str

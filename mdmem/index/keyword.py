@@ -24,7 +24,9 @@ import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from mdmem.errors import IndexError_, InvalidInputError, LockTimeoutError
 from mdmem.files.textfile import atomic_write
@@ -277,6 +279,14 @@ _TERMS_OF_CACHE = 20_000
 _PRUNE_FROM_DOCS = 500
 
 
+class _Filters(NamedTuple):
+    """A search's filters as the fast scorer reads them: terms any of which
+    a field must hold (None: no filter on it), and a Whoosh date query."""
+
+    terms: dict[str, Collection[str] | None]
+    dates: Any
+
+
 def _selective(
     searcher: Any, terms: list[tuple[str, str, float]], df: Callable[[str, str], int]
 ) -> list[tuple[str, str, float]]:
@@ -314,13 +324,18 @@ class KeywordIndex:
     # before the subpackages name it mdmem.whoosh_tuning, aliased in whoosh_compat).
     SCHEMA_VERSION: int = 3
 
-    def __init__(self, directory: Path, *, lock_timeout: float = 5.0) -> None:
+    def __init__(
+        self, directory: Path, *, lock_timeout: float = 5.0, fast_scoring: bool = True
+    ) -> None:
+        """``fast_scoring=False`` scores with Whoosh's own searcher (the
+        reference the numpy scorer of :mod:`mdmem.index.bm25` is checked against)."""
         _whoosh()
         self.directory = Path(directory)
         self.lock_timeout = lock_timeout
         self._lock = threading.RLock()
         self._searcher: Any = None
         self._filter_cache: dict[tuple[Any, ...], set[int] | bool] = {}
+        self._masks: dict[tuple[Any, ...], np.ndarray] = {}
         # Document frequencies of one index generation: a recall asks for the
         # same terms' several times (pruning, scoring, the gate, the second
         # round) and each answer is a hash lookup per segment in Whoosh.
@@ -328,7 +343,7 @@ class KeywordIndex:
         self._terms_of: dict[str, frozenset[str]] = {}
         # Our own copy for query analysis: Index.schema re-reads the TOC file.
         self._schema: Any = build_schema()
-        self._fast: FastScorer | None = FastScorer()
+        self._fast: FastScorer | None = FastScorer() if fast_scoring else None
         self._stream: BulkStream | None = None
         self._ix: Any = self._open_or_create()
 
@@ -456,6 +471,7 @@ class KeywordIndex:
                 raise
             raise IndexError_(f"writing keyword index at {self.directory} failed: {e!r}") from e
         self._filter_cache.clear()  # the searcher reopens what changed when next used
+        self._masks.clear()
         self._dfs.clear()
 
     def add_many(
@@ -644,6 +660,7 @@ class KeywordIndex:
 
     def _invalidate(self) -> None:
         self._filter_cache.clear()
+        self._masks.clear()
         self._dfs.clear()
         if self._searcher is not None:
             with contextlib.suppress(Exception):
@@ -667,6 +684,7 @@ class KeywordIndex:
             self._searcher = reopened_searcher(self._ix, old)
         if self._searcher is not old:
             self._filter_cache.clear()
+            self._masks.clear()
             self._dfs.clear()
         return self._searcher
 
@@ -679,6 +697,29 @@ class KeywordIndex:
                 self._dfs.clear()
             df = self._dfs[key] = int(searcher.doc_frequency(field, text))
         return df
+
+    def _allowed(self, searcher: Any, key: tuple[Any, ...], filters: _Filters) -> np.ndarray:
+        """The mask of documents passing ``filters``, for the fast scorer;
+        kept for this index generation (recall repeats its filters)."""
+        cached = self._masks.get(key)
+        if cached is not None:
+            return cached
+        assert self._fast is not None
+        mask: np.ndarray | None = None
+        for field, texts in filters.terms.items():
+            if texts is None:
+                continue
+            held = self._fast.holding(searcher, field, [t for t in texts if t])
+            mask = held if mask is None else mask & held
+        if filters.dates is not None:
+            dated = np.zeros(searcher.doc_count_all(), dtype=bool)
+            dated[np.fromiter(searcher.docs_for_query(filters.dates), dtype=np.int64)] = True
+            mask = dated if mask is None else mask & dated
+        assert mask is not None, "called only with a filter"
+        if len(self._masks) >= 64:
+            self._masks.clear()
+        self._masks[key] = mask
+        return mask
 
     def _filter_docs(self, searcher: Any, key: tuple[Any, ...], flt: Any) -> Any:
         """The docnums passing a filter, once the same filter is asked for twice
@@ -837,6 +878,15 @@ class KeywordIndex:
                 )
             )
         flt = q.And(clauses) if clauses else None
+        filters = _Filters(
+            terms={
+                "kind": kinds,
+                "tags": None if tags is None else [_norm_tag(t).strip("/") for t in tags],
+                "scope": None if scopes is None else [_scope_term(s) for s in scopes],
+                "status": statuses,
+            },
+            dates=clauses[-1] if since is not None or until is not None else None,
+        )
         key = (
             *(None if c is None else tuple(sorted(c)) for c in (kinds, tags, scopes, statuses)),
             since,
@@ -848,11 +898,14 @@ class KeywordIndex:
                 return self._df(searcher, field, text)
 
             selected = _selective(searcher, terms, df)
-            if flt is None and self._fast is not None:
+            if self._fast is not None:
                 try:
+                    allowed = None if flt is None else self._allowed(searcher, key, filters)
                     return [
                         (searcher.stored_fields(doc)["id"], score)
-                        for doc, score in self._fast.search(searcher, selected, limit, df)
+                        for doc, score in self._fast.search(
+                            searcher, selected, limit, df, allowed=allowed
+                        )
                     ]
                 except Exception as exc:  # Whoosh internals moved: use Whoosh itself
                     log.warning("fast BM25F scoring disabled: %r", exc)

@@ -42,14 +42,26 @@ def _block(i: int, rng: random.Random) -> Block:
         line_end=i + 1,
         heading=rng.choice(["Memory", "Deploys", "Search"]),
         text=text,
-        kind="fact",
-        tags=(rng.choice(WORDS),),
-        scope="",
-        status="active",
-        created=datetime(2026, 1, 1, tzinfo=UTC),
+        kind=rng.choice(["fact", "fact", "decision", "event"]),
+        tags=(rng.choice(WORDS), rng.choice(["project/alpha", "project/beta", "Deploy"])),
+        scope=rng.choice(["", "", "ops", "team"]),
+        status=rng.choice(["active", "active", "active", "superseded", "archived"]),
+        created=datetime(2026, 1 + i % 12, 1 + i % 28, i % 24, tzinfo=UTC),
         updated=None,
         content_hash=str(i),
     )
+
+
+def _filters(rng: random.Random) -> dict[str, Any]:
+    """One random filter of every kind a search takes (None: that one is off)."""
+    return {
+        "kinds": rng.choice([None, ("fact",), ("decision", "event"), ()]),
+        "tags": rng.choice([None, ("project",), ("project/alpha", "cache"), ("#Deploy",)]),
+        "scopes": rng.choice([None, ("",), ("ops",), ("", "ops")]),
+        "statuses": rng.choice([None, ("active",), ("superseded", "archived")]),
+        "since": rng.choice([None, datetime(2026, 3, 1, tzinfo=UTC)]),
+        "until": rng.choice([None, datetime(2026, 6, 1, 12, 30, tzinfo=UTC)]),
+    }
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -76,18 +88,25 @@ def test_fast_scores_equal_whoosh(
     index.upsert(blocks[600:700])  # a second segment
     index.delete([b.id for b in blocks[:40]])  # deletions in the first
     index.upsert([_block(i, rng) for i in range(700, 900)])  # a third
-    for _ in range(25):
+    whoosh = KeywordIndex(tmp_path / "kw", fast_scoring=False)
+    filtered = 0
+    for _ in range(60):
         query = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
         query += f" unique{rng.randrange(0, 900, 5)}"
-        scored.clear()
-        fast = index.search(query, limit=30, statuses=None)  # no filter: the fast path
-        assert scored == ["ok"], "fast path fell back"
-        # A filter (every block is active) sends the same query to Whoosh itself.
-        slow = index.search(query, limit=30, statuses=("active",))
-        assert scored == ["ok"], "the filtered search did not run in Whoosh"
-        assert {i for i, _ in fast} & {b.id for b in blocks[:40]} == set()
-        fast_scores = dict(fast)
-        for doc_id, score in slow:
-            if doc_id in fast_scores:
-                assert fast_scores[doc_id] == pytest.approx(score, rel=1e-4)
-        assert [s for _, s in fast] == pytest.approx([s for _, s in slow], rel=1e-4)
+        filters = _filters(rng)
+        # An empty filter matches nothing before any scoring.
+        ran = [] if () in filters.values() else ["ok"]
+        for _repeat in range(2):  # the second asks the filter's cached mask
+            scored.clear()
+            fast = index.search(query, limit=30, **filters)
+            assert scored == ran, "the fast path did not score this search"
+            slow = whoosh.search(query, limit=30, **filters)
+            assert scored == ran, "the reference ran the fast path"
+            assert {i for i, _ in fast} & {b.id for b in blocks[:40]} == set()
+            fast_scores = dict(fast)
+            for doc_id, score in slow:
+                if doc_id in fast_scores:
+                    assert fast_scores[doc_id] == pytest.approx(score, rel=1e-4)
+            assert [s for _, s in fast] == pytest.approx([s for _, s in slow], rel=1e-4)
+        filtered += bool(slow) and any(v is not None for v in filters.values())
+    assert filtered >= 10, "too few filtered searches found anything to compare"
