@@ -58,7 +58,7 @@ from mdmem.files.ids import copy_key, is_copy_key, written_id
 from mdmem.files.manifest import Manifest
 from mdmem.files.people import name_tokens, people_of
 from mdmem.files.sidecar import SIDECAR_DIR, is_sidecar, note_of, sidecar_of
-from mdmem.files.textfile import BadByte, SkipFile, decode_readable
+from mdmem.files.textfile import BadByte, SkipFile, content_digest, decode_readable
 from mdmem.models import Block
 
 __all__ = [
@@ -93,6 +93,9 @@ def signature_of(st: os.stat_result) -> Signature:
 class FileState:
     signature: Signature
     parsed: ParsedFile
+    # The digest of the bytes ``parsed`` was read from (None: not known, as
+    # after a write recorded without its bytes or a forced re-read).
+    digest: str | None = None
 
 
 @dataclass
@@ -186,6 +189,9 @@ class Catalog:
         # Files whose keys changed without a change of their own (a copy took
         # an id over): the indexer must re-index them.
         self._rekeyed: set[str] = set()
+        # Files found with a new stat but the bytes they were read from (or
+        # whose fields file was): their manifest rows want the new stat.
+        self._resigned: set[str] = set()
         # Files read as their indexed state plus appended items: path -> the
         # first appended block, so the indexer records only those. (Appended
         # memory items carry their own dates: git history dates none of them.)
@@ -210,6 +216,7 @@ class Catalog:
         self._copies.clear()
         self._orphans.clear()
         self._rekeyed.clear()
+        self._resigned.clear()
         self._appended_from.clear()
         self._full_at = None
         self.unindexed.clear()
@@ -251,11 +258,11 @@ class Catalog:
             self.redate(None)  # the rows hold the dates as last indexed
 
     def _load_rows(self, rows: dict[str, tuple[Any, ...]], blocks: dict[str, list[Block]]) -> None:
-        for path, (mtime_ns, size, ino, fields_sig, meta, fm_lines) in rows.items():
+        for path, (mtime_ns, size, ino, fields_sig, meta, fm_lines, digest) in rows.items():
             if fields_sig:
                 # The fields file as the note's blocks were read with it: read
                 # again only if the scan finds it changed.
-                self.fields.known(sidecar_of(path), _parse_sig(fields_sig))
+                self.fields.known(sidecar_of(path), *_parse_stamp(fields_sig))
             parsed = ParsedFile(
                 path=path,
                 file=None,
@@ -264,7 +271,7 @@ class Catalog:
                 blocks=blocks.get(path, []),
             )
             keys = [b.id for b in parsed.blocks]
-            self.put(path, parsed, (mtime_ns, size, ino))
+            self.put(path, parsed, (mtime_ns, size, ino), digest)
             if [b.id for b in parsed.blocks] != keys:
                 # The rows disagree with each other (two files holding one id
                 # unkeyed): the indexes hold the rows' keys, so re-index.
@@ -325,6 +332,18 @@ class Catalog:
         self._rekeyed.clear()
         return paths
 
+    @property
+    def resigned(self) -> bool:
+        """Whether files were found unchanged under a new stat since the last take."""
+        return bool(self._resigned)
+
+    def take_resigned(self) -> list[str]:
+        """Files found unchanged under a new stat (then forgotten): their
+        manifest rows need the stat the catalog now holds."""
+        paths = sorted(p for p in self._resigned if p in self.files)
+        self._resigned.clear()
+        return paths
+
     def blocks_in(self, path: str) -> list[Block]:
         """The parsed blocks of one file (empty if it is not known)."""
         state = self.files.get(path)
@@ -341,7 +360,9 @@ class Catalog:
 
     # ----------------------------------------------------------- updates --
 
-    def put(self, path: str, parsed: ParsedFile, sig: Signature) -> None:
+    def put(
+        self, path: str, parsed: ParsedFile, sig: Signature, digest: str | None = None
+    ) -> None:
         """Record ``parsed`` as the file at ``path``; a copied line's block is
         re-keyed in place (see the module doc). An undated note's blocks take
         the date git history gives it (parsed from text, not manifest rows:
@@ -350,7 +371,7 @@ class Catalog:
             self.date_from_history(path, parsed)
         self._appended_from.pop(path, None)
         self._forget_file(path)
-        self.files[path] = FileState(sig, parsed)
+        self.files[path] = FileState(sig, parsed, digest)
         if parsed.file is not None and parsed.file.bad:
             self.damaged[path] = parsed.file.bad
         else:
@@ -364,6 +385,7 @@ class Catalog:
         """Record blocks appended to an already-parsed file (no reparse)."""
         state = self.files[path]
         state.signature = sig
+        state.digest = None
         start = len(state.parsed.blocks)
         state.parsed.blocks.extend(blocks)
         self._claim(path, state.parsed.blocks, start)
@@ -479,11 +501,13 @@ class Catalog:
             self._people.update({name: delta for name in names})
             self._people_tokens = None
 
-    def touch(self, path: str, sig: Signature, tf: Any) -> None:
-        """The file on disk now matches the parse we hold: record its stat."""
+    def touch(self, path: str, sig: Signature, tf: Any, digest: str | None = None) -> None:
+        """The file on disk now matches the parse we hold: record its stat (and
+        the digest of the bytes written, when the caller has them)."""
         state = self.files.get(path)
         if state is not None:
             state.signature = sig
+            state.digest = digest
             state.parsed.file = tf
 
     def invalidate(self, path: str) -> None:
@@ -492,6 +516,7 @@ class Catalog:
         state = self.files.get(path)
         if state is not None:
             state.signature = (0, 0, 0)
+            state.digest = None
             self._forced.add(path)
         else:
             self._full_at = None
@@ -543,6 +568,7 @@ class Catalog:
         """Record one block rewritten in place (same lines, no reparse)."""
         state = self.files[path]
         state.signature = sig
+        state.digest = None
         self._appended_from.pop(path, None)  # an earlier block changed: not appends only
         blocks = state.parsed.blocks
         i = position_of(blocks, block)
@@ -562,6 +588,7 @@ class Catalog:
         the same ``MEMORY.md``) are read on their own: with eight writers on one
         file a full markdown parse per write made each write O(file)."""
         tf = decode_readable(raw)
+        digest = content_digest(raw)
         state = self.files.get(path)
         beside = self.fields.view(path)
         grown = appended_items(state.parsed, tf, beside) if state is not None else None
@@ -571,12 +598,13 @@ class Catalog:
                 self._appended_from[path] = start
             state.parsed.file = tf
             self.add_blocks(path, grown.blocks[start:], sig)
+            state.digest = digest
             self.unindexed.add(path)
             return state.parsed
         self._appended_from.pop(path, None)
         fallback = datetime.fromtimestamp(sig[0] / 1e9, tz=UTC)
         parsed = parse(path, tf, fallback_time=fallback, beside=beside)
-        self.put(path, parsed, sig)
+        self.put(path, parsed, sig, digest)
         self.unindexed.add(path)
         return parsed
 
@@ -599,8 +627,12 @@ class Catalog:
     def fields_signature(self, path: str) -> str:
         """The stat of ``path``'s fields file as its blocks were read ("" for none),
         for the manifest row."""
-        sig = self.fields.signature(sidecar_of(path))
-        return "" if sig is None else ":".join(str(n) for n in sig)
+        side = sidecar_of(path)
+        sig = self.fields.signature(side)
+        if sig is None:
+            return ""
+        digest = self.fields.digest(side)
+        return ":".join(str(part) for part in (*sig, *([digest] if digest else [])))
 
     def refresh_fields(self, side: str) -> list[str]:
         """Re-read a fields file if its stat changed; the notes read again because
@@ -618,8 +650,14 @@ class Catalog:
                 raw = full.read_bytes()
             except OSError:
                 return []
-            changed = self.fields.read(side, raw, sig)
             note = note_of(side)
+            if self.fields.digest(side) == content_digest(raw):
+                # The same bytes under a new stat (a copied or restored vault).
+                self.fields.resign(side, sig)
+                if note is not None and note in self.files:
+                    self._resigned.add(note)
+                return []
+            changed = self.fields.read(side, raw, sig)
             if note is not None and note in self.files:
                 changed.update(b.id for b in self.files[note].parsed.blocks if b.is_memory)
         notes = sorted({p for i in changed if (p := self._by_id.get(i)) is not None})
@@ -627,6 +665,25 @@ class Catalog:
             self.invalidate(note)
             self.refresh(note)
         return [n for n in notes if n in self.files]
+
+    def _stamp(self, path: str, state: FileState | None) -> None:
+        """Take the digest of a note (``state``) or fields file whose stat says
+        it holds what we read (a manifest from before digests): a later copy
+        of the vault is then recognised without parsing it again."""
+        try:
+            digest = content_digest((self.root / path).read_bytes())
+        except OSError:
+            return
+        if state is not None:
+            state.digest = digest
+        else:
+            signature = self.fields.signature(path)
+            if signature is None:
+                return
+            self.fields.resign(path, signature, digest)
+            path = note_of(path) or path
+        if path in self.files:
+            self._resigned.add(path)
 
     def refresh(self, path: str) -> bool:
         """Re-read one file if its stat changed; True when something changed."""
@@ -649,6 +706,12 @@ class Catalog:
             return False
         try:
             raw = full.read_bytes()
+            if state is not None and state.digest == content_digest(raw):
+                # The bytes we parsed under a new stat: a copied or restored
+                # vault, a checkout of the same text. Only the stat is new.
+                state.signature = sig
+                self._resigned.add(path)
+                return False
             self.load(path, raw, sig)
         except SkipFile as reason:
             self._skip(path, str(reason), sig)
@@ -804,12 +867,16 @@ class Catalog:
             present_sides.add(rel)
             if fields.signature(rel) != sig:
                 delta.add(self.refresh_fields(rel))
+            elif fields.digest(rel) is None:
+                self._stamp(rel, None)
         for rel in [r for r in fields.tracked() if r not in present_sides]:
             delta.add(self.refresh_fields(rel))
         for rel, sig in notes:
             seen.append(rel)
             state = files.get(rel)
             if state is not None and state.signature == sig:
+                if state.digest is None:
+                    self._stamp(rel, state)
                 continue
             if skipped_sigs.get(rel) == sig:
                 continue
@@ -830,9 +897,12 @@ class Catalog:
 
 
 
-def _parse_sig(text: str) -> Signature:
+def _parse_stamp(text: str) -> tuple[Signature, str | None]:
+    """A fields file's stat and digest as a manifest row records them
+    (``mtime:size:ino[:digest]``)."""
+    parts = str(text).split(":")
     try:
-        a, b, c = (int(x) for x in str(text).split(":"))
+        a, b, c = (int(x) for x in parts[:3])
     except ValueError:
-        return (0, 0, 0)
-    return (a, b, c)
+        return (0, 0, 0), None
+    return (a, b, c), (parts[3] if len(parts) == 4 and parts[3] else None)

@@ -27,6 +27,7 @@ from mdmem.files.sidecar import (
     resolve,
     sidecar_of,
 )
+from mdmem.files.textfile import content_digest
 
 __all__ = ["FieldFiles", "FieldsView"]
 
@@ -44,6 +45,9 @@ class _File:
     records: dict[str, list[Record]] = field(default_factory=dict)
     resolved: dict[str, Fields] = field(default_factory=dict)
     bad: list[int] = field(default_factory=list)  # line numbers that are not records
+    # The digest of the bytes the records were read from (None: not known to
+    # match the file, as after our own append until the write says so).
+    digest: str | None = None
 
     @classmethod
     def of(cls, signature: Signature, records: list[Record], bad: list[int]) -> _File:
@@ -73,8 +77,8 @@ class FieldFiles:
         # id -> the fields files holding records of it (usually one).
         self.where: dict[str, list[str]] = {}
         self._all_read = False
-        # Files known (from the manifest) by signature but not read yet.
-        self._known: dict[str, Signature] = {}
+        # Files known (from the manifest) by signature and digest but not read yet.
+        self._known: dict[str, tuple[Signature, str | None]] = {}
 
     def reset(self) -> None:
         self.files.clear()
@@ -118,10 +122,11 @@ class FieldFiles:
 
     # -- reading -----------------------------------------------------------
 
-    def known(self, rel: str, signature: Signature) -> None:
-        """The manifest says ``rel`` was read at ``signature``: read it when needed."""
+    def known(self, rel: str, signature: Signature, digest: str | None = None) -> None:
+        """The manifest says ``rel`` was read at ``signature`` holding bytes of
+        ``digest``: read it when needed."""
         if rel not in self.files:
-            self._known[rel] = signature
+            self._known[rel] = (signature, digest)
 
     def tracked(self) -> list[str]:
         """Every fields file read or known from the manifest."""
@@ -131,7 +136,25 @@ class FieldFiles:
         found = self.files.get(rel)
         if found is not None:
             return found.signature
-        return self._known.get(rel)
+        known = self._known.get(rel)
+        return None if known is None else known[0]
+
+    def digest(self, rel: str) -> str | None:
+        """The digest of the bytes ``rel``'s fields were read from, if known."""
+        found = self.files.get(rel)
+        if found is not None:
+            return found.digest
+        known = self._known.get(rel)
+        return None if known is None else known[1]
+
+    def resign(self, rel: str, signature: Signature, digest: str | None = None) -> None:
+        """``rel`` has a new stat but the bytes its fields were read from (their
+        ``digest``, when it was not known yet)."""
+        if rel in self.files:
+            self.files[rel].signature = signature
+            self.files[rel].digest = digest or self.files[rel].digest
+        elif rel in self._known:
+            self._known[rel] = (signature, digest or self._known[rel][1])
 
     def ensure(self, rel: str) -> None:
         """Read ``rel`` from disk unless it is read already."""
@@ -154,6 +177,7 @@ class FieldFiles:
             log.warning("%s: lines %s are not field records; they are skipped", rel, bad[:5])
         before = self.files.get(rel)
         new = _File.of(signature, records, bad)
+        new.digest = content_digest(raw)
         self._replace(rel, before, new)
         return _changed(before.resolved if before else {}, new.resolved)
 
@@ -171,6 +195,7 @@ class FieldFiles:
         # Not on disk yet: any scan reads the file again unless the write that
         # made these records says it wrote them (touch).
         current.signature = (0, 0, 0)
+        current.digest = None
         fresh = {i: f for i in touched for i, f in resolve(current.records[i]).items()}
         changed = {i for i in touched if current.resolved.get(i) != fresh.get(i)}
         current.resolved.update(fresh)
@@ -180,10 +205,12 @@ class FieldFiles:
                 holders.append(rel)
         return changed
 
-    def touch(self, rel: str, signature: Signature) -> None:
-        """The file on disk now holds what we have read: remember its stat."""
+    def touch(self, rel: str, signature: Signature, digest: str | None = None) -> None:
+        """The file on disk now holds what we have read: remember its stat (and
+        the digest of its bytes, when the caller wrote them)."""
         if rel in self.files:
             self.files[rel].signature = signature
+            self.files[rel].digest = digest
 
     def drop(self, rel: str) -> set[str]:
         """``rel`` is gone; the ids whose fields changed."""

@@ -36,7 +36,8 @@ __all__ = ["SCHEMA_VERSION", "FileRow", "Manifest", "block_from_row", "block_to_
 SCHEMA_VERSION = 4
 
 # mtime_ns, size, ino, the fields file's stat ("mtime:size:ino" or ""), frontmatter, fm_lines
-FileRow = tuple[int, int, int, str, dict[str, Any], int]
+# (mtime_ns, size, ino, fields file stamp, frontmatter, frontmatter lines, digest)
+FileRow = tuple[int, int, int, str, dict[str, Any], int, str | None]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -113,8 +114,14 @@ class Manifest:
             db.execute("DELETE FROM meta")
         db.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER,"
-            " size INTEGER, ino INTEGER, fields_sig TEXT, meta TEXT, fm_lines INTEGER)"
+            " size INTEGER, ino INTEGER, fields_sig TEXT, meta TEXT, fm_lines INTEGER,"
+            " digest TEXT)"
         )
+        columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
+        if "digest" not in columns:
+            # A manifest from before digests keeps its rows: a file whose
+            # stat changes is then parsed again, as it always was.
+            db.execute("ALTER TABLE files ADD COLUMN digest TEXT")
         db.execute(
             "CREATE TABLE IF NOT EXISTS blocks (id TEXT, path TEXT, ord INTEGER,"
             " line_start INTEGER, line_end INTEGER, heading TEXT, text TEXT, kind TEXT,"
@@ -173,9 +180,9 @@ class Manifest:
     def files(self) -> dict[str, FileRow]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT path, mtime_ns, size, ino, fields_sig, meta, fm_lines FROM files"
+                "SELECT path, mtime_ns, size, ino, fields_sig, meta, fm_lines, digest FROM files"
             ).fetchall()
-        return {r[0]: (r[1], r[2], r[3], r[4], json.loads(r[5] or "{}"), r[6]) for r in rows}
+        return {r[0]: (r[1], r[2], r[3], r[4], json.loads(r[5] or "{}"), r[6], r[7]) for r in rows}
 
     @_guarded
     def blocks_by_path(self) -> dict[str, list[Block]]:
@@ -235,14 +242,23 @@ class Manifest:
                 [block_to_row(b, ordinal) for ordinal, b in numbered],
             )
 
+    @_guarded
+    def put_files(self, rows: Iterable[tuple[str, FileRow]]) -> None:
+        """Record files' rows alone (their blocks unchanged): a new stat of the same bytes."""
+        with self._lock, self._tx():
+            for path, row in rows:
+                self._put_file(path, row)
+
     def _put_file(self, path: str, row: FileRow) -> None:
-        mtime_ns, size, ino, fields_sig, meta, fm_lines = row
+        mtime_ns, size, ino, fields_sig, meta, fm_lines, digest = row
+        meta_json = json.dumps(meta, default=str)
         self._db.execute(
-            "INSERT INTO files(path, mtime_ns, size, ino, fields_sig, meta, fm_lines)"
-            " VALUES (?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET"
+            "INSERT INTO files(path, mtime_ns, size, ino, fields_sig, meta, fm_lines, digest)"
+            " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET"
             " mtime_ns=excluded.mtime_ns, size=excluded.size, ino=excluded.ino,"
-            " fields_sig=excluded.fields_sig, meta=excluded.meta, fm_lines=excluded.fm_lines",
-            (path, mtime_ns, size, ino, fields_sig, json.dumps(meta, default=str), fm_lines),
+            " fields_sig=excluded.fields_sig, meta=excluded.meta, fm_lines=excluded.fm_lines,"
+            " digest=excluded.digest",
+            (path, mtime_ns, size, ino, fields_sig, meta_json, fm_lines, digest),
         )
 
     @_guarded

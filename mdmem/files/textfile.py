@@ -8,6 +8,7 @@ whole lines; nothing is ever re-serialised.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "SkipFile",
     "TextFile",
     "atomic_write",
+    "content_digest",
     "decode",
     "decode_readable",
     "discard_temp",
@@ -146,6 +148,12 @@ class TextFile:
 
 def _has_ending(line: str) -> bool:
     return line.endswith("\n") or line.endswith("\r")
+
+
+def content_digest(raw: bytes) -> str:
+    """What a file held, in 32 hex digits: a file whose stat changed (a copy,
+    a restore, a checkout of the same text) is read again only if this did."""
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
 def decode(raw: bytes, *, max_bytes: int = MAX_FILE_BYTES) -> TextFile:

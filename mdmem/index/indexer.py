@@ -42,7 +42,7 @@ import numpy as np
 from mdmem.errors import DimensionMismatchError, EmbedderError, IndexError_, LockTimeoutError
 from mdmem.files import health
 from mdmem.files.health import DERIVED_ERRORS, error_line, file_id, quarantine
-from mdmem.files.manifest import Manifest
+from mdmem.files.manifest import FileRow, Manifest
 from mdmem.index.blocktext import AppendStream, embed_key, indexable
 from mdmem.index.context import CONTEXT_VERSION, IndexedBlock, TurnOrder, context_of
 from mdmem.index.embedding import EMBED_BATCH, EmbeddingService
@@ -338,7 +338,7 @@ class Indexer:
         with contextlib.suppress(*DERIVED_ERRORS):
             self._epoch_seen = self.manifest.get_meta("epoch") or ""
         delta = self.catalog.scan()
-        if delta or self.catalog.unindexed:
+        if delta or self.catalog.unindexed or self.catalog.resigned:
             self.apply(delta.changed, delta.removed)
         try:
             expected = sum(1 for b in self.catalog.blocks() if indexable(b))
@@ -431,6 +431,10 @@ class Indexer:
                 return False
             self.catalog.unindexed.difference_update(todo)
             self._failing = False
+            resigned = [p for p in self.catalog.take_resigned() if p not in todo]
+            if resigned:
+                with contextlib.suppress(*DERIVED_ERRORS):  # the next open checks the bytes again
+                    self.manifest.put_files((p, self._file_row(p)) for p in resigned)
             return True
 
     def _apply(
@@ -575,16 +579,17 @@ class Indexer:
         self.manifest.put_blocks(path, self._file_row(path), numbered)
         self.checkpoint()
 
-    def _file_row(self, path: str) -> tuple[int, int, int, str, dict[str, Any], int]:
+    def _file_row(self, path: str) -> FileRow:
         state = self.catalog.files[path]
         mtime_ns, size, ino = state.signature
+        digest = state.digest
         parsed = state.parsed
         if path in self.catalog.damaged:
-            # Recorded as matching no stat: every process reads the file again
-            # and so learns where its bad bytes are (recall's degraded, doctor).
-            mtime_ns, size, ino = 0, 0, 0
+            # Recorded as matching no stat or bytes: every process reads the file
+            # again and so learns where its bad bytes are (recall's degraded, doctor).
+            mtime_ns, size, ino, digest = 0, 0, 0, None
         fields = self.catalog.fields_signature(path)
-        return (mtime_ns, size, ino, fields, parsed.frontmatter, parsed.frontmatter_lines)
+        return (mtime_ns, size, ino, fields, parsed.frontmatter, parsed.frontmatter_lines, digest)
 
     def _write(self, upserts: list[Block], deletes: list[str], to_embed: list[Block]) -> None:
         tell = self._progress or silent

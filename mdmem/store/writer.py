@@ -41,7 +41,7 @@ from mdmem.files.catalog import Catalog, signature_of
 from mdmem.files.health import DERIVED_ERRORS
 from mdmem.files.ids import IdIssuer, normalize_id
 from mdmem.files.sidecar import Record, encode, is_sidecar, parse_records, sidecar_of, stamp
-from mdmem.files.textfile import SkipFile, TextFile, decode, file_stat, safe_path
+from mdmem.files.textfile import SkipFile, TextFile, content_digest, decode, file_stat, safe_path
 from mdmem.index.indexer import AppendStream, Indexer
 from mdmem.models import Block
 from mdmem.store import typed_secrets as typed
@@ -605,6 +605,7 @@ class Writer:
             self.indexer.ensure_state()
             self.follow_head()
             delta = self.catalog.scan()
+            self.human.known_clean = self.human.known_clean and not delta
             todo = dict.fromkeys(
                 [*delta.changed, *delta.removed, *self._index_backlog, *self.catalog.unindexed]
             )
@@ -681,8 +682,7 @@ class Writer:
         on a change or at the first write after opening; large ones ask git every time.
         """
         if len(self.catalog.files) <= _SCAN_LIMIT:
-            # Not the git dates' walk: it would run under the vault lock at
-            # every write; the next refresh (a recall) catches up at once.
+            # No git dates' walk here: it would hold the lock at every write (a recall does it).
             delta = self.catalog.scan(history=False)
             if delta:
                 self.indexer.apply(delta.changed, delta.removed)
@@ -971,14 +971,14 @@ class Writer:
                 st = full.stat()
                 sig = signature_of(st)
                 self._written_sigs[rel] = sig
-                appended = st.st_size != len(pending.tf.to_bytes())
+                data = pending.tf.to_bytes()
+                stamp = content_digest(data) if st.st_size == len(data) else None
                 if is_sidecar(rel):
                     # Someone appended right after our rename: read it again on the next scan.
-                    self.catalog.fields.touch(rel, (0, 0, 0) if appended else sig)
+                    self.catalog.fields.touch(rel, sig if stamp else (0, 0, 0), stamp)
                     continue
-                self.catalog.touch(rel, sig, pending.tf)
-                if appended:
-                    # Someone appended right after our rename: re-read it on the next scan.
+                self.catalog.touch(rel, sig, pending.tf, stamp)
+                if stamp is None:
                     self.catalog.invalidate(rel)
             except OSError:
                 self.catalog.refresh(rel)
