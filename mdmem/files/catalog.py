@@ -344,6 +344,11 @@ class Catalog:
         self._resigned.clear()
         return paths
 
+    def typed_in(self, paths: Iterable[str]) -> bool:
+        """Whether any of ``paths`` holds a line a person typed that has no id yet
+        (a read that found one leaves it for the next write to commit and key)."""
+        return any(is_typed_key(b.id) for p in paths for b in self.blocks_in(p))
+
     def blocks_in(self, path: str) -> list[Block]:
         """The parsed blocks of one file (empty if it is not known)."""
         state = self.files.get(path)

@@ -605,7 +605,7 @@ class Writer:
             self.indexer.ensure_state()
             self.follow_head()
             delta = self.catalog.scan()
-            self.human.known_clean = self.human.known_clean and not delta
+            self.human.known_clean &= not self.catalog.typed_in(delta.changed)
             todo = dict.fromkeys(
                 [*delta.changed, *delta.removed, *self._index_backlog, *self.catalog.unindexed]
             )
