@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -114,6 +114,25 @@ class FastScorer:
         top = hits[np.argpartition(-scores[hits], limit - 1)[:limit]] if hits.size > limit else hits
         order = top[np.lexsort((top, -scores[top]))]
         return [(int(d), float(scores[d])) for d in order]
+
+    def allowed(
+        self,
+        searcher: Any,
+        terms: Mapping[str, Collection[str] | None],
+        dated: Iterable[int] | None = None,
+    ) -> np.ndarray:
+        """A mask over the searcher's docnums for :meth:`search`: the documents
+        holding, in every field of ``terms`` not None, one of its texts, and
+        (unless None) among the ``dated`` docnums."""
+        mask = np.ones(sum(s.reader().doc_count_all() for s, _ in searcher.leaf_searchers()), bool)
+        for field, texts in terms.items():
+            if texts is not None:
+                mask &= self.holding(searcher, field, [t for t in texts if t])
+        if dated is not None:
+            in_range = np.zeros(mask.size, dtype=bool)
+            in_range[np.fromiter(dated, dtype=np.int64)] = True
+            mask &= in_range
+        return mask
 
     def holding(self, searcher: Any, field: str, texts: Collection[str]) -> np.ndarray:
         """A mask over the searcher's docnums: the documents holding any of

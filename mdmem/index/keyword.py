@@ -334,7 +334,6 @@ class KeywordIndex:
         self.lock_timeout = lock_timeout
         self._lock = threading.RLock()
         self._searcher: Any = None
-        self._filter_cache: dict[tuple[Any, ...], set[int] | bool] = {}
         self._masks: dict[tuple[Any, ...], np.ndarray] = {}
         # Document frequencies of one index generation: a recall asks for the
         # same terms' several times (pruning, scoring, the gate, the second
@@ -470,8 +469,7 @@ class KeywordIndex:
             if isinstance(e, (InvalidInputError, KeyboardInterrupt, SystemExit)):
                 raise
             raise IndexError_(f"writing keyword index at {self.directory} failed: {e!r}") from e
-        self._filter_cache.clear()  # the searcher reopens what changed when next used
-        self._masks.clear()
+        self._masks.clear()  # the searcher reopens what changed when next used
         self._dfs.clear()
 
     def add_many(
@@ -659,7 +657,6 @@ class KeywordIndex:
     # -- reading -----------------------------------------------------------
 
     def _invalidate(self) -> None:
-        self._filter_cache.clear()
         self._masks.clear()
         self._dfs.clear()
         if self._searcher is not None:
@@ -683,7 +680,6 @@ class KeywordIndex:
 
             self._searcher = reopened_searcher(self._ix, old)
         if self._searcher is not old:
-            self._filter_cache.clear()
             self._masks.clear()
             self._dfs.clear()
         return self._searcher
@@ -701,41 +697,15 @@ class KeywordIndex:
     def _allowed(self, searcher: Any, key: tuple[Any, ...], filters: _Filters) -> np.ndarray:
         """The mask of documents passing ``filters``, for the fast scorer;
         kept for this index generation (recall repeats its filters)."""
-        cached = self._masks.get(key)
-        if cached is not None:
-            return cached
-        assert self._fast is not None
-        mask: np.ndarray | None = None
-        for field, texts in filters.terms.items():
-            if texts is None:
-                continue
-            held = self._fast.holding(searcher, field, [t for t in texts if t])
-            mask = held if mask is None else mask & held
-        if filters.dates is not None:
-            dated = np.zeros(searcher.doc_count_all(), dtype=bool)
-            dated[np.fromiter(searcher.docs_for_query(filters.dates), dtype=np.int64)] = True
-            mask = dated if mask is None else mask & dated
-        assert mask is not None, "called only with a filter"
-        if len(self._masks) >= 64:
-            self._masks.clear()
-        self._masks[key] = mask
+        mask = self._masks.get(key)
+        if mask is None:
+            assert self._fast is not None
+            dated = None if filters.dates is None else searcher.docs_for_query(filters.dates)
+            mask = self._fast.allowed(searcher, filters.terms, dated)
+            if len(self._masks) >= 64:
+                self._masks.clear()
+            self._masks[key] = mask
         return mask
-
-    def _filter_docs(self, searcher: Any, key: tuple[Any, ...], flt: Any) -> Any:
-        """The docnums passing a filter, once the same filter is asked for twice
-        against one index generation (recall repeats its scope/status filter;
-        listing them costs about as much as one filtered search)."""
-        cached = self._filter_cache.get(key)
-        if cached is None:
-            self._filter_cache[key] = False
-            return None
-        if cached is False:
-            if len(self._filter_cache) > 64:
-                self._filter_cache.clear()
-            docs = set(searcher.docs_for_query(flt))
-            self._filter_cache[key] = docs
-            return docs
-        return cached
 
     def _read(self, fn: Callable[[Any], Any]) -> Any:
         with self._lock:
@@ -914,18 +884,10 @@ class KeywordIndex:
             if flt is None:
                 results = searcher.search(main, limit=limit)
             else:
-                docs = self._filter_docs(searcher, key, flt)
-                if docs is not None and not docs:
-                    # Whoosh reads an empty allow-set as "no filter at all".
-                    return []
-                if docs is not None:
-                    results = searcher.search(main, limit=limit, filter=docs, optimize=False)
-                else:
-                    # Require (match both, score by the first) leapfrogs through
-                    # the filter postings instead of listing every filtered doc.
-                    # Block-quality skipping trips an assertion in Whoosh's
-                    # intersection matcher, hence optimize=False.
-                    results = searcher.search(q.Require(main, flt), limit=limit, optimize=False)
+                # Require (match both, score by the first) leapfrogs through the
+                # filter postings. Block-quality skipping trips an assertion in
+                # Whoosh's intersection matcher, hence optimize=False.
+                results = searcher.search(q.Require(main, flt), limit=limit, optimize=False)
             return [(hit["id"], float(hit.score)) for hit in results]
 
         result: list[tuple[str, float]] = self._read(run)
