@@ -355,13 +355,13 @@ def pull_reindex(vault_root: Path, work: Path, changed: int = 1_000) -> dict[str
         for i, line in enumerate(lines):
             if edited >= changed:
                 break
-            if line.endswith(tuple("0123456789abcdefghjkmnpqrstvwxyz")) and " ^m-" in line:
-                head, _sep, tail = line.rpartition(" [role:: ")
-                if head and not head.startswith("["):
-                    lines[i] = f"{head} {marker}{edited} [role:: {tail}"
-                    if edited == changed // 2:
-                        probe = line.rsplit("^", 1)[1]
-                    edited += 1
+            # A turn of the transcript: **Ana** (09:12): text ^m-id
+            head, _sep, block_id = line.rpartition(" ^m-")
+            if head.startswith("**") and block_id.isalnum():
+                lines[i] = f"{head} {marker}{edited} ^m-{block_id}"
+                if edited == changed // 2:
+                    probe = f"m-{block_id}"
+                edited += 1
         path.write_text("\n".join(lines), encoding="utf-8")
         if edited >= changed:
             break
