@@ -77,16 +77,34 @@ class Record:
     values: tuple[tuple[str, str | None], ...]
 
 
+def _plain(rel: str) -> bool:
+    # A vault-relative POSIX path as the catalog and git spell it: string
+    # operations read it as PurePosixPath would, at a fraction of the cost
+    # (these run for every path of every scan and change list).
+    return not (rel.startswith(("./", "/")) or "//" in rel or "/./" in rel or rel.endswith("/"))
+
+
 def sidecar_of(rel: str) -> str:
     """The fields file of the note ``rel`` (``a/b.md`` -> ``a/.fields/b.md.jsonl``)."""
+    if _plain(rel):
+        folder, slash, name = rel.rpartition("/")
+        return f"{folder}{slash}{SIDECAR_DIR}/{name}{SIDECAR_SUFFIX}"
     path = PurePosixPath(rel)
     return str(path.parent / SIDECAR_DIR / (path.name + SIDECAR_SUFFIX))
 
 
 def note_of(rel: str) -> str | None:
     """The note a fields file belongs to, or None when ``rel`` is not one."""
+    if not rel.endswith(".md" + SIDECAR_SUFFIX):
+        return None
+    if _plain(rel):
+        folder, _slash, name = rel.rpartition("/")
+        above, slash, parent = folder.rpartition("/")
+        if parent != SIDECAR_DIR:
+            return None
+        return f"{above}{slash}{name[: -len(SIDECAR_SUFFIX)]}"
     path = PurePosixPath(rel)
-    if path.parent.name != SIDECAR_DIR or not path.name.endswith(".md" + SIDECAR_SUFFIX):
+    if path.parent.name != SIDECAR_DIR:
         return None
     return str(path.parent.parent / path.name[: -len(SIDECAR_SUFFIX)])
 

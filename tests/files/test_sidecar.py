@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
+
+import pytest
 
 from mdmem.files.sidecar import (
+    SIDECAR_DIR,
+    SIDECAR_SUFFIX,
     Record,
     encode,
     note_of,
@@ -22,6 +27,23 @@ def test_a_note_and_its_fields_file_name_each_other() -> None:
     assert note_of(".fields/MEMORY.md.jsonl") == "MEMORY.md"
     for other in ("MEMORY.md", ".fields/x.jsonl", "fields/MEMORY.md.jsonl", "a.md.jsonl"):
         assert note_of(other) is None
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "a.md", "x/y/z.md", "sessions/2026-01-01 talk.md", "é/ü.md", "..md", "../a.md",
+        ".fields/a.md.jsonl", "x/.fields/a.md.jsonl", "x/.fields/y/a.md.jsonl",
+        ".fields/.md.jsonl", ".fields/.fields/a.md.jsonl", "x/.fields.md.jsonl",
+        "./a.md", "a//b.md", "x/./.fields/a.md.jsonl", "a/.fields/", "../.fields/a.md.jsonl",
+    ],
+)  # fmt: skip
+def test_names_are_read_as_pathlib_reads_them(rel: str) -> None:
+    path = PurePosixPath(rel)
+    assert sidecar_of(rel) == str(path.parent / SIDECAR_DIR / (path.name + SIDECAR_SUFFIX))
+    is_fields = path.parent.name == SIDECAR_DIR and path.name.endswith(".md" + SIDECAR_SUFFIX)
+    note = str(path.parent.parent / path.name[: -len(SIDECAR_SUFFIX)]) if is_fields else None
+    assert note_of(rel) == note
 
 
 def test_a_record_is_one_json_line_that_reads_back() -> None:
