@@ -671,24 +671,24 @@ class Catalog:
             self.refresh(note)
         return [n for n in notes if n in self.files]
 
-    def _stamp(self, path: str, state: FileState | None) -> None:
-        """Take the digest of a note (``state``) or fields file whose stat says
-        it holds what we read (a manifest from before digests): a later copy
-        of the vault is then recognised without parsing it again."""
+    def _stamp(self, path: str) -> None:
+        """Take the digest of a note or fields file whose stat says it holds
+        what we read (a manifest from before digests): a later copy of the
+        vault is then recognised without parsing it again."""
         try:
             digest = content_digest((self.root / path).read_bytes())
         except OSError:
             return
-        if state is not None:
-            state.digest = digest
+        note = note_of(path)
+        if note is None:
+            self.files[path].digest = digest
         else:
             signature = self.fields.signature(path)
             if signature is None:
                 return
             self.fields.resign(path, signature, digest)
-            path = note_of(path) or path
-        if path in self.files:
-            self._resigned.add(path)
+        if (note or path) in self.files:
+            self._resigned.add(note or path)
 
     def refresh(self, path: str) -> bool:
         """Re-read one file if its stat changed; True when something changed."""
@@ -873,7 +873,7 @@ class Catalog:
             if fields.signature(rel) != sig:
                 delta.add(self.refresh_fields(rel))
             elif fields.digest(rel) is None:
-                self._stamp(rel, None)
+                self._stamp(rel)
         for rel in [r for r in fields.tracked() if r not in present_sides]:
             delta.add(self.refresh_fields(rel))
         for rel, sig in notes:
@@ -881,7 +881,7 @@ class Catalog:
             state = files.get(rel)
             if state is not None and state.signature == sig:
                 if state.digest is None:
-                    self._stamp(rel, state)
+                    self._stamp(rel)
                 continue
             if skipped_sigs.get(rel) == sig:
                 continue

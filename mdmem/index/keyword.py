@@ -280,11 +280,24 @@ _PRUNE_FROM_DOCS = 500
 
 
 class _Filters(NamedTuple):
-    """A search's filters as the fast scorer reads them: terms any of which
-    a field must hold (None: no filter on it), and a Whoosh date query."""
+    """Per field, the terms one of which a document must hold (None: no filter),
+    and a date query: a mask for the fast scorer, :meth:`query` for Whoosh's."""
 
-    terms: dict[str, Collection[str] | None]
+    terms: dict[str, list[str] | None]
     dates: Any
+
+    def __bool__(self) -> bool:
+        return self.dates is not None or any(t is not None for t in self.terms.values())
+
+    def query(self) -> Any:
+        from whoosh import query as q
+
+        clauses: list[Any] = [
+            q.Or([q.Term(field, t) for t in texts if t] or [q.NullQuery])
+            for field, texts in self.terms.items()
+            if texts is not None
+        ]
+        return q.And([*clauses, *([self.dates] if self.dates is not None else [])])
 
 
 def _selective(
@@ -829,33 +842,21 @@ class KeywordIndex:
         terms = self.query_terms(query)
         if not terms:
             return []
-        clauses: list[Any] = []
-        if kinds is not None:
-            clauses.append(q.Or([q.Term("kind", k) for k in kinds]))
-        if tags is not None:
-            tag_terms = [_norm_tag(t).strip("/") for t in tags]
-            clauses.append(q.Or([q.Term("tags", t) for t in tag_terms if t] or [q.NullQuery]))
-        if scopes is not None:
-            clauses.append(q.Or([q.Term("scope", _scope_term(s)) for s in scopes]))
-        if statuses is not None:
-            clauses.append(q.Or([q.Term("status", s) for s in statuses]))
+        dates = None
         if since is not None or until is not None:
-            clauses.append(
-                q.DateRange(
-                    "created",
-                    _minute(since) if since is not None else None,
-                    _minute(until) if until is not None else None,
-                )
+            dates = q.DateRange(
+                "created",
+                _minute(since) if since is not None else None,
+                _minute(until) if until is not None else None,
             )
-        flt = q.And(clauses) if clauses else None
         filters = _Filters(
             terms={
-                "kind": kinds,
+                "kind": None if kinds is None else list(kinds),
                 "tags": None if tags is None else [_norm_tag(t).strip("/") for t in tags],
                 "scope": None if scopes is None else [_scope_term(s) for s in scopes],
-                "status": statuses,
+                "status": None if statuses is None else list(statuses),
             },
-            dates=clauses[-1] if since is not None or until is not None else None,
+            dates=dates,
         )
         key = (
             *(None if c is None else tuple(sorted(c)) for c in (kinds, tags, scopes, statuses)),
@@ -870,7 +871,7 @@ class KeywordIndex:
             selected = _selective(searcher, terms, df)
             if self._fast is not None:
                 try:
-                    allowed = None if flt is None else self._allowed(searcher, key, filters)
+                    allowed = self._allowed(searcher, key, filters) if filters else None
                     return [
                         (searcher.stored_fields(doc)["id"], score)
                         for doc, score in self._fast.search(
@@ -881,13 +882,15 @@ class KeywordIndex:
                     log.warning("fast BM25F scoring disabled: %r", exc)
                     self._fast = None
             main = q.Or([q.Term(f, t, boost=b) for f, t, b in selected])
-            if flt is None:
+            if not filters:
                 results = searcher.search(main, limit=limit)
             else:
                 # Require (match both, score by the first) leapfrogs through the
                 # filter postings. Block-quality skipping trips an assertion in
                 # Whoosh's intersection matcher, hence optimize=False.
-                results = searcher.search(q.Require(main, flt), limit=limit, optimize=False)
+                results = searcher.search(
+                    q.Require(main, filters.query()), limit=limit, optimize=False
+                )
             return [(hit["id"], float(hit.score)) for hit in results]
 
         result: list[tuple[str, float]] = self._read(run)
