@@ -284,7 +284,8 @@ def test_sync_after_purge_needs_force_push(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     vault = Vault.init(tmp_path / "v", agent="a")
     git(vault.root, "remote", "add", "origin", str(remote))
-    secret = vault.remember("Secret to scrub everywhere 42x")
+    # Upper case: no memory id or commit hash can hold it by chance.
+    secret = vault.remember("Secret to scrub everywhere OKAPI-42X")
     sync(vault.admin.store)
     purge(vault.admin.store, secret.id, confirm=True, method="fast-export")
     with pytest.raises(ConflictError, match="force-push"):
@@ -292,7 +293,7 @@ def test_sync_after_purge_needs_force_push(tmp_path: Path) -> None:
     result = sync(vault.admin.store, force_push=True)
     assert result.forced and result.ok
     assert git(remote, "rev-parse", "main") == git(vault.root, "rev-parse", "HEAD")
-    assert "42x" not in git(remote, "log", "-p", "main")
+    assert "OKAPI-42X" not in git(remote, "log", "-p", "main")
     assert sync(vault.admin.store).ok  # back to normal
 
 
